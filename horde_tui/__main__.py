@@ -1,0 +1,7 @@
+"""Allow `python -m horde_tui` as an alias of the `horde-tui` console script."""
+
+from __future__ import annotations
+
+from horde_tui.cli import main
+
+raise SystemExit(main())

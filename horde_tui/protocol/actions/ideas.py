@@ -1,0 +1,199 @@
+"""post, idea, claim, done, drop, rule-out: the checklist and the board."""
+
+from __future__ import annotations
+
+import re
+
+from horde_tui.protocol.context import ActionContext, resolve
+from horde_tui.protocol.params import (
+    ClaimParams,
+    DoneParams,
+    DropParams,
+    IdeaParams,
+    PostParams,
+    RuleOutParams,
+)
+from horde_tui.protocol.rules import is_confirmed_negative
+from horde_tui.store.ledgers.findings import is_settled
+from horde_tui.store.model import Idea
+from horde_tui.store.state import LedgerState
+from horde_tui.store.store import ActionRefused, Decision
+from horde_tui.store.textmatch import SIMILAR_OVERLAP, TextKey, is_duplicate, similarity
+
+_PLAN = re.compile(r"^\s*(?:my\s+)?(?:plan|next steps?|i will|i'll|i am going to|going to)\b", re.I)
+
+
+def held_by(state: LedgerState, actor: str) -> list[Idea]:
+    return [i for i in state.ideas.values() if i.status == "claimed" and i.owner == actor]
+
+
+def idle_nudge(state: LedgerState, actor: str, finished: str) -> str:
+    """Appended when a member closes its last idea while others are still open."""
+    if any(i.id != finished for i in held_by(state, actor)):
+        return ""
+    open_ids = [i.id for i in state.ideas.values() if i.status == "open" and i.id != finished]
+    if not open_ids:
+        return ""
+    shown = ", ".join(open_ids[:8]) + (" ..." if len(open_ids) > 8 else "")
+    return f" You now hold no idea; {len(open_ids)} open idea(s) remain ({shown}): claim one before stopping."
+
+
+def post(ctx: ActionContext, p: PostParams, state: LedgerState) -> Decision:
+    if ctx.is_member and _PLAN.match(p.text) and not held_by(state, ctx.actor):
+        raise ActionRefused(
+            "refused: a plan post before claiming (ownership rule); claim an idea first with "
+            "`horde claim id=#N`, then post your plan"
+        )
+    return Decision(True, "ok: posted to BOARD.md", None, [{"op": "board.post", "text": p.text}])
+
+
+def idea(ctx: ActionContext, p: IdeaParams, state: LedgerState) -> Decision:
+    key = TextKey.of(p.text)
+    dupes = state.idea_index.duplicates(key)
+    if dupes:
+        existing = state.ideas[dupes[0]]
+        records = []
+        if ctx.actor != existing.by and ctx.actor not in existing.corroborators:
+            records.append({"op": "idea.corroborate", "id": existing.id})
+        holder = f", claimed by {existing.owner}" if existing.status == "claimed" else ""
+        return Decision(
+            True,
+            f"duplicate of {existing.id} ({existing.status}{holder}); recorded you as "
+            f"corroborator; no new idea added",
+            existing.id,
+            records,
+            outcome="duplicate",
+        )
+    new_id = state.next_id("ideas")
+    return Decision(
+        True,
+        f"ok {new_id} added (open); claim it to work it",
+        new_id,
+        [{"op": "idea.add", "id": new_id, "text": p.text}],
+        outcome="created",
+    )
+
+
+def _pending_reviews(state: LedgerState, actor: str) -> list[str]:
+    """Findings of other members the verifier has not checked at their current revision."""
+    from horde_tui.store.ledgers.findings import classify
+
+    pending = []
+    for f in state.findings.values():
+        if f.by == actor or classify(state, f) == "superseded":
+            continue
+        reviewed = any(
+            state.reviews[r].by == actor and state.reviews[r].revision == f.revision
+            for r in state.reviews_by_target.get(f.id, [])
+        ) or any(v.by == actor and v.revision == f.revision for v in f.verifications)
+        if not reviewed:
+            pending.append(f.id)
+    return pending
+
+
+def claim(ctx: ActionContext, p: ClaimParams, state: LedgerState) -> Decision:
+    ident = resolve(state, p.id, "ideas")
+    target = state.ideas[ident]
+    if target.closed:
+        raise ActionRefused(
+            f"refused: {ident} is already {target.status} (only open ideas can be claimed); "
+            "pick an open idea from `horde list` or add a new one"
+        )
+    if target.status == "claimed":
+        if target.owner == ctx.actor:
+            return Decision(True, f"ok {ident} is already yours", ident, outcome="unchanged")
+        raise ActionRefused(
+            f"refused: {ident} is claimed by {target.owner} (one owner per idea); pick another "
+            f"open idea, or message {target.owner} to coordinate"
+        )
+    if ctx.role == "verifier":
+        pending = _pending_reviews(state, ctx.actor)
+        if pending:
+            raise ActionRefused(
+                f"refused: the verifier claims ideas only when nothing awaits review "
+                f"(verifier rule); review first: {', '.join(pending[:10])}"
+            )
+    key = state.idea_index.keys[ident]
+    warning = ""
+    for other in state.ideas.values():
+        if other.id == ident or other.status != "claimed" or other.owner == ctx.actor:
+            continue
+        other_key = state.idea_index.keys[other.id]
+        if is_duplicate(key, other_key):
+            raise ActionRefused(
+                f"refused: {ident} is near-identical to {other.id} held by {other.owner} "
+                f"(one owner per idea); pick a different idea or coordinate with {other.owner}"
+            )
+        if not warning and similarity(key, other_key) >= SIMILAR_OVERLAP:
+            warning = f" Note: similar to {other.id} held by {other.owner}; avoid duplicate work."
+    settled = [
+        f.id
+        for fid in state.finding_index.duplicates(key)
+        if (f := state.findings[fid]).superseded_by is None and is_settled(state, f)
+    ]
+    if settled:
+        warning += (
+            f" Note: {settled[0]} already settles this; bring a new vector as a finding with "
+            f"deltaOf: {settled[0]}, not a re-report."
+        )
+    return Decision(
+        True,
+        f"ok {ident} claimed.{warning}".rstrip(),
+        ident,
+        [{"op": "idea.claim", "id": ident}],
+        outcome="claimed",
+    )
+
+
+def _owned(ctx: ActionContext, state: LedgerState, raw: str, verb: str) -> Idea:
+    ident = resolve(state, raw, "ideas")
+    target = state.ideas[ident]
+    if target.closed:
+        raise ActionRefused(f"refused: {ident} is already {target.status}; nothing to {verb}")
+    if target.status != "claimed" or target.owner != ctx.actor:
+        holder = f"held by {target.owner}" if target.owner else "open"
+        raise ActionRefused(
+            f"refused: you cannot {verb} {ident}, which is {holder} (ownership rule: only the "
+            f"holder finishes an idea); claim it first if it is open"
+        )
+    return target
+
+
+def done(ctx: ActionContext, p: DoneParams, state: LedgerState) -> Decision:
+    target = _owned(ctx, state, p.id, "finish")
+    if is_confirmed_negative(p.result):
+        raise ActionRefused(
+            f"refused: the result reads as a confirmed negative, so `done` is the wrong close "
+            f"(done/rule-out rule); use `rule-out id={target.id} reason=...` instead"
+        )
+    nudge = idle_nudge(state, ctx.actor, target.id)
+    return Decision(
+        True,
+        f"ok {target.id} done.{nudge}",
+        target.id,
+        [{"op": "idea.done", "id": target.id, "result": p.result}],
+        outcome="done",
+    )
+
+
+def drop(ctx: ActionContext, p: DropParams, state: LedgerState) -> Decision:
+    target = _owned(ctx, state, p.id, "drop")
+    return Decision(
+        True,
+        f"ok {target.id} released to the open pool",
+        target.id,
+        [{"op": "idea.drop", "id": target.id, "reason": p.reason}],
+        outcome="dropped",
+    )
+
+
+def rule_out(ctx: ActionContext, p: RuleOutParams, state: LedgerState) -> Decision:
+    target = _owned(ctx, state, p.id, "rule out")
+    nudge = idle_nudge(state, ctx.actor, target.id)
+    return Decision(
+        True,
+        f"ok {target.id} ruled out.{nudge}",
+        target.id,
+        [{"op": "idea.ruleout", "id": target.id, "reason": p.reason}],
+        outcome="ruled-out",
+    )

@@ -1,0 +1,119 @@
+"""list, findings, facts, claims, resources, concerns, inspect: reads, no lock needed."""
+
+from __future__ import annotations
+
+import json
+
+from horde_tui.protocol.context import ActionContext, resolve
+from horde_tui.protocol.params import (
+    ClaimsParams,
+    ConcernsParams,
+    FactsParams,
+    FindingsParams,
+    InspectParams,
+    ListParams,
+    ReadParams,
+    ResourcesParams,
+)
+from horde_tui.store.ledgers import answers, claims, concerns, facts, ideas, resources
+from horde_tui.store.ledgers.common import one_line
+from horde_tui.store.ledgers.findings import classify, label, render_finding
+from horde_tui.store.state import LedgerState, normalize_id
+from horde_tui.store.store import ActionRefused
+
+
+def _with_warnings(state: LedgerState, text: str) -> str:
+    if state.skipped:
+        text += "\nWarnings:\n" + "\n".join(f"- {s}" for s in state.skipped) + "\n"
+    return text
+
+
+def list_ideas(ctx: ActionContext, p: ListParams, state: LedgerState) -> str:
+    items = [i for i in state.ideas.values() if p.owner is None or i.owner == p.owner]
+    counts = {s: sum(1 for i in state.ideas.values() if i.status == s) for s in ideas.MARK}
+    mine = [i.id for i in state.ideas.values() if i.status == "claimed" and i.owner == ctx.actor]
+    head = (
+        f"{len(state.ideas)} ideas: {counts['open']} open, {counts['claimed']} claimed, "
+        f"{counts['done']} done, {counts['ruled-out']} ruled out. "
+        f"You ({ctx.actor}) hold: {', '.join(mine) or 'nothing'}.\n"
+    )
+    cache = state.render_cache("ideas")
+    body = "\n".join(cache.get(i, ideas.render_idea) for i in items)  # type: ignore[arg-type]
+    return _with_warnings(
+        state, head + (body + "\n" if body else "No ideas yet; add one with `idea`.\n")
+    )
+
+
+def list_findings(ctx: ActionContext, p: FindingsParams, state: LedgerState) -> str:
+    items = [f for f in state.findings.values() if p.concern is None or f.concern == p.concern]
+    if not items:
+        return _with_warnings(state, "No findings yet.\n")
+    if p.detail == "full":
+        body = "\n".join(render_finding(state, f) for f in items)
+    else:
+        body = (
+            "\n".join(
+                f"- {f.id} [{label(f)}] {one_line(f.claim_line, 160)} ({f.idea or '-'} · "
+                f"{f.concern} · {f.by} · r{f.revision} · {classify(state, f)})"
+                for f in items
+            )
+            + "\n\n(`inspect target=F#` or `detail=full` shows bodies and evidence)\n"
+        )
+    return _with_warnings(state, f"{len(items)} findings:\n" + body)
+
+
+def _ledger(render):  # type: ignore[no-untyped-def]
+    def read(ctx: ActionContext, p: ReadParams, state: LedgerState) -> str:
+        return _with_warnings(state, render(state))
+
+    return read
+
+
+list_facts = _ledger(facts.render)
+list_claims = _ledger(claims.render)
+list_resources = _ledger(resources.render)
+list_concerns = _ledger(concerns.render)
+
+_ = (FactsParams, ClaimsParams, ResourcesParams, ConcernsParams)
+
+KINDS = {
+    "#": "ideas",
+    "F": "findings",
+    "T": "facts",
+    "C": "claims",
+    "R": "resources",
+    "V": "reviews",
+}
+
+
+def inspect(ctx: ActionContext, p: InspectParams, state: LedgerState) -> str:
+    target = p.target.strip()
+    if target.lower() == "answer":
+        text = answers.render(state, ctx.run)
+        return text or f"No answer has been proposed in run {ctx.run}.\n"
+    head = target[:1].upper()
+    if head == "E" and normalize_id(target, "E"):
+        return _event(ctx, normalize_id(target, "E") or target)
+    kind = KINDS.get(head) or ("ideas" if target.isdigit() else None)
+    if kind is None:
+        raise ActionRefused(
+            f"refused: cannot inspect {target!r}; give #N, F#, T#, C#, R#, V#, E# or 'answer'"
+        )
+    ident = resolve(state, target, kind, "target")
+    if kind == "findings":
+        return render_finding(state, state.findings[ident])
+    entity = getattr(state, kind)[ident]
+    data = {k: v for k, v in vars(entity).items() if k != "version"}
+    return json.dumps(data, indent=2, default=lambda o: vars(o), ensure_ascii=False) + "\n"
+
+
+def _event(ctx: ActionContext, ident: str) -> str:
+    path = ctx.store.paths.events(ctx.run)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if f'"id":"{ident}"' in line:
+                    return json.dumps(json.loads(line), indent=2, ensure_ascii=False) + "\n"
+    except FileNotFoundError:
+        pass
+    raise ActionRefused(f"refused: {ident} does not exist in run {ctx.run}'s events.jsonl")

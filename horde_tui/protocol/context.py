@@ -1,0 +1,57 @@
+"""What a handler knows about the call: who acts, in which run, with which role."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from horde_tui.store.state import LedgerState, normalize_id
+from horde_tui.store.store import ActionRefused, HordeStore
+
+PARENT_ACTORS = frozenset({"parent", "user"})
+"""Actors that are not members: people at a shell and the supervisor."""
+
+
+@dataclass
+class ActionContext:
+    store: HordeStore
+    run: str
+    role: str = "member"
+
+    @property
+    def actor(self) -> str:
+        return self.store.actor
+
+    @property
+    def workdir(self) -> Path:
+        return self.store.paths.workdir
+
+    @property
+    def is_member(self) -> bool:
+        return self.actor not in PARENT_ACTORS
+
+    @property
+    def winding_down(self) -> bool:
+        return self.store.stop_clean_requested(self.run)
+
+
+def resolve(state: LedgerState, raw: str | None, kind: str, field: str = "id") -> str:
+    """Turn a user-supplied id into an existing entry id, or refuse in one line."""
+    from horde_tui.store.state import PREFIXES
+
+    prefix = PREFIXES[kind]
+    if raw is None or not str(raw).strip():
+        raise ActionRefused(f"refused: `{field}` is required; give the {prefix}N to act on")
+    ident = normalize_id(str(raw), prefix)
+    table = getattr(state, kind)
+    if ident is None:
+        raise ActionRefused(
+            f"refused: `{field}`={raw!r} is not a {prefix}N id; use `{prefix}3` or the bare number"
+        )
+    if ident not in table:
+        last = f"{prefix}{len(table)}" if table else "none yet"
+        raise ActionRefused(
+            f"refused: {ident} does not exist (highest is {last}); check `horde "
+            f"{'list' if kind == 'ideas' else kind}`"
+        )
+    return ident

@@ -1,0 +1,152 @@
+"""`run_action`: validate a raw `horde` call, then read or write through the store.
+
+Errors come in two kinds, because callers act on them differently:
+- `UsageError` (exit 2): the call itself is malformed (unknown action, missing field,
+  wrong type). Nothing is recorded: there is no action to audit.
+- a refusal (`ok=False`, exit 1): a well-formed action broke a rule. Writes are refused
+  inside the store transaction, so the refusal is in `events.jsonl` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from horde_tui.protocol.actions import claims, facts, findings, ideas, reads, resources, solved
+from horde_tui.protocol.context import ActionContext
+from horde_tui.protocol.params import ACTION_MODELS, Params
+from horde_tui.protocol.rules import check_caps, check_wind_down
+from horde_tui.store.lock import LockTimeoutError
+from horde_tui.store.state import LedgerState
+from horde_tui.store.store import ActionRefused, Decision, HordeStore
+
+WriteHandler = Callable[[ActionContext, Any, LedgerState], Decision]
+ReadHandler = Callable[[ActionContext, Any, LedgerState], str]
+
+WRITES: dict[str, WriteHandler] = {
+    "post": ideas.post,
+    "idea": ideas.idea,
+    "claim": ideas.claim,
+    "done": ideas.done,
+    "drop": ideas.drop,
+    "rule-out": ideas.rule_out,
+    "finding": findings.finding,
+    "verify": findings.verify,
+    "amend": findings.amend,
+    "fact": facts.fact,
+    "assert": claims.assert_,
+    "confirm": claims.confirm,
+    "contest": claims.contest,
+    "retract": claims.retract,
+    "supersede": claims.supersede,
+    "resource": resources.resource,
+    "solved": solved.solved,
+    "confirm-solved": solved.confirm_solved,
+    "contest-solved": solved.contest_solved,
+}
+
+READS: dict[str, ReadHandler] = {
+    "list": reads.list_ideas,
+    "findings": reads.list_findings,
+    "facts": reads.list_facts,
+    "claims": reads.list_claims,
+    "resources": reads.list_resources,
+    "concerns": reads.list_concerns,
+    "inspect": reads.inspect,
+}
+
+
+class UsageError(ValueError):
+    """The call is malformed; the message names the field and what it expects."""
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    id: str | None
+    text: str
+    usage_error: bool = False
+    event: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.usage_error else 0 if self.ok else 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "id": self.id, "text": self.text}
+
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "list_type": 'a list of ids such as ["F1", "T2"]',
+    "literal_error": "one of",
+    "string_too_short": "a non-empty string",
+}
+
+
+def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
+    field = ".".join(str(part) for part in error.get("loc", ())) or "?"
+    kind = error.get("type", "")
+    accepted = ", ".join(n for n in model.model_fields if n != "action")
+    if kind == "extra_forbidden":
+        return f"field '{field}' is not accepted by action '{action}' (accepted: {accepted})"
+    if kind == "missing":
+        return f"field '{field}' is required for action '{action}'"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"field '{field}' must be one of {expected}, got {error.get('input')!r}"
+    want = _TYPE_WORDS.get(kind, error.get("msg", "a valid value").lower())
+    return f"field '{field}' must be {want}, got {error.get('input')!r}"
+
+
+def parse_params(raw: dict[str, Any]) -> Params:
+    """Validate one call; raise `UsageError` with one line on the first problem."""
+    if not isinstance(raw, dict):
+        raise UsageError("the horde tool takes a JSON object with an 'action' field")
+    action = raw.get("action")
+    if not isinstance(action, str) or not action:
+        raise UsageError(f"field 'action' is required; actions: {', '.join(sorted(ACTION_MODELS))}")
+    model = ACTION_MODELS.get(action)
+    if model is None:
+        raise UsageError(f"unknown action '{action}'; actions: {', '.join(sorted(ACTION_MODELS))}")
+    cleaned = {k: v for k, v in raw.items() if v is not None}
+    try:
+        return model.model_validate(cleaned)
+    except ValidationError as exc:
+        raise UsageError(_describe(exc.errors()[0], action, model)) from None
+
+
+def run_action(
+    store: HordeStore, raw: dict[str, Any], *, run: str, role: str = "member"
+) -> ToolResult:
+    """Validate and perform one `horde` action as `store.actor` in `run`."""
+    try:
+        params = parse_params(raw)
+    except UsageError as exc:
+        return ToolResult(False, None, f"usage: {exc}", usage_error=True)
+    ctx = ActionContext(store, run, role)
+    action = params.action
+    try:
+        if action in READS:
+            store.refresh()
+            return ToolResult(True, None, READS[action](ctx, params, store.state))
+        handler = WRITES[action]
+        submitted = params.model_dump(exclude_none=True, exclude={"action", "requestId"})
+
+        def decide(state: LedgerState) -> Decision:
+            check_caps(submitted)
+            check_wind_down(action, ctx.winding_down)
+            return handler(ctx, params, state)
+
+        receipt = store.transact(run, action, submitted, decide, params.requestId)
+        text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
+        return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
+    except ActionRefused as exc:
+        return ToolResult(False, None, str(exc))
+    except LockTimeoutError as exc:
+        return ToolResult(False, None, str(exc))

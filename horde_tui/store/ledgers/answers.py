@@ -1,0 +1,101 @@
+"""Solved proposals: folded from the ledger, rendered to the run's ANSWER.md.
+
+Solved is two-phase. `solved` pins the revision of every finding it cites; a different
+member validates (`confirm-solved`) or refutes (`contest-solved`) it. A later change to a
+pinned finding withdraws a pending proposal so nobody validates a stale answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, stamp
+from horde_tui.store.model import Proposal
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+
+def current(state: LedgerState, run: str) -> Proposal | None:
+    """The run's latest proposal, whatever its status."""
+    props = state.proposals.get(run)
+    return props[-1] if props else None
+
+
+def _propose(state: LedgerState, rec: dict[str, Any]) -> None:
+    props = state.proposals.setdefault(rec["run"], [])
+    props.append(
+        Proposal(
+            run=rec["run"],
+            by=rec["actor"],
+            text=rec["text"],
+            cites=list(rec.get("cites", [])),
+            pins={k: int(v) for k, v in rec.get("pins", {}).items()},
+            seq=rec["seq"],
+            ts=rec["ts"],
+            round=len(props) + 1,
+        )
+    )
+
+
+def _settle(state: LedgerState, rec: dict[str, Any]) -> None:
+    prop = current(state, rec["run"])
+    if prop is None:
+        return
+    op = rec["op"]
+    if op == "solved.confirm":
+        prop.status, prop.validated_by = "validated", rec["actor"]
+    elif op == "solved.contest":
+        prop.status, prop.contested_by = "contested", rec["actor"]
+        prop.contest_text = rec.get("text", "")
+        prop.contest_ideas = list(rec.get("ideas", []))
+    elif op == "solved.withdraw":
+        prop.status, prop.withdrawn_reason = "withdrawn", rec.get("reason", "")
+
+
+OPS: dict[str, Fold] = {
+    "solved.propose": _propose,
+    "solved.confirm": _settle,
+    "solved.contest": _settle,
+    "solved.withdraw": _settle,
+}
+
+
+def changed_citations(state: LedgerState, prop: Proposal) -> list[str]:
+    """Cited findings whose revision moved, or that were superseded, since the pin."""
+    changed = []
+    for ref, rev in prop.pins.items():
+        f = state.findings.get(ref)
+        if f is not None and (f.revision != rev or f.superseded_by):
+            changed.append(ref)
+    return changed
+
+
+def render(state: LedgerState, run: str) -> str:
+    """ANSWER.md for `run` (empty string when the run has no proposal)."""
+    prop = current(state, run)
+    if prop is None:
+        return ""
+    status = {
+        "pending": "proposed, awaiting validation by another member",
+        "validated": f"validated by {prop.validated_by}",
+        "contested": f"contested by {prop.contested_by}",
+        "withdrawn": f"withdrawn: {prop.withdrawn_reason}",
+    }[prop.status]
+    changed = changed_citations(state, prop)
+    if changed and prop.status != "withdrawn":
+        status += f"; changed since pinned: {', '.join(changed)}"
+    pins = ", ".join(f"{k}@r{v}" for k, v in prop.pins.items()) or "none"
+    lines = [
+        f"# Answer (run {run}, round {prop.round})",
+        "",
+        f"Status: {status}",
+        f"Proposed by {prop.by} at {stamp(prop.ts)}. Cites: {', '.join(prop.cites) or 'none'}.",
+        f"Pinned revisions: {pins}.",
+        "",
+        prop.text.strip(),
+        "",
+    ]
+    if prop.status == "contested" and prop.contest_text:
+        lines += ["## Contest", "", prop.contest_text.strip(), ""]
+    return "\n".join(lines)

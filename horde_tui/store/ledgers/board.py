@@ -1,0 +1,68 @@
+"""BOARD.md: one-line progress posts, under a `## Run <id>` heading per run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, indented, one_line, stamp
+from horde_tui.store.model import Post, RunInfo
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+HEADER = (
+    "# Board\n\n"
+    "Progress posts from members and the parent, newest last. Written only through the\n"
+    "`horde` tool (`post`); regenerated from ledger.jsonl.\n"
+)
+
+
+def _post(state: LedgerState, rec: dict[str, Any]) -> None:
+    state.posts.append(
+        Post(
+            id=f"P{len(state.posts) + 1}",
+            by=rec["actor"],
+            run=rec["run"],
+            seq=rec["seq"],
+            ts=rec["ts"],
+            text=rec["text"],
+        )
+    )
+
+
+def _run_start(state: LedgerState, rec: dict[str, Any]) -> None:
+    if rec["run"] not in state.runs:
+        state.runs[rec["run"]] = RunInfo(
+            rec["run"], rec.get("task_sha256", ""), rec["seq"], rec["ts"]
+        )
+
+
+OPS: dict[str, Fold] = {"board.post": _post, "run.start": _run_start}
+
+
+def run_heading(info: RunInfo) -> str:
+    """`## Run <id>` citing TASK.md by sha256, shared by BOARD.md and FINDINGS.md."""
+    sha = info.task_sha256 or "unknown"
+    return f"## Run {info.id}\n\nTASK.md sha256 `{sha}` · started {stamp(info.ts)}\n"
+
+
+def render_post(post: Post) -> str:
+    lines = post.text.strip().splitlines() or [""]
+    out = f"- {stamp(post.ts)} **{post.by}**: {one_line(lines[0])}"
+    if len(lines) > 1:
+        out += "\n" + indented("\n".join(lines[1:]), "  ")
+    return out
+
+
+def render(state: LedgerState) -> str:
+    cache = state.render_cache("board")
+    parts = [HEADER]
+    by_run = state.entries_by_run(state.posts)
+    for run_id, posts in by_run:
+        info = state.runs.get(run_id)
+        parts.append("\n" + (run_heading(info) if info else f"## Run {run_id}\n"))
+        if posts:
+            parts.append("\n" + "\n".join(cache.get(p, render_post) for p in posts) + "\n")  # type: ignore[arg-type]
+    if not state.posts:
+        parts.append("\n_No posts yet._\n")
+    return "".join(parts)

@@ -1,0 +1,82 @@
+"""CLAIMS.md: assertions that can be confirmed, contested, retracted or superseded."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.model import Claim, HistoryNote
+from horde_tui.store.textmatch import TextKey
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+HEADER = (
+    "# Claims\n\n"
+    "Assertions (`C#`) and their state: asserted, confirmed, contested, retracted,\n"
+    "superseded. Written only through the `horde` tool.\n"
+)
+
+
+def _assert(state: LedgerState, rec: dict[str, Any]) -> None:
+    claim = Claim(
+        id=rec["id"],
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        text=rec["text"],
+        supersedes=rec.get("supersedes"),
+    )
+    state.claims[claim.id] = claim
+    state.claim_index.add(claim.id, TextKey.of(claim.text))
+
+
+def _move(state: LedgerState, rec: dict[str, Any]) -> None:
+    claim = state.claims[rec["id"]]
+    op = rec["op"]
+    actor = rec["actor"]
+    if op == "claim.confirm":
+        claim.confirmers.append(actor)
+        if claim.status == "asserted" or (claim.status == "contested" and not claim.contesters):
+            claim.status = "confirmed"
+    elif op == "claim.contest":
+        claim.contesters.append(actor)
+        claim.status = "contested"
+    elif op == "claim.retract":
+        claim.status = "retracted"
+    elif op == "claim.supersede":
+        claim.status = "superseded"
+        claim.superseded_by = rec.get("newId")
+    claim.history.append(
+        HistoryNote(rec["seq"], rec["ts"], actor, op.split(".")[1], rec.get("text", ""))
+    )
+    claim.version += 1
+
+
+OPS: dict[str, Fold] = {
+    "claim.assert": _assert,
+    "claim.confirm": _move,
+    "claim.contest": _move,
+    "claim.retract": _move,
+    "claim.supersede": _move,
+}
+
+
+def render_claim(claim: Claim) -> str:
+    out = f"- {claim.id} **{claim.status}** {one_line(claim.text)} (by {claim.by}, run {claim.run}"
+    if claim.supersedes:
+        out += f"; supersedes {claim.supersedes}"
+    if claim.superseded_by:
+        out += f"; superseded by {claim.superseded_by}"
+    out += ")"
+    for note in claim.history:
+        text = f": {one_line(note.text, 200)}" if note.text else ""
+        out += f"\n    - {note.what} by {note.by}{text}"
+    return out
+
+
+def render(state: LedgerState) -> str:
+    cache = state.render_cache("claims")
+    lines = [cache.get(c, render_claim) for c in state.claims.values()]  # type: ignore[arg-type]
+    return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No claims yet._\n")

@@ -1,0 +1,41 @@
+"""CONCERNS.md: the slugs findings are filed under, each with its definition."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.model import Concern
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+HEADER = (
+    "# Concerns\n\n"
+    "Every finding names one of these slugs. A new slug needs a definition; a look-alike\n"
+    "of an existing slug is refused unless filed with `concernNew: true`.\n"
+)
+
+
+def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+    state.concerns[rec["slug"]] = Concern(
+        id=rec["slug"],
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        definition=rec.get("definition", ""),
+    )
+
+
+OPS: dict[str, Fold] = {"concern.add": _add}
+
+
+def render_concern(concern: Concern) -> str:
+    return f"- `{concern.id}`: {one_line(concern.definition)} (by {concern.by}, run {concern.run})"
+
+
+def render(state: LedgerState) -> str:
+    cache = state.render_cache("concerns")
+    lines = [cache.get(c, render_concern) for c in state.concerns.values()]  # type: ignore[arg-type]
+    return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No concerns yet._\n")

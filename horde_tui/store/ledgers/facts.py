@@ -1,0 +1,76 @@
+"""FACTS.md: checkable facts about the target, some provisional on open work."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, indented, one_line
+from horde_tui.store.model import Fact
+from horde_tui.store.textmatch import TextKey
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+HEADER = (
+    "# Facts\n\n"
+    "Checkable facts about the target. A fact about something an open idea or a contested\n"
+    "claim is still auditing is marked provisional until that work closes.\n"
+)
+
+
+def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+    fact = Fact(
+        id=rec["id"],
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        text=rec["text"],
+        delta_of=rec.get("deltaOf"),
+        provisional_on=rec.get("provisionalOn"),
+    )
+    state.facts[fact.id] = fact
+    state.fact_index.add(fact.id, TextKey.of(fact.text))
+
+
+def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
+    fact = state.facts[rec["id"]]
+    if rec["actor"] not in fact.corroborators and rec["actor"] != fact.by:
+        fact.corroborators.append(rec["actor"])
+        fact.version += 1
+
+
+OPS: dict[str, Fold] = {"fact.add": _add, "fact.corroborate": _corroborate}
+
+
+def is_provisional(state: LedgerState, fact: Fact) -> bool:
+    """Still provisional while the idea it depends on is open or the claim is contested."""
+    ref = fact.provisional_on
+    if not ref:
+        return False
+    if ref in state.ideas:
+        return not state.ideas[ref].closed
+    if ref in state.claims:
+        return state.claims[ref].status == "contested"
+    return False
+
+
+def render_fact(state: LedgerState, fact: Fact) -> str:
+    lines = fact.text.strip().splitlines() or [""]
+    out = f"- {fact.id} {one_line(lines[0])} (by {fact.by}, run {fact.run}"
+    if fact.delta_of:
+        out += f"; extends {fact.delta_of}"
+    if fact.corroborators:
+        out += f"; confirmed by {', '.join(fact.corroborators)}"
+    out += ")"
+    if is_provisional(state, fact):
+        out += f" **provisional on {fact.provisional_on}**"
+    if len(lines) > 1:
+        out += "\n" + indented("\n".join(lines[1:]), "    ")
+    return out
+
+
+def render(state: LedgerState) -> str:
+    # Provisional status depends on other ledgers, so facts are not cached per entity.
+    lines = [render_fact(state, f) for f in state.facts.values()]
+    return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No facts yet._\n")

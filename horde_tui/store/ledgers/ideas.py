@@ -1,0 +1,107 @@
+"""IDEAS.md: the checklist of ideas, open, claimed, done and ruled out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, indented, one_line
+from horde_tui.store.model import HistoryNote, Idea
+from horde_tui.store.textmatch import TextKey
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+MARK = {"open": "[ ]", "claimed": "[~]", "done": "[x]", "ruled-out": "[-]"}
+
+HEADER = (
+    "# Ideas\n\n"
+    "The horde's checklist. `[ ]` open, `[~]` claimed, `[x]` done, `[-]` ruled out.\n"
+    "Written only through the `horde` tool; this file is regenerated from ledger.jsonl.\n"
+)
+
+
+def _note(idea: Idea, rec: dict[str, Any], what: str, text: str = "") -> None:
+    idea.history.append(HistoryNote(rec["seq"], rec["ts"], rec["actor"], what, text))
+    idea.version += 1
+
+
+def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+    idea = Idea(
+        id=rec["id"],
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        text=rec["text"],
+    )
+    state.ideas[idea.id] = idea
+    state.idea_index.add(idea.id, TextKey.of(idea.text))
+
+
+def _claim(state: LedgerState, rec: dict[str, Any]) -> None:
+    idea = state.ideas[rec["id"]]
+    idea.status, idea.owner = "claimed", rec["actor"]
+    _note(idea, rec, "claimed")
+
+
+def _done(state: LedgerState, rec: dict[str, Any]) -> None:
+    idea = state.ideas[rec["id"]]
+    idea.status, idea.result = "done", rec.get("result", "")
+    _note(idea, rec, "done", idea.result)
+
+
+def _rule_out(state: LedgerState, rec: dict[str, Any]) -> None:
+    idea = state.ideas[rec["id"]]
+    idea.status, idea.result = "ruled-out", rec.get("reason", "")
+    _note(idea, rec, "ruled out", idea.result)
+
+
+def _release(state: LedgerState, rec: dict[str, Any]) -> None:
+    """`drop` by the owner, or the parent returning an unfinished idea to the pool."""
+    idea = state.ideas[rec["id"]]
+    idea.status, idea.owner = "open", None
+    _note(idea, rec, "dropped" if rec["op"] == "idea.drop" else "released", rec.get("reason", ""))
+
+
+def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
+    idea = state.ideas[rec["id"]]
+    if rec["actor"] not in idea.corroborators:
+        idea.corroborators.append(rec["actor"])
+        idea.version += 1
+
+
+OPS: dict[str, Fold] = {
+    "idea.add": _add,
+    "idea.claim": _claim,
+    "idea.done": _done,
+    "idea.ruleout": _rule_out,
+    "idea.drop": _release,
+    "idea.release": _release,
+    "idea.corroborate": _corroborate,
+}
+
+
+def render_idea(idea: Idea) -> str:
+    text = idea.text.strip().splitlines() or [""]
+    line = f"- {MARK[idea.status]} {idea.id} {one_line(text[0])}"
+    tail = f" (by {idea.by}, run {idea.run}"
+    if idea.status == "claimed":
+        tail += f"; claimed by {idea.owner}"
+    elif idea.status == "done":
+        tail += f"; done by {idea.owner or idea.by}"
+    elif idea.status == "ruled-out":
+        tail += f"; ruled out by {idea.owner or idea.by}"
+    if idea.corroborators:
+        tail += f"; also raised by {', '.join(idea.corroborators)}"
+    out = line + tail + ")"
+    if len(text) > 1:
+        out += "\n" + indented("\n".join(text[1:]), "    ")
+    if idea.closed and idea.result:
+        label = "result" if idea.status == "done" else "reason"
+        out += f"\n    {label}: {one_line(idea.result)}"
+    return out
+
+
+def render(state: LedgerState) -> str:
+    lines = state.render_cache("ideas").join(state.ideas.values(), render_idea)  # type: ignore[arg-type]
+    return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No ideas yet._\n")

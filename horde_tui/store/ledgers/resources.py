@@ -1,0 +1,75 @@
+"""RESOURCES.md: shared datasets, harnesses, corpora and sandboxes, with owner and reusers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.model import Resource
+from horde_tui.store.textmatch import TextKey
+
+if TYPE_CHECKING:
+    from horde_tui.store.state import LedgerState
+
+HEADER = (
+    "# Resources\n\n"
+    "Shared datasets, harnesses, corpora and sandboxes. The first claim of a name owns it;\n"
+    "later claims are recorded as reusers. Cleanup commands run at finalize only.\n"
+)
+
+
+def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+    res = Resource(
+        id=rec["id"],
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        name=rec["name"],
+        text=rec.get("text", ""),
+        cleanup=rec.get("cleanup", ""),
+        path=rec.get("path", ""),
+    )
+    state.resources[res.id] = res
+    state.resource_by_name[res.name.lower()] = res.id
+    state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
+
+
+def _reuse(state: LedgerState, rec: dict[str, Any]) -> None:
+    res = state.resources[rec["id"]]
+    if rec["actor"] not in res.reusers and rec["actor"] != res.by:
+        res.reusers.append(rec["actor"])
+        res.version += 1
+
+
+def _update(state: LedgerState, rec: dict[str, Any]) -> None:
+    res = state.resources[rec["id"]]
+    for key in ("text", "cleanup", "path"):
+        if key in rec:
+            setattr(res, key, rec[key])
+    res.version += 1
+    state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
+
+
+OPS: dict[str, Fold] = {
+    "resource.add": _add,
+    "resource.reuse": _reuse,
+    "resource.update": _update,
+}
+
+
+def render_resource(res: Resource) -> str:
+    out = f"- {res.id} `{res.name}`: {one_line(res.text)} (owner {res.by}, run {res.run})"
+    if res.path:
+        out += f"\n    path: `{res.path}`"
+    if res.cleanup:
+        out += f"\n    cleanup: `{one_line(res.cleanup)}`"
+    if res.reusers:
+        out += f"\n    reused by: {', '.join(res.reusers)}"
+    return out
+
+
+def render(state: LedgerState) -> str:
+    cache = state.render_cache("resources")
+    lines = [cache.get(r, render_resource) for r in state.resources.values()]  # type: ignore[arg-type]
+    return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No resources yet._\n")

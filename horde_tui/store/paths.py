@@ -1,0 +1,119 @@
+"""Where everything lives under `.horde/`.
+
+One object names every path so no module builds `.horde/...` strings by hand, and a
+swarm's horde directory (`swarms/<id>/hN/`) is just another `HordePaths`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LEDGER_FILES: dict[str, str] = {
+    "ideas": "IDEAS.md",
+    "board": "BOARD.md",
+    "findings": "FINDINGS.md",
+    "facts": "FACTS.md",
+    "claims": "CLAIMS.md",
+    "resources": "RESOURCES.md",
+    "concerns": "CONCERNS.md",
+}
+"""Ledger kind -> markdown projection file name."""
+
+GITIGNORE_TEXT = "runs/\nswarms/\n"
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+def valid_run_id(run_id: str) -> bool:
+    """Run ids become directory names, so they must not contain separators or dots-only."""
+    return bool(_RUN_ID.match(run_id)) and run_id not in {".", ".."}
+
+
+@dataclass(frozen=True)
+class HordePaths:
+    """Paths of one horde directory (normally `<workdir>/.horde`)."""
+
+    root: Path
+
+    @property
+    def workdir(self) -> Path:
+        """The directory under study: the parent of `.horde/`."""
+        return self.root.parent
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger.jsonl"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def lock_holder(self) -> Path:
+        """Who holds the lock now (pid, actor, since), so a timeout can name the holder."""
+        return self.root / ".lock.holder"
+
+    @property
+    def dirty_marker(self) -> Path:
+        """Present while a writer is between its ledger append and its projections."""
+        return self.root / ".projecting"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def swarms(self) -> Path:
+        return self.root / "swarms"
+
+    def projection(self, kind: str) -> Path:
+        return self.root / LEDGER_FILES[kind]
+
+    def run_dir(self, run_id: str) -> Path:
+        if not valid_run_id(run_id):
+            raise ValueError(
+                f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-' (max 80)"
+            )
+        return self.runs / run_id
+
+    def events(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / "events.jsonl"
+
+    def stop_clean_sentinel(self, run_id: str) -> Path:
+        return self.run_dir(run_id) / ".stop-clean"
+
+    def ensure(self) -> None:
+        """Create `.horde/`, `runs/` and the `.gitignore` if missing (idempotent)."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        gitignore = self.root / ".gitignore"
+        if not gitignore.exists():
+            atomic_write_text(gitignore, GITIGNORE_TEXT)
+
+
+def default_horde_dir() -> Path:
+    """`$HORDE_DIR`, else `./.horde`."""
+    env = os.environ.get("HORDE_DIR")
+    return Path(env) if env else Path.cwd() / ".horde"
+
+
+def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
+    """Write `text` to `path` so readers see the old or the new file, never a mix.
+
+    The temp file sits in the same directory so `os.replace` is a rename, not a copy.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    data = text.encode("utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

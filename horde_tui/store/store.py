@@ -1,0 +1,291 @@
+"""`HordeStore`: the one write path to `.horde/`, used by every process.
+
+A write is a transaction under `.horde/.lock`:
+
+1. cut a torn tail left by a crashed writer, then read only the bytes appended to
+   `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
+2. answer a repeated `requestId` from the same actor with the first outcome;
+3. ask the action's decision function (pure, over the folded state) what to write;
+4. record the intent event, append the ledger records with one `write` + `fsync`, fold
+   them, regenerate the affected markdown projections atomically;
+5. record the outcome event (fsync) and release.
+
+The acknowledgement point is step 5: once the caller has a receipt, the records are on
+disk. A crash anywhere earlier loses only the unacknowledged write.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from horde_tui.store.events import EventLog
+from horde_tui.store.jsonl import JsonlTail, append_bytes, encode_records, repair_torn_tail
+from horde_tui.store.ledgers import answers
+from horde_tui.store.lock import HordeLock
+from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
+from horde_tui.store.state import LedgerState
+
+MANUAL_RUN = "manual"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class ActionRefused(Exception):
+    """An action broke a rule; the message is the one line the actor will read."""
+
+
+@dataclass
+class Decision:
+    """What an action wants written, and the receipt to return."""
+
+    ok: bool
+    text: str
+    id: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str = ""
+    """Short outcome label for the event log (`created`, `duplicate`, `refused`, ...)."""
+
+
+@dataclass
+class Receipt:
+    """What the caller gets back: the same shape whether fresh or a replayed retry."""
+
+    ok: bool
+    id: str | None
+    text: str
+    event: str | None = None
+    replayed: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "id": self.id, "text": self.text}
+
+
+Decide = Callable[[LedgerState], Decision]
+
+
+class HordeStore:
+    """One process's handle on a `.horde/` directory, acting as `actor`."""
+
+    def __init__(self, root: Path, actor: str, *, fsync_projections: bool = True) -> None:
+        self.paths = HordePaths(Path(root))
+        self.actor = actor
+        self.state = LedgerState()
+        self.fsync_projections = fsync_projections
+        self._lock = HordeLock(self.paths, actor)
+        self._ledger = JsonlTail(self.paths.ledger)
+        self._reported_corrupt = 0
+        self._events: dict[str, EventLog] = {}
+        self._projected_once = False
+
+    # -- reading ---------------------------------------------------------------
+
+    def refresh(self) -> set[str]:
+        """Fold what was appended since the last look; return the kinds that changed.
+
+        Safe without the lock: a torn tail (a writer mid-append) is left unread.
+        """
+        kinds = self.state.apply_all(self._ledger.read_new())
+        while self._reported_corrupt < len(self._ledger.corrupt):
+            bad = self._ledger.corrupt[self._reported_corrupt]
+            self._reported_corrupt += 1
+            self.state.skipped.append(
+                f"ledger.jsonl line {bad.line_no} is not a valid record ({bad.error}); "
+                "it was skipped and left in the file for a person to fix"
+            )
+            kinds.update(LEDGER_FILES)
+        return kinds
+
+    @property
+    def corrupt_lines(self) -> list[int]:
+        return [c.line_no for c in self._ledger.corrupt]
+
+    def events(self, run: str) -> EventLog:
+        log = self._events.get(run)
+        if log is None:
+            log = self._events[run] = EventLog(self.paths.events(run))
+        log.catch_up()
+        return log
+
+    def run_exists(self, run: str) -> bool:
+        return (self.paths.run_dir(run) / "TASK.md").exists()
+
+    def stop_clean_requested(self, run: str) -> bool:
+        return self.paths.stop_clean_sentinel(run).exists()
+
+    # -- writing -----------------------------------------------------------------
+
+    def ensure_run(self, run: str, task: str | None = None) -> None:
+        """Create the run's directory, TASK.md and `## Run` heading once (idempotent)."""
+        if self.run_exists(run) and run in self.state.runs:
+            return
+        self.paths.ensure()
+        with self._lock.held():
+            self._catch_up_locked()
+            self._create_run_locked(run, task)
+
+    def _create_run_locked(self, run: str, task: str | None) -> None:
+        run_dir = self.paths.run_dir(run)
+        task_path = run_dir / "TASK.md"
+        if not task_path.exists():
+            run_dir.mkdir(parents=True, exist_ok=True)
+            text = (
+                task
+                if task is not None
+                else (
+                    f"# Task\n\nManual run `{run}`: entries written with `horde-tui tool` "
+                    "outside a supervised run.\n"
+                )
+            )
+            atomic_write_text(task_path, text)
+        if run not in self.state.runs:
+            sha = hashlib.sha256(task_path.read_bytes()).hexdigest()
+            self._append_records([{"op": "run.start", "task_sha256": sha}], run)
+
+    def transact(
+        self,
+        run: str,
+        action: str,
+        params: dict[str, Any],
+        decide: Decide,
+        request_id: str | None = None,
+    ) -> Receipt:
+        """Run one write action as a transaction (see the module docstring)."""
+        self.paths.ensure()
+        with self._lock.held():
+            self._catch_up_locked()
+            if not self.run_exists(run) or run not in self.state.runs:
+                self._create_run_locked(run, None)
+            log = self.events(run)
+            log.repair()
+            if request_id:
+                prior = log.outcomes.get((self.actor, request_id))
+                if prior is not None:
+                    return Receipt(
+                        bool(prior.get("ok")),
+                        prior.get("entry"),
+                        str(prior.get("text", "")),
+                        prior.get("id"),
+                        replayed=True,
+                    )
+            try:
+                decision = decide(self.state)
+            except ActionRefused as exc:
+                decision = Decision(False, str(exc), outcome="refused")
+            base = {"ts": utc_now(), "actor": self.actor, "action": action}
+            if request_id:
+                base["requestId"] = request_id
+            log.append([{**base, "type": "intent", "params": params}], fsync=False)
+            if decision.records:
+                try:
+                    self._append_records(decision.records, run)
+                except OSError as exc:
+                    self._reload()
+                    decision = Decision(
+                        False,
+                        f"refused: the ledger write failed ({exc.strerror or exc}); nothing was "
+                        "recorded; free disk space or fix permissions, then retry",
+                        outcome="error",
+                    )
+            outcome = {
+                **base,
+                "ts": utc_now(),
+                "type": "outcome",
+                "ok": decision.ok,
+                "outcome": decision.outcome or ("ok" if decision.ok else "refused"),
+                "entry": decision.id,
+                "text": decision.text,
+            }
+            (event_id,) = log.append([outcome])
+            return Receipt(decision.ok, decision.id, decision.text, event_id)
+
+    def append_event(self, run: str, event: dict[str, Any]) -> str:
+        """Append one lifecycle event (e.g. from the parent) under the lock; return its E#."""
+        self.paths.ensure()
+        with self._lock.held():
+            log = self.events(run)
+            log.repair()
+            (event_id,) = log.append([{"ts": utc_now(), "actor": self.actor, **event}])
+            return event_id
+
+    # -- internals -----------------------------------------------------------------
+
+    def _catch_up_locked(self) -> None:
+        repair_torn_tail(self.paths.ledger)
+        kinds = self.refresh()
+        if not self._projected_once or self.paths.dirty_marker.exists():
+            # First write of this process, or a writer died between its append and its
+            # projections: bring every projection up to date with the ledger.
+            kinds = set(LEDGER_FILES)
+        if kinds:
+            self._write_projections(kinds)
+        self._projected_once = True
+
+    def _append_records(self, records: list[dict[str, Any]], run: str) -> None:
+        ts = utc_now()
+        stamped = []
+        for i, rec in enumerate(records, start=1):
+            stamped.append(
+                {"seq": self.state.seq + i, "ts": ts, "run": run, "actor": self.actor, **rec}
+            )
+        marker = self.paths.dirty_marker
+        marker.touch()
+        data = encode_records(stamped)
+        append_bytes(self.paths.ledger, data)
+        self._ledger.offset += len(data)
+        self._ledger.line_count += len(stamped)
+        kinds = self.state.apply_all(stamped)
+        self._write_projections(kinds, run)
+        marker.unlink(missing_ok=True)
+
+    def _write_projections(self, kinds: set[str], run: str | None = None) -> None:
+        for kind in sorted(kinds):
+            if kind == "answers":
+                if run is not None:
+                    self._write_answer(run)
+                continue
+            atomic_write_text(
+                self.paths.projection(kind), self.state.render(kind), fsync=self.fsync_projections
+            )
+
+    def _write_answer(self, run: str) -> None:
+        text = answers.render(self.state, run)
+        if not text:
+            return
+        run_dir = self.paths.run_dir(run)
+        atomic_write_text(run_dir / "ANSWER.md", text)
+        prop = answers.current(self.state, run)
+        if prop is not None:
+            archive = run_dir / "answers"
+            archive.mkdir(exist_ok=True)
+            atomic_write_text(archive / f"round-{prop.round}-{prop.status}.md", text)
+
+    def _reload(self) -> None:
+        """Drop the in-memory fold and re-read from disk (after a failed append)."""
+        self.state = LedgerState()
+        self._ledger = JsonlTail(self.paths.ledger)
+        self._reported_corrupt = 0
+        self._projected_once = False
+        repair_torn_tail(self.paths.ledger)
+        self.refresh()
+
+
+def task_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

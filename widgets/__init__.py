@@ -1,0 +1,1 @@
+"""Reusable Textual widgets for horde-tui (render data only; no I/O, no run logic)."""
