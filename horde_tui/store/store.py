@@ -219,13 +219,13 @@ class HordeStore:
 
     def _catch_up_locked(self) -> None:
         repair_torn_tail(self.paths.ledger)
-        kinds = self.refresh()
+        self.refresh()
+        # Records other writers appended were projected by them. Re-project only on this
+        # process's first write, or when a writer died between its append and its
+        # projections (the marker it leaves says so).
         if not self._projected_once or self.paths.dirty_marker.exists():
-            # First write of this process, or a writer died between its append and its
-            # projections: bring every projection up to date with the ledger.
-            kinds = set(LEDGER_FILES)
-        if kinds:
-            self._write_projections(kinds)
+            self._write_projections(set(LEDGER_FILES))
+            self.paths.dirty_marker.unlink(missing_ok=True)
         self._projected_once = True
 
     def _append_records(self, records: list[dict[str, Any]], run: str) -> None:

@@ -39,14 +39,16 @@ class RenderCache:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[int, str]] = {}
+        self._cache: dict[str, tuple[tuple[int, object], str]] = {}
 
-    def get(self, entity: Entity, render: Callable[[Entity], str]) -> str:
+    def get(self, entity: Entity, render: Callable[[Entity], str], extra: object = None) -> str:
+        """Cached text of `entity`; `extra` is any outside state the rendering depends on."""
+        stamp = (entity.version, extra)
         hit = self._cache.get(entity.id)
-        if hit is not None and hit[0] == entity.version:
+        if hit is not None and hit[0] == stamp:
             return hit[1]
         text = render(entity)
-        self._cache[entity.id] = (entity.version, text)
+        self._cache[entity.id] = (stamp, text)
         return text
 
     def join(self, entities: Iterable[Entity], render: Callable[[Entity], str]) -> list[str]:

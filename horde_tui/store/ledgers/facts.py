@@ -71,6 +71,10 @@ def render_fact(state: LedgerState, fact: Fact) -> str:
 
 
 def render(state: LedgerState) -> str:
-    # Provisional status depends on other ledgers, so facts are not cached per entity.
-    lines = [render_fact(state, f) for f in state.facts.values()]
+    # Provisional status depends on other ledgers, so it is part of the cache key.
+    cache = state.render_cache("facts")
+    lines = [
+        cache.get(f, lambda e: render_fact(state, e), is_provisional(state, f))  # type: ignore[arg-type]
+        for f in state.facts.values()
+    ]
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No facts yet._\n")

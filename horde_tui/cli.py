@@ -1,0 +1,144 @@
+"""`horde-tui` command line.
+
+Subcommands import what they need lazily: `horde-tui tool` must start fast (a script or
+an agent may call it hundreds of times), so nothing here imports Textual or litellm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from horde_tui import __version__
+
+TOOL_EPILOG = """\
+Fields are given as key=value (repeatable) and/or --json '{...}'. A value of @FILE reads
+the file, @- reads standard input. Lists take commas: cites=F1,T2.
+
+Environment: HORDE_MEMBER (actor, default 'user'), HORDE_DIR (default ./.horde),
+HORDE_RUN (default 'manual', created on demand), HORDE_ROLE (default 'member').
+
+Exit status: 0 done, 1 refused by a rule, 2 bad usage.
+
+Examples:
+  horde-tui tool list
+  horde-tui tool idea text="Check src/api/users.py for SQL injection"
+  horde-tui tool claim id=1
+  horde-tui tool finding idea=1 concern=sql-injection concernDef="untrusted input reaches SQL" \\
+      text="build_query concatenates user input" evidence=@evidence.txt importance=high
+"""
+
+
+class CliUsageError(ValueError):
+    """Bad command-line input; printed as one line, exit status 2."""
+
+
+def _read_value(raw: str) -> str:
+    if raw == "@-":
+        return sys.stdin.read()
+    if raw.startswith("@") and len(raw) > 1:
+        path = Path(raw[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliUsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return raw
+
+
+def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[str, Any]:
+    """Merge `--json` and `key=value` pairs into one raw `horde` call."""
+    fields: dict[str, Any] = {}
+    if json_text:
+        try:
+            loaded = json.loads(json_text)
+        except ValueError as exc:
+            raise CliUsageError(f"--json is not valid JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise CliUsageError('--json must be a JSON object, e.g. \'{"text": "..."}\'')
+        fields.update(loaded)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliUsageError(f"expected key=value, got {pair!r}")
+        fields[key] = _read_value(value)
+    fields["action"] = action
+    return fields
+
+
+def cmd_tool(args: argparse.Namespace) -> int:
+    from horde_tui.protocol import run_action
+    from horde_tui.store.paths import default_horde_dir, valid_run_id
+    from horde_tui.store.store import MANUAL_RUN, HordeStore
+
+    try:
+        raw = tool_fields(args.action, args.fields, args.json)
+    except CliUsageError as exc:
+        print(f"horde-tui tool: {exc}", file=sys.stderr)
+        return 2
+    run = os.environ.get("HORDE_RUN") or MANUAL_RUN
+    if not valid_run_id(run):
+        print(f"horde-tui tool: HORDE_RUN={run!r} is not a valid run id", file=sys.stderr)
+        return 2
+    actor = os.environ.get("HORDE_MEMBER") or "user"
+    role = os.environ.get("HORDE_ROLE") or "member"
+    store = HordeStore(default_horde_dir(), actor)
+    result = run_action(store, raw, run=run, role=role)
+    if args.output == "json":
+        print(json.dumps(result.as_json(), ensure_ascii=False))
+    elif result.usage_error:
+        print(f"horde-tui tool: {result.text}", file=sys.stderr)
+    else:
+        print(result.text.rstrip("\n"))
+    return result.exit_code
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from horde_tui.protocol.params import tool_schema
+
+    print(json.dumps(tool_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="horde-tui",
+        description="Run a small swarm of LLM agents that coordinate through .horde/ ledgers.",
+    )
+    parser.add_argument("--version", action="version", version=f"horde-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    tool = sub.add_parser(
+        "tool",
+        help="perform one `horde` tool action (for people, scripts and external agents)",
+        description="Perform one `horde` tool action on ./.horde (or $HORDE_DIR).",
+        epilog=TOOL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tool.add_argument("action", help="list, idea, claim, finding, ... (see `horde-tui schema`)")
+    tool.add_argument("fields", nargs="*", metavar="key=value")
+    tool.add_argument("--json", metavar="OBJECT", help="fields as one JSON object")
+    tool.add_argument("--output", choices=("text", "json"), default="text")
+    tool.set_defaults(func=cmd_tool)
+
+    schema = sub.add_parser("schema", help="print the `horde` tool definition as JSON")
+    schema.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    # key=value fields may follow options (`tool finding --json '{}' text=...`), which a
+    # plain nargs="*" positional does not accept, so collect the leftovers here.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if getattr(args, "command", None) != "tool" or any(x.startswith("-") for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.fields = [*args.fields, *extra]
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args))
