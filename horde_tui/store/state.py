@@ -57,6 +57,21 @@ for _kind, _module in (
         OP_KIND[_op] = _kind
 OP_KIND["run.start"] = "board"
 
+ALSO_CHANGES: dict[str, frozenset[str]] = {
+    # FINDINGS.md carries a `## Run <id>` heading per run, like BOARD.md.
+    "run.start": frozenset({"findings"}),
+    # A fact is rendered "provisional on #N / C#N" while that idea is open or that claim
+    # contested, so closing, reopening or moving them changes FACTS.md too.
+    **dict.fromkeys(
+        ("idea.done", "idea.ruleout", "idea.drop", "idea.release"), frozenset({"facts"})
+    ),
+    **dict.fromkeys(
+        ("claim.confirm", "claim.contest", "claim.retract", "claim.supersede"),
+        frozenset({"facts"}),
+    ),
+}
+"""Record op -> other projections whose rendering depends on what the op changes."""
+
 RENDERERS = {
     "ideas": ideas.render,
     "board": board.render,
@@ -76,6 +91,7 @@ PREFIXES = {
     "reviews": "V",
 }
 _ID = re.compile(r"^\s*(#|[A-Za-z])?\s*(\d+)\s*$")
+_NUMBERED = re.compile(r"^(#|[A-Z])(\d+)$")
 
 
 class FoldError(ValueError):
@@ -106,6 +122,9 @@ class LedgerState:
     resource_index: MatchIndex = field(default_factory=MatchIndex)
     skipped: list[str] = field(default_factory=list)
     """One line per record that could not be folded (kept visible in projections)."""
+    highest: dict[str, int] = field(default_factory=dict)
+    """Prefix -> highest number folded. Not `len(table)`: a corrupt or skipped line leaves a
+    gap, and counting entries would hand out an id that a later entry already holds."""
     _caches: dict[str, RenderCache] = field(default_factory=dict, repr=False)
 
     def apply(self, record: dict[str, Any]) -> str | None:
@@ -119,10 +138,16 @@ class LedgerState:
         except KeyError as exc:
             raise FoldError(f"{op} names {exc.args[0]!r}, which does not exist") from None
         self.seq = max(self.seq, int(record.get("seq", 0)))
+        m = _NUMBERED.match(str(record.get("id", "")))
+        if m:
+            self.highest[m.group(1)] = max(self.highest.get(m.group(1), 0), int(m.group(2)))
         return OP_KIND[op]
 
     def apply_all(self, records: Sequence[dict[str, Any]], line_hint: str = "") -> set[str]:
-        """Fold records read from disk; a bad one is noted in `skipped`, never fatal."""
+        """Fold records read from disk; a bad one is noted in `skipped`, never fatal.
+
+        A skipped record changes every projection: each one lists the skipped lines.
+        """
         kinds: set[str] = set()
         for rec in records:
             try:
@@ -130,9 +155,11 @@ class LedgerState:
             except (FoldError, TypeError, ValueError) as exc:
                 self.skipped.append(f"ledger record seq {rec.get('seq', '?')} skipped: {exc}")
                 self.seq = max(self.seq, int(rec.get("seq", 0) or 0))
+                kinds.update(RENDERERS)
                 continue
             if kind:
                 kinds.add(kind)
+                kinds |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
         return kinds
 
     def render_cache(self, kind: str) -> RenderCache:
@@ -145,7 +172,7 @@ class LedgerState:
         """The next id of a kind: one more than the highest ever used (ids never reuse)."""
         table: dict[str, Any] = getattr(self, kind)
         prefix = PREFIXES[kind]
-        return f"{prefix}{len(table) + 1}"
+        return f"{prefix}{max(len(table), self.highest.get(prefix, 0)) + 1}"
 
     def entries_by_run(self, entries: Sequence[E]) -> list[tuple[str, list[E]]]:
         """Group entries under every run heading, in run order (empty runs included)."""

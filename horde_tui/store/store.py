@@ -84,6 +84,8 @@ class HordeStore:
         self._reported_corrupt = 0
         self._events: dict[str, EventLog] = {}
         self._projected_once = False
+        self._skips_projected = 0
+        """How many `state.skipped` lines the last full re-projection listed."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -221,10 +223,21 @@ class HordeStore:
         repair_torn_tail(self.paths.ledger)
         self.refresh()
         # Records other writers appended were projected by them. Re-project only on this
-        # process's first write, or when a writer died between its append and its
-        # projections (the marker it leaves says so).
-        if not self._projected_once or self.paths.dirty_marker.exists():
+        # process's first write, when a writer died between its append and its
+        # projections (the marker it leaves says so), or when this process met ledger lines
+        # it had to skip: every projection lists them, and the writers that projected the
+        # surrounding records may never have read them (a line added by hand).
+        if (
+            not self._projected_once
+            or len(self.state.skipped) != self._skips_projected
+            or self.paths.dirty_marker.exists()
+        ):
+            # Projection temp files are only written under the lock, so any present now
+            # belong to a writer that died mid-write.
+            for tmp in self.paths.root.glob(".*.md.*.tmp"):
+                tmp.unlink(missing_ok=True)
             self._write_projections(set(LEDGER_FILES))
+            self._skips_projected = len(self.state.skipped)
             self.paths.dirty_marker.unlink(missing_ok=True)
         self._projected_once = True
 
@@ -242,14 +255,16 @@ class HordeStore:
         self._ledger.offset += len(data)
         self._ledger.line_count += len(stamped)
         kinds = self.state.apply_all(stamped)
-        self._write_projections(kinds, run)
+        self._write_projections(kinds)
         marker.unlink(missing_ok=True)
 
-    def _write_projections(self, kinds: set[str], run: str | None = None) -> None:
+    def _write_projections(self, kinds: set[str]) -> None:
+        if "answers" in kinds or "findings" in kinds:
+            # A withdrawal or an amended citation can change another run's ANSWER.md.
+            for run_id in self.state.proposals:
+                self._write_answer(run_id)
         for kind in sorted(kinds):
             if kind == "answers":
-                if run is not None:
-                    self._write_answer(run)
                 continue
             atomic_write_text(
                 self.paths.projection(kind), self.state.render(kind), fsync=self.fsync_projections

@@ -83,7 +83,11 @@ def identifiers(text: str) -> frozenset[str]:
     for m in _HOST.finditer(rest):
         found.add(m.group(0).lower())
     for m in _HASH.finditer(rest):
-        found.add(m.group(0).lower())
+        # A hex-looking file name (`src/cafe1234.py`) is part of its path, not a commit
+        # hash: as a separate identifier it would match every file of that name.
+        digest = m.group(0).lower()
+        if not any(digest in f for f in found):
+            found.add(digest)
     for m in _SYMBOL.finditer(rest):
         sym = m.group(0).strip("`").rstrip("()").lower()
         if len(sym) >= 3 and sym not in found and not any(sym in f for f in found):

@@ -1,0 +1,148 @@
+"""A horde member that writes a mix of actions through `run_action`, for stress and crash tests.
+
+    python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--no-fsync-projections]
+                     [--crash torn|torn-batch|after-append|mid-projection --crash-at K]
+
+Each unit of six writes is: idea, claim it, post, fact, finding under the idea, done.
+Texts name a path unique to TAG and the unit (`src/TAG/file_I.py`), so dedup never
+merges two of them. After every acknowledged (ok) write, one JSON line goes to ACKS with
+flush + fsync, so a test can kill this process at any moment and know exactly what was
+acknowledged. A refused write exits with status 3 (the tests expect none).
+
+`--crash` makes the K-th ledger append (1-based) die by SIGKILL at a chosen point:
+`torn` writes half the first record line; `torn-batch` writes the first record of a
+multi-record append whole and half of the second (what a kill between two pages of a
+large write, or a disk filling up, leaves); `after-append` writes it whole and dies
+before the projections; `mid-projection` dies after writing half a projection's temp file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from horde_tui.protocol import run_action
+from horde_tui.store import paths as store_paths
+from horde_tui.store import store as store_module
+from horde_tui.store.store import HordeStore
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install_crash(mode: str, at: int) -> None:
+    """Patch the store's write primitives so the `at`-th ledger append dies as `mode`."""
+    real_append = store_module.append_bytes
+    real_atomic = store_module.atomic_write_text
+    appends = 0
+    armed = False
+
+    def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+        nonlocal appends, armed
+        if path.name == "ledger.jsonl":
+            appends += 1
+            if appends == at:
+                if mode == "torn":
+                    first = data[: data.index(b"\n") + 1]
+                    real_append(path, first[: len(first) // 2], fsync=True)
+                    die()
+                if mode == "torn-batch":
+                    first_end = data.index(b"\n") + 1
+                    second_end = data.index(b"\n", first_end) + 1  # needs two records
+                    real_append(path, data[: (first_end + second_end) // 2], fsync=True)
+                    die()
+                real_append(path, data, fsync=fsync)
+                if mode == "after-append":
+                    die()
+                armed = True
+                return
+        real_append(path, data, fsync=fsync)
+
+    def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
+        if armed and mode == "mid-projection":
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text[: len(text) // 2], encoding="utf-8")
+            die()
+        real_atomic(path, text, fsync=fsync)
+
+    store_module.append_bytes = append_bytes  # type: ignore[assignment]
+    store_module.atomic_write_text = atomic_write_text  # type: ignore[assignment]
+    assert store_paths.atomic_write_text is real_atomic
+
+
+def unit_calls(tag: str, i: int, idea_id: str | None) -> list[tuple[str, dict[str, Any]]]:
+    path = f"src/{tag}/file_{i}.py"
+    return [
+        ("idea", {"text": f"Audit {path} for unchecked request input ({tag} unit {i})"}),
+        ("claim", {"id": idea_id}),
+        ("post", {"text": f"{tag} progress {i}: reading {path}"}),
+        ("fact", {"text": f"{path} reads its settings from the environment ({tag} {i})"}),
+        (
+            "finding",
+            {
+                "text": f"Request input reaches the file reader unchecked in {path} line {i + 1}",
+                "idea": idea_id,
+                "concern": f"{tag}-input",
+                "concernDef": f"Unchecked request values in the {tag}pkg package and {tag}mod helpers",
+                "evidence": f"{path}:{i + 1} passes the request value straight through",
+                "importance": "medium",
+                "confidence": "high",
+            },
+        ),
+        ("done", {"id": idea_id, "result": f"filed a finding for {path}"}),
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root", type=Path)
+    ap.add_argument("actor")
+    ap.add_argument("tag")
+    ap.add_argument("count", type=int)
+    ap.add_argument("acks", type=Path)
+    ap.add_argument("--run", default="r1")
+    ap.add_argument("--no-fsync-projections", action="store_true")
+    ap.add_argument("--crash", choices=["torn", "torn-batch", "after-append", "mid-projection"])
+    ap.add_argument("--crash-at", type=int, default=1)
+    args = ap.parse_args()
+    if args.crash:
+        install_crash(args.crash, args.crash_at)
+
+    store = HordeStore(args.root, args.actor, fsync_projections=not args.no_fsync_projections)
+    ack_fd = os.open(args.acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    written = 0
+    unit = 0
+    while written < args.count:
+        idea_id: str | None = None
+        for step in range(6):
+            if written >= args.count:
+                break
+            action, fields = unit_calls(args.tag, unit, idea_id)[step]
+            raw = {"action": action, "requestId": f"{args.tag}-{written}", **fields}
+            while True:
+                result = run_action(store, raw, run=args.run)
+                if result.ok or "could not take" not in result.text:
+                    break  # a lock timeout wrote nothing: retry with the same requestId
+            if not result.ok or result.text.startswith("duplicate"):
+                print(f"{args.actor} {action} refused: {result.text}", file=sys.stderr)
+                return 3
+            if action == "idea":
+                idea_id = result.id
+            key = unit_calls(args.tag, unit, idea_id)[0 if action == "claim" else step][1]
+            ack = {"actor": args.actor, "action": action, "id": result.id, "key": key.get("text")}
+            os.write(ack_fd, (json.dumps(ack) + "\n").encode())
+            os.fsync(ack_fd)
+            written += 1
+        unit += 1
+    os.close(ack_fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""`.horde/.lock`: a live holder in another process makes a write wait, then refuse cleanly."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from horde_tui.protocol import run_action
+from horde_tui.store.lock import HordeLock, LockTimeoutError
+from horde_tui.store.store import HordeStore
+
+HOLDER = Path(__file__).parent / "helpers" / "lock_holder.py"
+
+
+def start_holder(root: Path, actor: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(HOLDER), str(root), actor],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        ready = sel.select(timeout=20)
+    assert ready, "the lock holder did not start"
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".lock")
+    }
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / ".horde"
+
+
+def test_a_write_against_a_held_lock_fails_naming_the_holder(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = HordeStore(root, "member-1")
+    assert run_action(store, {"action": "idea", "text": "Audit src/a.py"}, run="r1").ok
+    before = snapshot(root)
+    holder = start_holder(root, "member-7")
+    try:
+        monkeypatch.setenv("HORDE_LOCK_TIMEOUT_S", "0.3")
+        started = time.monotonic()
+        result = run_action(store, {"action": "idea", "text": "Audit src/b.py"}, run="r1")
+        waited = time.monotonic() - started
+        assert not result.ok and result.id is None
+        assert "\n" not in result.text
+        assert "could not take" in result.text and "within 0.3s" in result.text
+        assert f"pid={holder.pid}" in result.text and "actor=member-7" in result.text
+        assert 0.3 <= waited < 5
+        assert snapshot(root) == before, "a refused lock wrote something"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
+    assert holder.returncode == 0
+    again = run_action(store, {"action": "idea", "text": "Audit src/b.py"}, run="r1")
+    assert again.ok and again.id == "#2"
+
+
+def test_the_lock_of_a_killed_holder_is_free_at_once(root: Path) -> None:
+    holder = start_holder(root, "member-3")
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=20)
+    lock = HordeLock(HordeStore(root, "member-1").paths, "member-1")
+    with lock.held(timeout=2):
+        assert "actor=member-1" in (root / ".lock.holder").read_text()
+
+
+def test_lock_timeout_error_without_a_holder_note(root: Path) -> None:
+    holder = start_holder(root, "member-4")
+    try:
+        (root / ".lock.holder").unlink()
+        paths = HordeStore(root, "member-1").paths
+        with (
+            pytest.raises(LockTimeoutError, match=r"held by unknown"),
+            HordeLock(paths, "member-1").held(timeout=0.05),
+        ):
+            pass
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
