@@ -49,7 +49,9 @@ def resolve(state: LedgerState, raw: str | None, kind: str, field: str = "id") -
             f"refused: `{field}`={raw!r} is not a {prefix}N id; use `{prefix}3` or the bare number"
         )
     if ident not in table:
-        last = f"{prefix}{len(table)}" if table else "none yet"
+        # The highest id, not the count: a skipped ledger line leaves a gap in the numbers.
+        numbers = [int(k[len(prefix) :]) for k in table if k[len(prefix) :].isdigit()]
+        last = f"{prefix}{max(numbers)}" if numbers else "none yet"
         raise ActionRefused(
             f"refused: {ident} does not exist (highest is {last}); check `horde "
             f"{'list' if kind == 'ideas' else kind}`"

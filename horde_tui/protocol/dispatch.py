@@ -17,9 +17,10 @@ from pydantic import ValidationError
 
 from horde_tui.protocol.actions import claims, facts, findings, ideas, reads, resources, solved
 from horde_tui.protocol.context import ActionContext
-from horde_tui.protocol.params import ACTION_MODELS, Params
+from horde_tui.protocol.params import ACTION_MODELS, CAPS, Params
 from horde_tui.protocol.rules import check_caps, check_wind_down
 from horde_tui.store.lock import LockTimeoutError
+from horde_tui.store.paths import valid_run_id
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision, HordeStore
 
@@ -104,6 +105,21 @@ def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
     return f"field '{field}' must be {want}, got {error.get('input')!r}"
 
 
+def audit_copy(submitted: dict[str, Any]) -> dict[str, Any]:
+    """The submission as the intent event records it: over-cap strings are clipped.
+
+    A refused oversized text must not bloat `events.jsonl` with the very bytes the cap
+    exists to keep out; the clip says how much was cut.
+    """
+    out: dict[str, Any] = {}
+    for key, value in submitted.items():
+        cap = CAPS.get(key)
+        if cap is not None and isinstance(value, str) and len(value) > cap:
+            value = f"{value[:cap]}[... {len(value) - cap} characters over the cap cut]"
+        out[key] = value
+    return out
+
+
 def parse_params(raw: dict[str, Any]) -> Params:
     """Validate one call; raise `UsageError` with one line on the first problem."""
     if not isinstance(raw, dict):
@@ -127,6 +143,11 @@ def run_action(
     """Validate and perform one `horde` action as `store.actor` in `run`."""
     try:
         params = parse_params(raw)
+        if not valid_run_id(run):
+            # The run id becomes a directory name; a bad one is a malformed call, not a crash.
+            raise UsageError(
+                f"invalid run id {run!r}; use letters, digits, '.', '_' or '-' (max 80)"
+            )
     except UsageError as exc:
         return ToolResult(False, None, f"usage: {exc}", usage_error=True)
     ctx = ActionContext(store, run, role)
@@ -143,7 +164,7 @@ def run_action(
             check_wind_down(action, ctx.winding_down)
             return handler(ctx, params, state)
 
-        receipt = store.transact(run, action, submitted, decide, params.requestId)
+        receipt = store.transact(run, action, audit_copy(submitted), decide, params.requestId)
         text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
         return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
     except ActionRefused as exc:

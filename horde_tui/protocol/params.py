@@ -289,6 +289,10 @@ def tool_schema() -> dict[str, Any]:
             prop = dict(prop)
             prop.pop("title", None)
             prop.pop("default", None)
+            # A field shared by several actions keeps only its type here: `text` may be
+            # empty for `confirm` but not for `post`. Each action's model checks lengths.
+            for bound in ("minLength", "maxLength"):
+                prop.pop(bound, None)
             prop["description"] = FIELD_DOCS.get(name, prop.get("description", name))
             properties[name] = _flatten_nullable(prop)
     return {

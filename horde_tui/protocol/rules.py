@@ -27,7 +27,11 @@ _NEGATIVE = re.compile(
     r"|cannot be (?:exploited|reproduced)|could not (?:reproduce|find))\b",
     re.I,
 )
-_POSITIVE_HINT = re.compile(r"\b(F\d+|found (?:a|an|the|\d+)|filed|confirmed (?!negative))\b", re.I)
+_POSITIVE_HINT = re.compile(
+    r"\b(F\d+|found (?:a|an|the|\d+)|filed|confirmed (?!negative|not\b))\b", re.I
+)
+"""A result that names a finding or a confirmed bug is positive even if it also says "no ..."
+("confirmed not exploitable" is still a negative, hence the look-ahead)."""
 
 
 def check_caps(params: dict[str, Any]) -> None:

@@ -42,8 +42,14 @@ def _live(state: LedgerState, raw: str, verb: str) -> Claim:
     claim = state.claims[ident]
     if claim.status not in _LIVE:
         extra = f" by {claim.superseded_by}" if claim.superseded_by else ""
+        instead = (
+            f"act on {claim.superseded_by} instead"
+            if claim.superseded_by
+            else "assert a new claim instead"
+        )
         raise ActionRefused(
-            f"refused: {ident} is {claim.status}{extra}; only a live claim can be {verb}"
+            f"refused: {ident} is {claim.status}{extra}; only a live claim can be {verb} "
+            f"(claims rule); {instead}"
         )
     return claim
 

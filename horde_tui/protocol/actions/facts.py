@@ -55,9 +55,10 @@ def fact(ctx: ActionContext, p: FactParams, state: LedgerState) -> Decision:
             records = []
             if ctx.actor != existing.by and ctx.actor not in existing.corroborators:
                 records.append({"op": "fact.corroborate", "id": existing.id})
+            who = "recorded you as confirming it" if records else "you already recorded it"
             return Decision(
                 True,
-                f"duplicate of {existing.id}; recorded you as confirming it; no new fact "
+                f"duplicate of {existing.id}; {who}; no new fact "
                 f"(use deltaOf: {existing.id} to extend it)",
                 existing.id,
                 records,

@@ -212,10 +212,14 @@ def amend(ctx: ActionContext, p: AmendParams, state: LedgerState) -> Decision:
             f"file a correction with supersedes: {ident} or message {target.by}"
         )
     if target.superseded_by:
-        raise ActionRefused(f"refused: {ident} is superseded by {target.superseded_by}; amend that")
+        raise ActionRefused(
+            f"refused: {ident} is superseded by {target.superseded_by} (amend rule: only a "
+            f"current finding is rewritten); amend {target.superseded_by} instead"
+        )
     if p.text.strip() == target.text.strip():
         raise ActionRefused(
-            f"refused: the new text equals {ident}'s current text; nothing to amend"
+            f"refused: the new text equals {ident}'s current text; nothing to amend (amend "
+            "rule: a new revision needs changed prose); send the corrected text"
         )
     records = [{"op": "finding.amend", "id": ident, "text": p.text, "note": p.note}]
     records += withdrawals(state, ident, "was amended")

@@ -56,10 +56,11 @@ def idea(ctx: ActionContext, p: IdeaParams, state: LedgerState) -> Decision:
         if ctx.actor != existing.by and ctx.actor not in existing.corroborators:
             records.append({"op": "idea.corroborate", "id": existing.id})
         holder = f", claimed by {existing.owner}" if existing.status == "claimed" else ""
+        # Say what was recorded: re-posting your own idea corroborates nothing.
+        who = "recorded you as corroborator" if records else "you already raised it"
         return Decision(
             True,
-            f"duplicate of {existing.id} ({existing.status}{holder}); recorded you as "
-            f"corroborator; no new idea added",
+            f"duplicate of {existing.id} ({existing.status}{holder}); {who}; no new idea added",
             existing.id,
             records,
             outcome="duplicate",
@@ -149,7 +150,10 @@ def _owned(ctx: ActionContext, state: LedgerState, raw: str, verb: str) -> Idea:
     ident = resolve(state, raw, "ideas")
     target = state.ideas[ident]
     if target.closed:
-        raise ActionRefused(f"refused: {ident} is already {target.status}; nothing to {verb}")
+        raise ActionRefused(
+            f"refused: {ident} is already {target.status}; nothing to {verb} (ownership rule: "
+            "a closed idea stays closed); add a new idea if more work remains"
+        )
     if target.status != "claimed" or target.owner != ctx.actor:
         holder = f"held by {target.owner}" if target.owner else "open"
         raise ActionRefused(

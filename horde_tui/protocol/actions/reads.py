@@ -112,8 +112,19 @@ def _event(ctx: ActionContext, ident: str) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
             for line in fh:
-                if f'"id":"{ident}"' in line:
-                    return json.dumps(json.loads(line), indent=2, ensure_ascii=False) + "\n"
+                # The substring test is only a fast filter: an intent's params can hold
+                # `"id":"E9"` too, so the event's own id decides.
+                if f'"id":"{ident}"' not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("id") == ident:
+                    return json.dumps(event, indent=2, ensure_ascii=False) + "\n"
     except FileNotFoundError:
         pass
-    raise ActionRefused(f"refused: {ident} does not exist in run {ctx.run}'s events.jsonl")
+    raise ActionRefused(
+        f"refused: {ident} does not exist in run {ctx.run}'s events.jsonl (events are "
+        "numbered per run); inspect an E# from this run"
+    )

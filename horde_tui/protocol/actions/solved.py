@@ -22,7 +22,8 @@ def _check_citations(state: LedgerState, refs: list[str], verb: str) -> dict[str
         kind = {"F": "findings", "T": "facts"}.get(ref[:1].upper())
         if kind is None:
             raise ActionRefused(
-                f"refused: cannot cite {ref!r} in an answer; cite F# findings and T# facts"
+                f"refused: cannot cite {ref!r} in an answer (solved rule); cite F# findings "
+                "and T# facts"
             )
         ident = resolve(state, ref, kind, "cites")
         if kind == "findings":
@@ -72,7 +73,10 @@ def _pending_from_other(ctx: ActionContext, state: LedgerState, verb: str) -> Pr
     prop = answers.current(state, ctx.run)
     if prop is None or prop.status != "pending":
         status = "no proposal" if prop is None else f"the proposal is {prop.status}"
-        raise ActionRefused(f"refused: nothing to {verb}: {status} in run {ctx.run}")
+        raise ActionRefused(
+            f"refused: nothing to {verb}: {status} in run {ctx.run} (solved is two-phase: only "
+            "a pending proposal is validated or contested); check `inspect target=answer`"
+        )
     if prop.by == ctx.actor:
         raise ActionRefused(
             f"refused: you proposed this answer; a different member must {verb} it (solved is "

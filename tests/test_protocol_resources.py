@@ -1,0 +1,112 @@
+"""Resources: first claim owns the name, safe cleanup commands, paths inside the workdir."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_first_claim_owns_the_name(horde):
+    made = horde("member-1", "resource", name="lab", text="docker lab", cleanup="docker rm -f lab")
+
+    assert (made.ok, made.id, made.text) == (True, "R1", "ok R1 `lab` is yours")
+    res = horde.state().resources["R1"]
+    assert (res.name, res.by, res.cleanup, res.reusers) == (
+        "lab",
+        "member-1",
+        "docker rm -f lab",
+        [],
+    )
+
+
+def test_later_claim_by_another_member_returns_owner_and_records_reuser(horde):
+    horde("member-1", "resource", name="lab", text="docker lab", path="lab/")
+
+    reuse = horde("member-2", "resource", name="Lab")
+
+    assert (reuse.ok, reuse.id) == (True, "R1")
+    assert reuse.text.startswith("R1 `lab` is owned by member-1 (run r1); recorded you as a reuser")
+    assert "use it at `lab/`, do not rebuild it" in reuse.text
+    state = horde.state()
+    assert list(state.resources) == ["R1"]
+    assert state.resources["R1"].reusers == ["member-2"]
+
+
+def test_same_path_under_another_name_is_the_same_resource(horde):
+    horde("member-1", "resource", name="corpus", path="data/corpus")
+
+    reuse = horde("member-2", "resource", name="fuzz-corpus", path="data/corpus")
+
+    assert (reuse.ok, reuse.id) == (True, "R1")
+    assert horde.state().resources["R1"].reusers == ["member-2"]
+
+
+def test_owner_updates_its_own_resource(horde):
+    horde("member-1", "resource", name="lab", text="docker lab")
+
+    updated = horde("member-1", "resource", name="lab", text="docker lab on port 8080")
+
+    assert (updated.ok, updated.id, updated.text) == (True, "R1", "ok R1 updated (text)")
+    assert horde.state().resources["R1"].text == "docker lab on port 8080"
+
+
+def test_owner_may_not_update_description_from_another_run(horde):
+    horde("member-1", "resource", name="lab", text="docker lab")
+
+    later = horde("member-1", "resource", run="r2", name="lab", text="a different lab")
+
+    assert (later.ok, later.id) == (False, None)
+    assert later.text.startswith("refused: R1 `lab` was claimed in run r1; only the owning run")
+    assert horde.state().resources["R1"].text == "docker lab"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf x",
+        "find . -delete",
+        "echo > f",
+        "docker rm -f lab; rm notes.txt",
+        "mv out.log old.log",
+    ],
+)
+def test_cleanup_that_deletes_moves_or_overwrites_files_is_refused(horde, command):
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id, result.exit_code) == (False, None, 1)
+    assert result.text.startswith(
+        "refused: cleanup commands may not delete, move or overwrite files (resources rule)"
+    )
+    assert horde.state().resources == {}
+
+
+def test_cleanup_touching_the_horde_directory_is_refused(horde):
+    result = horde("member-1", "resource", name="lab", cleanup="docker cp lab:/log .horde/log")
+
+    assert (result.ok, result.id) == (False, None)
+    assert result.text.startswith("refused: cleanup commands may not touch this run's tree")
+    assert horde.state().resources == {}
+
+
+@pytest.mark.parametrize("command", ["docker rm -f lab", "kill 123", "docker stop lab > /dev/null"])
+def test_cleanup_of_external_runtime_objects_is_accepted(horde, command):
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id) == (True, "R1")
+    assert horde.state().resources["R1"].cleanup == command
+
+
+@pytest.mark.parametrize("path", ["../../etc", "/etc/passwd", "data/../../outside"])
+def test_path_outside_the_working_directory_is_refused(horde, path):
+    result = horde("member-1", "resource", name="lab", path=path)
+
+    assert (result.ok, result.id) == (False, None)
+    assert result.text.startswith(f"refused: path {path!r} is outside the working directory")
+    assert "(path containment)" in result.text
+    assert horde.state().resources == {}
+
+
+def test_path_inside_the_working_directory_is_accepted(horde):
+    result = horde("member-1", "resource", name="corpus", path="data/corpus")
+
+    assert (result.ok, result.id) == (True, "R1")
+    assert horde.state().resources["R1"].path == "data/corpus"

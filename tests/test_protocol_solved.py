@@ -1,0 +1,232 @@
+"""Solved is two-phase: propose, then another member validates or refutes."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def filed(horde):
+    """member-1 filed F1 under #1; member-2 holds #2 (so member-2 can act)."""
+    horde.claimed("member-1", "Audit app/db/query.py")
+    horde.claimed("member-2", "Audit app/auth/session.py")
+    result = horde(
+        "member-1",
+        "finding",
+        text="SQL injection in build_query()",
+        evidence="app/db/query.py:42",
+        concern="sql-injection",
+        concernDef="SQL built from untrusted input",
+    )
+    assert result.id == "F1"
+    return horde
+
+
+def answer_md(horde, run="r1"):
+    return (horde.root / "runs" / run / "ANSWER.md").read_text()
+
+
+def test_solved_writes_answer_and_pins_cited_revisions(filed):
+    horde = filed
+
+    proposed = horde("member-1", "solved", text="The app is injectable, see F1", cites=["F1"])
+
+    assert (proposed.ok, proposed.id) == (True, "answer")
+    assert proposed.text.startswith("ok answer proposed (round 1), ANSWER.md written, pinned F1@r1")
+    run_dir = horde.root / "runs" / "r1"
+    assert (run_dir / "answers" / "round-1-pending.md").exists()
+    text = answer_md(horde)
+    assert "Status: proposed, awaiting validation by another member" in text
+    assert "Pinned revisions: F1@r1." in text
+    (prop,) = horde.state().proposals["r1"]
+    assert (prop.by, prop.status, prop.pins, prop.cites) == (
+        "member-1",
+        "pending",
+        {"F1": 1},
+        ["F1"],
+    )
+
+
+def test_proposer_cannot_confirm_its_own_answer(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    own = horde("member-1", "confirm-solved")
+
+    assert (own.ok, own.id) == (False, None)
+    assert own.text.startswith(
+        "refused: you proposed this answer; a different member must validate it"
+    )
+    assert horde.state().proposals["r1"][-1].status == "pending"
+
+
+def test_another_member_validates_the_answer(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    ok = horde("member-2", "confirm-solved", text="reproduced F1")
+
+    assert (ok.ok, ok.id, ok.text) == (True, "answer", "ok answer validated (round 1)")
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.status, prop.validated_by) == ("validated", "member-2")
+    assert "Status: validated by member-2" in answer_md(horde)
+    assert (horde.root / "runs" / "r1" / "answers" / "round-1-validated.md").exists()
+
+
+def test_only_one_pending_proposal_at_a_time(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    second = horde("member-2", "solved", text="A better answer citing F1", cites=["F1"])
+
+    assert (second.ok, second.id) == (False, None)
+    assert second.text.startswith("refused: member-1's answer is pending (one proposal at a time)")
+    assert len(horde.state().proposals["r1"]) == 1
+
+
+def test_citing_a_superseded_finding_is_refused_at_solved(filed):
+    horde = filed
+    horde("member-1", "finding", text="Only the admin build_query() path", supersedes="F1")
+
+    stale = horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    assert (stale.ok, stale.id) == (False, None)
+    assert stale.text.startswith("refused: the answer cites F1, superseded by F2 (solved rule)")
+    assert "r1" not in horde.state().proposals
+    assert not (horde.root / "runs" / "r1" / "ANSWER.md").exists()
+
+
+def test_a_finding_mentioned_in_the_text_counts_as_cited(filed):
+    horde = filed
+    horde("member-1", "finding", text="Only the admin build_query() path", supersedes="F1")
+
+    stale = horde("member-1", "solved", text="The app is injectable, see F1")
+
+    assert (stale.ok, stale.id) == (False, None)
+    assert "cites F1, superseded by F2" in stale.text
+
+
+def test_quoting_a_provisional_fact_is_refused_at_solved(filed):
+    horde = filed
+    horde("member-3", "fact", text="app/auth/session.py keeps tokens in memory")  # on #2
+
+    early = horde("member-1", "solved", text="See F1 and T1", cites=["F1", "T1"])
+
+    assert (early.ok, early.id) == (False, None)
+    assert early.text.startswith(
+        "refused: the answer quotes T1, still provisional on #2 (solved rule)"
+    )
+    assert "r1" not in horde.state().proposals
+
+
+def test_quoting_a_provisional_fact_is_refused_at_confirm_solved(filed):
+    horde = filed
+    horde("member-3", "fact", text="app/auth/session.py keeps tokens in memory")  # on #2
+    # A proposal recorded without the check (e.g. by an older tool), to exercise the guard.
+    horde.inject(
+        "member-1",
+        {"op": "solved.propose", "text": "See T1", "cites": ["T1"], "pins": {}},
+    )
+
+    late = horde("member-2", "confirm-solved")
+
+    assert (late.ok, late.id) == (False, None)
+    assert late.text.startswith(
+        "refused: the answer quotes T1, still provisional on #2 (solved rule)"
+    )
+    assert horde.state().proposals["r1"][-1].status == "pending"
+
+
+def test_citing_a_superseded_finding_is_refused_at_confirm_solved(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+    # A correction recorded without withdrawing the proposal, to exercise the guard.
+    horde.inject(
+        "member-3",
+        {
+            "op": "finding.add",
+            "id": "F2",
+            "idea": "#1",
+            "concern": "sql-injection",
+            "text": "Only the admin path",
+            "supersedes": "F1",
+        },
+    )
+
+    late = horde("member-2", "confirm-solved")
+
+    assert (late.ok, late.id) == (False, None)
+    assert late.text.startswith("refused: F1 changed since the proposal pinned them")
+    assert horde.state().proposals["r1"][-1].status == "pending"
+
+
+@pytest.mark.parametrize("change", ["amend", "supersede"])
+def test_pending_proposal_is_withdrawn_when_a_cited_finding_changes(filed, change):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    if change == "amend":
+        moved = horde(
+            "member-1", "amend", id="F1", text="SQL injection in two builders", note="wider"
+        )
+        why = "F1 was amended"
+    else:
+        moved = horde(
+            "member-2", "finding", text="Only the admin build_query() path", supersedes="F1"
+        )
+        why = "F1 was superseded"
+
+    assert moved.ok
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.status, prop.withdrawn_reason) == ("withdrawn", why)
+    assert f"Status: withdrawn: {why}" in answer_md(horde)
+    late = horde("member-2", "confirm-solved")
+    assert (late.ok, late.id) == (False, None)
+    assert late.text.startswith("refused: nothing to validate: the proposal is withdrawn in run r1")
+
+
+def test_withdrawn_proposal_can_be_proposed_again_with_new_pins(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+    horde("member-1", "amend", id="F1", text="SQL injection in two builders", note="wider")
+
+    again = horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    assert again.ok
+    assert again.text.startswith("ok answer proposed (round 2), ANSWER.md written, pinned F1@r2")
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.round, prop.status, prop.pins) == (2, "pending", {"F1": 2})
+
+
+def test_contest_solved_records_the_named_ideas(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    contest = horde("member-2", "contest-solved", text="session handling is unexamined", ideas="#2")
+
+    assert (contest.ok, contest.id) == (True, "answer")
+    assert contest.text == "ok answer contested (round 1); it reopens once #2 close"
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.status, prop.contested_by, prop.contest_ideas) == ("contested", "member-2", ["#2"])
+    assert "Status: contested by member-2" in answer_md(horde)
+
+
+def test_proposer_cannot_contest_its_own_answer(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+
+    own = horde("member-1", "contest-solved", text="second thoughts")
+
+    assert (own.ok, own.id) == (False, None)
+    assert own.text.startswith(
+        "refused: you proposed this answer; a different member must contest it"
+    )
+
+
+def test_confirm_solved_without_a_proposal_is_refused(filed):
+    horde = filed
+
+    nothing = horde("member-2", "confirm-solved")
+
+    assert (nothing.ok, nothing.id) == (False, None)
+    assert nothing.text.startswith("refused: nothing to validate: no proposal in run r1")
