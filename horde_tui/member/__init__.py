@@ -1,0 +1,7 @@
+"""The member process: one LLM agent of a horde, a small child process.
+
+It imports only the stdlib, the protocol and the store (never litellm, Textual or
+pydantic-heavy code), because up to twelve of them run at once. `tools` holds the file
+tools and their model-facing definitions; `shell` runs the model's untrusted shell
+commands with a refusal list, a scrubbed environment, a timeout and truncated output.
+"""
