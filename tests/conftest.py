@@ -7,6 +7,12 @@ like the transcript of a run: who did what, and what the tool answered.
 from __future__ import annotations
 
 import json
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +21,7 @@ import pytest
 from horde_tui.protocol import ToolResult, run_action
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
+from horde_tui.stubmodel import StubThread
 
 
 class Horde:
@@ -71,3 +78,81 @@ class Horde:
 @pytest.fixture
 def horde(tmp_path: Path) -> Horde:
     return Horde(tmp_path)
+
+
+# -- a real gateway process in front of the scripted stub model ------------------------------
+
+
+@dataclass
+class GatewayProcess:
+    """A running `python -m horde_tui.gateway` serving the stub model."""
+
+    url: str
+    token: str
+    proc: subprocess.Popen[str]
+    run_dir: Path
+    stub: StubThread
+
+    def member_env(self, horde_dir: Path, run: str, name: str, **extra: str) -> dict[str, str]:
+        """The environment a supervisor gives a member process."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+        env.update(
+            HORDE_MEMBER=name,
+            HORDE_NAME=name,
+            HORDE_DIR=str(horde_dir),
+            HORDE_RUN=run,
+            HORDE_ROLE="member",
+            HORDE_ATTEMPT="1",
+            HORDE_PARENT_PID=str(os.getpid()),
+            HORDE_GATEWAY_URL=self.url,
+            HORDE_GATEWAY_TOKEN=self.token,
+        )
+        env.update(extra)
+        return env
+
+
+def start_gateway(stub: StubThread, run_dir: Path, *args: str, **env_extra: str) -> GatewayProcess:
+    """Start a gateway process and wait (bounded) for its `listening on URL` line."""
+    token = "test-token-" + os.urandom(4).hex()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub-key",
+        HORDE_GATEWAY_TOKEN=token,
+        HORDE_GATEWAY_BACKOFF_MS="20",
+        HORDE_PARENT_PID=str(os.getpid()),
+        **env_extra,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(run_dir), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 30)
+    line = proc.stdout.readline() if ready else ""
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise RuntimeError(f"gateway did not start: {line!r}")
+    return GatewayProcess(line.split()[-1], token, proc, run_dir, stub)
+
+
+@pytest.fixture(scope="session")
+def stub_model() -> Iterator[StubThread]:
+    with StubThread() as stub:
+        yield stub
+
+
+@pytest.fixture(scope="session")
+def gateway(
+    stub_model: StubThread, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    """One gateway for the session: litellm's import (seconds) is paid once."""
+    gw = start_gateway(stub_model, tmp_path_factory.mktemp("gateway-run"))
+    try:
+        yield gw
+    finally:
+        gw.proc.terminate()
+        gw.proc.wait(10)

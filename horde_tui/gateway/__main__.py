@@ -1,0 +1,123 @@
+"""`python -m horde_tui.gateway`: the one process of a run that imports litellm.
+
+It listens on 127.0.0.1 (random port by default), writes `gateway.json` (url, pid) and
+`gateway.token` (mode 0600; the token is never printed or logged) to the run directory,
+prints one `listening on URL` line, and serves until SIGTERM or until its parent is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+
+from horde_tui.gateway.app import Gateway, GatewayConfig
+from horde_tui.httpserve import serve
+from horde_tui.settings import SettingsError, load_settings
+from horde_tui.watchdog import parent_pid_from_env, start_watchdog
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="horde-tui gateway", description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: pick a free one)")
+    p.add_argument("--run-dir", type=Path, help="the run directory (token, usage.jsonl)")
+    p.add_argument("--model", help="litellm model string (default: $HORDE_MODEL)")
+    p.add_argument("--thinking", choices=("off", "low", "medium", "high"))
+    p.add_argument("--api-base")
+    p.add_argument("--tool-protocol", choices=("auto", "native", "json"))
+    p.add_argument("--max-cost-usd", type=float)
+    p.add_argument("--compact-tokens", type=int, help="JSON protocol: fit prompts in N tokens")
+    p.add_argument(
+        "--member-model",
+        action="append",
+        default=[],
+        metavar="MEMBER=MODEL",
+        help="a model for one member (repeatable)",
+    )
+    p.add_argument("--parent-pid", type=int, help="exit when this process is gone")
+    return p.parse_args(argv)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Create `path` readable by this user only, before any byte of the secret is written."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
+    settings = load_settings(
+        overrides={
+            "model": args.model,
+            "thinking": args.thinking,
+            "api_base": args.api_base,
+            "tool_protocol": args.tool_protocol,
+            "max_cost_usd": args.max_cost_usd,
+        }
+    )
+    if not settings.model:
+        raise SettingsError("no model: pass --model or set HORDE_MODEL (any litellm model string)")
+    members: dict[str, str] = {}
+    for pair in args.member_model:
+        name, sep, model = pair.partition("=")
+        if not sep or not name or not model:
+            raise SettingsError(f"--member-model expects MEMBER=MODEL, got {pair!r}")
+        members[name] = model
+    run_dir = args.run_dir
+    compact = args.compact_tokens or int(os.environ.get("HORDE_COMPACT_TOKENS", "0") or 0) or None
+    return GatewayConfig(
+        model=settings.model,
+        token=token,
+        thinking=settings.thinking,
+        api_base=settings.api_base,
+        api_key=settings.api_key,
+        tool_protocol=settings.tool_protocol,
+        member_models=members,
+        max_cost_usd=settings.max_cost_usd,
+        usage_path=run_dir / "usage.jsonl" if run_dir else None,
+        budget_flag=run_dir / ".budget-reached" if run_dir else None,
+        compact_tokens=compact,
+        backoff_base_s=float(os.environ.get("HORDE_GATEWAY_BACKOFF_MS", "500")) / 1000,
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    token = os.environ.get("HORDE_GATEWAY_TOKEN") or secrets.token_urlsafe(32)
+    try:
+        config = build_config(args, token)
+    except SettingsError as exc:
+        print(f"horde-tui gateway: {exc}", file=sys.stderr)
+        return 2
+    gateway = Gateway(config)
+    gateway.litellm.start_import()
+    server = await serve(gateway.handle, "127.0.0.1", args.port)
+    if args.run_dir:
+        args.run_dir.mkdir(parents=True, exist_ok=True)
+        write_private(args.run_dir / "gateway.token", token + "\n")
+        info = {"url": server.url, "port": server.port, "pid": os.getpid(), "model": config.model}
+        (args.run_dir / "gateway.json").write_text(json.dumps(info) + "\n")
+    print(f"listening on {server.url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    start_watchdog(args.parent_pid or parent_pid_from_env())
+    await stop.wait()
+    await server.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return asyncio.run(run(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,355 @@
+"""The gateway's HTTP surface: OpenAI chat completions for members, litellm behind it.
+
+Per request: check the run's bearer token, refuse once the cost budget is spent, wait
+for a slot of the provider's adaptive limit, call the model (natively, or through the
+JSON text protocol for models without tool calls), account tokens and cost, and answer
+in OpenAI format, streamed or not. The member never sees which path was taken.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from horde_tui.gateway import backend, jsonproto
+from horde_tui.gateway.accounting import Accounting
+from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
+from horde_tui.gateway.limiter import LimiterPool
+from horde_tui.httpserve import Request, Response, StreamResponse, error_body
+
+
+@dataclass
+class GatewayConfig:
+    """Everything the gateway needs to know about the run's models."""
+
+    model: str
+    token: str
+    thinking: str = "off"
+    api_base: str | None = None
+    api_key: str | None = None
+    tool_protocol: str = "auto"
+    """`native`, `json`, or `auto` (json only for models litellm knows lack tool calls)."""
+    member_models: dict[str, str] = field(default_factory=dict)
+    max_cost_usd: float | None = None
+    usage_path: Path | None = None
+    budget_flag: Path | None = None
+    """Touched once when the budget is reached, so the supervisor can stop clean."""
+    compact_tokens: int | None = None
+    """JSON protocol: fit prompts under this many tokens (small anonymous limits)."""
+    timeout_s: float = 600.0
+    max_attempts: int = 4
+    backoff_base_s: float = 0.5
+
+
+class Gateway:
+    """The request handler; one per gateway process."""
+
+    def __init__(self, config: GatewayConfig, litellm: LiteLLM | None = None) -> None:
+        self.config = config
+        self.litellm = litellm or LiteLLM()
+        self.accounting = Accounting(config.usage_path, config.max_cost_usd)
+        self.limiters = LimiterPool()
+        self.json_models: set[str] = set()
+        """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
+        self.started = time.time()
+
+    # -- routing -------------------------------------------------------------------------
+
+    async def handle(self, req: Request) -> Response | StreamResponse:
+        if req.path == "/health":
+            return Response(200, {"ok": True, "litellm_ready": self.litellm.ready})
+        if not self._authorized(req):
+            return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
+        if req.method == "GET" and req.path == "/v1/models":
+            models = sorted({self.config.model, *self.config.member_models.values()})
+            data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in models]
+            return Response(200, {"object": "list", "data": data})
+        if req.method == "GET" and req.path == "/v1/usage":
+            summary = self.accounting.summary()
+            summary["json_protocol_models"] = sorted(self.json_models)
+            summary["litellm_import_s"] = self.litellm.import_seconds
+            return Response(200, summary)
+        if req.method == "POST" and req.path == "/v1/chat/completions":
+            return await self._chat(req)
+        return _error(404, f"no route {req.method} {req.path}", "not_found")
+
+    def _authorized(self, req: Request) -> bool:
+        given = req.headers.get("authorization", "")
+        expected = f"Bearer {self.config.token}"
+        return hmac.compare_digest(given.encode(), expected.encode())
+
+    # -- chat completions ------------------------------------------------------------------
+
+    async def _chat(self, req: Request) -> Response | StreamResponse:
+        try:
+            body = req.json()
+        except ValueError:
+            return _error(400, "request body is not valid JSON", "invalid_request_error")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(
+                400, "body must be an object with a 'messages' list", "invalid_request_error"
+            )
+        member = req.headers.get("x-horde-member") or str(body.get("user") or "unknown")
+        if self.accounting.budget_reached:
+            return _error(402, self.accounting.budget_message(), "budget_exceeded")
+        opts = self._options(member)
+        try:
+            litellm = await self.litellm.module()
+            if body.get("stream") and not self._json_mode(litellm, opts.model):
+                return await self._stream_native(litellm, body, member, opts)
+            result = await self._complete(litellm, body, member, opts)
+        except ProviderError as exc:
+            return _error(exc.status, exc.message, exc.kind)
+        if body.get("stream"):
+            return StreamResponse(_sse(_as_chunks(result)))
+        return Response(200, result)
+
+    def _options(self, member: str) -> CallOptions:
+        c = self.config
+        return CallOptions(
+            model=c.member_models.get(member, c.model),
+            api_base=c.api_base,
+            api_key=c.api_key,
+            thinking=c.thinking,
+            timeout_s=c.timeout_s,
+            max_attempts=c.max_attempts,
+            backoff_base_s=c.backoff_base_s,
+        )
+
+    def _json_mode(self, litellm: Any, model: str) -> bool:
+        mode = self.config.tool_protocol
+        if mode == "json" or model in self.json_models:
+            return True
+        return mode == "auto" and backend.knows_no_tools(litellm, model)
+
+    def _limiter_key(self, opts: CallOptions) -> str:
+        return f"{opts.model.split('/', 1)[0]}@{opts.api_base or ''}"
+
+    async def _complete(
+        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions
+    ) -> dict[str, Any]:
+        limiter = self.limiters.for_provider(self._limiter_key(opts))
+        started = time.perf_counter()
+        async with limiter.slot():
+            if self._json_mode(litellm, opts.model) and body.get("tools"):
+                result, prompt, completion = await self._json_protocol(
+                    litellm, body, member, opts, limiter
+                )
+            else:
+                kwargs = backend.call_kwargs(litellm, opts, body, member)
+                try:
+                    call = await backend.complete(litellm, kwargs, opts, limiter.rate_limited)
+                except ProviderError as exc:
+                    if not (body.get("tools") and backend.rejects_tools(exc.__cause__ or exc)):
+                        raise
+                    # The provider refused `tools`: switch this model to the JSON protocol
+                    # once, record it, and answer this same request that way.
+                    self.json_models.add(opts.model)
+                    result, prompt, completion = await self._json_protocol(
+                        litellm, body, member, opts, limiter
+                    )
+                else:
+                    result, prompt, completion = (
+                        call.response,
+                        call.prompt_tokens,
+                        call.completion_tokens,
+                    )
+            limiter.succeeded()
+        cost = self._account(litellm, member, opts.model, prompt, completion, started)
+        # Members report cost in their status lines without knowing any price map.
+        result.setdefault("usage", {})["horde_cost_usd"] = cost
+        return result
+
+    async def _json_protocol(
+        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions, limiter: Any
+    ) -> tuple[dict[str, Any], int, int]:
+        """Translate tools to a text protocol and the model's JSON reply back to a tool call."""
+        tools = body.get("tools") or []
+        names = {t.get("function", {}).get("name", "") for t in tools} - {""}
+        messages = body["messages"]
+        if self.config.compact_tokens:
+            text_messages = jsonproto.compact_messages(
+                messages, tools, jsonproto.chars_for_tokens(self.config.compact_tokens)
+            )
+        else:
+            text_messages = jsonproto.to_text_messages(messages, tools)
+        plain = {k: v for k, v in body.items() if k not in ("tools", "tool_choice", "stream")}
+        prompt_total = completion_total = 0
+        content = ""
+        for _ in range(1 + jsonproto.MAX_FORMAT_RETRIES):
+            kwargs = backend.call_kwargs(
+                litellm, opts, {**plain, "messages": text_messages}, member
+            )
+            call = await backend.complete(litellm, kwargs, opts, limiter.rate_limited)
+            prompt_total += call.prompt_tokens
+            completion_total += call.completion_tokens
+            content = _content(call.response)
+            reply = jsonproto.parse_reply(content, names)
+            if reply.kind == "tool" and reply.tool is not None:
+                if reply.truncated and reply.tool == jsonproto.SHELL_TOOL:
+                    # A cut-off command must never run: half of `rm -rf build/x` is `rm -rf b`.
+                    feedback = (
+                        jsonproto.correction_message(
+                            jsonproto.Reply("invalid", error="the reply was cut off mid-command"),
+                            names,
+                        )
+                        + " Use a shorter command."
+                    )
+                elif reply.tool == jsonproto.SHELL_TOOL and jsonproto.repeat_of(
+                    reply.tool, reply.args, messages
+                ):
+                    # Only shell commands are refused on exact repeat: re-reading a file
+                    # or a ledger after a change is legitimate.
+                    feedback = jsonproto.repeat_message(reply.tool, reply.args)
+                else:
+                    call_id = f"call_{uuid.uuid4().hex[:24]}"
+                    message = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [jsonproto.to_tool_call(reply, call_id)],
+                    }
+                    return (
+                        _completion(
+                            opts.model, message, "tool_calls", prompt_total, completion_total
+                        ),
+                        prompt_total,
+                        completion_total,
+                    )
+            elif reply.kind == "answer":
+                message = {"role": "assistant", "content": reply.answer or ""}
+                return (
+                    _completion(opts.model, message, "stop", prompt_total, completion_total),
+                    prompt_total,
+                    completion_total,
+                )
+            else:
+                feedback = jsonproto.correction_message(reply, names)
+            text_messages = [
+                *text_messages,
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": feedback},
+            ]
+        # Out of corrections: hand the model's own words back as its final answer, so the
+        # member stops instead of looping on a model that cannot follow the format.
+        message = {"role": "assistant", "content": content}
+        return (
+            _completion(opts.model, message, "stop", prompt_total, completion_total),
+            prompt_total,
+            completion_total,
+        )
+
+    async def _stream_native(
+        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions
+    ) -> Response | StreamResponse:
+        limiter = self.limiters.for_provider(self._limiter_key(opts))
+        kwargs = backend.call_kwargs(litellm, opts, body, member)
+        started = time.perf_counter()
+
+        async def chunks() -> AsyncIterator[dict[str, Any]]:
+            prompt = completion = 0
+            async with limiter.slot():
+                async for chunk in backend.stream(litellm, kwargs, opts, limiter.rate_limited):
+                    usage = chunk.get("usage")
+                    if usage:
+                        prompt = int(usage.get("prompt_tokens") or 0)
+                        completion = int(usage.get("completion_tokens") or 0)
+                    yield chunk
+                limiter.succeeded()
+            self._account(litellm, member, opts.model, prompt, completion, started)
+
+        agen = chunks()
+        try:
+            first = await agen.__anext__()
+        except StopAsyncIteration:
+            first = None
+        except ProviderError as exc:
+            return _error(exc.status, exc.message, exc.kind)
+        return StreamResponse(_sse(_prepend(first, agen)))
+
+    def _account(
+        self, litellm: Any, member: str, model: str, prompt: int, completion: int, started: float
+    ) -> float | None:
+        cost = backend.price(litellm, model, prompt, completion)
+        latency_ms = (time.perf_counter() - started) * 1000
+        was_reached = self.accounting.budget_reached
+        self.accounting.record(member, model, prompt, completion, cost, latency_ms)
+        flag = self.config.budget_flag
+        if flag is not None and self.accounting.budget_reached and not was_reached:
+            flag.write_text(json.dumps(self.accounting.summary()) + "\n")
+        return cost
+
+
+def _error(status: int, message: str, kind: str) -> Response:
+    return Response(status, error_body(message, kind, str(status)))
+
+
+def _content(response: dict[str, Any]) -> str:
+    try:
+        return response["choices"][0]["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+
+
+def _completion(
+    model: str, message: dict[str, Any], finish: str, prompt: int, completion: int
+) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def _as_chunks(result: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """A finished completion re-sent as stream chunks (for the JSON protocol path)."""
+
+    async def gen() -> AsyncIterator[dict[str, Any]]:
+        base = {
+            "id": result.get("id"),
+            "object": "chat.completion.chunk",
+            "created": result.get("created"),
+            "model": result.get("model"),
+        }
+        choice = (result.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {"role": "assistant"}
+        if message.get("content"):
+            delta["content"] = message["content"]
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(message["tool_calls"])]
+        yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        yield {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}],
+        }
+        yield {**base, "choices": [], "usage": result.get("usage")}
+
+    return gen()
+
+
+async def _prepend(
+    first: dict[str, Any] | None, rest: AsyncIterator[dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    if first is not None:
+        yield first
+    async for item in rest:
+        yield item
+
+
+async def _sse(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
+        yield b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+    yield b"data: [DONE]\n\n"

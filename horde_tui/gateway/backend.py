@@ -1,0 +1,264 @@
+"""The litellm side of the gateway: one place that imports litellm, calls it, retries.
+
+Facts about litellm 1.110.2 this module is built around:
+- its retry layers multiply (the OpenAI SDK retries twice by default), so every call
+  passes `max_retries=0` and this module owns the backoff;
+- a refused connection surfaces as `InternalServerError`, not a connection error;
+- streamed usage arrives only with `stream_options={"include_usage": True}`;
+- a model it does not know has no price and `supports_function_calling` is False for it;
+- unmapped-model calls print a "Provider List" line to stdout unless
+  `suppress_debug_info` is set; and without `LITELLM_LOCAL_MODEL_COST_MAP=True` the
+  import fetches a price map from the network and can hang for seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class ProviderError(Exception):
+    """A provider call failed for good; carries what the member should see."""
+
+    def __init__(self, status: int, message: str, kind: str = "provider_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+
+
+@dataclass
+class CallResult:
+    """A finished non-streaming call: the OpenAI-format response dict plus accounting."""
+
+    response: dict[str, Any]
+    prompt_tokens: int
+    completion_tokens: int
+    attempts: int
+
+
+class LiteLLM:
+    """Lazy, thread-started litellm import, shared by every request of the gateway.
+
+    The import costs seconds; starting it in a thread when the gateway starts lets the
+    server listen at once and the import overlap the run's setup.
+    """
+
+    def __init__(self) -> None:
+        self._module: Any = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self.import_seconds: float | None = None
+
+    def start_import(self) -> None:
+        threading.Thread(target=self._import, name="litellm-import", daemon=True).start()
+
+    def _import(self) -> None:
+        started = time.perf_counter()
+        try:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_LOG", "ERROR")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True
+            litellm.telemetry = False
+            self._module = litellm
+        except BaseException as exc:  # surfaced to every request, never swallowed
+            self._error = exc
+        finally:
+            self.import_seconds = time.perf_counter() - started
+            self._done.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._done.is_set() and self._module is not None
+
+    async def module(self) -> Any:
+        if not self._done.is_set():
+            await asyncio.get_running_loop().run_in_executor(None, self._done.wait)
+        if self._module is None:
+            raise ProviderError(500, f"litellm failed to import: {self._error}", "gateway_error")
+        return self._module
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status a litellm/OpenAI exception stands for (500 when unknown)."""
+    for attr in ("status_code", "status"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int):
+            return value
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return 408
+    if "RateLimit" in name:
+        return 429
+    return 500
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        return max(0.0, float(headers.get("retry-after", "")))
+    except (TypeError, ValueError):
+        return None
+
+
+def backoff_s(attempt: int, base_s: float) -> float:
+    """Exponential backoff with jitter: base, 2*base, 4*base ... capped at 20 s."""
+    return min(20.0, base_s * (2 ** (attempt - 1))) * (0.75 + random.random() * 0.5)
+
+
+def price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD cost from litellm's local price map; None (unknown) for a model it cannot price."""
+    try:
+        litellm.get_model_info(model)
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
+        return None
+    return float(prompt_cost) + float(completion_cost)
+
+
+def knows_no_tools(litellm: Any, model: str) -> bool:
+    """True only when litellm's map *knows* the model and says it has no function calling."""
+    try:
+        litellm.get_model_info(model)
+    except Exception:
+        return False  # unknown (e.g. a local server): native tool calls stay the default
+    try:
+        return not litellm.supports_function_calling(model=model)
+    except Exception:
+        return False
+
+
+def rejects_tools(exc: BaseException) -> bool:
+    """A 400-class error saying the provider does not take the `tools` parameter."""
+    if status_of(exc) not in (400, 404, 422):
+        return False
+    text = str(exc).lower()
+    return ("tool" in text or "function" in text) and any(
+        w in text for w in ("not support", "unsupported", "does not support", "unknown", "invalid")
+    )
+
+
+def usage_of(response: dict[str, Any]) -> tuple[int, int]:
+    usage = response.get("usage") or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+@dataclass
+class CallOptions:
+    """Per-call provider settings resolved by the gateway for one member."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    thinking: str = "off"
+    timeout_s: float = 600.0
+    max_attempts: int = 4
+    backoff_base_s: float = 0.5
+
+
+def call_kwargs(
+    litellm: Any, opts: CallOptions, body: dict[str, Any], member: str
+) -> dict[str, Any]:
+    """Arguments for `litellm.acompletion` from a member's OpenAI request body."""
+    passthrough = ("temperature", "top_p", "max_tokens", "stop", "seed", "tool_choice")
+    kwargs: dict[str, Any] = {k: body[k] for k in passthrough if k in body}
+    kwargs.update(
+        model=opts.model,
+        messages=body.get("messages", []),
+        max_retries=0,
+        timeout=opts.timeout_s,
+        # litellm drops `user` for models outside OpenAI's catalog, so the member is named
+        # in a header, which reaches any OpenAI-compatible server unchanged.
+        extra_headers={"x-horde-member": member},
+    )
+    if body.get("tools"):
+        kwargs["tools"] = body["tools"]
+    if opts.api_base:
+        kwargs["api_base"] = opts.api_base
+    if opts.api_key:
+        kwargs["api_key"] = opts.api_key
+    if opts.thinking != "off":
+        try:
+            if litellm.supports_reasoning(model=opts.model):
+                kwargs["reasoning_effort"] = opts.thinking
+        except Exception:
+            pass  # unknown model: thinking cannot be mapped, so it is not sent
+    return kwargs
+
+
+async def complete(
+    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, on_rate_limit: Any = None
+) -> CallResult:
+    """A non-streaming call with the gateway's own retries."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            resp = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            status = status_of(exc)
+            if status == 429 and on_rate_limit is not None:
+                on_rate_limit()
+            if status in RETRY_STATUSES and attempt < opts.max_attempts:
+                wait = retry_after_s(exc)
+                await asyncio.sleep(
+                    wait if wait is not None else backoff_s(attempt, opts.backoff_base_s)
+                )
+                continue
+            raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+        data = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
+        prompt, completion = usage_of(data)
+        return CallResult(data, prompt, completion, attempt)
+
+
+async def stream(
+    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, on_rate_limit: Any = None
+) -> AsyncIterator[dict[str, Any]]:
+    """A streaming call; retries happen only before the first chunk is out."""
+    kwargs = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            chunks = await litellm.acompletion(**kwargs)
+            iterator = chunks.__aiter__()
+            first = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            status = status_of(exc)
+            if status == 429 and on_rate_limit is not None:
+                on_rate_limit()
+            if status in RETRY_STATUSES and attempt < opts.max_attempts:
+                wait = retry_after_s(exc)
+                await asyncio.sleep(
+                    wait if wait is not None else backoff_s(attempt, opts.backoff_base_s)
+                )
+                continue
+            raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+        yield first.model_dump(exclude_none=True)
+        async for chunk in iterator:
+            yield chunk.model_dump(exclude_none=True)
+        return
+
+
+def _message(exc: BaseException) -> str:
+    """The provider's own message, one line, without litellm's long prefixes."""
+    text = " ".join(str(getattr(exc, "message", None) or exc).split())
+    return text[:2000] or type(exc).__name__

@@ -1,0 +1,100 @@
+"""`python -m horde_tui.member`: one member process (configured by HORDE_* variables).
+
+It imports neither litellm nor Textual: the model is reached through the run's gateway.
+It exits 0 with an `exit` status line naming the cause; a crash exits non-zero, which
+the supervisor records as `exit_nonzero`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from types import FrameType
+
+from horde_tui.member.client import GatewayClient
+from horde_tui.member.config import MemberConfigError, load_member_config
+from horde_tui.member.loop import Exit, MemberLoop
+from horde_tui.member.session import StatusStream
+from horde_tui.member.shell import signal_command_groups
+from horde_tui.watchdog import start_watchdog
+
+
+def install_signal_handlers(loop: MemberLoop) -> None:
+    """Forward stop/continue/terminate to the process groups of running shell commands.
+
+    Commands run in their own process groups (so a timeout kills one whole), so a signal
+    to the member's group does not reach them: the parent pauses a member with SIGTSTP,
+    which is forwarded as SIGSTOP before the member stops itself.
+    """
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        loop.state.stop_requested = True
+        signal_command_groups(signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    def on_tstp(signum: int, frame: FrameType | None) -> None:
+        signal_command_groups(signal.SIGSTOP)
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+    def on_cont(signum: int, frame: FrameType | None) -> None:
+        signal_command_groups(signal.SIGCONT)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGTSTP, on_tstp)
+    signal.signal(signal.SIGCONT, on_cont)
+
+
+def main() -> int:
+    try:
+        config = load_member_config()
+    except MemberConfigError as exc:
+        print(f"horde-tui member: {exc}", file=sys.stderr)
+        return 2
+    status = StatusStream()
+    start_watchdog(config.parent_pid)
+    client = GatewayClient(
+        config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
+    )
+    loop = MemberLoop(config, client, status)
+    install_signal_handlers(loop)
+    try:
+        result = loop.run()
+    except KeyboardInterrupt:
+        result = Exit("killed", loop.state.last_text, "stopped by the parent")
+    except Exception:
+        traceback.print_exc()
+        status.emit(
+            "exit",
+            cause="exit_nonzero",
+            message=loop.state.last_text[:4000],
+            turns=loop.state.turns,
+        )
+        return 1
+    finally:
+        signal_command_groups(signal.SIGTERM)
+        client.close()
+    st = loop.state
+    status.emit(
+        "exit",
+        cause=result.cause,
+        message=result.message[:4000],
+        detail=result.detail,
+        turns=st.turns,
+        tool_calls=st.tool_calls,
+        prompt_tokens=st.prompt_tokens,
+        completion_tokens=st.completion_tokens,
+        cost_usd=st.cost_usd,
+        transcript=str(loop.transcript.path),
+    )
+    print(
+        f"{config.name}: exit {result.cause} after {st.turns} turns. {result.detail}".strip(),
+        file=sys.stderr,
+    )
+    loop.transcript.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""A member's configuration, read from the environment its parent set.
+
+The supervisor sets these on every child; a person can set them by hand to run one
+member against a gateway (see `python -m horde_tui.member --help`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class MemberConfigError(ValueError):
+    """A required variable is missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    name: str
+    horde_dir: Path
+    run: str
+    role: str
+    attempt: int
+    parent_pid: int | None
+    gateway_url: str
+    gateway_token: str
+    remind_calls: int = 8
+    remind_ms: int = 600_000
+    max_turns: int = 200
+    request_timeout_s: float = 900.0
+    layer: str | None = None
+
+    @property
+    def workdir(self) -> Path:
+        return self.horde_dir.parent
+
+    @property
+    def run_dir(self) -> Path:
+        return self.horde_dir / "runs" / self.run
+
+
+def _int(env: Mapping[str, str], key: str, default: int) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise MemberConfigError(f"{key}={raw!r} is not a whole number") from None
+
+
+def _required(env: Mapping[str, str], key: str) -> str:
+    value = env.get(key, "").strip()
+    if not value:
+        raise MemberConfigError(f"{key} is not set; the supervisor sets it for each member")
+    return value
+
+
+def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
+    e = os.environ if env is None else env
+    name = e.get("HORDE_NAME", "").strip() or _required(e, "HORDE_MEMBER")
+    parent = e.get("HORDE_PARENT_PID", "").strip()
+    return MemberConfig(
+        name=name,
+        horde_dir=Path(_required(e, "HORDE_DIR")),
+        run=_required(e, "HORDE_RUN"),
+        role=e.get("HORDE_ROLE", "").strip() or "member",
+        attempt=_int(e, "HORDE_ATTEMPT", 1),
+        parent_pid=int(parent) if parent.isdigit() else None,
+        gateway_url=_required(e, "HORDE_GATEWAY_URL").rstrip("/"),
+        gateway_token=_required(e, "HORDE_GATEWAY_TOKEN"),
+        remind_calls=_int(e, "HORDE_REMIND_CALLS", 8),
+        remind_ms=_int(e, "HORDE_REMIND_MS", 600_000),
+        max_turns=_int(e, "HORDE_MAX_TURNS", 200),
+        request_timeout_s=float(_int(e, "HORDE_REQUEST_TIMEOUT_S", 900)),
+        layer=e.get("HORDE_LAYER") or None,
+    )

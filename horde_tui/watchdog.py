@@ -1,0 +1,63 @@
+"""Exit when the parent is gone, even after a SIGKILL or an OOM kill of the parent.
+
+Members and the gateway are children of the supervisor. A parent killed with SIGKILL
+cannot clean up, and orphans would keep spending tokens. So each child polls the
+parent's pid every two seconds and ends itself (and, for a process-group leader, its
+own children) when the parent no longer exists.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+
+POLL_S = 2.0
+
+
+def parent_alive(pid: int) -> bool:
+    """True while `pid` exists and is still our parent (a reused pid is not our parent)."""
+    if os.getppid() != pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _exit_group() -> None:
+    """Take the shell children along: signal our own process group if we lead it."""
+    try:
+        if os.getpgrp() == os.getpid():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.killpg(os.getpid(), signal.SIGTERM)
+    finally:
+        os._exit(75)
+
+
+def start_watchdog(
+    parent_pid: int | None, on_gone: Callable[[], None] = _exit_group, poll_s: float = POLL_S
+) -> threading.Thread | None:
+    """Poll `parent_pid` in a daemon thread; call `on_gone` once it is gone."""
+    if not parent_pid:
+        return None
+
+    def watch() -> None:
+        stop = threading.Event()
+        while not stop.wait(poll_s):
+            if not parent_alive(parent_pid):
+                on_gone()
+                return
+
+    thread = threading.Thread(target=watch, name="parent-watchdog", daemon=True)
+    thread.start()
+    return thread
+
+
+def parent_pid_from_env() -> int | None:
+    raw = os.environ.get("HORDE_PARENT_PID", "")
+    return int(raw) if raw.isdigit() else None
