@@ -103,6 +103,22 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_transcript(args: argparse.Namespace) -> int:
+    from horde_tui.transcript import print_transcript
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"horde-tui transcript: {path} is not a file", file=sys.stderr)
+        return 2
+    return print_transcript(path, args.max_chars)
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    from horde_tui.gateway.__main__ import main as gateway_main
+
+    return gateway_main(args.gateway_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="horde-tui",
@@ -126,6 +142,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the `horde` tool definition as JSON")
     schema.set_defaults(func=cmd_schema)
+
+    transcript = sub.add_parser("transcript", help="print a member transcript readably")
+    transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")
+    transcript.add_argument("--max-chars", type=int, default=0, help="cut long messages")
+    transcript.set_defaults(func=cmd_transcript)
+
+    gateway = sub.add_parser(
+        "gateway",
+        help="run a model gateway standalone (OpenAI-compatible, on 127.0.0.1)",
+        add_help=False,
+    )
+    gateway.add_argument("gateway_args", nargs=argparse.REMAINDER)
+    gateway.set_defaults(func=cmd_gateway)
     return parser
 
 
@@ -135,9 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     # plain nargs="*" positional does not accept, so collect the leftovers here.
     args, extra = parser.parse_known_args(argv)
     if extra:
-        if getattr(args, "command", None) != "tool" or any(x.startswith("-") for x in extra):
+        if getattr(args, "command", None) == "gateway":
+            args.gateway_args = [*args.gateway_args, *extra]
+        elif getattr(args, "command", None) != "tool" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        args.fields = [*args.fields, *extra]
+        else:
+            args.fields = [*args.fields, *extra]
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -78,7 +78,8 @@ def first_message(task: str, name: str, role: str, workdir: Path, layer: str | N
     parts = [f"You are {name}. {role_text(role)}"]
     if layer:
         parts.append(f"Your layer (work only on this): {layer}")
-    parts.append(f"# Task\n\n{task.strip()}")
+    body = task.strip()
+    parts.append(body if body.startswith("# ") else f"# Task\n\n{body}")
     brief = agents_md(workdir)
     if brief:
         parts.append(f"# AGENTS.md (the brief for this directory)\n\n{brief}")
