@@ -29,7 +29,7 @@ def parent_alive(pid: int) -> bool:
     return True
 
 
-def _exit_group() -> None:
+def exit_group() -> None:
     """Take the shell children along: signal our own process group if we lead it."""
     try:
         if os.getpgrp() == os.getpid():
@@ -40,7 +40,7 @@ def _exit_group() -> None:
 
 
 def start_watchdog(
-    parent_pid: int | None, on_gone: Callable[[], None] = _exit_group, poll_s: float = POLL_S
+    parent_pid: int | None, on_gone: Callable[[], None] = exit_group, poll_s: float = POLL_S
 ) -> threading.Thread | None:
     """Poll `parent_pid` in a daemon thread; call `on_gone` once it is gone."""
     if not parent_pid:

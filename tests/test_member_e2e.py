@@ -181,24 +181,30 @@ sys.path.insert(0, {tests!r})
 from conftest import start_gateway
 from horde_tui.stubmodel import StubThread
 
-stub = StubThread({{"member-1": [{{"delay_ms": 60000, "content": "late"}}]}})
+stub = StubThread({{"member-1": [{step}]}})
 gw = start_gateway(stub, Path({run_dir!r}))
 env = gw.member_env(Path({horde!r}), "r1", "member-1")
 member = subprocess.Popen([sys.executable, "-m", "horde_tui.member"], env=env,
                           cwd={workdir!r}, stdout=subprocess.PIPE, start_new_session=True)
-member.stdout.readline()  # turn-start: the member is now waiting on the model
+for line in member.stdout:  # wait until the member is where the test wants it
+    if json.loads(line)["type"] == {wait_for!r}:
+        break
+time.sleep(0.3)
 print(json.dumps({{"gateway": gw.proc.pid, "member": member.pid}}), flush=True)
 time.sleep(600)
 """
 
 
-def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -> None:
+def _orphan(tmp_path: Path, step: str, wait_for: str) -> dict[str, int]:
+    """Start a parent with a gateway and a member, SIGKILL the parent, return the pids."""
     horde_dir = prepare(tmp_path)
     script = PARENT.format(
         tests=str(Path(__file__).parent),
         run_dir=str(tmp_path / "gw"),
         horde=str(horde_dir),
         workdir=str(tmp_path),
+        step=step,
+        wait_for=wait_for,
     )
     (tmp_path / "gw").mkdir()
     parent = subprocess.Popen(
@@ -212,11 +218,40 @@ def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -
     assert _alive(pids["gateway"]) and _alive(pids["member"])
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(10)
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and (_alive(pids["gateway"]) or _alive(pids["member"])):
+    return pids
+
+
+def _gone_within(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
-    assert not _alive(pids["gateway"]), "gateway outlived its parent by 5 s"
-    assert not _alive(pids["member"]), "member outlived its parent by 5 s"
+    return [p for p in pids if _alive(p)]
+
+
+def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -> None:
+    pids = _orphan(tmp_path, '{"delay_ms": 60000, "content": "late"}', "turn-start")
+    assert _gone_within([pids["gateway"], pids["member"]], 5.0) == []
+
+
+def test_watchdog_takes_the_members_shell_commands_along(tmp_path: Path) -> None:
+    marker = tmp_path / "sleeper.pid"
+    step = json.dumps(
+        {
+            "tool_calls": [
+                {
+                    "name": "bash",
+                    "arguments": {"command": f"echo $$ > {marker}; exec sleep 300", "timeout": 600},
+                }
+            ]
+        }
+    )
+    pids = _orphan(tmp_path, step, "tool-start")
+    deadline = time.monotonic() + 5
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sleeper = int(marker.read_text())
+    assert _alive(sleeper)
+    assert _gone_within([pids["gateway"], pids["member"], sleeper], 5.0) == []
 
 
 def test_budget_refuses_calls_once_spent(tmp_path: Path) -> None:

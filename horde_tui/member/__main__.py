@@ -18,7 +18,7 @@ from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
-from horde_tui.watchdog import start_watchdog
+from horde_tui.watchdog import exit_group, start_watchdog
 
 
 def install_signal_handlers(loop: MemberLoop) -> None:
@@ -46,6 +46,12 @@ def install_signal_handlers(loop: MemberLoop) -> None:
     signal.signal(signal.SIGCONT, on_cont)
 
 
+def _orphaned() -> None:
+    """The parent is gone: end the shell commands' own process groups, then this one."""
+    signal_command_groups(signal.SIGKILL)
+    exit_group()
+
+
 def main() -> int:
     try:
         config = load_member_config()
@@ -53,7 +59,7 @@ def main() -> int:
         print(f"horde-tui member: {exc}", file=sys.stderr)
         return 2
     status = StatusStream()
-    start_watchdog(config.parent_pid)
+    start_watchdog(config.parent_pid, on_gone=_orphaned)
     client = GatewayClient(
         config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
     )

@@ -1,0 +1,264 @@
+"""Benchmark: member start-up and RSS, gateway overhead per call, 12 members x 20 turns.
+
+    python tests/benchmarks/bench_members.py
+
+Measures (issue 3 targets in brackets):
+- member start-up: process start to its first request at the model endpoint [< 0.5 s],
+  and the member's peak RSS [< 60 MB];
+- gateway overhead: the gateway process's CPU time per chat call while serving 12
+  concurrent clients against a zero-latency stub [< 5 ms], and, for the record, the median
+  latency through the gateway against a direct call to the same stub (against a
+  zero-latency stub, 12 concurrent clients queue on the gateway's one event loop, so that
+  latency is CPU per call times the queue, not a per-call cost);
+- 12 real member processes x 20 turns through one gateway (zero-latency stub): wall time
+  and member-turns per second; litellm's import is paid once, by the gateway.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from horde_tui.store.store import HordeStore
+from horde_tui.stubmodel import StubThread
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(extra)
+    return env
+
+
+def _prepare(workdir: Path) -> Path:
+    horde = workdir / ".horde"
+    HordeStore(horde, "parent").ensure_run("bench", "# Task\n\nbenchmark\n")
+    return horde
+
+
+def member_startup(samples: int = 7) -> tuple[float, float]:
+    """Median seconds from Popen to first request, and the largest peak RSS in MB."""
+    arrivals: list[float] = []
+
+    def policy(member: str, body: dict[str, Any]) -> None:
+        arrivals.append(time.time())
+        return None
+
+    delays, rss = [], []
+    with StubThread(policy=policy) as stub, tempfile.TemporaryDirectory() as tmp:
+        horde = _prepare(Path(tmp))
+        for i in range(samples):
+            env = _clean_env(
+                HORDE_MEMBER=f"member-{i}",
+                HORDE_DIR=str(horde),
+                HORDE_RUN="bench",
+                HORDE_GATEWAY_URL=stub.url,
+                HORDE_GATEWAY_TOKEN="x",
+                HORDE_PARENT_PID=str(os.getpid()),
+            )
+            before = len(arrivals)
+            started = time.time()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "horde_tui.member"],
+                env=env,
+                cwd=tmp,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            delays.append(arrivals[before] - started)
+            rss.append(usage.ru_maxrss / 1024)
+    return statistics.median(delays), max(rss)
+
+
+def _start(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise SystemExit(f"{cmd[2]} did not start: {line!r}")
+    return proc, line.split()[-1]
+
+
+def _latencies(url: str, token: str, clients: int, calls: int) -> list[float]:
+    host, port = url.replace("http://", "").split(":")
+    body = json.dumps({"model": "stub", "messages": [{"role": "user", "content": "hi"}]})
+    out: list[float] = []
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "X-Horde-Member": f"member-{n}",
+            "Content-Type": "application/json",
+        }
+        mine = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            conn.request("POST", "/v1/chat/completions", body, headers)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                raise SystemExit(f"call failed: {resp.status}")
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            out.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str, float]:
+    script = tmp / "script.json"
+    script.write_text(json.dumps({"*": [{"content": "ok", "repeat": 1_000_000}]}))
+    stub, stub_url = _start(
+        [sys.executable, "-m", "horde_tui.stubmodel", "--script", str(script)], _clean_env()
+    )
+    gw_env = _clean_env(
+        HORDE_MODEL="openai/stub",
+        HORDE_API_BASE=stub_url + "/v1",
+        HORDE_API_KEY="x",
+        HORDE_GATEWAY_TOKEN="bench-token",
+    )
+    gateway, gw_url = _start(
+        [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(tmp)], gw_env
+    )
+    try:
+        _latencies(gw_url, "bench-token", 1, 3)  # waits for litellm's import; warms up
+        _latencies(stub_url, "x", 1, 3)
+        direct = _latencies(stub_url, "x", clients, calls)
+        cpu_before = _cpu_s(gateway.pid)
+        through = _latencies(gw_url, "bench-token", clients, calls)
+        cpu_per_call_ms = (_cpu_s(gateway.pid) - cpu_before) / len(through) * 1000
+        conn = http.client.HTTPConnection(*gw_url.replace("http://", "").split(":"))
+        conn.request("GET", "/v1/usage", headers={"Authorization": "Bearer bench-token"})
+        import_s = json.loads(conn.getresponse().read())["litellm_import_s"]
+    finally:
+        gateway.terminate()
+        stub.terminate()
+        gateway.wait(10)
+        stub.wait(10)
+    return {
+        "direct_ms": statistics.median(direct) * 1000,
+        "gateway_ms": statistics.median(through) * 1000,
+        "latency_overhead_ms": (statistics.median(through) - statistics.median(direct)) * 1000,
+        "cpu_per_call_ms": cpu_per_call_ms,
+        "litellm_import_s": import_s,
+    }
+
+
+def members_through_gateway(tmp: Path, members: int = 12, turns: int = 20) -> dict[str, float]:
+    workdir = tmp / "work"
+    workdir.mkdir()
+    horde = _prepare(workdir)
+    steps = [
+        {"tool_calls": [{"name": "horde", "arguments": {"action": "list"}}], "repeat": turns - 1},
+        {"content": "done"},
+    ]
+    script = tmp / "script.json"
+    script.write_text(json.dumps({"*": steps}))
+    stub, stub_url = _start(
+        [sys.executable, "-m", "horde_tui.stubmodel", "--script", str(script)], _clean_env()
+    )
+    gw_env = _clean_env(
+        HORDE_MODEL="openai/stub",
+        HORDE_API_BASE=stub_url + "/v1",
+        HORDE_API_KEY="x",
+        HORDE_GATEWAY_TOKEN="bench-token",
+    )
+    gateway, gw_url = _start(
+        [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(tmp)], gw_env
+    )
+    try:
+        _latencies(gw_url, "bench-token", 1, 1)  # litellm imported before the clock starts
+        started = time.perf_counter()
+        procs = []
+        for i in range(members):
+            env = _clean_env(
+                HORDE_MEMBER=f"member-{i + 1}",
+                HORDE_DIR=str(horde),
+                HORDE_RUN="bench",
+                HORDE_GATEWAY_URL=gw_url,
+                HORDE_GATEWAY_TOKEN="bench-token",
+                HORDE_REMIND_CALLS="0",
+            )
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "horde_tui.member"],
+                    env=env,
+                    cwd=workdir,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+            )
+        exits = []
+        for proc in procs:
+            out, _ = proc.communicate(timeout=600)
+            exits.append(json.loads(out.strip().splitlines()[-1]))
+        wall = time.perf_counter() - started
+    finally:
+        gateway.terminate()
+        stub.terminate()
+        gateway.wait(10)
+        stub.wait(10)
+    total_turns = sum(e["turns"] for e in exits)
+    assert all(e["cause"] == "completed" for e in exits), exits
+    return {
+        "members": members,
+        "turns": total_turns,
+        "wall_s": wall,
+        "turns_per_s": total_turns / wall,
+    }
+
+
+def main() -> int:
+    startup_s, rss_mb = member_startup()
+    print(
+        f"member start-up (median of 7, to first request): {startup_s * 1000:.0f} ms "
+        f"(target < 500); peak RSS {rss_mb:.1f} MB (target < 60)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        o = gateway_overhead(Path(tmp))
+    print(
+        f"gateway CPU per chat call, 12 concurrent clients: {o['cpu_per_call_ms']:.2f} ms "
+        f"(target < 5)\nmedian latency: direct {o['direct_ms']:.2f} ms, via gateway "
+        f"{o['gateway_ms']:.2f} ms (+{o['latency_overhead_ms']:.2f} ms: queueing on one "
+        f"event loop)\nlitellm import in the gateway {o['litellm_import_s']:.1f} s, once per run"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        m = members_through_gateway(Path(tmp))
+    print(
+        f"{m['members']} members x 20 turns through one gateway: {m['turns']} turns in "
+        f"{m['wall_s']:.1f} s ({m['turns_per_s']:.1f} member-turns/s)"
+    )
+    ok = startup_s < 0.5 and rss_mb < 60 and o["cpu_per_call_ms"] < 5
+    print("targets met" if ok else "targets NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
