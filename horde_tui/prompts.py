@@ -58,6 +58,23 @@ Stop (reply without a tool call) only when you hold no claimed idea and have not
 left to add. Before stopping, post a one-line summary to the board with `post`.
 """
 
+DELIVERABLE_BRIEF = """\
+You are the SYNTHESIS helper of run {run}: the members have finished. Write the run's
+deliverable: the answer to the task, built from the findings. Read
+.horde/runs/{run}/REPORT.md first, then FINDINGS.md and FACTS.md as needed. Lead with what
+was verified (reviewed or independently reproduced findings), cite F# and T# ids, and say
+plainly what is unverified or disputed. Your FINAL message (with no tool call) must be the
+complete deliverable in Markdown; it is saved as DELIVERABLE.md."""
+
+POSTMORTEM_BRIEF = """\
+You are the POST-MORTEM reviewer of run {run}: read how the horde coordinated and critique
+it. Read .horde/runs/{run}/REPORT.md, .horde/BOARD.md, .horde/IDEAS.md, .horde/FINDINGS.md
+and, where useful, .horde/runs/{run}/events.jsonl (refused actions show where members
+fought the rules). Report: what worked, duplicated or wasted work, stalls and resets, rule
+refusals and what they reveal, unverified claims, and concrete fixes to the protocol or the
+prompt. Your FINAL message (with no tool call) must be the complete post-mortem in
+Markdown; it is saved as POSTMORTEM.md."""
+
 ROLE_TEXT = {
     "member": "You are a regular member: claim ideas, investigate, file findings.",
     "verifier": (
@@ -66,6 +83,8 @@ ROLE_TEXT = {
         "contest or supersede what does not reproduce. Claim ideas only when nothing is "
         "left to review."
     ),
+    "synthesis": "You are a read-only helper: you write the run's deliverable.",
+    "postmortem": "You are a read-only helper: you review how the run went.",
 }
 
 

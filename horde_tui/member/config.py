@@ -31,6 +31,10 @@ class MemberConfig:
     max_turns: int = 200
     request_timeout_s: float = 900.0
     layer: str | None = None
+    readonly: bool = False
+    """Helpers (deliverable, post-mortem) read only: `read` and the horde tool's reads."""
+    brief: str = ""
+    """Extra instruction appended to the first message (what a helper must produce)."""
 
     @property
     def workdir(self) -> Path:
@@ -39,6 +43,11 @@ class MemberConfig:
     @property
     def run_dir(self) -> Path:
         return self.horde_dir / "runs" / self.run
+
+    @property
+    def heartbeat(self) -> Path:
+        """Touched on every ledger write: the supervisor's stall detector reads its mtime."""
+        return self.run_dir / f".hb-{self.name}"
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:
@@ -76,4 +85,6 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         max_turns=_int(e, "HORDE_MAX_TURNS", 200),
         request_timeout_s=float(_int(e, "HORDE_REQUEST_TIMEOUT_S", 900)),
         layer=e.get("HORDE_LAYER") or None,
+        readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
+        brief=e.get("HORDE_BRIEF", ""),
     )

@@ -19,6 +19,7 @@ from horde_tui.member.config import MemberConfig
 from horde_tui.member.session import StatusStream, Transcript
 from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
+from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.params import tool_schema
 from horde_tui.store.store import HordeStore
 
@@ -66,6 +67,10 @@ class MemberLoop:
         self.store = HordeStore(config.horde_dir, config.name)
         self.tools = WorkspaceTools(config.workdir, config.horde_dir)
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
+        if config.readonly:
+            self.definitions = [
+                d for d in self.definitions if d["function"]["name"] in ("read", "horde")
+            ]
         self.transcript = Transcript(config.run_dir, config.name)
         self.task = _read(config.run_dir / "TASK.md") or "(no TASK.md found for this run)"
         self.messages: list[dict[str, Any]] = []
@@ -78,6 +83,8 @@ class MemberLoop:
             self.task, self.config.name, self.config.role, self.config.workdir, self.config.layer
         )
         self._add({"role": "system", "content": system})
+        if self.config.brief:
+            first += "\n\n" + self.config.brief
         self._add({"role": "user", "content": first})
         while True:
             if self.state.stop_requested:
@@ -161,6 +168,14 @@ class MemberLoop:
         )
 
     def _dispatch(self, name: str, raw_args: Any) -> ToolOutput:
+        offered = {d["function"]["name"] for d in self.definitions}
+        if name not in offered:
+            return ToolOutput(
+                False,
+                f"refused: tool {name!r} is not available in this session (tools: "
+                f"{', '.join(sorted(offered))}); use one of those",
+                name,
+            )
         if name != "horde":
             return self.tools.dispatch(name, raw_args)
         try:
@@ -173,7 +188,16 @@ class MemberLoop:
             return ToolOutput(
                 False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
             )
+        if self.config.readonly and args.get("action") not in READS:
+            return ToolOutput(
+                False,
+                f"refused: this session is read-only (helper rule); the horde actions it may "
+                f"use are {', '.join(sorted(READS))}",
+                summarize(name, args),
+            )
         result = run_action(self.store, args, run=self.config.run, role=self.config.role)
+        if result.ok and result.event:
+            self.config.heartbeat.touch()
         return ToolOutput(result.ok, result.text, summarize(name, args))
 
     def _reminder_due(self) -> str:
