@@ -85,9 +85,25 @@ class Accounting:
             os.close(fd)
 
     def summary(self) -> dict[str, Any]:
+        """Totals for `/v1/usage`; a cost made only of unknown prices is `None`, not $0.
+
+        When some calls are priced and some are not, the sum of the known ones is given
+        and `cost_unknown_calls` says it is a lower bound.
+        """
+        members = {name: _member_summary(u) for name, u in self.members.items()}
+        calls = sum(u.calls for u in self.members.values())
+        unknown = sum(u.cost_unknown_calls for u in self.members.values())
         return {
-            "total_cost_usd": self.total_cost_usd,
+            "total_cost_usd": None if calls and unknown == calls else self.total_cost_usd,
+            "cost_unknown_calls": unknown,
             "max_cost_usd": self.max_cost_usd,
             "budget_reached": self.budget_reached,
-            "members": {name: vars(u) for name, u in self.members.items()},
+            "members": members,
         }
+
+
+def _member_summary(usage: MemberUsage) -> dict[str, Any]:
+    summary = dict(vars(usage))
+    if usage.calls and usage.cost_unknown_calls == usage.calls:
+        summary["cost_usd"] = None
+    return summary

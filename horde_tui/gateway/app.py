@@ -23,6 +23,14 @@ from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
 
+CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write"})
+"""JSON protocol: tools whose cut-off call is sent back to the model, never run.
+
+Half a command or half a file does damage: `rm -rf build/x` cut is `rm -rf b`, and a cut
+`write` or `edit` leaves a truncated file. A cut `read` or `horde` call is harmless or
+still useful, so it is repaired and run.
+"""
+
 
 @dataclass
 class GatewayConfig:
@@ -74,6 +82,7 @@ class Gateway:
             summary = self.accounting.summary()
             summary["json_protocol_models"] = sorted(self.json_models)
             summary["litellm_import_s"] = self.litellm.import_seconds
+            summary["limiters"] = self.limiters.snapshot()
             return Response(200, summary)
         if req.method == "POST" and req.path == "/v1/chat/completions":
             return await self._chat(req)
@@ -95,6 +104,15 @@ class Gateway:
             return _error(
                 400, "body must be an object with a 'messages' list", "invalid_request_error"
             )
+        # Checked here because the JSON protocol reads every message and tool as an
+        # object: a malformed one would otherwise be a 500, or reach the provider.
+        if not all(isinstance(m, dict) for m in body["messages"]):
+            return _error(400, "each of 'messages' must be an object", "invalid_request_error")
+        tools = body.get("tools")
+        if tools is not None and not (
+            isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+        ):
+            return _error(400, "'tools' must be a list of objects", "invalid_request_error")
         member = req.headers.get("x-horde-member") or str(body.get("user") or "unknown")
         if self.accounting.budget_reached:
             return _error(402, self.accounting.budget_message(), "budget_exceeded")
@@ -163,7 +181,7 @@ class Gateway:
             limiter.succeeded()
         cost = self._account(litellm, member, opts.model, prompt, completion, started)
         # Members report cost in their status lines without knowing any price map.
-        result.setdefault("usage", {})["horde_cost_usd"] = cost
+        result["usage"] = {**(result.get("usage") or {}), "horde_cost_usd": cost}
         return result
 
     async def _json_protocol(
@@ -192,14 +210,15 @@ class Gateway:
             content = _content(call.response)
             reply = jsonproto.parse_reply(content, names)
             if reply.kind == "tool" and reply.tool is not None:
-                if reply.truncated and reply.tool == jsonproto.SHELL_TOOL:
-                    # A cut-off command must never run: half of `rm -rf build/x` is `rm -rf b`.
-                    feedback = (
-                        jsonproto.correction_message(
-                            jsonproto.Reply("invalid", error="the reply was cut off mid-command"),
-                            names,
-                        )
-                        + " Use a shorter command."
+                if reply.truncated and reply.tool in CUT_UNSAFE_TOOLS:
+                    shell = reply.tool == jsonproto.SHELL_TOOL
+                    cut = "the reply was cut off mid-" + ("command" if shell else "call")
+                    feedback = jsonproto.correction_message(
+                        jsonproto.Reply("invalid", error=cut), names
+                    ) + (
+                        " Use a shorter command."
+                        if shell
+                        else " Send less per call: split a long write or edit."
                     )
                 elif reply.tool == jsonproto.SHELL_TOOL and jsonproto.repeat_of(
                     reply.tool, reply.args, messages
@@ -259,6 +278,10 @@ class Gateway:
                     if usage:
                         prompt = int(usage.get("prompt_tokens") or 0)
                         completion = int(usage.get("completion_tokens") or 0)
+                        # The same field a non-streamed reply carries (priced on the
+                        # spot; the usage chunk is the last one with data).
+                        cost = backend.price(litellm, opts.model, prompt, completion)
+                        chunk = {**chunk, "usage": {**usage, "horde_cost_usd": cost}}
                     yield chunk
                 limiter.succeeded()
             self._account(litellm, member, opts.model, prompt, completion, started)
@@ -269,7 +292,13 @@ class Gateway:
         except StopAsyncIteration:
             first = None
         except ProviderError as exc:
-            return _error(exc.status, exc.message, exc.kind)
+            if not (body.get("tools") and backend.rejects_tools(exc.__cause__ or exc)):
+                raise
+            # As in `_complete`: the provider refused `tools`, so this model switches to
+            # the JSON protocol, whose finished reply is sent as synthesized chunks.
+            self.json_models.add(opts.model)
+            result = await self._complete(litellm, body, member, opts)
+            return StreamResponse(_sse(_as_chunks(result)))
         return StreamResponse(_sse(_prepend(first, agen)))
 
     def _account(

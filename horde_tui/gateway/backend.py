@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -258,7 +259,18 @@ async def stream(
         return
 
 
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s+-\s+)+")
+"""What litellm puts before a provider's message, e.g.
+`litellm.InternalServerError: InternalServerError: OpenAIException - `."""
+
+
 def _message(exc: BaseException) -> str:
-    """The provider's own message, one line, without litellm's long prefixes."""
+    """The provider's own message, one line, without litellm's long prefixes.
+
+    The prefixes name litellm's exception classes, which mean nothing to a member (or
+    the model reading the error), and they can push the provider's words past a
+    truncated status line.
+    """
     text = " ".join(str(getattr(exc, "message", None) or exc).split())
+    text = _LITELLM_PREFIX.sub("", text) or text
     return text[:2000] or type(exc).__name__

@@ -67,6 +67,15 @@ class AdaptiveLimiter:
     def rate_limited(self) -> None:
         self.limit = max(self.minimum, self.limit / 2.0)
 
+    def snapshot(self) -> dict[str, float | int]:
+        """The limit as `/v1/usage` reports it, so a run (or a test) can see it adapt."""
+        return {
+            "limit": round(self.limit, 3),
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+            "waiting": len(self._waiters),
+        }
+
 
 class LimiterPool:
     """One `AdaptiveLimiter` per provider key (e.g. `openai@https://api...`)."""
@@ -81,3 +90,6 @@ class LimiterPool:
         if limiter is None:
             limiter = self._limiters[key] = AdaptiveLimiter(self._initial, maximum=self._maximum)
         return limiter
+
+    def snapshot(self) -> dict[str, dict[str, float | int]]:
+        return {key: limiter.snapshot() for key, limiter in sorted(self._limiters.items())}

@@ -1,0 +1,381 @@
+"""The gateway process on its native path: real HTTP, real litellm, the scripted stub behind.
+
+Every test goes member -> gateway process -> litellm -> stub over 127.0.0.1 and checks
+both ends: what the member got back and what the stub (the "provider") received. They
+share the session gateway, so each uses its own member names (the stub's request log and
+the gateway's usage totals are per member).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from conftest import GatewayProcess
+
+from horde_tui.gateway.accounting import Accounting
+from horde_tui.gateway.app import Gateway, GatewayConfig
+from horde_tui.httpserve import Request, Response
+from horde_tui.stubmodel import start_stub
+
+BASH = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": "Run a shell command.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
+    },
+}
+HELLO = [{"role": "user", "content": "List the files."}]
+
+
+def post(
+    gw: GatewayProcess,
+    member: str,
+    body: dict[str, Any] | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+) -> httpx.Response:
+    """POST /v1/chat/completions as `member` with the run's token (unless `headers` given)."""
+    sent = {"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member}
+    if headers is not None:
+        sent = headers
+    if content is None and body is None:
+        body = {"model": "any", "messages": HELLO, "tools": [BASH]}
+    return httpx.post(
+        gw.url + "/v1/chat/completions", json=body, content=content, headers=sent, timeout=60
+    )
+
+
+def usage(gw: GatewayProcess) -> dict[str, Any]:
+    resp = httpx.get(gw.url + "/v1/usage", headers={"Authorization": f"Bearer {gw.token}"})
+    assert resp.status_code == 200
+    return resp.json()
+
+
+def usage_lines(gw: GatewayProcess, member: str) -> list[dict[str, Any]]:
+    path = gw.run_dir / "usage.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [line for line in lines if line["member"] == member]
+
+
+def error_of(resp: httpx.Response) -> str:
+    return resp.json()["error"]["message"]
+
+
+# -- a native round trip ----------------------------------------------------------------------
+
+
+def test_native_tool_call_round_trip_is_accounted_with_unknown_cost(
+    gateway: GatewayProcess,
+) -> None:
+    member = "gw-native"
+    gateway.stub.stub.set_scripts(
+        {
+            member: [
+                {
+                    "tool_calls": [{"name": "bash", "arguments": {"command": "ls -la"}}],
+                    "prompt_tokens": 120,
+                    "completion_tokens": 7,
+                },
+                {"content": "Two files.", "prompt_tokens": 150, "completion_tokens": 3},
+            ]
+        }
+    )
+    first = post(gateway, member)
+    assert first.status_code == 200, first.text
+    reply = first.json()
+    message = reply["choices"][0]["message"]
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    (call,) = message["tool_calls"]
+    assert call["function"]["name"] == "bash"
+    assert json.loads(call["function"]["arguments"]) == {"command": "ls -la"}
+    # The stub has no price: the cost is unknown (null), never $0.
+    assert reply["usage"]["prompt_tokens"] == 120
+    assert "horde_cost_usd" in reply["usage"] and reply["usage"]["horde_cost_usd"] is None
+
+    history = [
+        *HELLO,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "a.py\nb.py"},
+    ]
+    second = post(gateway, member, {"model": "any", "messages": history, "tools": [BASH]})
+    assert second.status_code == 200, second.text
+    assert second.json()["choices"][0]["message"]["content"] == "Two files."
+
+    # What the provider received: the tools, the member's name, the tool result by id.
+    sent = gateway.stub.stub.requests_for(member)
+    assert len(sent) == 2
+    assert sent[0].body["tools"][0]["function"]["name"] == "bash"
+    assert sent[0].headers["x-horde-member"] == member
+    assert sent[0].headers["authorization"] == "Bearer stub-key"
+    tool_message = sent[1].body["messages"][-1]
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == call["id"]
+
+    lines = usage_lines(gateway, member)
+    assert [(x["prompt_tokens"], x["completion_tokens"]) for x in lines] == [(120, 7), (150, 3)]
+    assert all(x["cost_usd"] is None and x["model"] == "openai/stub" for x in lines)
+    totals = usage(gateway)["members"][member]
+    assert totals["calls"] == 2 and totals["cost_unknown_calls"] == 2
+    assert (totals["prompt_tokens"], totals["completion_tokens"]) == (270, 10)
+    assert totals["cost_usd"] is None
+    # Every call of the session gateway is unpriced, so the run's total is unknown too.
+    report = usage(gateway)
+    assert report["total_cost_usd"] is None and report["cost_unknown_calls"] > 0
+
+
+def test_accounting_never_reports_an_unknown_cost_as_zero(tmp_path: Path) -> None:
+    accounting = Accounting(tmp_path / "usage.jsonl", max_cost_usd=0.5)
+    accounting.record("m1", "openai/stub", 10, 2, None, 5.0)
+    assert accounting.summary()["total_cost_usd"] is None
+    accounting.record("m2", "openai/gpt-4o-mini", 1000, 100, 0.25, 5.0)
+    summary = accounting.summary()
+    # A priced call makes the total a known lower bound; the unknown count says so.
+    assert summary["total_cost_usd"] == 0.25 and summary["cost_unknown_calls"] == 1
+    assert summary["members"]["m1"]["cost_usd"] is None
+    assert summary["members"]["m2"]["cost_usd"] == 0.25
+    assert not summary["budget_reached"]
+    accounting.record("m2", "openai/gpt-4o-mini", 1000, 100, 0.25, 5.0)
+    assert accounting.budget_reached and "$0.5000 of $0.5000" in accounting.budget_message()
+    lines = [json.loads(x) for x in (tmp_path / "usage.jsonl").read_text().splitlines()]
+    assert [x["cost_usd"] for x in lines] == [None, 0.25, 0.25]
+
+
+def test_models_lists_the_run_model(gateway: GatewayProcess) -> None:
+    resp = httpx.get(
+        gateway.url + "/v1/models", headers={"Authorization": f"Bearer {gateway.token}"}
+    )
+    assert resp.status_code == 200
+    assert [m["id"] for m in resp.json()["data"]] == ["openai/stub"]
+
+
+# -- streaming ------------------------------------------------------------------------------------
+
+
+def test_streaming_through_the_openai_sdk_delivers_deltas_and_accounts_usage(
+    gateway: GatewayProcess,
+) -> None:
+    member = "gw-stream"
+    arguments = {"command": "grep -rn TODO src/"}
+    gateway.stub.stub.set_scripts(
+        {
+            member: [
+                {
+                    "content": "Searching for the markers first.",
+                    "tool_calls": [{"name": "bash", "arguments": arguments}],
+                    "prompt_tokens": 40,
+                    "completion_tokens": 12,
+                }
+            ]
+        }
+    )
+    client = openai.OpenAI(
+        base_url=gateway.url + "/v1",
+        api_key=gateway.token,
+        max_retries=0,
+        default_headers={"X-Horde-Member": member},
+    )
+    chunks = list(
+        client.chat.completions.create(model="any", messages=HELLO, tools=[BASH], stream=True)
+    )
+    with_choices = [c for c in chunks if c.choices]
+    contents = [c.choices[0].delta.content for c in with_choices if c.choices[0].delta.content]
+    assert len(contents) > 1, "content should arrive as several deltas"
+    assert "".join(contents) == "Searching for the markers first."
+    calls = [tc for c in with_choices for tc in c.choices[0].delta.tool_calls or []]
+    assert calls[0].function is not None and calls[0].function.name == "bash"
+    joined = "".join(tc.function.arguments or "" for tc in calls if tc.function)
+    assert json.loads(joined) == arguments
+    assert with_choices[-1].choices[0].finish_reason == "tool_calls"
+    last = chunks[-1]
+    assert last.usage is not None
+    assert (last.usage.prompt_tokens, last.usage.completion_tokens) == (40, 12)
+    # The same cost field as a non-streamed reply: the member never sees which path ran.
+    assert last.usage.model_extra == {"horde_cost_usd": None}
+
+    (sent,) = gateway.stub.stub.requests_for(member)
+    assert sent.body["stream"] is True
+    assert sent.body["stream_options"] == {"include_usage": True}
+    (line,) = usage_lines(gateway, member)
+    assert (line["prompt_tokens"], line["completion_tokens"], line["cost_usd"]) == (40, 12, None)
+    assert usage(gateway)["members"][member]["calls"] == 1
+
+
+def test_streaming_retries_a_429_before_the_first_chunk(gateway: GatewayProcess) -> None:
+    member = "gw-stream-429"
+    gateway.stub.stub.set_scripts({member: [{"status": 429}, {"content": "after the wait"}]})
+    client = openai.OpenAI(
+        base_url=gateway.url + "/v1",
+        api_key=gateway.token,
+        max_retries=0,
+        default_headers={"X-Horde-Member": member},
+    )
+    chunks = list(client.chat.completions.create(model="any", messages=HELLO, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "after the wait"
+    assert len(gateway.stub.stub.requests_for(member)) == 2
+
+
+def test_streaming_error_before_any_chunk_is_an_http_error(gateway: GatewayProcess) -> None:
+    member = "gw-stream-400"
+    gateway.stub.stub.set_scripts({member: [{"status": 400, "error_message": "bad field x"}]})
+    client = openai.OpenAI(
+        base_url=gateway.url + "/v1",
+        api_key=gateway.token,
+        max_retries=0,
+        default_headers={"X-Horde-Member": member},
+    )
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(model="any", messages=HELLO, stream=True)
+    assert "bad field x" in str(caught.value)
+
+
+# -- retries --------------------------------------------------------------------------------------
+
+
+def test_a_429_is_retried_and_then_succeeds(gateway: GatewayProcess) -> None:
+    member = "gw-429"
+    gateway.stub.stub.set_scripts(
+        {member: [{"status": 429, "error_message": "slow down"}, {"content": "ok"}]}
+    )
+    resp = post(gateway, member)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["choices"][0]["message"]["content"] == "ok"
+    assert len(gateway.stub.stub.requests_for(member)) == 2
+    # One member-facing call, one accounted call: failed attempts cost no tokens.
+    assert len(usage_lines(gateway, member)) == 1
+
+
+def test_5xx_beyond_the_attempt_cap_returns_the_providers_error(gateway: GatewayProcess) -> None:
+    member = "gw-500"
+    gateway.stub.stub.set_scripts(
+        {member: [{"status": 500, "error_message": "upstream exploded", "repeat": 10}]}
+    )
+    resp = post(gateway, member)
+    assert resp.status_code == 500
+    # The provider's own words, without litellm's exception-class prefixes.
+    assert error_of(resp) == "upstream exploded"
+    assert len(gateway.stub.stub.requests_for(member)) == 4
+    assert usage_lines(gateway, member) == []
+
+
+def test_503_then_success_is_retried(gateway: GatewayProcess) -> None:
+    member = "gw-503"
+    gateway.stub.stub.set_scripts({member: [{"status": 503, "repeat": 2}, {"content": "up"}]})
+    resp = post(gateway, member)
+    assert resp.status_code == 200, resp.text
+    assert len(gateway.stub.stub.requests_for(member)) == 3
+
+
+def test_a_400_is_not_retried(gateway: GatewayProcess) -> None:
+    member = "gw-400"
+    gateway.stub.stub.set_scripts(
+        {member: [{"status": 400, "error_message": "max_tokens is too large"}, {"content": "x"}]}
+    )
+    resp = post(gateway, member)
+    assert resp.status_code == 400
+    assert error_of(resp) == "max_tokens is too large"
+    assert len(gateway.stub.stub.requests_for(member)) == 1
+
+
+async def test_a_timeout_is_retried_in_process() -> None:
+    """The call timeout is 10 minutes in a run, so this one is checked in-process."""
+    steps = [{"delay_ms": 5000, "content": "too late"}, {"content": "on time"}]
+    async with start_stub({"gw-timeout": steps}) as stub:
+        config = GatewayConfig(
+            model=stub.model,
+            token="t",
+            api_base=stub.api_base,
+            api_key="stub-key",
+            timeout_s=0.5,
+            backoff_base_s=0.01,
+        )
+        gw = Gateway(config)
+        gw.litellm.start_import()
+        body = json.dumps({"model": "any", "messages": HELLO}).encode()
+        headers = {"authorization": "Bearer t", "x-horde-member": "gw-timeout"}
+        resp = await gw.handle(Request("POST", "/v1/chat/completions", {}, headers, body))
+        assert isinstance(resp, Response) and resp.status == 200, resp.body
+        assert isinstance(resp.body, dict)
+        assert resp.body["choices"][0]["message"]["content"] == "on time"
+        assert len(stub.stub.requests_for("gw-timeout")) == 2
+
+
+# -- auth and bad input --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic x"}],
+    ids=["no-token", "wrong-token", "wrong-scheme"],
+)
+def test_calls_without_the_run_token_are_refused(
+    gateway: GatewayProcess, headers: dict[str, str]
+) -> None:
+    member = "gw-auth"
+    gateway.stub.stub.set_scripts({member: [{"content": "should not be reached"}]})
+    resp = post(gateway, member, headers={**headers, "X-Horde-Member": member})
+    assert resp.status_code == 401
+    assert resp.json()["error"]["type"] == "auth_error"
+    for path in ("/v1/usage", "/v1/models"):
+        assert httpx.get(gateway.url + path, headers=headers).status_code == 401
+    assert gateway.stub.stub.requests_for(member) == []
+
+
+def test_health_needs_no_token_and_leaks_nothing(gateway: GatewayProcess) -> None:
+    resp = httpx.get(gateway.url + "/health")
+    assert resp.status_code == 200
+    body = resp.json()
+    assert set(body) == {"ok", "litellm_ready"} and body["ok"] is True
+    assert gateway.token not in resp.text and "stub" not in resp.text
+
+
+def test_a_body_that_is_not_json_is_one_clear_400(gateway: GatewayProcess) -> None:
+    resp = post(gateway, "gw-bad", content=b"{not json")
+    assert resp.status_code == 400
+    assert error_of(resp) == "request body is not valid JSON"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "any"},
+        {"model": "any", "messages": "hello"},
+        [{"role": "user", "content": "hi"}],
+        {"model": "any", "messages": ["hello"]},
+        {"model": "any", "messages": HELLO, "tools": "bash"},
+        {"model": "any", "messages": HELLO, "tools": ["bash"]},
+    ],
+    ids=[
+        "no-messages",
+        "messages-not-list",
+        "body-not-object",
+        "message-not-object",
+        "tools-not-list",
+        "tool-not-object",
+    ],
+)
+def test_malformed_requests_are_400_and_reach_no_provider(
+    gateway: GatewayProcess, body: Any
+) -> None:
+    member = "gw-malformed"
+    resp = post(gateway, member, body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["type"] == "invalid_request_error"
+    assert gateway.stub.stub.requests_for(member) == []
+
+
+def test_unknown_routes_are_404(gateway: GatewayProcess) -> None:
+    resp = httpx.get(
+        gateway.url + "/v1/nothing", headers={"Authorization": f"Bearer {gateway.token}"}
+    )
+    assert resp.status_code == 404
