@@ -309,3 +309,12 @@ def test_closing_an_already_closed_idea_is_refused(horde):
     assert (again.ok, again.id) == (False, None)
     assert again.text.startswith("refused: #1 is already done; nothing to rule out")
     assert horde.state().ideas["#1"].status == "done"
+
+
+def test_two_different_bugs_in_one_file_are_not_duplicates(horde):
+    """A shared path is a shared place, not a shared bug: the words around it decide."""
+    first = horde("member-1", "idea", text="Check app.py for a hard-coded password")
+    second = horde("member-2", "idea", text="Check login() in app.py for timing attacks")
+    third = horde("member-3", "idea", text="Look for a hard-coded password in app.py")
+    assert (first.id, second.id) == ("#1", "#2")
+    assert third.id == "#1" and third.text.startswith("duplicate of #1")

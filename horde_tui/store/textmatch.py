@@ -55,8 +55,10 @@ STOPWORDS = frozenset(
     then there these this those to too was were what when where which who why will with
     would you your we they them he she also any all each other some such only just very
     via per about after before over under again further once here both same own out up down
-    off below above between through during while because until against among""".split()
+    off below above between through during while because until against among
+    check look find review audit investigate examine inspect whether""".split()
 )
+"""Common words, plus the verbs every idea starts with ("check X", "review Y")."""
 
 
 def _stem(word: str) -> str:
@@ -95,6 +97,14 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def is_path(ident: str) -> bool:
+    """A file path names a place where many different things can be wrong; a bug id, a
+    URL, a hash, a host or a symbol names one thing."""
+    if "://" in ident:
+        return False
+    return "/" in ident or ident.rsplit(".", 1)[-1] in _FILE_EXT_HOSTS
+
+
 def tokens(text: str) -> frozenset[str]:
     """Content words of `text`: lower case, stemmed, stopwords and 1-2 letter words out."""
     return frozenset(
@@ -121,21 +131,37 @@ class TextKey:
 
     ids: frozenset[str]
     words: frozenset[str]
+    plain: frozenset[str] = frozenset()
+    """The words outside the identifiers (`src/app.py` contributes `app` to `words` only)."""
 
     @classmethod
     def of(cls, text: str) -> TextKey:
-        return cls(identifiers(text), tokens(text))
+        ids = identifiers(text)
+        words = tokens(text)
+        plain = words - frozenset().union(*(tokens(i) for i in ids)) if ids else words
+        return cls(ids, words, plain)
+
+
+def _soft(a: frozenset[str], b: frozenset[str]) -> float:
+    word_score = jaccard(a, b) if a and b else 0.0
+    return max(word_score, overlap(a, b) * 0.85)
 
 
 def similarity(a: TextKey, b: TextKey) -> float:
-    """0..1: how likely `a` and `b` describe the same thing (see the module docstring)."""
-    word_score = jaccard(a.words, b.words) if a.words and b.words else 0.0
-    soft = max(word_score, overlap(a.words, b.words) * 0.85)
+    """0..1: how likely `a` and `b` describe the same thing (see the module docstring).
+
+    When the only identifiers both name are file paths, the wording is compared without
+    the paths' own words: a shared path must not also count as shared wording, or two
+    different bugs in one file would look alike twice over (see `is_path`).
+    """
     if a.ids and b.ids:
-        if a.ids & b.ids:
+        shared = a.ids & b.ids
+        if shared:
+            only_paths = all(is_path(i) for i in shared) and a.plain and b.plain
+            soft = _soft(a.plain, b.plain) if only_paths else _soft(a.words, b.words)
             return 1.0 if soft >= SHARED_ID_OVERLAP else soft
-        return min(soft, SIMILAR_OVERLAP - 0.01)
-    return soft
+        return min(_soft(a.words, b.words), SIMILAR_OVERLAP - 0.01)
+    return _soft(a.words, b.words)
 
 
 def is_duplicate(a: TextKey, b: TextKey) -> bool:
