@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the `horde` tool definition as JSON")
     schema.set_defaults(func=cmd_schema)
 
+    from horde_tui.runcli import add_commands
+
+    add_commands(sub)
+
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")
     transcript.add_argument("--max-chars", type=int, default=0, help="cut long messages")

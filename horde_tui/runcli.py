@@ -1,0 +1,244 @@
+"""The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
+`resume`, `finalize`. Imported lazily by `cli.py`.
+
+`run`/`plan` host a supervisor in this process (headless: one line per event on stdout).
+The control commands reach a live supervisor from any other shell through its run's
+`control/` folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from horde_tui.settings import SettingsError, load_settings
+from horde_tui.supervisor import controls
+from horde_tui.supervisor.targets import TargetError, parse_count, parse_targets
+
+QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--headless", action="store_true", help="print one line per event (no app)")
+    p.add_argument("--model", help="any litellm model string (default: $HORDE_MODEL / config)")
+    p.add_argument("--thinking", choices=("off", "low", "medium", "high"))
+    p.add_argument("--no-verifier", action="store_true", help="no verifier role in 3+ member runs")
+    p.add_argument("--until-stop", action="store_true", help="keep working until stopped")
+    p.add_argument("--max-minutes", type=float, help="clean stop at this wall-clock deadline")
+    p.add_argument("--max-cost-usd", type=float, help="clean stop when the run has spent this")
+    p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
+    p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
+    p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
+
+
+def _settings(args: argparse.Namespace, horde_dir: Path) -> Any:
+    return load_settings(
+        horde_dir / "config.toml",
+        overrides={
+            "model": args.model,
+            "thinking": args.thinking,
+            "max_minutes": args.max_minutes,
+            "max_cost_usd": args.max_cost_usd,
+            "api_base": args.api_base,
+            "api_key": args.api_key,
+            "tool_protocol": args.tool_protocol,
+        },
+    )
+
+
+def _err(message: str, code: int = 2) -> int:
+    print(f"horde-tui: {message}", file=sys.stderr)
+    return code
+
+
+def print_event(event: Any) -> None:
+    """Headless mode: one line per event, no colour unless stdout is a terminal."""
+    if event.kind == "member-status":
+        data = event.data
+        kind = data.get("type")
+        if kind in QUIET_STATUS:
+            return
+        if kind == "tool-start":
+            text = f"{data.get('summary') or data.get('tool')}"
+        elif kind == "message":
+            text = "says: " + " ".join(str(data.get("text", "")).split())[:160]
+        elif kind == "exit":
+            text = f"exit {data.get('cause')} after {data.get('turns')} turns"
+        else:
+            text = kind or "?"
+        line = f"{time.strftime('%H:%M:%S')} {event.member}: {text}"
+    else:
+        extras = " ".join(f"{k}={v}" for k, v in event.data.items() if v not in (None, "", []))
+        who = f" {event.member}" if event.member else ""
+        line = f"{time.strftime('%H:%M:%S')} [{event.kind}]{who} {extras}".rstrip()
+    print(line, flush=True)
+
+
+def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
+    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.setup import RunRequest, parse_layers
+
+    if os.environ.get("HORDE_GATEWAY_URL") and os.environ.get("HORDE_RUN"):
+        return _err(
+            "refused: a member may not start a nested horde; work inside the run you are in"
+        )
+    try:
+        count = parse_count(args.count)
+    except TargetError as exc:
+        return _err(str(exc))
+    if count.hordes > 1:
+        return _err(
+            "refused: swarms (H/M) are not available yet; run a single horde of 1-12 members"
+        )
+    workdir = Path.cwd()
+    try:
+        settings = _settings(args, workdir / ".horde")
+    except SettingsError as exc:
+        return _err(str(exc))
+    if not settings.model:
+        return _err("no model: pass --model or set HORDE_MODEL (any litellm model string)")
+    layers = parse_layers(layers_text) if layers_text is not None else []
+    if layers_text is not None and not layers:
+        return _err('plan needs layers separated by ";", e.g. "parser; type checker"')
+    prompt = args.prompt if layers_text is None else f"Analyse each layer: {'; '.join(layers)}"
+    request = RunRequest(
+        prompt,
+        count.members,
+        layers,
+        not args.no_verifier,
+        args.until_stop,
+        demo=getattr(args, "demo", False),
+    )
+    sup = Supervisor(workdir, request, settings, sink=print_event)
+    print(f"run {sup.run_id}: {count.members} members, model {settings.model}", flush=True)
+    return asyncio.run(_host(sup))
+
+
+async def _host(sup: Any) -> int:
+    """Run the supervisor; Ctrl-C asks for a clean stop, a second Ctrl-C stops hard."""
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+    pending: set[asyncio.Task[Any]] = set()
+
+    def hard() -> None:
+        task = asyncio.ensure_future(sup.stop_hard())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            sup.stop_clean(reason="stopped by user")
+        else:
+            hard()
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, hard)
+    summary = await sup.run()
+    report = sup.run_dir / "REPORT.md"
+    print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
+    print(f"report: {report}")
+    return summary.exit_code
+
+
+def find_run(
+    horde_dir: Path, run: str | None, states: tuple[str, ...] = ("active",)
+) -> Path | None:
+    if run:
+        path = horde_dir / "runs" / run
+        return path if path.is_dir() else None
+    by_state = controls.runs_by_state(horde_dir)
+    candidates = [r for s in states for r in by_state.get(s, [])]
+    return horde_dir / "runs" / candidates[-1] if candidates else None
+
+
+def cmd_control(args: argparse.Namespace) -> int:
+    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    words = list(args.words)
+    postmortem = False
+    if args.command == "stop-clean" and words and words[0] == "postmortem":
+        postmortem, words = True, words[1:]
+    target = " ".join(words) or "all"
+    try:
+        parse_targets(target)
+    except TargetError as exc:
+        return _err(str(exc))
+    run_dir = find_run(horde_dir, args.run)
+    if run_dir is None or controls.run_state(run_dir) != "active":
+        states = controls.runs_by_state(horde_dir)
+        listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
+        if args.command == "status":
+            print(f"no run is live in {horde_dir} (runs: {listing})")
+            return 0
+        return _err(
+            f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.command}", 1
+        )
+    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
+    answer = controls.wait_response(controls.submit(run_dir, request))
+    if answer is None:
+        return _err(f"the supervisor of {run_dir.name} did not answer within 15 s", 1)
+    print(answer["text"])
+    return 0 if answer["ok"] else 1
+
+
+def cmd_finalize(args: argparse.Namespace) -> int:
+    from horde_tui.supervisor.recover import finalize_from_disk
+
+    horde_dir = Path.cwd() / ".horde"
+    run_dir = find_run(horde_dir, args.run, ("interrupted",))
+    if run_dir is None:
+        return _err(
+            f"no interrupted run {'named ' + args.run if args.run else 'found'} in {horde_dir}", 1
+        )
+    state = controls.run_state(run_dir)
+    if state == "active":
+        return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
+    summary = finalize_from_disk(horde_dir, run_dir.name)
+    print(json.dumps({"run": summary.run_id, "outcome": summary.outcome}))
+    print(f"report: {run_dir / 'REPORT.md'}")
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a horde of N members on a prompt")
+    run.add_argument("count", help="members: M (1-12)")
+    run.add_argument("prompt")
+    add_run_arguments(run)
+    run.set_defaults(func=cmd_run)
+
+    plan = sub.add_parser("plan", help='run a partitioned horde: plan N "layer; layer; ..."')
+    plan.add_argument("count")
+    plan.add_argument("layers", help="layers separated by ';'")
+    add_run_arguments(plan)
+    plan.set_defaults(func=lambda a: cmd_run(a, a.layers), prompt="")
+
+    for name, text in (
+        ("status", "show the live run and each member"),
+        ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s)"),
+        ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
+        ("pause", "suspend members (SIGSTOP of their process groups)"),
+        ("resume", "resume paused members"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument(
+            "words",
+            nargs="*",
+            metavar="target",
+            help="all, member-N, N, hN, hN:member-M, or a list",
+        )
+        p.add_argument("--run", help="the run id (default: the live run)")
+        if name == "stop-clean":
+            p.add_argument("--grace", type=float, help="seconds before escalating (default 90)")
+        p.set_defaults(func=cmd_control)
+
+    fin = sub.add_parser("finalize", help="finalize an interrupted run from what is on disk")
+    fin.add_argument("run", nargs="?", help="the run id (default: the latest interrupted run)")
+    fin.set_defaults(func=cmd_finalize)

@@ -1,0 +1,223 @@
+"""Consistency checks for the report: metadata, R# citations, cited paths, mixed clusters.
+
+A report is only as good as what its findings point at. These checks flag what a reader
+would trip over: a finding without importance or confidence, an `R#` that no resource
+has, a file path that is not in the working directory, a cluster whose deltaOf chain
+crosses concerns. They warn; they never change the ledgers.
+
+Path extraction is deliberately conservative. A token counts as a path when it has a
+file extension or a line suffix (`src/app.py:12`, `lib/Makefile:3`); a bare name
+(`app.py`) only with a well-known source extension. Not checked: anything inside a URL
+or after a host name, rooted paths outside the working directory (`/api/users` is a
+route, not a file), and templates with a date or placeholder slot
+(`logs/gate-YYYY-MM-DD.jsonl`, `out/<id>.json`, `{name}.txt`, `member-N.log`). A path
+that is not at the cited place but ends an existing file's path (`store/state.py` for
+`horde_tui/store/state.py`) is accepted, as people cite that way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from horde_tui.store.model import Finding
+from horde_tui.store.state import LedgerState
+from horde_tui.supervisor.clusters import Cluster
+
+_RESOURCE_REF = re.compile(r"\bR(\d+)\b")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+_TOKEN = re.compile(r"[^\s`'\"()\[\],;|]+")
+_LINE = re.compile(r"(?::\d+(?:[-:]\d+)?|#L\d+(?:-L?\d+)?)$")
+_EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
+_HOSTLIKE = re.compile(r"^(?:localhost|(?:[\w-]+\.)+[A-Za-z]{2,})(?::\d+)?/")
+_PLACEHOLDER = re.compile(
+    r"<[^>]*>|\{[^}]*\}|[*?$%]|\.\.\."
+    r"|(?:^|[-_./])(?:Y{2,4}|MM|DD|HH|N|X+|ID|NAME)(?=$|[-_./:])"
+)
+BARE_EXTENSIONS = frozenset(
+    """py pyi js mjs cjs jsx ts tsx md txt json jsonl yaml yml toml cfg ini rs go c h cc
+    cpp hpp java kt rb php sh bash sql html css tcss lock log csv xml swift""".split()
+)
+"""Extensions that make a bare name (no `/`) a file: `os.path` or `e.g` must not be one."""
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", ".git", ".horde"})
+INDEX_CAP = 50_000
+"""Files indexed for suffix matches; past it, unresolved paths are not reported."""
+
+
+@dataclass(frozen=True)
+class ConsistencyWarning:
+    """One thing a reader of the report should double-check."""
+
+    kind: str
+    """missing-metadata, unknown-resource, missing-path, mixed-concern or skipped-record."""
+    subject: str
+    """The F# (or cluster ids) the warning is about."""
+    text: str
+
+
+@dataclass(frozen=True)
+class PathCitation:
+    token: str
+    """As cited, line suffix included: what the warning quotes."""
+    path: str
+    """Relative to the working directory, line suffix removed: what is checked."""
+
+
+def missing_metadata(findings: Iterable[Finding]) -> list[ConsistencyWarning]:
+    """Findings without importance or confidence (deltas inherit their parent's)."""
+    out = []
+    for f in findings:
+        missing = [n for n in ("importance", "confidence") if getattr(f, n) is None]
+        if missing and not f.delta_of:
+            out.append(
+                ConsistencyWarning(
+                    "missing-metadata", f.id, f"{f.id} has no {' and no '.join(missing)}"
+                )
+            )
+    return out
+
+
+def unknown_resources(state: LedgerState, findings: Iterable[Finding]) -> list[ConsistencyWarning]:
+    """R# ids cited in a finding's text or evidence that no resource has."""
+    out = []
+    for f in findings:
+        refs = [f"R{int(m.group(1))}" for m in _RESOURCE_REF.finditer(f"{f.text}\n{f.evidence}")]
+        for ref in dict.fromkeys(refs):
+            if ref not in state.resources:
+                out.append(
+                    ConsistencyWarning(
+                        "unknown-resource", f.id, f"{f.id} cites {ref}, which is not a resource"
+                    )
+                )
+    return out
+
+
+def _clean(token: str) -> str:
+    """Drop sentence punctuation, markdown emphasis and a pytest `::test` node suffix."""
+    if token.startswith("*") and token.endswith("*"):
+        token = token.strip("*")
+    token = token.rstrip(".,:!?")
+    return token.split("::", 1)[0]
+
+
+def _as_path(token: str, workdir: Path) -> str | None:
+    """The workdir-relative path a token cites, or None when it is not a checkable path."""
+    m = _LINE.search(token)
+    base = token[: m.start()] if m else token
+    if not base or "\\" in base or base[0] in "~@" or _PLACEHOLDER.search(base):
+        return None
+    if _HOSTLIKE.match(base) or base.endswith("/"):
+        return None
+    ext = _EXT.search(base.rsplit("/", 1)[-1])
+    if "/" not in base:
+        named = ext and ext.start() > 0 and ext.group(1).lower() in BARE_EXTENSIONS
+        return base if named else None
+    if not ext and not m:
+        return None
+    if base.startswith("/"):
+        root = str(workdir).rstrip("/") + "/"
+        return base[len(root) :] if base.startswith(root) else None
+    if base.startswith("../") or "/../" in base:
+        resolved = os.path.normpath(os.path.join(str(workdir), base))
+        root = os.path.normpath(str(workdir))
+        return os.path.relpath(resolved, root) if resolved.startswith(root + os.sep) else None
+    return base.removeprefix("./")
+
+
+def path_citations(text: str, workdir: Path) -> list[PathCitation]:
+    """Path-like tokens of `text` worth checking, in order, each once."""
+    text = _URL.sub(" ", text)
+    found: dict[str, PathCitation] = {}
+    for raw in _TOKEN.findall(text):
+        token = _clean(raw)
+        path = _as_path(token, workdir)
+        if path and token not in found:
+            found[token] = PathCitation(token, path)
+    return list(found.values())
+
+
+@dataclass
+class PathIndex:
+    """Answers "does this cited path exist?", falling back to suffix matches.
+
+    The tree is walked lazily, once, only when a path is not where it is cited.
+    """
+
+    workdir: Path
+    _files: list[str] | None = field(default=None, repr=False)
+    _complete: bool = field(default=True, repr=False)
+
+    def _walk(self) -> list[str]:
+        if self._files is None:
+            self._files = []
+            for top, dirs, names in os.walk(self.workdir):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+                rel = os.path.relpath(top, self.workdir)
+                for name in sorted(names):
+                    self._files.append(name if rel == "." else f"{rel}/{name}")
+                if len(self._files) > INDEX_CAP:
+                    self._complete = False
+                    break
+        return self._files
+
+    def exists(self, path: str) -> bool:
+        """True when present (or ends an indexed path); unsure counts as present."""
+        if (self.workdir / path).exists():
+            return True
+        suffix = "/" + path
+        if any(f == path or f.endswith(suffix) for f in self._walk()):
+            return True
+        return not self._complete
+
+
+def missing_paths(findings: Iterable[Finding], workdir: Path) -> list[ConsistencyWarning]:
+    """Paths cited in a finding's text or evidence that the working directory lacks."""
+    index = PathIndex(workdir)
+    out = []
+    for f in findings:
+        for cite in path_citations(f"{f.text}\n{f.evidence}", workdir):
+            if not index.exists(cite.path):
+                out.append(
+                    ConsistencyWarning(
+                        "missing-path",
+                        f.id,
+                        f"{f.id} cites `{cite.token}`, which does not exist in the working "
+                        "directory",
+                    )
+                )
+    return out
+
+
+def mixed_concerns(clusters: Iterable[Cluster]) -> list[ConsistencyWarning]:
+    out = []
+    for c in clusters:
+        if c.mixed:
+            ids = ", ".join(c.ids)
+            slugs = ", ".join(f"`{s}`" for s in c.concerns)
+            out.append(
+                ConsistencyWarning(
+                    "mixed-concern",
+                    ids,
+                    f"cluster {ids} mixes concerns {slugs} through deltaOf links",
+                )
+            )
+    return out
+
+
+def check_findings(
+    state: LedgerState, findings: list[Finding], clusters: list[Cluster], workdir: Path
+) -> list[ConsistencyWarning]:
+    """Every warning for a run: per finding in ledger order, then clusters, then the ledger."""
+    ordered = sorted(findings, key=lambda f: f.seq)
+    per_finding = [
+        *missing_metadata(ordered),
+        *unknown_resources(state, ordered),
+        *missing_paths(ordered, workdir),
+    ]
+    rank = {f.id: i for i, f in enumerate(ordered)}
+    per_finding.sort(key=lambda w: rank.get(w.subject, len(rank)))
+    skipped = [ConsistencyWarning("skipped-record", "ledger", s) for s in state.skipped]
+    return [*per_finding, *mixed_concerns(clusters), *skipped]

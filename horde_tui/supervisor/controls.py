@@ -1,0 +1,123 @@
+"""Controls from another shell: requests and answers through the run's `control/` folder.
+
+`horde-tui stop-clean member-3` (in any shell) writes `control/req-<id>.json`; the live
+supervisor picks it up within half a second, acts, and answers in `control/resp-<id>.json`.
+Files, not sockets: nothing to bind, it works over SSH, and a person can see what was
+asked. A run is *live* while `runs/<id>/.live` names a supervisor pid that exists; a
+`.live` whose pid is gone marks an interrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from horde_tui.store.paths import atomic_write_text
+from horde_tui.store.store import pid_alive
+
+ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume")
+
+
+@dataclass(frozen=True)
+class ControlRequest:
+    id: str
+    action: str
+    target: str = "all"
+    grace_s: float | None = None
+    postmortem: bool = False
+
+
+def live_file(run_dir: Path) -> Path:
+    return run_dir / ".live"
+
+
+def mark_live(run_dir: Path) -> None:
+    atomic_write_text(live_file(run_dir), f"{os.getpid()}\n")
+
+
+def clear_live(run_dir: Path) -> None:
+    live_file(run_dir).unlink(missing_ok=True)
+
+
+def supervisor_pid(run_dir: Path) -> int | None:
+    try:
+        raw = live_file(run_dir).read_text().strip()
+    except OSError:
+        return None
+    return int(raw) if raw.isdigit() else None
+
+
+def run_state(run_dir: Path) -> str:
+    """`active`, `interrupted`, `finished` or `not started` (no TASK.md)."""
+    if not (run_dir / "TASK.md").exists():
+        return "not started"
+    pid = supervisor_pid(run_dir)
+    if pid is not None:
+        return "active" if pid_alive(pid) else "interrupted"
+    return "finished" if (run_dir / "REPORT.md").exists() else "interrupted"
+
+
+def runs_by_state(horde_dir: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    runs = horde_dir / "runs"
+    if not runs.is_dir():
+        return out
+    for run_dir in sorted(runs.iterdir()):
+        if run_dir.is_dir():
+            out.setdefault(run_state(run_dir), []).append(run_dir.name)
+    return out
+
+
+def submit(run_dir: Path, request: ControlRequest) -> Path:
+    folder = run_dir / "control"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"req-{request.id}.json"
+    atomic_write_text(path, json.dumps(request.__dict__) + "\n")
+    return folder / f"resp-{request.id}.json"
+
+
+def new_request(
+    action: str, target: str = "all", grace_s: float | None = None, postmortem: bool = False
+) -> ControlRequest:
+    return ControlRequest(
+        f"{time.time():.6f}-{secrets.token_hex(3)}", action, target, grace_s, postmortem
+    )
+
+
+def wait_response(path: Path, timeout_s: float = 15.0) -> dict[str, Any] | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
+def pending_requests(run_dir: Path) -> list[tuple[Path, ControlRequest | str]]:
+    """Requests waiting in `control/`, oldest first; a malformed one comes back as text."""
+    folder = run_dir / "control"
+    out: list[tuple[Path, ControlRequest | str]] = []
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("req-*.json")):
+        try:
+            data = json.loads(path.read_text())
+            req = ControlRequest(**data)
+        except (OSError, ValueError, TypeError) as exc:
+            out.append((path, f"malformed control request {path.name}: {exc}"))
+            continue
+        out.append((path, req))
+    return out
+
+
+def answer(run_dir: Path, request_path: Path, request_id: str, ok: bool, text: str) -> None:
+    atomic_write_text(
+        run_dir / "control" / f"resp-{request_id}.json", json.dumps({"ok": ok, "text": text}) + "\n"
+    )
+    request_path.unlink(missing_ok=True)

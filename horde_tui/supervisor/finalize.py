@@ -1,0 +1,125 @@
+"""Finalize: release unfinished ideas, write SUMMARY.md and REPORT.md (by code), then
+the deliverable and the post-mortem (by read-only helper members), GRAPH.md last.
+
+REPORT.md and SUMMARY.md are deterministic functions of the ledgers, the event log and
+the run summary: the same run always reports the same way, whatever the model did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from horde_tui import prompts
+from horde_tui.store.paths import atomic_write_text
+from horde_tui.supervisor import lifecycle
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import MemberState, spawn_member
+from horde_tui.supervisor.setup import MemberSpec
+
+if TYPE_CHECKING:
+    from horde_tui.supervisor.run import Supervisor
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    try:
+        with open(run_dir / "events.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    events.append(value)
+    except FileNotFoundError:
+        pass
+    return events
+
+
+def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
+    """SUMMARY.md, REPORT.md and GRAPH.md from what is on disk (also used by `finalize`)."""
+    from horde_tui.supervisor import graph, report
+    from horde_tui.supervisor import summary as summary_md
+
+    run_dir = horde_dir / "runs" / summary.run_id
+    atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
+    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, horde_dir.parent))
+    atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(read_events(run_dir), summary))
+
+
+async def run_helper(sup: Supervisor, name: str, brief: str, timeout_s: float) -> MemberState:
+    """One read-only helper session; its final message is the document it was asked for."""
+    spec = MemberSpec(name, name)
+    state = MemberState(name, name)
+    state.attempt = 1
+    env = sup.member_env(spec, 1, HORDE_TOOLS="readonly", HORDE_BRIEF=brief, HORDE_REMIND_CALLS="0")
+    handle, task = await spawn_member(
+        state, env, sup.workdir, sup.run_dir / f"{name}.log", sup._on_status
+    )
+    sup.emit("member-spawn", name, attempt=1, pid=handle.pid, role=name)
+    try:
+        await asyncio.wait_for(asyncio.shield(task), timeout_s)
+    except TimeoutError:
+        await handle.stop_hard()
+        await task
+        state.exit_cause = state.exit_cause or "killed"
+        state.detail = state.detail or f"timed out after {timeout_s:g}s"
+    sup.emit("member-exit", name, cause=state.exit_cause, turns=state.turns)
+    return state
+
+
+def _helper_document(title: str, state: MemberState) -> str:
+    if state.exit_cause == "completed" and state.final_message.strip():
+        return state.final_message.strip() + "\n"
+    why = state.detail or state.exit_cause or "no output"
+    return f"# {title}\n\nNot written: the helper ended with `{state.exit_cause}` ({why}).\n"
+
+
+async def finalize(sup: Supervisor, summary: RunSummary) -> None:
+    assert sup.parent is not None
+    sup.emit("phase-start", phase="finalize")
+    lifecycle.release_ideas(sup.parent, sup.run_id)
+    sup.parent.refresh()
+    write_reports(sup.horde_dir, summary, sup.parent.state)
+    gateway_up = sup.gateway is not None and sup.gateway.proc.returncode is None
+    ended_on_its_own = summary.outcome in (
+        "finished",
+        "solved",
+        "solved-unvalidated",
+        "canary failed",
+        "failed",
+        "stopped at deadline",
+        "stopped at budget",
+    )
+    if gateway_up and sup.settings.deliverable and not sup.hard_stopped:
+        sup.emit("phase-start", phase="deliverable")
+        helper = await run_helper(
+            sup,
+            "synthesis",
+            prompts.DELIVERABLE_BRIEF.format(run=sup.run_id),
+            sup.settings.postmortem_ms / 1000,
+        )
+        atomic_write_text(sup.run_dir / "DELIVERABLE.md", _helper_document("Deliverable", helper))
+        sup.emit("phase-end", phase="deliverable", cause=helper.exit_cause)
+    wants_postmortem = ended_on_its_own or (sup.stop is not None and sup.stop.postmortem)
+    if gateway_up and sup.settings.postmortem and wants_postmortem and not sup.hard_stopped:
+        sup.emit("phase-start", phase="post-mortem")
+        helper = await run_helper(
+            sup,
+            "postmortem",
+            prompts.POSTMORTEM_BRIEF.format(run=sup.run_id),
+            sup.settings.postmortem_ms / 1000,
+        )
+        atomic_write_text(sup.run_dir / "POSTMORTEM.md", _helper_document("Post-mortem", helper))
+        sup.emit("phase-end", phase="post-mortem", cause=helper.exit_cause)
+    summary.ended = time.time()
+    sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
+    from horde_tui.supervisor import graph
+
+    atomic_write_text(
+        sup.run_dir / "GRAPH.md", graph.render_graph(read_events(sup.run_dir), summary)
+    )

@@ -1,0 +1,218 @@
+"""Child processes of a run: the gateway and the members, as asyncio subprocesses.
+
+Members lead their own process groups (so pause and stop reach everything they run),
+write stderr to `member-N.log`, and report on stdout one JSON object per line; the
+reader raises the stream limit because a status line can carry a long final message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STREAM_LIMIT = 4 * 1024 * 1024
+"""Bytes per status line; asyncio's 64 KiB default breaks on long final messages."""
+
+
+@dataclass
+class MemberState:
+    """What the supervisor knows about one member, from its status lines."""
+
+    name: str
+    role: str
+    layers: tuple[str, ...] = ()
+    status: str = "pending"
+    """pending, starting, running, paused, exited, stopped."""
+    attempt: int = 0
+    resets: int = 0
+    pid: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    last_output: float | None = None
+    current_tool: str = ""
+    tool_summary: str = ""
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    exit_cause: str | None = None
+    final_message: str = ""
+    detail: str = ""
+    transcripts: list[str] = field(default_factory=list)
+    produced_output: bool = False
+    first_output: float | None = None
+    """When this session's model first answered: the stall clock starts there, so time
+    spent waiting for the gateway's litellm import is never mistaken for a stall."""
+
+    def absorb(self, event: dict[str, Any]) -> None:
+        """Fold one status line into the member's state."""
+        kind = event.get("type")
+        now = time.time()
+        if kind == "turn-start":
+            self.turns += 1
+        elif kind == "usage":
+            self.produced_output = True
+            self.first_output = self.first_output or now
+            self.last_output = now
+            self.prompt_tokens += int(event.get("prompt_tokens") or 0)
+            self.completion_tokens += int(event.get("completion_tokens") or 0)
+            cost = event.get("cost_usd")
+            self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        elif kind == "tool-start":
+            self.current_tool = str(event.get("tool", ""))
+            self.tool_summary = str(event.get("summary", ""))
+            self.last_output = now
+        elif kind == "tool-end":
+            self.current_tool = ""
+            self.last_output = now
+        elif kind == "message":
+            self.last_output = now
+            self.final_message = str(event.get("text", ""))
+        elif kind == "exit":
+            self.exit_cause = str(event.get("cause"))
+            self.final_message = str(event.get("message") or self.final_message)
+            self.detail = str(event.get("detail", ""))
+            if event.get("transcript"):
+                self.transcripts.append(str(event["transcript"]))
+
+
+class MemberProcess:
+    """One running member session."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, state: MemberState, log: Path) -> None:
+        self.proc = proc
+        self.state = state
+        self.log = log
+        self.stop_requested = False
+        self.stalled = False
+        """Set by the stall check before it stops the member, so the exit counts as a stall."""
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.kill(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def pause(self) -> None:
+        """SIGTSTP: the member forwards SIGSTOP to its commands, then stops itself."""
+        self.signal(signal.SIGTSTP)
+
+    def resume(self) -> None:
+        self.signal_group(signal.SIGCONT)
+
+    async def stop_hard(self, grace_s: float = 5.0) -> None:
+        """SIGTERM the group, SIGKILL after `grace_s`."""
+        self.stop_requested = True
+        self.signal_group(signal.SIGCONT)  # a paused member cannot handle SIGTERM
+        self.signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), grace_s)
+        except TimeoutError:
+            self.signal_group(signal.SIGKILL)
+            await self.proc.wait()
+
+
+async def spawn_member(
+    state: MemberState,
+    env: dict[str, str],
+    cwd: Path,
+    log: Path,
+    on_event: Callable[[MemberState, dict[str, Any]], None],
+) -> tuple[MemberProcess, asyncio.Task[int]]:
+    """Start a member session; return the handle and a task that ends with its exit code."""
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"--- spawn {state.name} attempt {state.attempt} at {time.strftime('%H:%M:%S')}\n")
+    err = open(log, "ab")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "horde_tui.member",
+        cwd=str(cwd),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=err,
+        start_new_session=True,
+        limit=STREAM_LIMIT,
+    )
+    err.close()
+    handle = MemberProcess(proc, state, log)
+    state.pid, state.status, state.started = proc.pid, "running", time.time()
+
+    async def pump() -> int:
+        assert proc.stdout is not None
+        while True:
+            try:
+                line = await proc.stdout.readline()
+            except ValueError:  # a line over the limit: skip it, keep the member
+                continue
+            if not line:
+                break
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                state.absorb(event)
+                on_event(state, event)
+        return await proc.wait()
+
+    return handle, asyncio.create_task(pump(), name=f"pump-{state.name}")
+
+
+@dataclass
+class GatewayHandle:
+    proc: asyncio.subprocess.Process
+    url: str
+    token: str
+
+
+async def spawn_gateway(
+    run_dir: Path, env: dict[str, str], args: list[str], timeout_s: float = 60.0
+) -> GatewayHandle:
+    """Start the run's gateway and wait for its `listening on URL` line."""
+    log = open(run_dir / "gateway.log", "ab")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "horde_tui.gateway",
+        "--run-dir",
+        str(run_dir),
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log,
+        start_new_session=True,
+    )
+    log.close()
+    assert proc.stdout is not None
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), timeout_s)).decode()
+    except TimeoutError:
+        line = ""
+    if not line.startswith("listening on "):
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        detail = (run_dir / "gateway.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"the model gateway did not start: {detail.strip() or line!r}")
+    return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])

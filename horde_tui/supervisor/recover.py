@@ -1,0 +1,100 @@
+"""Interrupted runs: finalize from what is on disk after the parent died.
+
+A parent killed with SIGKILL (or an OOM kill, or a closed SSH session) leaves its run
+without a report; its members exit on their own. `horde-tui finalize RUN` rebuilds the
+run summary from MANIFEST.json and the lifecycle events, returns unfinished ideas to the
+pool, and writes SUMMARY.md, REPORT.md and GRAPH.md. The deliverable and post-mortem
+helpers need a live model gateway, so they are not run here; REPORT.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from horde_tui.store.store import HordeStore
+from horde_tui.supervisor import controls, lifecycle
+from horde_tui.supervisor.finalize import read_events, write_reports
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import MemberState
+
+
+def _parse_ts(value: object) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return time.mktime(time.strptime(str(value)[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    except ValueError:
+        return 0.0
+
+
+def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
+    """Members as the lifecycle events left them: spawns, exits, resets."""
+    members = {
+        m["name"]: MemberState(m["name"], m.get("role", "member"), tuple(m.get("layers", [])))
+        for m in manifest.get("members", [])
+    }
+    for ev in events:
+        if ev.get("type") != "lifecycle" or ev.get("member") not in members:
+            continue
+        m = members[ev["member"]]
+        kind = ev.get("kind")
+        if kind == "member-spawn":
+            m.attempt = int(ev.get("attempt", m.attempt + 1))
+            m.started = m.started or _parse_ts(ev.get("ts"))
+            m.status = "running"
+        elif kind == "member-exit":
+            m.exit_cause = ev.get("cause")
+            m.turns = max(m.turns, int(ev.get("turns") or 0))
+            m.detail = str(ev.get("detail", ""))
+            m.ended = _parse_ts(ev.get("ts"))
+            m.status = "exited"
+        elif kind == "member-reset":
+            m.resets = int(ev.get("resets", m.resets + 1))
+    for m in members.values():
+        if m.status == "running":  # still running when the parent died
+            m.exit_cause, m.status = "killed", "exited"
+            m.detail = "the supervisor died while this member ran"
+    return list(members.values())
+
+
+def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
+    run_dir = horde_dir / "runs" / run_id
+    manifest = json.loads((run_dir / "MANIFEST.json").read_text())
+    events = read_events(run_dir)
+    pid = controls.supervisor_pid(run_dir)
+    starts = [_parse_ts(e.get("ts")) for e in events if e.get("kind") == "run-start"]
+    summary = RunSummary(
+        run_id=run_id,
+        outcome="interrupted",
+        diagnosis=(
+            f"the supervisor (pid {pid}) died before the run ended; finalized from disk, "
+            "without the deliverable and post-mortem helpers"
+        ),
+        canary="ok"
+        if any(e.get("kind") == "member-spawn" and e.get("member") != "member-1" for e in events)
+        else "unknown",
+        started=starts[0] if starts else float(manifest.get("created", time.time())),
+        ended=time.time(),
+        model=str(manifest.get("model") or ""),
+        demo=bool(manifest.get("demo_model")),
+        members=rebuild_members(manifest, events),
+        layers=list(manifest.get("request", {}).get("layers", [])),
+    )
+    parent = HordeStore(horde_dir, "parent")
+    lifecycle.release_ideas(parent, run_id)
+    parent.refresh()
+    lifecycle.append(
+        parent,
+        run_id,
+        {
+            "type": "lifecycle",
+            "kind": "run-end",
+            "outcome": summary.outcome,
+            "diagnosis": summary.diagnosis,
+        },
+    )
+    write_reports(horde_dir, summary, parent.state)
+    controls.clear_live(run_dir)
+    return summary

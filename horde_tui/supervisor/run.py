@@ -1,0 +1,423 @@
+"""`Supervisor`: one run from setup to REPORT.md, as plain asyncio.
+
+Canary (member-1 alone until the model answers), fan-out, supervision (exits, resets,
+stalls, the solved poll, controls, deadline, budget), then finalize. Observers (the app,
+headless mode) get `SupervisorEvent`s through one injected sink and never poll internals.
+Lifecycle events also go to `events.jsonl` under actor `parent`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from horde_tui.member.shell import scrubbed_env
+from horde_tui.settings import Settings
+from horde_tui.store.store import HordeStore
+from horde_tui.supervisor import controls, lifecycle
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import (
+    GatewayHandle,
+    MemberProcess,
+    MemberState,
+    spawn_gateway,
+    spawn_member,
+)
+from horde_tui.supervisor.setup import (
+    MemberSpec,
+    RunRequest,
+    assign_roles,
+    new_run_id,
+    seed_plan,
+    write_run_files,
+)
+from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
+
+TICK_S = 0.25
+RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "stalled"})
+
+
+@dataclass
+class SupervisorEvent:
+    """What observers see: a lifecycle kind or a member status line, with its data."""
+
+    kind: str
+    member: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: float = field(default_factory=time.time)
+
+
+Sink = Callable[[SupervisorEvent], None]
+
+
+@dataclass
+class StopState:
+    """A clean stop in progress: its deadline and the one-time extensions granted."""
+
+    reason: str
+    deadline: float
+    postmortem: bool
+    started: float = field(default_factory=time.time)
+    active_extended: set[str] = field(default_factory=set)
+    solved_extended: bool = False
+
+
+class Supervisor:
+    """Runs one horde. Construct, then `await run()`; controls may be called meanwhile."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        request: RunRequest,
+        settings: Settings,
+        sink: Sink | None = None,
+        run_id: str | None = None,
+        horde: int = 1,
+    ) -> None:
+        self.workdir = workdir.resolve()
+        self.horde_dir = self.workdir / ".horde"
+        self.request = request
+        self.settings = settings
+        self.sink = sink or (lambda event: None)
+        self.run_id = run_id or new_run_id()
+        self.horde = horde
+        self.run_dir = self.horde_dir / "runs" / self.run_id
+        self.specs: list[MemberSpec] = assign_roles(request)
+        self.members: dict[str, MemberState] = {
+            s.name: MemberState(s.name, s.role, s.layers) for s in self.specs
+        }
+        self.procs: dict[str, MemberProcess] = {}
+        self.tasks: dict[str, asyncio.Task[int]] = {}
+        self.gateway: GatewayHandle | None = None
+        self.parent: HordeStore | None = None
+        self.stop: StopState | None = None
+        self.hard_stopped = False
+        self.outcome: str | None = None
+        self.diagnosis = ""
+        self.canary = "not run"
+        self.started = time.time()
+        self._solved_seen: dict[str, float] = {}
+        self._wake = asyncio.Event()
+
+    # -- observing ------------------------------------------------------------------------
+
+    def emit(self, kind: str, member: str | None = None, record: bool = True, **data: Any) -> None:
+        """Tell observers; lifecycle kinds also go to events.jsonl as the parent."""
+        if record and self.parent is not None:
+            fields = {"type": "lifecycle", "kind": kind, **data}
+            if member:
+                fields["member"] = member
+            lifecycle.append(self.parent, self.run_id, fields)
+        self.sink(SupervisorEvent(kind, member, data))
+
+    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None:
+        self.sink(SupervisorEvent("member-status", state.name, event))
+        if event.get("type") in ("usage", "exit"):
+            self._wake.set()
+
+    # -- the lifecycle ------------------------------------------------------------------------
+
+    async def run(self) -> RunSummary:
+        """Set up, canary, fan out, supervise, finalize; return the run's summary."""
+        write_run_files(self.horde_dir, self.run_id, self.request, self.settings, self.specs)
+        controls.mark_live(self.run_dir)
+        self.parent = HordeStore(self.horde_dir, "parent")
+        self.parent.ensure_run(self.run_id, None)
+        try:
+            if self.request.layers:
+                seed_plan(self.horde_dir, self.run_id, self.specs)
+            self.emit(
+                "run-start",
+                members=len(self.specs),
+                model=self.settings.model,
+                layers=self.request.layers,
+            )
+            await self._start_gateway()
+            self.emit("phase-start", phase="discovery")
+            if await self._canary():
+                for spec in self.specs[1:]:
+                    await self._spawn(spec.name)
+                await self._supervise()
+            self.emit("phase-end", phase="discovery")
+        except Exception as exc:  # a supervisor bug must still leave a report
+            self.outcome = self.outcome or "failed"
+            self.diagnosis = self.diagnosis or f"supervisor error: {type(exc).__name__}: {exc}"
+            await self._stop_all_hard()
+        finally:
+            summary = await self._finalize()
+            controls.clear_live(self.run_dir)
+        return summary
+
+    async def _start_gateway(self) -> None:
+        env = dict(os.environ)
+        env.update(self._gateway_env())
+        args: list[str] = []
+        if self.settings.max_cost_usd is not None:
+            args += ["--max-cost-usd", str(self.settings.max_cost_usd)]
+        self.gateway = await spawn_gateway(self.run_dir, env, args)
+
+    def _gateway_env(self) -> dict[str, str]:
+        s = self.settings
+        env = {
+            "HORDE_MODEL": s.model or "",
+            "HORDE_THINKING": s.thinking,
+            "HORDE_TOOL_PROTOCOL": s.tool_protocol,
+            "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
+            "HORDE_PARENT_PID": str(os.getpid()),
+        }
+        if s.api_base:
+            env["HORDE_API_BASE"] = s.api_base
+        if s.api_key:
+            env["HORDE_API_KEY"] = s.api_key
+        return env
+
+    def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
+        """A member's environment: no provider keys, its identity, the gateway."""
+        assert self.gateway is not None
+        env = scrubbed_env(os.environ)
+        env.update(
+            HORDE_MEMBER=spec.name,
+            HORDE_NAME=spec.name,
+            HORDE_DIR=str(self.horde_dir),
+            HORDE_RUN=self.run_id,
+            HORDE_ROLE=spec.role,
+            HORDE_ATTEMPT=str(attempt),
+            HORDE_PARENT_PID=str(os.getpid()),
+            HORDE_GATEWAY_URL=self.gateway.url,
+            HORDE_GATEWAY_TOKEN=self.gateway.token,
+            HORDE_REMIND_CALLS=str(self.settings.remind_calls),
+            HORDE_REMIND_MS=str(self.settings.remind_ms),
+        )
+        if spec.layers:
+            env["HORDE_LAYER"] = "; ".join(spec.layers)
+        env.update(extra)
+        return env
+
+    async def _spawn(self, name: str) -> None:
+        state = self.members[name]
+        spec = next(s for s in self.specs if s.name == name)
+        state.attempt += 1
+        state.exit_cause = None
+        state.produced_output = False
+        state.first_output = None
+        state.status = "starting"
+        handle, task = await spawn_member(
+            state,
+            self.member_env(spec, state.attempt),
+            self.workdir,
+            self.run_dir / f"{name}.log",
+            self._on_status,
+        )
+        self.procs[name] = handle
+        self.tasks[name] = task
+        self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
+
+    # -- canary ----------------------------------------------------------------------------------
+
+    async def _canary(self) -> bool:
+        """member-1 alone until the model answers; one retry; else stop with the cause."""
+        first = self.specs[0].name
+        for attempt in (1, 2):
+            await self._spawn(first)
+            ok = await self._await_output(first, self.settings.canary_ms / 1000)
+            if ok:
+                self.canary = "ok" if attempt == 1 else "ok after a retry"
+                return True
+            state = self.members[first]
+            cause = state.exit_cause or "silent"
+            detail = state.detail or f"no model output within {self.settings.canary_ms} ms"
+            if not self.tasks[first].done():
+                await self.procs[first].stop_hard()
+                await self.tasks[first]
+            self.emit("member-exit", first, cause=cause, detail=detail[:500], canary=True)
+        self.canary = f"failed: {cause}: {detail[:300]}"
+        self.outcome = "canary failed"
+        self.diagnosis = f"the canary (member-1) failed twice ({cause}): {detail[:200]}"
+        self.members[first].status = "exited"
+        return False
+
+    async def _await_output(self, name: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        state, task = self.members[name], self.tasks[name]
+        while time.monotonic() < deadline:
+            if state.produced_output:
+                return True
+            if task.done():
+                return state.produced_output
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), min(TICK_S, deadline - time.monotonic()))
+            except TimeoutError:
+                pass
+        return state.produced_output
+
+    # -- supervision -------------------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        from horde_tui.supervisor import watch
+
+        while True:
+            await watch.handle_controls(self)
+            for name, task in list(self.tasks.items()):
+                if task.done() and self.members[name].status not in ("exited", "stopped"):
+                    await self._on_exit(name, task.result())
+            if self.hard_stopped or not self._running():
+                break
+            watch.check_deadline(self)
+            watch.check_budget(self)
+            watch.check_stalls(self)
+            watch.poll_solved(self)
+            await watch.check_stop_deadline(self)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), TICK_S)
+            except TimeoutError:
+                pass
+
+    def _running(self) -> list[str]:
+        return [n for n, t in self.tasks.items() if not t.done()]
+
+    async def _on_exit(self, name: str, code: int) -> None:
+        state = self.members[name]
+        handle = self.procs[name]
+        cause = state.exit_cause
+        if handle.stop_requested and cause in (None, "killed"):
+            cause = "stopped by user" if self.stop is None or self.hard_stopped else "killed"
+        elif cause is None:
+            cause = "exit_nonzero" if code != 0 else "no_output"
+        if handle.stalled:
+            cause = "stalled"
+        state.exit_cause, state.ended = cause, time.time()
+        state.current_tool = ""
+        self.emit(
+            "member-exit",
+            name,
+            cause=cause,
+            code=code,
+            turns=state.turns,
+            detail=state.detail[:500],
+        )
+        if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:
+            state.resets += 1
+            released = lifecycle.release_ideas(self.parent, self.run_id, name)
+            self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
+            await self._spawn(name)
+            return
+        state.status = "exited"
+
+    # -- controls --------------------------------------------------------------------------------
+
+    def select(self, targets: tuple[Target, ...]) -> list[str]:
+        return [n for n in self.members if selects(targets, self.horde, n)]
+
+    def pause(self, target: str = "all") -> str:
+        names = [n for n in self.select(parse_targets(target)) if n in self._running()]
+        for n in names:
+            self.procs[n].pause()
+            self.members[n].status = "paused"
+        self.emit("pause", targets=names, record=True)
+        return f"paused {', '.join(names) or 'nothing (no running member matched)'}"
+
+    def resume(self, target: str = "all") -> str:
+        names = [
+            n for n in self.select(parse_targets(target)) if self.members[n].status == "paused"
+        ]
+        for n in names:
+            self.procs[n].resume()
+            self.members[n].status = "running"
+        self.emit("resume", targets=names)
+        return f"resumed {', '.join(names) or 'nothing (no paused member matched)'}"
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str:
+        targets = parse_targets(target)
+        if targets != ALL:
+            names = self.select(targets)
+            for n in names:
+                if n in self._running():
+                    self.procs[n].signal(signal.SIGTERM)
+                    self.procs[n].stop_requested = True
+            return f"stopping {', '.join(names)} (the rest of the run continues)"
+        if self.stop is not None:
+            return f"a clean stop is already under way ({self.stop.reason})"
+        grace = 90.0 if grace_s is None else grace_s
+        if self.outcome is None and reason == "stopped by user":
+            self.outcome, self.diagnosis = reason, "stopped clean by the user"
+        self.stop = StopState(reason, time.time() + grace, postmortem)
+        lifecycle.request_wind_down(self.parent, self.run_id, reason, grace)
+        self.emit("stop-clean", reason=reason, grace_s=grace)
+        self._wake.set()
+        return f"clean stop requested ({reason}); members have {grace:g}s to wrap up"
+
+    async def stop_hard(self, target: str = "all") -> str:
+        targets = parse_targets(target)
+        names = [n for n in self.select(targets) if n in self._running()]
+        if targets == ALL:
+            self.hard_stopped = True
+            if self.outcome is None:
+                self.outcome = "stopped by user"
+                self.diagnosis = "stopped hard by the user"
+        self.emit("stop-hard", targets=names)
+        await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
+        self._wake.set()
+        return f"stopped {', '.join(names) or 'nothing running'}"
+
+    async def _stop_all_hard(self) -> None:
+        running = self._running()
+        await asyncio.gather(*(self.procs[n].stop_hard() for n in running), return_exceptions=True)
+
+    # -- finalize --------------------------------------------------------------------------------
+
+    async def _finalize(self) -> RunSummary:
+        from horde_tui.supervisor import finalize
+
+        await self._stop_all_hard()
+        for name, task in self.tasks.items():
+            if task.done() and self.members[name].status not in ("exited", "stopped"):
+                await self._on_exit_final(name, task.result())
+        summary = RunSummary(
+            run_id=self.run_id,
+            outcome=self.outcome or "finished",
+            diagnosis=self.diagnosis or "every member finished its work",
+            canary=self.canary,
+            started=self.started,
+            ended=time.time(),
+            model=self.settings.model or "",
+            demo=self.request.demo,
+            members=list(self.members.values()),
+            stop_clean_at=self.stop.started if self.stop else None,
+            layers=self.request.layers,
+        )
+        try:
+            await finalize.finalize(self, summary)
+        finally:
+            if self.gateway is not None and self.gateway.proc.returncode is None:
+                self.gateway.proc.terminate()
+                try:
+                    await asyncio.wait_for(self.gateway.proc.wait(), 10)
+                except TimeoutError:
+                    self.gateway.proc.kill()
+        return summary
+
+    async def _on_exit_final(self, name: str, code: int) -> None:
+        state = self.members[name]
+        if state.exit_cause is None:
+            state.exit_cause = (
+                "stopped by user"
+                if self.procs[name].stop_requested
+                else ("exit_nonzero" if code else "no_output")
+            )
+        state.status, state.ended = "exited", state.ended or time.time()
+        self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)

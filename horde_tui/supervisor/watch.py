@@ -1,0 +1,202 @@
+"""The supervisor's periodic checks: controls, deadline, budget, stalls, solved, stop.
+
+Each check is a small function of the `Supervisor`, run every tick of its loop, so the
+lifecycle rules read one at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from horde_tui.store.ledgers import answers
+from horde_tui.store.ledgers.findings import independent_reporters
+from horde_tui.supervisor import controls
+from horde_tui.supervisor.targets import TargetError, parse_targets
+
+if TYPE_CHECKING:
+    from horde_tui.supervisor.run import Supervisor
+
+ACTIVE_WINDOW_S = 15.0
+"""A member that produced output this recently gets one clean-stop extension."""
+
+
+async def handle_controls(sup: Supervisor) -> None:
+    """Answer requests other shells left in `control/`."""
+    for path, request in controls.pending_requests(sup.run_dir):
+        if isinstance(request, str):
+            path.unlink(missing_ok=True)
+            continue
+        try:
+            parse_targets(request.target)
+            text = await perform(
+                sup, request.action, request.target, request.grace_s, request.postmortem
+            )
+            ok = True
+        except TargetError as exc:
+            ok, text = False, f"refused: {exc}"
+        controls.answer(sup.run_dir, path, request.id, ok, text)
+
+
+async def perform(
+    sup: Supervisor,
+    action: str,
+    target: str,
+    grace_s: float | None = None,
+    postmortem: bool = False,
+) -> str:
+    if action == "status":
+        return status_text(sup)
+    if action == "pause":
+        return sup.pause(target)
+    if action == "resume":
+        return sup.resume(target)
+    if action == "stop-clean":
+        return sup.stop_clean(target, grace_s, postmortem)
+    if action == "stop-hard":
+        return await sup.stop_hard(target)
+    return f"refused: unknown control {action!r}; use one of {', '.join(controls.ACTIONS)}"
+
+
+def status_text(sup: Supervisor) -> str:
+    lines = [f"run {sup.run_id}: {sup.outcome or ('stopping' if sup.stop else 'running')}"]
+    now = time.time()
+    for m in sup.members.values():
+        elapsed = f"{now - m.started:.0f}s" if m.started else "-"
+        tool = f" {m.current_tool}" if m.current_tool else ""
+        cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
+        lines.append(
+            f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
+            f"tokens {m.prompt_tokens + m.completion_tokens} cost {cost} resets {m.resets}"
+        )
+    return "\n".join(lines)
+
+
+def check_deadline(sup: Supervisor) -> None:
+    minutes = sup.settings.max_minutes
+    if minutes and sup.stop is None and time.time() - sup.started >= minutes * 60:
+        sup.outcome = "stopped at deadline"
+        sup.diagnosis = f"the {minutes:g}-minute deadline (HORDE_MAX_MINUTES) was reached"
+        sup.stop_clean(reason="stopped at deadline")
+
+
+def check_budget(sup: Supervisor) -> None:
+    if sup.stop is None and (sup.run_dir / ".budget-reached").exists():
+        sup.outcome = "stopped at budget"
+        sup.diagnosis = f"the cost budget of ${sup.settings.max_cost_usd} was spent"
+        sup.stop_clean(reason="stopped at budget")
+
+
+def check_stalls(sup: Supervisor) -> None:
+    """Reset a member with no ledger write for HORDE_STALL_MS (0 disables), counted from
+    its session's first model answer or its last ledger write, whichever is later."""
+    limit_s = sup.settings.stall_ms / 1000
+    if not limit_s or sup.stop is not None:
+        return
+    now = time.time()
+    for name in sup._running():
+        state = sup.members[name]
+        if state.status == "paused" or state.first_output is None:
+            continue
+        heartbeat = sup.run_dir / f".hb-{name}"
+        try:
+            last = max(heartbeat.stat().st_mtime, state.first_output)
+        except OSError:
+            last = state.first_output
+        if now - last >= limit_s:
+            handle = sup.procs[name]
+            handle.stalled = True
+            handle.stop_requested = True
+            handle.signal(15)
+
+
+def poll_solved(sup: Supervisor) -> None:
+    """The two-phase solved rules of the reference, from the folded ledger."""
+    assert sup.parent is not None
+    sup.parent.refresh()
+    state = sup.parent.state
+    prop = answers.current(state, sup.run_id)
+    if prop is None:
+        return
+    key = f"{prop.round}:{prop.status}"
+    if key not in sup._solved_seen:
+        sup._solved_seen[key] = time.time()
+        kind = {
+            "pending": "solved-proposed",
+            "contested": "solved-contested",
+            "validated": "solved-validated",
+            "withdrawn": "solved-withdrawn",
+        }[prop.status]
+        sup.emit(kind, prop.by, round=prop.round, cites=prop.cites)
+    if sup.stop is not None or sup.request.until_stop:
+        return
+    if prop.status == "validated" and _wind_down_ready(sup):
+        sup.outcome, sup.diagnosis = (
+            "solved",
+            f"answer by {prop.by} validated by {prop.validated_by}",
+        )
+        sup.stop_clean(reason="solved")
+    elif prop.status == "pending":
+        waited = time.time() - sup._solved_seen[key]
+        others = [n for n in sup._running() if n != prop.by]
+        if not others or waited * 1000 >= sup.settings.solved_confirm_ms:
+            sup.outcome = "solved-unvalidated"
+            sup.diagnosis = f"answer by {prop.by} was not validated by another member"
+            sup.emit("solved-unvalidated", prop.by, round=prop.round)
+            sup.stop_clean(reason="solved-unvalidated")
+
+
+def _wind_down_ready(sup: Supervisor) -> bool:
+    """Every idea this run created or its members hold is closed, and findings are checked."""
+    state = sup.parent.state  # type: ignore[union-attr]
+    open_ideas = [
+        i
+        for i in state.ideas.values()
+        if not i.closed and (i.run == sup.run_id or i.status == "claimed")
+    ]
+    if open_ideas:
+        return False
+    if sup.settings.allow_unverified or len(sup._running()) <= 1:
+        return True
+    unverified = [
+        f
+        for f in state.findings.values()
+        if f.run == sup.run_id
+        and not f.superseded_by
+        and len(independent_reporters(f)) < 2
+        and not any(
+            state.reviews[r].revision == f.revision for r in state.reviews_by_target.get(f.id, [])
+        )
+    ]
+    return not unverified
+
+
+async def check_stop_deadline(sup: Supervisor) -> None:
+    """At the clean-stop deadline: one extension for active members, one solved window,
+    then a hard stop of whoever is left."""
+    stop = sup.stop
+    if stop is None or time.time() < stop.deadline:
+        return
+    now = time.time()
+    running = sup._running()
+    active = [
+        n
+        for n in running
+        if n not in stop.active_extended
+        and (sup.members[n].last_output or 0) >= now - ACTIVE_WINDOW_S
+    ]
+    if active:
+        stop.active_extended.update(active)
+        stop.deadline = now + sup.settings.active_grace_ms / 1000
+        sup.emit("stop-extended", reason="active output", members=active)
+        return
+    prop = answers.current(sup.parent.state, sup.run_id) if sup.parent else None  # type: ignore[union-attr]
+    if prop is not None and prop.status == "pending" and not stop.solved_extended:
+        stop.solved_extended = True
+        stop.deadline = now + sup.settings.solved_stop_ms / 1000
+        sup.emit("stop-extended", reason="solve awaiting validation")
+        return
+    if running:
+        sup.emit("stop-hard", targets=running, reason="clean-stop deadline")
+        for n in running:
+            await sup.procs[n].stop_hard()

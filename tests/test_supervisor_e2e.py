@@ -1,0 +1,333 @@
+"""Whole runs: a real supervisor, real gateway and member processes, a scripted model.
+
+The model is the stub with an `AgentPolicy` (plans of tool calls that adapt to the ids
+the run hands out); everything else is the real thing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde_tui.settings import load_settings
+from horde_tui.store.store import HordeStore
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.run import Supervisor, SupervisorEvent
+from horde_tui.supervisor.setup import RunRequest
+
+APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
+
+
+def horde(action: str, **args: Any) -> dict[str, Any]:
+    return {"tool": "horde", "args": {"action": action, **args}}
+
+
+def worker(idea: str, finding: str, concern: str) -> list[dict[str, Any]]:
+    return [
+        horde("idea", text=idea),
+        horde("claim", id="$id"),
+        horde(
+            "finding",
+            concern=concern,
+            concernDef=f"{concern} problems",
+            text=finding,
+            evidence="app.py:1",
+            support="tested",
+            importance="high",
+            confidence="high",
+        ),
+        horde("done", id="$I", result="filed $F"),
+    ]
+
+
+HELPERS = {
+    "synthesis": [{"say": "# Deliverable\n\nThe password is hard-coded (F1)."}],
+    "postmortem": [{"say": "# Post-mortem\n\nThe members did not duplicate work."}],
+}
+
+
+def settings(stub: StubThread, **extra: Any) -> Any:
+    env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
+    return load_settings(environ=env, overrides=extra)
+
+
+def run_supervisor(
+    workdir: Path, request: RunRequest, cfg: Any
+) -> tuple[Any, Supervisor, list[SupervisorEvent]]:
+    events: list[SupervisorEvent] = []
+    sup = Supervisor(workdir, request, cfg, sink=events.append)
+    summary = asyncio.run(asyncio.wait_for(sup.run(), 240))
+    return summary, sup, events
+
+
+def lifecycle(run_dir: Path) -> list[tuple[str, str | None]]:
+    out = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        ev = json.loads(line)
+        if ev.get("type") == "lifecycle":
+            out.append((ev["kind"], ev.get("member")))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+def test_four_members_find_verify_solve_and_report(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    plans = {
+        "member-1": [
+            *worker(
+                "Check app.py for a hard-coded password",
+                "app.py hard-codes the password",
+                "secrets",
+            ),
+            horde("solved", text="The login password is hard-coded in app.py", cites="$F"),
+            {"say": "I proposed the answer."},
+        ],
+        "member-2": [
+            *worker(
+                "Check login() in app.py for timing attacks",
+                "login() compares with ==, not constant time",
+                "timing",
+            ),
+            {**horde("confirm-solved", text="checked app.py:1"), "until_ok": 60, "delay_ms": 100},
+            {"say": "Validated."},
+        ],
+        "member-3": [
+            *worker(
+                "Check app.py for missing input validation on user",
+                "login() never validates the user argument",
+                "validation",
+            ),
+            {"say": "Done."},
+        ],
+        "member-4": [
+            {
+                **horde("verify", id="F1", support="reproduced", text="ran it"),
+                "until_ok": 60,
+                "delay_ms": 100,
+            },
+            {**horde("verify", id="F2", support="reproduced"), "until_ok": 60, "delay_ms": 100},
+            {**horde("verify", id="F3", support="reproduced"), "until_ok": 60, "delay_ms": 100},
+            {"say": "All verified."},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        summary, sup, events = run_supervisor(
+            tmp_path, RunRequest("Review app.py", 4), settings(stub)
+        )
+    run_dir = sup.run_dir
+    assert summary.outcome in ("solved", "finished"), summary.diagnosis
+    assert summary.exit_code == 0 and summary.canary == "ok"
+    assert [m.role for m in summary.members] == ["member", "member", "member", "verifier"]
+    assert all(m.exit_cause == "completed" for m in summary.members), [
+        (m.name, m.exit_cause, m.detail) for m in summary.members
+    ]
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert sorted(store.state.findings) == ["F1", "F2", "F3"]
+    assert all(i.status == "done" for i in store.state.ideas.values())
+    assert all(
+        any(v.by == "member-4" for v in f.verifications) for f in store.state.findings.values()
+    )
+    answer = (run_dir / "ANSWER.md").read_text()
+    assert "validated by member-2" in answer
+    assert (
+        run_dir / "DELIVERABLE.md"
+    ).read_text() == "# Deliverable\n\nThe password is hard-coded (F1).\n"
+    assert (run_dir / "POSTMORTEM.md").read_text().startswith("# Post-mortem")
+    report = (run_dir / "REPORT.md").read_text()
+    assert summary.outcome in report and "F1" in report
+    assert "```mermaid" in (run_dir / "GRAPH.md").read_text()
+    kinds = lifecycle(run_dir)
+    assert kinds[0] == ("run-start", None)
+    assert kinds[1] == ("phase-start", None)
+    assert kinds[2] == ("member-spawn", "member-1")
+    spawns = [m for k, m in kinds if k == "member-spawn"]
+    assert spawns[:4] == ["member-1", "member-2", "member-3", "member-4"]
+    assert ("solved-proposed", "member-1") in kinds and ("solved-validated", "member-1") in kinds
+    assert kinds[-1] == ("run-end", None)
+    assert kinds.index(("phase-end", None)) < kinds.index(("run-end", None))
+    assert not (run_dir / ".live").exists()
+    assert any(e.kind == "member-status" for e in events)
+
+
+def test_dead_provider_canary_retried_once_then_the_run_stops(tmp_path: Path) -> None:
+    with StubThread(
+        {"*": [{"status": 500, "error_message": "provider down", "repeat": 1000}]}
+    ) as stub:
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 3), settings(stub))
+    assert summary.outcome == "canary failed"
+    assert "provider down" in summary.canary
+    kinds = lifecycle(sup.run_dir)
+    spawns = [m for k, m in kinds if k == "member-spawn"]
+    assert spawns[:2] == ["member-1", "member-1"]
+    assert "member-2" not in spawns and "member-3" not in spawns
+    assert summary.exit_code == 1
+    assert "canary" in (sup.run_dir / "REPORT.md").read_text().lower()
+
+
+def test_stalled_member_is_reset_and_its_ideas_released(tmp_path: Path) -> None:
+    plans = {
+        "member-1": [
+            horde("idea", text="Check app.py for a hard-coded password"),
+            horde("claim", id="$id"),
+            {**horde("list"), "hold_ms": 60000},
+            {"say": "done"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, stall_ms=1500, reset_cap=1, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 1), cfg)
+    kinds = lifecycle(sup.run_dir)
+    assert ("member-reset", "member-1") in kinds
+    resets = [
+        json.loads(x)
+        for x in (sup.run_dir / "events.jsonl").read_text().splitlines()
+        if '"member-reset"' in x
+    ]
+    assert resets[0]["cause"] == "stalled" and resets[0]["released"] == ["#1"]
+    assert summary.members[0].resets == 1
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    notes = [n.what for n in store.state.ideas["#1"].history]
+    assert notes[:2] == ["claimed", "released"]
+
+
+HEADLESS_PLAN = {
+    "*": [{**horde("list"), "until_ok": 0, "hold_ms": 200}] * 400,
+    **HELPERS,
+}
+
+
+def _headless(
+    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str]
+) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub",
+        HORDE_ACTIVE_GRACE_MS="300",
+        HORDE_GATEWAY_BACKOFF_MS="20",
+        **dict(extra_env),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "3", "Review app.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 60) -> list[str]:
+    assert proc.stdout is not None
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} not seen in: {''.join(seen)[-2000:]}")
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "horde_tui", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_stop_clean_from_another_shell(tmp_path: Path) -> None:
+    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
+        proc = _headless(tmp_path, stub)
+        try:
+            _wait_for_line(proc, "[member-spawn] member-3")
+            status = _cli(tmp_path, "status")
+            assert status.returncode == 0 and "member-2" in status.stdout, (
+                status.stdout + status.stderr
+            )
+            paused = _cli(tmp_path, "pause", "member-2")
+            assert paused.stdout.strip() == "paused member-2"
+            resumed = _cli(tmp_path, "resume", "2")
+            assert resumed.stdout.strip() == "resumed member-2"
+            stopped = _cli(tmp_path, "stop-clean", "--grace", "1")
+            assert "clean stop requested" in stopped.stdout, stopped.stdout + stopped.stderr
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, out[-3000:] + err[-3000:]
+    assert "outcome: stopped by user" in out
+    run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+    assert (run_dir / "REPORT.md").exists() and (run_dir / "DELIVERABLE.md").exists()
+    assert (run_dir / ".stop-clean").exists()
+    assert "WRAP UP" in (tmp_path / ".horde" / "BOARD.md").read_text()
+    assert _cli(tmp_path, "stop-hard").returncode == 1  # nothing live any more
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
+    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
+        proc = _headless(tmp_path, stub)
+        try:
+            _wait_for_line(proc, "[member-spawn] member-3")
+            run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+            pids = [
+                json.loads(x)["pid"]
+                for x in (run_dir / "events.jsonl").read_text().splitlines()
+                if '"member-spawn"' in x
+            ]
+            gateway_pid = json.loads((run_dir / "gateway.json").read_text())["pid"]
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in [*pids, gateway_pid]):
+            time.sleep(0.1)
+        assert [p for p in [*pids, gateway_pid] if _alive(p)] == []
+    status = _cli(tmp_path, "status")
+    assert "interrupted" in status.stdout
+    done = _cli(tmp_path, "finalize")
+    assert done.returncode == 0, done.stderr
+    report = (run_dir / "REPORT.md").read_text()
+    assert "interrupted" in report
+    assert not (run_dir / ".live").exists()
+    assert lifecycle(run_dir)[-1] == ("run-end", None)
