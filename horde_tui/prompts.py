@@ -75,6 +75,12 @@ refusals and what they reveal, unverified claims, and concrete fixes to the prot
 prompt. Your FINAL message (with no tool call) must be the complete post-mortem in
 Markdown; it is saved as POSTMORTEM.md."""
 
+CONTINUATION_BRIEF = """\
+This is a continuation session (the run continues until the user stops it). Read the
+board, the findings and the run's ANSWER.md first. Then add ideas that extend,
+stress-test or deepen the work (not repeats), claim one, and work it. A materially better
+answer may be proposed with `solved` even after an earlier one was validated."""
+
 ROLE_TEXT = {
     "member": "You are a regular member: claim ideas, investigate, file findings.",
     "verifier": (

@@ -104,6 +104,20 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         return _err(str(exc))
     if not settings.model:
         return _err("no model: pass --model or set HORDE_MODEL (any litellm model string)")
+    states = controls.runs_by_state(workdir / ".horde")
+    if states.get("active"):
+        live = states["active"][-1]
+        return _err(
+            f"refused: run {live} is live in this directory (one run at a time); "
+            "stop it with `horde-tui stop-clean` or wait for it",
+            1,
+        )
+    for run in states.get("interrupted", []):
+        print(
+            f"note: run {run} was interrupted (its supervisor died); write its report with "
+            f"`horde-tui finalize {run}`",
+            file=sys.stderr,
+        )
     layers = parse_layers(layers_text) if layers_text is not None else []
     if layers_text is not None and not layers:
         return _err('plan needs layers separated by ";", e.g. "parser; type checker"')

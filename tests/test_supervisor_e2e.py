@@ -331,3 +331,47 @@ def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
     assert "interrupted" in report
     assert not (run_dir / ".live").exists()
     assert lifecycle(run_dir)[-1] == ("run-end", None)
+
+
+def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path) -> None:
+    plans = {
+        "member-1": [
+            horde("solved", text="first answer"),
+            {**horde("inspect", target="answer"), "until_ok": 0},
+            {"say": "proposed"},
+        ],
+        "member-2": [
+            {**horde("confirm-solved", text="ok"), "until_ok": 80, "delay_ms": 50},
+            {**horde("solved", text="a better answer"), "until_ok": 80, "delay_ms": 50},
+            {"say": "proposed again"},
+        ],
+        **HELPERS,
+    }
+    events: list[SupervisorEvent] = []
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, continue_cooldown_ms=300, deliverable=False, postmortem=False)
+        sup = Supervisor(
+            tmp_path, RunRequest("Answer", 2, until_stop=True), cfg, sink=events.append
+        )
+
+        async def drive() -> Any:
+            task = asyncio.create_task(sup.run())
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                continued = [e for e in events if e.kind == "member-continue"]
+                if (
+                    len({e.member for e in continued}) == 2
+                    and (sup.run_dir / "answers" / "round-2-pending.md").exists()
+                ):
+                    break
+                await asyncio.sleep(0.1)
+            sup.stop_clean(grace_s=1)
+            return await asyncio.wait_for(task, 120)
+
+        summary = asyncio.run(drive())
+    assert summary.outcome == "stopped by user"
+    assert (sup.run_dir / "answers" / "round-1-validated.md").exists()
+    assert "a better answer" in (sup.run_dir / "ANSWER.md").read_text()
+    spawns = [m for k, m in lifecycle(sup.run_dir) if k == "member-spawn"]
+    assert spawns.count("member-1") >= 2 and spawns.count("member-2") >= 2
+    assert all(m.resets == 0 for m in summary.members)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.store import HordeStore
@@ -104,6 +105,9 @@ class Supervisor:
         self.canary = "not run"
         self.started = time.time()
         self._solved_seen: dict[str, float] = {}
+        self._continuing: set[str] = set()
+        """--until-stop: members between a finished session and their next one."""
+        self._background: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
 
     # -- observing ------------------------------------------------------------------------
@@ -200,7 +204,7 @@ class Supervisor:
         env.update(extra)
         return env
 
-    async def _spawn(self, name: str) -> None:
+    async def _spawn(self, name: str, brief: str = "") -> None:
         state = self.members[name]
         spec = next(s for s in self.specs if s.name == name)
         state.attempt += 1
@@ -208,9 +212,10 @@ class Supervisor:
         state.produced_output = False
         state.first_output = None
         state.status = "starting"
+        extra = {"HORDE_BRIEF": brief} if brief else {}
         handle, task = await spawn_member(
             state,
-            self.member_env(spec, state.attempt),
+            self.member_env(spec, state.attempt, **extra),
             self.workdir,
             self.run_dir / f"{name}.log",
             self._on_status,
@@ -268,7 +273,7 @@ class Supervisor:
             for name, task in list(self.tasks.items()):
                 if task.done() and self.members[name].status not in ("exited", "stopped"):
                     await self._on_exit(name, task.result())
-            if self.hard_stopped or not self._running():
+            if self.hard_stopped or not (self._running() or self._continuing):
                 break
             watch.check_deadline(self)
             watch.check_budget(self)
@@ -304,6 +309,9 @@ class Supervisor:
             turns=state.turns,
             detail=state.detail[:500],
         )
+        if cause == "completed" and self.request.until_stop and self.stop is None:
+            self._schedule_continuation(name)
+            return
         if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:
             state.resets += 1
             released = lifecycle.release_ideas(self.parent, self.run_id, name)
@@ -311,6 +319,39 @@ class Supervisor:
             await self._spawn(name)
             return
         state.status = "exited"
+
+    def _schedule_continuation(self, name: str) -> None:
+        """--until-stop: a finished session gets a fresh one that extends the work.
+
+        Continuations are not resets and count against no cap; a session that finished
+        within HORDE_CONTINUE_COOLDOWN_MS of starting waits out the rest first, so a member
+        with nothing to do cannot spin.
+        """
+        state = self.members[name]
+        age = time.time() - (state.started or time.time())
+        delay = max(0.0, self.settings.continue_cooldown_ms / 1000 - age)
+        state.status = "waiting"
+        self._continuing.add(name)
+        self.emit("member-continue", name, after_s=round(delay, 1))
+
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            self._continuing.discard(name)
+            if self.stop is None and not self.hard_stopped:
+                await self._spawn(name, prompts.CONTINUATION_BRIEF)
+            else:
+                state.status = "exited"
+
+        task = asyncio.create_task(later())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _cancel_continuations(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        for name in self._continuing:
+            self.members[name].status = "exited"
+        self._continuing.clear()
 
     # -- controls --------------------------------------------------------------------------------
 
@@ -356,6 +397,7 @@ class Supervisor:
         if self.outcome is None and reason == "stopped by user":
             self.outcome, self.diagnosis = reason, "stopped clean by the user"
         self.stop = StopState(reason, time.time() + grace, postmortem)
+        self._cancel_continuations()
         lifecycle.request_wind_down(self.parent, self.run_id, reason, grace)
         self.emit("stop-clean", reason=reason, grace_s=grace)
         self._wake.set()
@@ -366,6 +408,7 @@ class Supervisor:
         names = [n for n in self.select(targets) if n in self._running()]
         if targets == ALL:
             self.hard_stopped = True
+            self._cancel_continuations()
             if self.outcome is None:
                 self.outcome = "stopped by user"
                 self.diagnosis = "stopped hard by the user"

@@ -143,6 +143,9 @@ def write_run_files(
     atomic_write_text(run_dir / "SYSTEM.md", prompts.SYSTEM_PROMPT)
     if request.layers:
         atomic_write_text(run_dir / "PLAN.md", plan_text(specs))
+    if request.until_stop:
+        # The tool reads this: a validated answer is banked and the proposal slot reopens.
+        atomic_write_text(run_dir / ".until-stop", "until stop\n")
     config = settings.model_dump(exclude={"api_key"})
     manifest = {
         "run": run_id,

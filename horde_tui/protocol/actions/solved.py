@@ -49,7 +49,8 @@ def solved(ctx: ActionContext, p: SolvedParams, state: LedgerState) -> Decision:
             f"refused: {prop.by}'s answer is pending (one proposal at a time); validate it with "
             "confirm-solved or refute it with contest-solved"
         )
-    if prop is not None and prop.status == "validated":
+    until_stop = (ctx.store.paths.run_dir(ctx.run) / ".until-stop").exists()
+    if prop is not None and prop.status == "validated" and not until_stop:
         raise ActionRefused(
             f"refused: the answer was already validated by {prop.validated_by}; the run is "
             "winding down, so post anything further to the board"
