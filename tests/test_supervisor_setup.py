@@ -131,3 +131,27 @@ def test_counts() -> None:
     for bad in ("0", "13", "5/2", "x"):
         with pytest.raises(TargetError):
             parse_count(bad)
+
+
+def test_run_states_from_disk(tmp_path: Path) -> None:
+    import os
+
+    from horde_tui.supervisor import controls
+
+    horde = tmp_path / ".horde"
+    HordeStore(horde, "user").ensure_run("manual")
+    request = RunRequest("p", 1)
+    settings = load_settings(environ={})
+    live = write_run_files(horde, "r-live", request, settings, assign_roles(request))
+    controls.mark_live(live)
+    dead = write_run_files(horde, "r-dead", request, settings, assign_roles(request))
+    (dead / ".live").write_text("999999999\n")
+    done = write_run_files(horde, "r-done", request, settings, assign_roles(request))
+    (done / "REPORT.md").write_text("# Report\n")
+    assert controls.runs_by_state(horde) == {
+        "manual": ["manual"],
+        "active": ["r-live"],
+        "interrupted": ["r-dead"],
+        "finished": ["r-done"],
+    }
+    assert controls.supervisor_pid(live) == os.getpid()

@@ -53,9 +53,12 @@ def supervisor_pid(run_dir: Path) -> int | None:
 
 
 def run_state(run_dir: Path) -> str:
-    """`active`, `interrupted`, `finished` or `not started` (no TASK.md)."""
+    """`active`, `interrupted`, `finished`, `manual` (entries written with `horde-tui
+    tool`, no supervisor) or `not started` (no TASK.md)."""
     if not (run_dir / "TASK.md").exists():
         return "not started"
+    if not (run_dir / "MANIFEST.json").exists():
+        return "manual"
     pid = supervisor_pid(run_dir)
     if pid is not None:
         return "active" if pid_alive(pid) else "interrupted"
