@@ -1,8 +1,8 @@
 """The entities folded from `ledger.jsonl`.
 
 Plain dataclasses (not pydantic): the fold runs once per record in every process and
-must stay cheap. Each entity keeps `version`, bumped on every change, so projections can
-cache their rendered text per entity and re-render only what changed.
+must stay cheap. Each entity keeps `version`, stamped by `LedgerState.touch` on every
+change, so rendered text can be cached per entity and re-rendered only when it changed.
 """
 
 from __future__ import annotations

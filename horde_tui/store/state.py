@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from horde_tui.store.ledgers import (
     answers,
@@ -35,9 +35,8 @@ from horde_tui.store.model import (
     Review,
     RunInfo,
 )
+from horde_tui.store.projection import EntrySource, Projections
 from horde_tui.store.textmatch import MatchIndex
-
-E = TypeVar("E", bound=Entity)
 
 OP_KIND: dict[str, str] = {}
 """Record op -> the ledger projection it changes (`answers` is the run's ANSWER.md)."""
@@ -60,17 +59,13 @@ OP_KIND["run.start"] = "board"
 ALSO_CHANGES: dict[str, frozenset[str]] = {
     # FINDINGS.md carries a `## Run <id>` heading per run, like BOARD.md.
     "run.start": frozenset({"findings"}),
-    # A fact is rendered "provisional on #N / C#N" while that idea is open or that claim
-    # contested, so closing, reopening or moving them changes FACTS.md too.
-    **dict.fromkeys(
-        ("idea.done", "idea.ruleout", "idea.drop", "idea.release"), frozenset({"facts"})
-    ),
-    **dict.fromkeys(
-        ("claim.confirm", "claim.contest", "claim.retract", "claim.supersede"),
-        frozenset({"facts"}),
-    ),
 }
-"""Record op -> other projections whose rendering depends on what the op changes."""
+"""Record op -> other projections whose rendering depends on what the op changes.
+
+Dependencies between entries are tracked per entry instead (`LedgerState.watch`): a fact
+is rendered "provisional on #N / C#N" while that idea is open or that claim contested, so
+a change to that idea or claim changes FACTS.md only when some fact depends on it.
+"""
 
 RENDERERS = {
     "ideas": ideas.render,
@@ -81,6 +76,18 @@ RENDERERS = {
     "resources": resources.render,
     "concerns": concerns.render,
 }
+
+ENTRIES: dict[str, EntrySource] = {
+    "ideas": EntrySource("ideas", lambda _state, idea: ideas.render_idea(idea)),
+    "board": EntrySource("posts", lambda _state, post: board.render_post(post), by_run=True),
+    "findings": EntrySource("findings", lambda st, f: findings.render_finding(st, f), by_run=True),
+    "facts": EntrySource("facts", lambda st, fact: facts.render_fact(st, fact)),
+    "claims": EntrySource("claims", lambda _state, claim: claims.render_claim(claim)),
+    "resources": EntrySource("resources", lambda _state, res: resources.render_resource(res)),
+    "concerns": EntrySource("concerns", lambda _state, c: concerns.render_concern(c)),
+}
+"""Projection kind -> its entries and how one renders (see `projection`). The renderers
+are looked up at call time so a test can count the entries a write re-renders."""
 
 PREFIXES = {
     "ideas": "#",
@@ -125,7 +132,13 @@ class LedgerState:
     highest: dict[str, int] = field(default_factory=dict)
     """Prefix -> highest number folded. Not `len(table)`: a corrupt or skipped line leaves a
     gap, and counting entries would hand out an id that a later entry already holds."""
-    _caches: dict[str, RenderCache] = field(default_factory=dict, repr=False)
+    _caches: dict[str, RenderCache] = field(default_factory=dict, repr=False, compare=False)
+    _projections: Projections = field(
+        default_factory=lambda: Projections(ENTRIES), repr=False, compare=False
+    )
+    _changes: int = field(default=0, repr=False, compare=False)
+    """Changes folded so far: stamps `Entity.version`, so a version is never reused, not
+    even by an entry re-added under the same id."""
 
     def apply(self, record: dict[str, Any]) -> str | None:
         """Fold one record; return the projection kind it changed."""
@@ -160,9 +173,33 @@ class LedgerState:
             if kind:
                 kinds.add(kind)
                 kinds |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
-        return kinds
+        return kinds | self._projections.take_knock_on()
+
+    def touch(self, kind: str, entity: Entity) -> None:
+        """Note that the fold creates or changes `entity`, an entry of projection `kind`.
+
+        Bumps its version and marks it, and every entry watching it, for re-rendering. Fold
+        functions call it on create and *before* they mutate an entry, so a record that
+        fails half-way (and is skipped) still leaves what it changed marked.
+        """
+        self._changes += 1
+        entity.version = self._changes
+        self._projections.touch(self, kind, entity)
+
+    def watch(self, kind: str, ident: str, dep_kind: str, dep_id: str) -> None:
+        """Re-render `dep_id` (of `dep_kind`) whenever `ident` (of `kind`) is touched."""
+        self._projections.watch(kind, ident, dep_kind, dep_id)
+
+    def entry_texts(self, kind: str) -> Sequence[str]:
+        """Rendered entries of projection `kind`, in ledger order (the cache itself)."""
+        return self._projections.current(self, kind).entries()
+
+    def entry_texts_by_run(self, kind: str) -> list[tuple[str, Sequence[str]]]:
+        """Rendered entries of `kind` under every run, in run order (empty runs included)."""
+        return self._projections.current(self, kind).grouped(self.runs)
 
     def render_cache(self, kind: str) -> RenderCache:
+        """Per-entity text cache for reads that render a subset (`list` by owner)."""
         cache = self._caches.get(kind)
         if cache is None:
             cache = self._caches[kind] = RenderCache()
@@ -173,13 +210,6 @@ class LedgerState:
         table: dict[str, Any] = getattr(self, kind)
         prefix = PREFIXES[kind]
         return f"{prefix}{max(len(table), self.highest.get(prefix, 0)) + 1}"
-
-    def entries_by_run(self, entries: Sequence[E]) -> list[tuple[str, list[E]]]:
-        """Group entries under every run heading, in run order (empty runs included)."""
-        groups: dict[str, list[E]] = {run: [] for run in self.runs}
-        for e in entries:
-            groups.setdefault(e.run, []).append(e)
-        return list(groups.items())
 
     def render(self, kind: str) -> str:
         text = RENDERERS[kind](self)

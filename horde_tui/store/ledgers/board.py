@@ -18,16 +18,16 @@ HEADER = (
 
 
 def _post(state: LedgerState, rec: dict[str, Any]) -> None:
-    state.posts.append(
-        Post(
-            id=f"P{len(state.posts) + 1}",
-            by=rec["actor"],
-            run=rec["run"],
-            seq=rec["seq"],
-            ts=rec["ts"],
-            text=rec["text"],
-        )
+    post = Post(
+        id=f"P{len(state.posts) + 1}",
+        by=rec["actor"],
+        run=rec["run"],
+        seq=rec["seq"],
+        ts=rec["ts"],
+        text=rec["text"],
     )
+    state.posts.append(post)
+    state.touch("board", post)
 
 
 def _run_start(state: LedgerState, rec: dict[str, Any]) -> None:
@@ -55,14 +55,12 @@ def render_post(post: Post) -> str:
 
 
 def render(state: LedgerState) -> str:
-    cache = state.render_cache("board")
     parts = [HEADER]
-    by_run = state.entries_by_run(state.posts)
-    for run_id, posts in by_run:
+    for run_id, posts in state.entry_texts_by_run("board"):
         info = state.runs.get(run_id)
         parts.append("\n" + (run_heading(info) if info else f"## Run {run_id}\n"))
         if posts:
-            parts.append("\n" + "\n".join(cache.get(p, render_post) for p in posts) + "\n")  # type: ignore[arg-type]
+            parts.append("\n" + "\n".join(posts) + "\n")
     if not state.posts:
         parts.append("\n_No posts yet._\n")
     return "".join(parts)

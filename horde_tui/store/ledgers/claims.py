@@ -29,11 +29,13 @@ def _assert(state: LedgerState, rec: dict[str, Any]) -> None:
         supersedes=rec.get("supersedes"),
     )
     state.claims[claim.id] = claim
+    state.touch("claims", claim)
     state.claim_index.add(claim.id, TextKey.of(claim.text))
 
 
 def _move(state: LedgerState, rec: dict[str, Any]) -> None:
     claim = state.claims[rec["id"]]
+    state.touch("claims", claim)
     op = rec["op"]
     actor = rec["actor"]
     if op == "claim.confirm":
@@ -51,7 +53,6 @@ def _move(state: LedgerState, rec: dict[str, Any]) -> None:
     claim.history.append(
         HistoryNote(rec["seq"], rec["ts"], actor, op.split(".")[1], rec.get("text", ""))
     )
-    claim.version += 1
 
 
 OPS: dict[str, Fold] = {
@@ -77,6 +78,5 @@ def render_claim(claim: Claim) -> str:
 
 
 def render(state: LedgerState) -> str:
-    cache = state.render_cache("claims")
-    lines = [cache.get(c, render_claim) for c in state.claims.values()]  # type: ignore[arg-type]
+    lines = state.entry_texts("claims")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No claims yet._\n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,22 +34,18 @@ def stamp(ts: str) -> str:
 class RenderCache:
     """Rendered text per entity, reused until the entity's `version` changes.
 
-    Without it, regenerating FINDINGS.md after each write would re-render every finding,
-    and a write at 10,000 entries would cost a hundred times one at 100.
+    For reads that render a filtered subset of a ledger (`list` by owner); the projection
+    files keep their own incremental pieces (`horde_tui.store.projection`).
     """
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[tuple[int, object], str]] = {}
+        self._cache: dict[str, tuple[int, str]] = {}
 
-    def get(self, entity: Entity, render: Callable[[Entity], str], extra: object = None) -> str:
-        """Cached text of `entity`; `extra` is any outside state the rendering depends on."""
-        stamp = (entity.version, extra)
+    def get(self, entity: Entity, render: Callable[[Entity], str]) -> str:
+        """Cached text of `entity`, rendered again only after the fold touched it."""
         hit = self._cache.get(entity.id)
-        if hit is not None and hit[0] == stamp:
+        if hit is not None and hit[0] == entity.version:
             return hit[1]
         text = render(entity)
-        self._cache[entity.id] = (stamp, text)
+        self._cache[entity.id] = (entity.version, text)
         return text
-
-    def join(self, entities: Iterable[Entity], render: Callable[[Entity], str]) -> list[str]:
-        return [self.get(e, render) for e in entities]

@@ -18,7 +18,7 @@ HEADER = (
 
 
 def _add(state: LedgerState, rec: dict[str, Any]) -> None:
-    state.concerns[rec["slug"]] = Concern(
+    concern = Concern(
         id=rec["slug"],
         by=rec["actor"],
         run=rec["run"],
@@ -26,6 +26,8 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         ts=rec["ts"],
         definition=rec.get("definition", ""),
     )
+    state.concerns[concern.id] = concern
+    state.touch("concerns", concern)
 
 
 OPS: dict[str, Fold] = {"concern.add": _add}
@@ -36,6 +38,5 @@ def render_concern(concern: Concern) -> str:
 
 
 def render(state: LedgerState) -> str:
-    cache = state.render_cache("concerns")
-    lines = [cache.get(c, render_concern) for c in state.concerns.values()]  # type: ignore[arg-type]
+    lines = state.entry_texts("concerns")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No concerns yet._\n")

@@ -30,14 +30,20 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         provisional_on=rec.get("provisionalOn"),
     )
     state.facts[fact.id] = fact
+    state.touch("facts", fact)
+    if fact.provisional_on:
+        # Whether it shows as provisional follows that idea or claim (`is_provisional`),
+        # even one created later: re-render the fact whenever it is touched.
+        state.watch("ideas", fact.provisional_on, "facts", fact.id)
+        state.watch("claims", fact.provisional_on, "facts", fact.id)
     state.fact_index.add(fact.id, TextKey.of(fact.text))
 
 
 def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
     fact = state.facts[rec["id"]]
     if rec["actor"] not in fact.corroborators and rec["actor"] != fact.by:
+        state.touch("facts", fact)
         fact.corroborators.append(rec["actor"])
-        fact.version += 1
 
 
 OPS: dict[str, Fold] = {"fact.add": _add, "fact.corroborate": _corroborate}
@@ -71,10 +77,5 @@ def render_fact(state: LedgerState, fact: Fact) -> str:
 
 
 def render(state: LedgerState) -> str:
-    # Provisional status depends on other ledgers, so it is part of the cache key.
-    cache = state.render_cache("facts")
-    lines = [
-        cache.get(f, lambda e: render_fact(state, e), is_provisional(state, f))  # type: ignore[arg-type]
-        for f in state.facts.values()
-    ]
+    lines = state.entry_texts("facts")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No facts yet._\n")

@@ -48,31 +48,33 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         supersedes=rec.get("supersedes"),
     )
     state.findings[f.id] = f
+    state.touch("findings", f)
     if f.supersedes and f.supersedes in state.findings:
         old = state.findings[f.supersedes]
+        state.touch("findings", old)
         old.superseded_by = f.id
-        old.version += 1
     state.finding_index.add(f.id, TextKey.of(match_text(f)))
 
 
 def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
     f = state.findings[rec["id"]]
     if rec["actor"] not in f.corroborators and rec["actor"] != f.by:
+        state.touch("findings", f)
         f.corroborators.append(rec["actor"])
-        f.version += 1
 
 
 def _verify(state: LedgerState, rec: dict[str, Any]) -> None:
     f = state.findings[rec["id"]]
+    state.touch("findings", f)
     f.verifications.append(
         Verification(rec["actor"], rec["support"], rec.get("text", ""), f.revision, rec["seq"])
     )
-    f.version += 1
 
 
 def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
     """New prose, new revision; verifications become history; corroborators are dropped."""
     f = state.findings[rec["id"]]
+    state.touch("findings", f)
     for v in f.verifications:
         f.history.append(
             HistoryNote(v.seq, "", v.by, f"verified r{v.revision} ({v.support})", v.text)
@@ -90,7 +92,6 @@ def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
     f.corroborators = []
     f.text = rec["text"]
     f.revision += 1
-    f.version += 1
     state.finding_index.add(f.id, TextKey.of(match_text(f)))
 
 
@@ -109,11 +110,19 @@ def _review(state: LedgerState, rec: dict[str, Any]) -> None:
         run=rec["run"],
         seq=rec["seq"],
     )
+    # A review is listed under its target and moves the target's status; a target that
+    # does not exist yet shows it once added.
+    changed = [review.target]
+    if review.id in state.reviews:
+        # A V# added twice (only in a hand-edited ledger) replaces the review every
+        # earlier target lists: the one place the fold looks beyond the record's entries.
+        changed += [t for t, rids in state.reviews_by_target.items() if review.id in rids]
+    for target_id in changed:
+        target = state.findings.get(target_id)
+        if target is not None:
+            state.touch("findings", target)
     state.reviews[review.id] = review
     state.reviews_by_target.setdefault(review.target, []).append(review.id)
-    target = state.findings.get(review.target)
-    if target is not None:
-        target.version += 1
 
 
 OPS: dict[str, Fold] = {
@@ -201,12 +210,11 @@ def render_finding(state: LedgerState, f: Finding) -> str:
 
 
 def render(state: LedgerState) -> str:
-    cache = state.render_cache("findings")
     parts = [HEADER]
-    for run_id, findings in state.entries_by_run(list(state.findings.values())):
+    for run_id, findings in state.entry_texts_by_run("findings"):
         info = state.runs.get(run_id)
         parts.append("\n" + (run_heading(info) if info else f"## Run {run_id}\n") + "\n")
-        parts.append("\n".join(cache.get(f, lambda e: render_finding(state, e)) for f in findings))  # type: ignore[arg-type]
+        parts.append("\n".join(findings))
     if not state.findings:
         parts.append("\n_No findings yet._\n")
     return "".join(parts)

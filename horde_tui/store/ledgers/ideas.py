@@ -20,9 +20,15 @@ HEADER = (
 )
 
 
+def _changing(state: LedgerState, rec: dict[str, Any]) -> Idea:
+    """The idea `rec` changes, marked changed before anything about it is mutated."""
+    idea = state.ideas[rec["id"]]
+    state.touch("ideas", idea)
+    return idea
+
+
 def _note(idea: Idea, rec: dict[str, Any], what: str, text: str = "") -> None:
     idea.history.append(HistoryNote(rec["seq"], rec["ts"], rec["actor"], what, text))
-    idea.version += 1
 
 
 def _add(state: LedgerState, rec: dict[str, Any]) -> None:
@@ -35,30 +41,31 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         text=rec["text"],
     )
     state.ideas[idea.id] = idea
+    state.touch("ideas", idea)
     state.idea_index.add(idea.id, TextKey.of(idea.text))
 
 
 def _claim(state: LedgerState, rec: dict[str, Any]) -> None:
-    idea = state.ideas[rec["id"]]
+    idea = _changing(state, rec)
     idea.status, idea.owner = "claimed", rec["actor"]
     _note(idea, rec, "claimed")
 
 
 def _done(state: LedgerState, rec: dict[str, Any]) -> None:
-    idea = state.ideas[rec["id"]]
+    idea = _changing(state, rec)
     idea.status, idea.result = "done", rec.get("result", "")
     _note(idea, rec, "done", idea.result)
 
 
 def _rule_out(state: LedgerState, rec: dict[str, Any]) -> None:
-    idea = state.ideas[rec["id"]]
+    idea = _changing(state, rec)
     idea.status, idea.result = "ruled-out", rec.get("reason", "")
     _note(idea, rec, "ruled out", idea.result)
 
 
 def _release(state: LedgerState, rec: dict[str, Any]) -> None:
     """`drop` by the owner, or the parent returning an unfinished idea to the pool."""
-    idea = state.ideas[rec["id"]]
+    idea = _changing(state, rec)
     idea.status, idea.owner = "open", None
     _note(idea, rec, "dropped" if rec["op"] == "idea.drop" else "released", rec.get("reason", ""))
 
@@ -66,8 +73,8 @@ def _release(state: LedgerState, rec: dict[str, Any]) -> None:
 def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
     idea = state.ideas[rec["id"]]
     if rec["actor"] not in idea.corroborators:
+        state.touch("ideas", idea)
         idea.corroborators.append(rec["actor"])
-        idea.version += 1
 
 
 OPS: dict[str, Fold] = {
@@ -103,5 +110,5 @@ def render_idea(idea: Idea) -> str:
 
 
 def render(state: LedgerState) -> str:
-    lines = state.render_cache("ideas").join(state.ideas.values(), render_idea)  # type: ignore[arg-type]
+    lines = state.entry_texts("ideas")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No ideas yet._\n")

@@ -31,6 +31,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         path=rec.get("path", ""),
     )
     state.resources[res.id] = res
+    state.touch("resources", res)
     state.resource_by_name[res.name.lower()] = res.id
     state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
 
@@ -38,16 +39,16 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
 def _reuse(state: LedgerState, rec: dict[str, Any]) -> None:
     res = state.resources[rec["id"]]
     if rec["actor"] not in res.reusers and rec["actor"] != res.by:
+        state.touch("resources", res)
         res.reusers.append(rec["actor"])
-        res.version += 1
 
 
 def _update(state: LedgerState, rec: dict[str, Any]) -> None:
     res = state.resources[rec["id"]]
+    state.touch("resources", res)
     for key in ("text", "cleanup", "path"):
         if key in rec:
             setattr(res, key, rec[key])
-    res.version += 1
     state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
 
 
@@ -70,6 +71,5 @@ def render_resource(res: Resource) -> str:
 
 
 def render(state: LedgerState) -> str:
-    cache = state.render_cache("resources")
-    lines = [cache.get(r, render_resource) for r in state.resources.values()]  # type: ignore[arg-type]
+    lines = state.entry_texts("resources")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No resources yet._\n")
