@@ -121,10 +121,33 @@ def backoff_s(attempt: int, base_s: float) -> float:
     return min(20.0, base_s * (2 ** (attempt - 1))) * (0.75 + random.random() * 0.5)
 
 
+_KNOWN: dict[str, bool] = {}
+_NO_TOOLS: dict[str, bool] = {}
+
+
+def known_model(litellm: Any, model: str) -> bool:
+    """Whether litellm's local map has the model, looked up once per model.
+
+    The map does not change while the gateway runs, and a miss is costly (litellm tries
+    several spellings and provider fallbacks before it gives up), so per-call lookups
+    would be paid on every request of a local model.
+    """
+    known = _KNOWN.get(model)
+    if known is None:
+        try:
+            litellm.get_model_info(model)
+            known = True
+        except Exception:
+            known = False
+        _KNOWN[model] = known
+    return known
+
+
 def price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     """USD cost from litellm's local price map; None (unknown) for a model it cannot price."""
+    if not known_model(litellm, model):
+        return None
     try:
-        litellm.get_model_info(model)
         prompt_cost, completion_cost = litellm.cost_per_token(
             model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
         )
@@ -135,14 +158,16 @@ def price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) 
 
 def knows_no_tools(litellm: Any, model: str) -> bool:
     """True only when litellm's map *knows* the model and says it has no function calling."""
-    try:
-        litellm.get_model_info(model)
-    except Exception:
+    if not known_model(litellm, model):
         return False  # unknown (e.g. a local server): native tool calls stay the default
-    try:
-        return not litellm.supports_function_calling(model=model)
-    except Exception:
-        return False
+    cached = _NO_TOOLS.get(model)
+    if cached is None:
+        try:
+            cached = not litellm.supports_function_calling(model=model)
+        except Exception:
+            cached = False
+        _NO_TOOLS[model] = cached
+    return cached
 
 
 def rejects_tools(exc: BaseException) -> bool:
