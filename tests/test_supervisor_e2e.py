@@ -375,3 +375,24 @@ def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path)
     spawns = [m for k, m in lifecycle(sup.run_dir) if k == "member-spawn"]
     assert spawns.count("member-1") >= 2 and spawns.count("member-2") >= 2
     assert all(m.resets == 0 for m in summary.members)
+
+
+def test_budget_reached_stops_the_run_clean(tmp_path: Path) -> None:
+    """A priced model (litellm knows gpt-4o-mini's price) spends a tiny budget at once."""
+    plans = {"*": [{**horde("list"), "hold_ms": 100}] * 50, **HELPERS}
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        env = {
+            "HORDE_MODEL": "openai/gpt-4o-mini",
+            "HORDE_API_BASE": stub.api_base,
+            "HORDE_API_KEY": "stub",
+        }
+        cfg = load_settings(environ=env, overrides={"max_cost_usd": 0.0001, "postmortem": False})
+        events: list[SupervisorEvent] = []
+        sup = Supervisor(tmp_path, RunRequest("Review", 2), cfg, sink=events.append)
+        summary = asyncio.run(asyncio.wait_for(sup.run(), 240))
+    assert summary.outcome == "stopped at budget", summary.diagnosis
+    assert (sup.run_dir / ".budget-reached").exists()
+    assert all(m.resets == 0 for m in summary.members)
+    usage = [json.loads(x) for x in (sup.run_dir / "usage.jsonl").read_text().splitlines()]
+    assert usage and all(u["cost_usd"] is not None for u in usage)
+    assert "stopped at budget" in (sup.run_dir / "REPORT.md").read_text()

@@ -22,7 +22,7 @@ from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, lifecycle
+from horde_tui.supervisor import controls, lifecycle, watch
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
@@ -266,8 +266,6 @@ class Supervisor:
     # -- supervision -------------------------------------------------------------------------------
 
     async def _supervise(self) -> None:
-        from horde_tui.supervisor import watch
-
         while True:
             await watch.handle_controls(self)
             for name, task in list(self.tasks.items()):
@@ -309,6 +307,7 @@ class Supervisor:
             turns=state.turns,
             detail=state.detail[:500],
         )
+        watch.check_budget(self)  # a member refused for budget must not be reset into it
         if cause == "completed" and self.request.until_stop and self.stop is None:
             self._schedule_continuation(name)
             return
