@@ -228,6 +228,20 @@ def call_kwargs(
     return kwargs
 
 
+async def _retry_or_raise(
+    exc: Exception, attempt: int, opts: CallOptions, on_rate_limit: Any
+) -> None:
+    """Wait out a retryable failure (returning means: try again), else raise it for good."""
+    status = status_of(exc)
+    if status == 429 and on_rate_limit is not None:
+        on_rate_limit()
+    if status in RETRY_STATUSES and attempt < opts.max_attempts:
+        wait = retry_after_s(exc)
+        await asyncio.sleep(wait if wait is not None else backoff_s(attempt, opts.backoff_base_s))
+        return
+    raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+
+
 async def complete(
     litellm: Any, kwargs: dict[str, Any], opts: CallOptions, on_rate_limit: Any = None
 ) -> CallResult:
@@ -238,16 +252,8 @@ async def complete(
         try:
             resp = await litellm.acompletion(**kwargs)
         except Exception as exc:
-            status = status_of(exc)
-            if status == 429 and on_rate_limit is not None:
-                on_rate_limit()
-            if status in RETRY_STATUSES and attempt < opts.max_attempts:
-                wait = retry_after_s(exc)
-                await asyncio.sleep(
-                    wait if wait is not None else backoff_s(attempt, opts.backoff_base_s)
-                )
-                continue
-            raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+            await _retry_or_raise(exc, attempt, opts, on_rate_limit)
+            continue
         data = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
         prompt, completion = usage_of(data)
         return CallResult(data, prompt, completion, attempt)
@@ -268,16 +274,8 @@ async def stream(
         except StopAsyncIteration:
             return
         except Exception as exc:
-            status = status_of(exc)
-            if status == 429 and on_rate_limit is not None:
-                on_rate_limit()
-            if status in RETRY_STATUSES and attempt < opts.max_attempts:
-                wait = retry_after_s(exc)
-                await asyncio.sleep(
-                    wait if wait is not None else backoff_s(attempt, opts.backoff_base_s)
-                )
-                continue
-            raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+            await _retry_or_raise(exc, attempt, opts, on_rate_limit)
+            continue
         yield first.model_dump(exclude_none=True)
         async for chunk in iterator:
             yield chunk.model_dump(exclude_none=True)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.paths import write_file
+
 MORE = "more"
 """Set on each record of a multi-record append except the last: the append goes on."""
 
@@ -161,13 +163,4 @@ def encode_records(records: list[dict[str, Any]]) -> bytes:
 
 def append_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Append `data` with a single `write` (then fsync), so a crash tears at most one tail."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_file(path, data, os.O_APPEND, fsync=fsync)

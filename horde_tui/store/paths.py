@@ -105,8 +105,17 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     The temp file sits in the same directory so `os.replace` is a rename, not a copy.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    data = text.encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    write_file(tmp, text.encode("utf-8"), os.O_TRUNC, fsync=fsync)
+    os.replace(tmp, path)
+
+
+def write_file(path: Path, data: bytes, mode_flag: int, *, fsync: bool = True) -> None:
+    """Write all of `data` (`os.O_TRUNC` or `os.O_APPEND`), then fsync if asked.
+
+    One loop of `os.write` calls on one descriptor: a short write is continued, never
+    mistaken for the whole.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode_flag, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -116,4 +125,3 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)

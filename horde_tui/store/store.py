@@ -292,10 +292,6 @@ class HordeStore:
         self.refresh()
 
 
-def task_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -79,6 +79,18 @@ def _helper_document(title: str, state: MemberState) -> str:
     return f"# {title}\n\nNot written: the helper ended with `{state.exit_cause}` ({why}).\n"
 
 
+async def _helper_phase(
+    sup: Supervisor, phase: str, name: str, brief: str, filename: str, title: str
+) -> None:
+    """One helper phase: run the read-only helper, save its final message as the file."""
+    sup.emit("phase-start", phase=phase)
+    helper = await run_helper(
+        sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000
+    )
+    atomic_write_text(sup.run_dir / filename, _helper_document(title, helper))
+    sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
+
+
 async def finalize(sup: Supervisor, summary: RunSummary) -> None:
     assert sup.parent is not None
     sup.emit("phase-start", phase="finalize")
@@ -86,36 +98,34 @@ async def finalize(sup: Supervisor, summary: RunSummary) -> None:
     sup.parent.refresh()
     write_reports(sup.horde_dir, summary, sup.parent.state)
     gateway_up = sup.gateway is not None and sup.gateway.proc.returncode is None
+    helpers_allowed = gateway_up and not sup.hard_stopped
+    if helpers_allowed and sup.settings.deliverable:
+        await _helper_phase(
+            sup,
+            "deliverable",
+            "synthesis",
+            prompts.DELIVERABLE_BRIEF,
+            "DELIVERABLE.md",
+            "Deliverable",
+        )
+    # Runs that end on their own get the post-mortem; a clean stop only when asked for.
     ended_on_its_own = summary.outcome in (
         "finished",
         "solved",
         "solved-unvalidated",
         "canary failed",
         "failed",
-        "stopped at deadline",
-        "stopped at budget",
     )
-    if gateway_up and sup.settings.deliverable and not sup.hard_stopped:
-        sup.emit("phase-start", phase="deliverable")
-        helper = await run_helper(
-            sup,
-            "synthesis",
-            prompts.DELIVERABLE_BRIEF.format(run=sup.run_id),
-            sup.settings.postmortem_ms / 1000,
-        )
-        atomic_write_text(sup.run_dir / "DELIVERABLE.md", _helper_document("Deliverable", helper))
-        sup.emit("phase-end", phase="deliverable", cause=helper.exit_cause)
     wants_postmortem = ended_on_its_own or (sup.stop is not None and sup.stop.postmortem)
-    if gateway_up and sup.settings.postmortem and wants_postmortem and not sup.hard_stopped:
-        sup.emit("phase-start", phase="post-mortem")
-        helper = await run_helper(
+    if helpers_allowed and sup.settings.postmortem and wants_postmortem:
+        await _helper_phase(
             sup,
+            "post-mortem",
             "postmortem",
-            prompts.POSTMORTEM_BRIEF.format(run=sup.run_id),
-            sup.settings.postmortem_ms / 1000,
+            prompts.POSTMORTEM_BRIEF,
+            "POSTMORTEM.md",
+            "Post-mortem",
         )
-        atomic_write_text(sup.run_dir / "POSTMORTEM.md", _helper_document("Post-mortem", helper))
-        sup.emit("phase-end", phase="post-mortem", cause=helper.exit_cause)
     summary.ended = time.time()
     sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
     from horde_tui.supervisor import graph
