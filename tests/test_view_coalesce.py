@@ -1,0 +1,122 @@
+"""`Coalescer` (with an injected clock) and `watch_dir` (real watchfiles, a temp dir)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from horde_tui.view.coalesce import Coalescer, HordeFilter, watch_dir
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_burst_becomes_at_most_rate_refreshes_per_second():
+    clock = Clock()
+    c = Coalescer(rate=10, clock=clock)
+    assert (c.delay(), c.take()) == (None, None)  # nothing pending
+
+    c.note(["a"])
+    assert c.delay() == 0.0  # the first change after a quiet spell goes at once
+    assert c.take() == {Path("a")}
+
+    refreshes = []
+    for step in range(100):  # one change every 10 ms for one second
+        clock.now = 100.0 + step * 0.01
+        c.note([f"f{step % 3}"])
+        taken = c.take()
+        if taken is not None:
+            refreshes.append((round(clock.now - 100.0, 2), sorted(str(p) for p in taken)))
+    assert [t for t, _ in refreshes] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert refreshes[0][1] == ["f0", "f1", "f2"]  # ten notes merged into one refresh
+
+
+def test_delay_says_when_to_come_back_and_notes_are_counted():
+    clock = Clock()
+    c = Coalescer(rate=4, clock=clock)
+    c.note()
+    assert c.take() == set()
+    clock.now += 0.1
+    c.note(["x"])
+    c.note(["x"])
+    assert c.pending and c.notes == 2
+    assert c.delay() == pytest.approx(0.15)
+    assert c.take() is None
+    clock.now += 0.15
+    assert c.take() == {Path("x")}
+    assert (c.pending, c.notes, c.delay()) == (False, 0, None)
+
+
+def test_rate_must_be_positive():
+    with pytest.raises(ValueError):
+        Coalescer(rate=0)
+
+
+def test_the_filter_drops_lock_and_temp_files():
+    from watchfiles import Change
+
+    f = HordeFilter()
+    assert f(Change.modified, "/w/.horde/ledger.jsonl")
+    assert not f(Change.modified, "/w/.horde/.lock")
+    assert not f(Change.modified, "/w/.horde/.lock.holder")
+    assert not f(Change.added, "/w/.horde/.IDEAS.md.123.tmp")
+
+
+async def test_watch_dir_sees_a_write_and_stops_promptly(tmp_path):
+    stop = asyncio.Event()
+    seen: list[set[Path]] = []
+
+    async def consume() -> None:
+        async for changes in watch_dir(tmp_path, stop, debounce_ms=100):
+            seen.append(changes)
+
+    task = asyncio.create_task(consume())
+    target = tmp_path / "runs" / "r1" / "events.jsonl"
+    target.parent.mkdir(parents=True)
+    deadline = time.monotonic() + 10
+    while not any(target in s for s in seen) and time.monotonic() < deadline:
+        # write until the watcher (started in a thread) has seen one
+        target.write_text(f"{time.monotonic()}\n")
+        await asyncio.sleep(0.15)
+    assert any(target in s for s in seen)
+
+    started = time.monotonic()
+    stop.set()
+    await asyncio.wait_for(task, 2)
+    assert time.monotonic() - started < 1.0
+
+
+async def test_a_disabled_watch_yields_nothing_and_ends_with_the_stop_event(tmp_path):
+    stop = asyncio.Event()
+    seen = []
+
+    async def consume() -> None:
+        async for changes in watch_dir(tmp_path, stop, enabled=False):
+            seen.append(changes)
+
+    task = asyncio.create_task(consume())
+    (tmp_path / "f").write_text("x")
+    await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, 1)
+    assert seen == []
+
+
+def test_the_view_package_imports_no_textual():
+    code = (
+        "import sys, horde_tui.view.events, horde_tui.view.run, horde_tui.view.ledgers, "
+        "horde_tui.view.coalesce; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'litellm')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
