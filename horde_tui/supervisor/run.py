@@ -21,6 +21,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, watch
 from horde_tui.supervisor.outcome import RunSummary
@@ -149,6 +150,7 @@ class Supervisor:
                 for spec in self.specs[1:]:
                     await self._spawn(spec.name)
                 await self._supervise()
+                self._settle_answer()
             self.emit("phase-end", phase="discovery")
         except Exception as exc:  # a supervisor bug must still leave a report
             self.outcome = self.outcome or "failed"
@@ -283,6 +285,19 @@ class Supervisor:
                 await asyncio.wait_for(self._wake.wait(), TICK_S)
             except TimeoutError:
                 pass
+
+    def _settle_answer(self) -> None:
+        """The last member may exit before the next solved poll: read the answer once more."""
+        if self.outcome is not None or self.parent is None:
+            return
+        self.parent.refresh()
+        prop = answers.current(self.parent.state, self.run_id)
+        if prop is not None and prop.status == "validated":
+            self.outcome = "solved"
+            self.diagnosis = f"answer by {prop.by} validated by {prop.validated_by}"
+        elif prop is not None and prop.status == "pending":
+            self.outcome = "solved-unvalidated"
+            self.diagnosis = f"answer by {prop.by} was not validated by another member"
 
     def _running(self) -> list[str]:
         return [n for n, t in self.tasks.items() if not t.done()]
