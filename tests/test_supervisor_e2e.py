@@ -358,11 +358,9 @@ def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path)
             task = asyncio.create_task(sup.run())
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                continued = [e for e in events if e.kind == "member-continue"]
-                if (
-                    len({e.member for e in continued}) == 2
-                    and (sup.run_dir / "answers" / "round-2-pending.md").exists()
-                ):
+                spawned = [e.member for e in events if e.kind == "member-spawn"]
+                both_continued = spawned.count("member-1") >= 2 and spawned.count("member-2") >= 2
+                if both_continued and (sup.run_dir / "answers" / "round-2-pending.md").exists():
                     break
                 await asyncio.sleep(0.1)
             sup.stop_clean(grace_s=1)
