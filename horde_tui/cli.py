@@ -119,6 +119,12 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     return gateway_main(args.gateway_args)
 
 
+def cmd_app(args: argparse.Namespace) -> int:
+    from horde_tui.app import open_app
+
+    return open_app(no_mouse=getattr(args, "no_mouse", False))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="horde-tui",
@@ -159,6 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gateway.add_argument("gateway_args", nargs=argparse.REMAINDER)
     gateway.set_defaults(func=cmd_gateway)
+
+    app = sub.add_parser(
+        "app", help="open the full-screen app (bare `horde-tui` does too, in a terminal)"
+    )
+    app.add_argument(
+        "--no-mouse", action="store_true", help="leave the mouse to the terminal (select, copy)"
+    )
+    app.set_defaults(func=cmd_app)
     return parser
 
 
@@ -175,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             args.fields = [*args.fields, *extra]
     if not getattr(args, "func", None):
+        if args.command is None and sys.stdin.isatty() and sys.stdout.isatty():
+            return cmd_app(args)
         parser.print_help()
         return 2
     return int(args.func(args))

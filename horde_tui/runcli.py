@@ -36,6 +36,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
     p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
+    p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
 
 
 def _settings(args: argparse.Namespace, horde_dir: Path) -> Any:
@@ -130,6 +131,16 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         args.until_stop,
         demo=getattr(args, "demo", False),
     )
+    if not args.headless and sys.stdout.isatty():
+        from horde_tui.app import HordeApp
+
+        sup = Supervisor(workdir, request, settings)
+        app = HordeApp(sup)
+        code = app.run_hosted(mouse=not getattr(args, "no_mouse", False))
+        if app.summary is not None:
+            print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
+        print(f"report: {sup.run_dir / 'REPORT.md'}")
+        return code
     sup = Supervisor(workdir, request, settings, sink=print_event)
     print(f"run {sup.run_id}: {count.members} members, model {settings.model}", flush=True)
     return asyncio.run(_host(sup))
@@ -221,6 +232,12 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from horde_tui.demo.run import run_demo
+
+    return run_demo(args.headless, args.speed, args.keep)
+
+
 def add_commands(sub: Any) -> None:
     run = sub.add_parser("run", help="run a horde of N members on a prompt")
     run.add_argument("count", help="members: M (1-12)")
@@ -252,6 +269,25 @@ def add_commands(sub: Any) -> None:
         if name == "stop-clean":
             p.add_argument("--grace", type=float, help="seconds before escalating (default 90)")
         p.set_defaults(func=cmd_control)
+
+    demo = sub.add_parser(
+        "demo",
+        help="a full run on a bundled sample with the scripted demo model (no provider key)",
+    )
+    demo.add_argument("--headless", action="store_true", help="print one line per event (no app)")
+    demo.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="multiplier on the demo model's pauses: 1 watchable (default), 0 none, 2 slower",
+    )
+    demo.add_argument(
+        "--keep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep the temporary project with its .horde/ ledgers and reports (default: keep)",
+    )
+    demo.set_defaults(func=cmd_demo)
 
     fin = sub.add_parser("finalize", help="finalize an interrupted run from what is on disk")
     fin.add_argument("run", nargs="?", help="the run id (default: the latest interrupted run)")

@@ -1,0 +1,242 @@
+"""`HordeApp`: the full-screen app, hosting one supervisor as a background worker.
+
+The caller builds the supervisor (`horde-tui run`) or a test builds a fake with the same
+interface (`tui_bridge.HostedRun`); the app swaps the supervisor's sink for a
+`TuiBridge`, runs `supervisor.run()` in a worker on its own event loop, and applies each
+coalesced batch of events to the run screen. When the run ends the report screen opens.
+With no run to host it shows the newest run's report or how to start one.
+
+`AppConfig` carries every non-deterministic input (clock, time zone, file polling, tick,
+animation, cursor blink) so tests and snapshots can switch them all off at once.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.reactive import var
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from horde_tui.screens.home import HomeScreen, newest_run
+from horde_tui.screens.modals import ChoiceScreen, HelpScreen, quit_screen
+from horde_tui.screens.report import ReportScreen
+from horde_tui.screens.run import RunScreen
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
+from widgets.event_log import default_clock_text
+
+
+def styles_dir() -> Path:
+    """The top-level `styles/` folder, in a source checkout or an installed wheel.
+
+    The wheel force-includes `styles` beside the `horde_tui` package in site-packages, so
+    the package's parent holds it in both layouts; purelib/platlib are asked as well in
+    case the package was imported from elsewhere (a zipapp, a vendored copy).
+    """
+    paths = sysconfig.get_paths()
+    candidates = [
+        Path(__file__).resolve().parent.parent / "styles",
+        Path(paths["purelib"]) / "styles",
+        Path(paths["platlib"]) / "styles",
+    ]
+    for folder in candidates:
+        if (folder / "app.tcss").is_file():
+            return folder
+    searched = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(
+        f"horde-tui: styles/app.tcss not found (looked in {searched}); reinstall horde-tui"
+    )
+
+
+def utc_clock_text(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(ts))
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """The app's sources of change that tests must be able to pin."""
+
+    clock: Callable[[], float] = time.time
+    clock_text: Callable[[float], str] = default_clock_text
+    """Wall-clock time of an event as shown in the log (local time by default)."""
+    watch_files: bool = True
+    """Poll the visible tab's markdown file once a second (off: load once per tab)."""
+    tick_s: float = 1.0
+    """Repaint elapsed times this often (0: only when events arrive)."""
+    coalesce_s: float = 0.1
+    """At most one UI update per this many seconds from the supervisor's events."""
+    animations: bool = True
+    cursor_blink: bool = True
+
+    @classmethod
+    def deterministic(cls, now: float) -> AppConfig:
+        """A frozen clock in UTC, no polling, no ticks, no animation, no blinking cursor."""
+        return cls(
+            clock=lambda: now,
+            clock_text=utc_clock_text,
+            watch_files=False,
+            tick_s=0.0,
+            animations=False,
+            cursor_blink=False,
+        )
+
+
+class HordeApp(App[int]):
+    """The horde-tui app: a hosted run, or the newest run's report."""
+
+    CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "app.tcss"]
+    TITLE = "horde-tui"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", id="help", key_display="F1"),
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="quit-ctrl"),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Palette",
+            show=False,
+            tooltip="command palette: any member's actions by name",
+            priority=True,
+            id="palette",
+        ),
+    ]
+
+    revision: var[int] = var(0)
+    """Bumped after each batch of supervisor events; live screens watch it to repaint."""
+
+    def __init__(
+        self,
+        supervisor: HostedRun | None = None,
+        *,
+        horde_dir: Path | None = None,
+        config: AppConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.sup = supervisor
+        self.config = config or AppConfig()
+        if horde_dir is None:
+            horde_dir = supervisor.run_dir.parent.parent if supervisor else Path.cwd() / ".horde"
+        self.horde_dir = horde_dir
+        self.bridge = TuiBridge(self, self.config.coalesce_s)
+        self.live = False
+        self.summary: RunSummary | None = None
+        self.run_error: str | None = None
+        self.quit_when_done = False
+        if not self.config.animations:
+            self.animation_level = "none"
+        if supervisor is not None:
+            # The demo label goes first so a narrow terminal never cuts it off.
+            self.title = f"run {supervisor.run_id}"
+            model = getattr(supervisor.settings, "model", "") or "no model"
+            demo = "DEMO MODEL · " if getattr(supervisor.request, "demo", False) else ""
+            self.sub_title = f"{demo}{model}"
+
+    @property
+    def run_screen(self) -> RunScreen | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, RunScreen):
+                return screen
+        return None
+
+    def get_default_screen(self) -> Screen[object]:
+        if self.sup is not None:
+            return RunScreen(self.sup)
+        return HomeScreen(self.horde_dir)
+
+    def on_mount(self) -> None:
+        if self.sup is None:
+            newest = newest_run(self.horde_dir)
+            if newest is not None and newest.has_report:
+                self.push_screen(ReportScreen(newest.run_dir))
+            return
+        self.bridge.attach()
+        self.sup.sink = self.bridge
+        self.live = True
+        self.run_worker(self._host(), name="supervisor", group="supervisor", exit_on_error=False)
+
+    async def _host(self) -> RunSummary:
+        assert self.sup is not None
+        return await self.sup.run()
+
+    def on_supervisor_update(self, message: SupervisorUpdate) -> None:
+        screen = self.run_screen
+        if screen is not None:
+            screen.apply(message.events)
+        self.revision += 1
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name != "supervisor" or event.state not in (
+            WorkerState.SUCCESS,
+            WorkerState.ERROR,
+        ):
+            return
+        self.bridge.flush()
+        self.live = False
+        if event.state == WorkerState.SUCCESS:
+            self.summary = event.worker.result
+        else:
+            error = event.worker.error
+            self.run_error = f"{type(error).__name__}: {error}"
+            self.notify(f"the supervisor failed: {self.run_error}", severity="error", timeout=30)
+        screen = self.run_screen
+        if screen is not None:
+            screen.run_ended(self.summary, self.run_error)
+        if self.quit_when_done:
+            self.exit(self.exit_code)
+            return
+        if isinstance(self.screen, ChoiceScreen):
+            self.screen.dismiss(None)
+        if self.sup is not None and (self.sup.run_dir / "REPORT.md").is_file():
+            self.push_screen(ReportScreen(self.sup.run_dir))
+
+    @property
+    def exit_code(self) -> int:
+        """The run's exit status (0 finished/solved, 130 stopped by the user, 1 else)."""
+        if self.summary is not None:
+            return self.summary.exit_code
+        return 1 if self.run_error else 0
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    async def action_quit(self) -> None:
+        """Quit; a live hosted run dies with the app, so first ask how to stop it."""
+        if not self.live or self.sup is None:
+            self.exit(self.exit_code)
+            return
+        if isinstance(self.screen, ChoiceScreen):
+            return
+        self.push_screen(quit_screen(self.sup.run_id), self._quit_choice)
+
+    def _quit_choice(self, choice: str | None) -> None:
+        if choice is None or not self.live:
+            return
+        screen = self.run_screen
+        if screen is None:
+            return
+        self.quit_when_done = True
+        if choice == "stop-clean":
+            screen.stop_run_clean()
+            self.notify("Stopping clean: the app quits once the report is written.", timeout=30)
+        elif choice == "stop-hard":
+            screen.stop_hard("all")
+            self.notify("Stopping hard: the app quits once the report is written.", timeout=30)
+
+    def run_hosted(self, mouse: bool = True) -> int:
+        """Run the app until the user quits; return the run's exit status."""
+        self.run(mouse=mouse)
+        return self.exit_code
+
+
+def open_app(no_mouse: bool = False) -> int:
+    """`horde-tui app` / bare `horde-tui`: no run to host, show what is here."""
+    return HordeApp(horde_dir=Path.cwd() / ".horde").run_hosted(mouse=not no_mouse)

@@ -1,0 +1,161 @@
+"""`horde-tui demo`: a real run over a bundled sample project, played by the demo model.
+
+The README's first command must work on a fresh machine with no provider key, and show
+what a run really is. So everything is real (supervisor, gateway and member processes,
+`.horde/` ledgers, REPORT.md) except the model: the stub server on 127.0.0.1 plays
+`policy.build_plans`. The run is flagged `demo`, which makes TASK.md, MANIFEST.json,
+SUMMARY.md and REPORT.md name the demo model, so its output never passes for an LLM's.
+
+Hosting: `prepare_demo()` returns what a host needs (workdir, request, settings, stub);
+the host builds a `Supervisor` on it, runs it, and closes the stub afterwards. The
+headless host here prints one line per event; the full-screen app can host the same
+prepared demo.
+
+The sample is copied into a fresh temporary directory that is kept by default (its path
+is printed), because reading the ledgers and reports afterwards is the point of a demo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import NamedTuple
+
+from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
+from horde_tui.settings import Settings, load_settings
+from horde_tui.stubmodel import StubThread
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.summary import DEMO_MODEL
+
+MEMBERS = 4
+"""Three workers and the verifier (`assign_roles` makes the last of 3+ the verifier)."""
+DEMO_KEY = "demo"
+"""The stub's bearer token and the run's api_key: not a provider key."""
+LOOPBACK = ("127.0.0.1", "localhost")
+APP_NOT_READY = "demo: the full-screen app is not available yet; running headless instead"
+_SKIP = frozenset({"__pycache__"})
+
+
+class PreparedDemo(NamedTuple):
+    """Everything a host needs to run the demo; the host must `stub.close()` afterwards."""
+
+    workdir: Path
+    request: RunRequest
+    settings: Settings
+    stub: StubThread
+
+
+def sample_files() -> Traversable:
+    """The bundled sample project (package data, so it ships in the wheel)."""
+    return resources.files("horde_tui.demo") / "sample"
+
+
+def copy_tree(source: Traversable, dest: Path) -> None:
+    """Copy a package-data tree; works for any loader, not only files on disk."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in source.iterdir():
+        if entry.name in _SKIP or entry.name.endswith(".pyc"):
+            continue
+        if entry.is_dir():
+            copy_tree(entry, dest / entry.name)
+        else:
+            (dest / entry.name).write_bytes(entry.read_bytes())
+
+
+def bypass_proxies_for_loopback() -> None:
+    """Keep the gateway's requests to the local stub off any HTTP proxy.
+
+    A user behind a corporate proxy has HTTP(S)_PROXY set; httpx would send even
+    127.0.0.1 through it and the demo would fail for a reason unrelated to horde-tui.
+    The supervisor passes this process's environment to the gateway it spawns.
+    """
+    for name in ("NO_PROXY", "no_proxy"):
+        present = [p.strip() for p in os.environ.get(name, "").split(",") if p.strip()]
+        missing = [host for host in LOOPBACK if host not in present]
+        if missing:
+            os.environ[name] = ",".join([*present, *missing])
+
+
+def prepare_demo(speed: float = 1.0, parent: Path | None = None) -> PreparedDemo:
+    """Copy the sample to a new temp dir (under `parent` if given), start the demo model.
+
+    Settings come only from here, never from the user's HORDE_* variables or config: a
+    configured real model must not be mixed into a run labelled as the demo model.
+    """
+    policy = demo_policy(speed)  # raises ValueError on a bad speed, before any side effect
+    workdir = Path(tempfile.mkdtemp(prefix="horde-demo-", dir=parent)).resolve()
+    try:
+        copy_tree(sample_files(), workdir)
+        bypass_proxies_for_loopback()
+        stub = StubThread(policy=policy, token=DEMO_KEY)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    settings = load_settings(
+        environ={},
+        overrides={"model": stub.model, "api_base": stub.api_base, "api_key": DEMO_KEY},
+    )
+    request = RunRequest(DEMO_PROMPT, MEMBERS, demo=True)
+    return PreparedDemo(workdir, request, settings, stub)
+
+
+def _err(message: str, code: int = 2) -> int:
+    print(f"horde-tui demo: {message}", file=sys.stderr)
+    return code
+
+
+def host_headless(demo: PreparedDemo) -> tuple[int, Path]:
+    """Run the prepared demo with one printed line per event; return (exit code, REPORT.md).
+
+    The full-screen app replaces only this step: it hosts a `Supervisor` built on the
+    same `PreparedDemo` and closes `demo.stub` when the run ends.
+    """
+    from horde_tui.runcli import _host, print_event
+    from horde_tui.supervisor.run import Supervisor
+
+    sup = Supervisor(demo.workdir, demo.request, demo.settings, sink=print_event)
+    print(f"run {sup.run_id}: {MEMBERS} members, model {DEMO_MODEL}", flush=True)
+    return asyncio.run(_host(sup)), sup.run_dir / "REPORT.md"
+
+
+def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> int:
+    """Run the demo; return the run's exit code (0 when it solved or finished).
+
+    Until the full-screen app can host it, `headless=False` also runs headless and says so.
+    """
+    if os.environ.get("HORDE_GATEWAY_URL") and os.environ.get("HORDE_RUN"):
+        return _err("refused: a member may not start a nested horde", 1)
+    try:
+        Timing(speed)
+    except ValueError as exc:
+        return _err(str(exc))
+    if not headless:
+        print(APP_NOT_READY, flush=True)
+    demo = prepare_demo(speed)
+    print(f"demo: sample project copied to {demo.workdir}", flush=True)
+    print(
+        f"demo: the model is the {DEMO_MODEL}, served on {demo.stub.api_base}; "
+        "no provider key is used",
+        flush=True,
+    )
+    try:
+        code, report = host_headless(demo)
+    finally:
+        demo.stub.close()
+    if keep:
+        print(
+            f"demo: kept {demo.workdir}; read {report.relative_to(demo.workdir)} and "
+            ".horde/FINDINGS.md, .horde/BOARD.md there (the model was the demo model)"
+        )
+    else:
+        if report.exists():
+            print("\n" + report.read_text(encoding="utf-8"))
+        shutil.rmtree(demo.workdir, ignore_errors=True)
+        print(f"demo: removed {demo.workdir} (--no-keep)")
+    return code

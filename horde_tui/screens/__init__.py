@@ -1,0 +1,1 @@
+"""The app's screens: run, member detail, report, home, and the modals."""

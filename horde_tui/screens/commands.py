@@ -1,0 +1,56 @@
+"""Command palette (ctrl+p) provider: the run screen's member actions, for every member.
+
+The keys act on the member under the cursor; the palette reaches any member by name
+("pause member-4") and offers only what applies to it now, the same rule `check_action`
+uses to grey out keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
+
+
+class MemberCommands(Provider):
+    """Pause, resume, stop hard, open or locate the transcript of any member; stop the run."""
+
+    def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
+        """(title, callback, help) for everything that applies now."""
+        from horde_tui.screens.run import RunScreen
+
+        screen = self.screen
+        if not isinstance(screen, RunScreen):
+            return
+        live = screen.live
+        if live and screen.sup.stop is None:
+            yield "Stop the run clean", screen.stop_run_clean, "members wrap up, then the report"
+        if live:
+            yield "Stop the run hard", partial(screen.confirm_stop_hard, None), "asks first"
+        for name, state in screen.sup.members.items():
+            if live and state.status in LIVE_STATUSES:
+                yield f"Pause {name}", partial(screen.pause_member, name), state.role
+            if live and state.status == "paused":
+                yield f"Resume {name}", partial(screen.resume_member, name), state.role
+            if live and state.status in STOPPABLE_STATUSES:
+                yield (
+                    f"Stop {name} hard",
+                    partial(screen.confirm_stop_hard, name),
+                    "asks first",
+                )
+            yield f"Open {name}", partial(screen.open_member, name), "live activity"
+            yield f"Transcript of {name}", partial(screen.show_transcript, name), "its path"
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self.commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

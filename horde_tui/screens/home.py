@@ -1,0 +1,98 @@
+"""The screen under everything when the app hosts no run: what is here, what to do next.
+
+Until the runs list exists this shows the newest run's state (and opens its report, one
+key away) or explains how to start a run. It only reads `.horde/runs/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Center, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from horde_tui.screens.report import ReportScreen
+from horde_tui.supervisor import controls
+
+
+@dataclass(frozen=True)
+class NewestRun:
+    """The newest run in a `.horde/` and what state it is in."""
+
+    run_dir: Path
+    state: str
+
+    @property
+    def has_report(self) -> bool:
+        return (self.run_dir / "REPORT.md").is_file()
+
+
+def newest_run(horde_dir: Path) -> NewestRun | None:
+    """The newest supervised run (run ids start with a timestamp, so names sort by age)."""
+    runs = horde_dir / "runs"
+    try:
+        names = sorted(p.name for p in runs.iterdir() if p.is_dir())
+    except OSError:
+        return None
+    for name in reversed(names):
+        state = controls.run_state(runs / name)
+        if state not in ("manual", "not started"):
+            return NewestRun(runs / name, state)
+    return None
+
+
+def home_text(horde_dir: Path, newest: NewestRun | None) -> str:
+    start = (
+        'Start one here with  horde-tui run 3 "your task"  (any litellm model via '
+        "--model), or see a whole run on a scripted model with  horde-tui demo."
+    )
+    if newest is None:
+        return f"No runs in {horde_dir} yet.\n\n{start}"
+    run = newest.run_dir.name
+    if newest.state == "active":
+        return (
+            f"Run {run} is live in another process.\n\n"
+            f"horde-tui status shows its members; horde-tui stop-clean (or pause, resume, "
+            f"stop-hard) controls it from this shell.\n\n{start}"
+        )
+    if newest.state == "interrupted":
+        return (
+            f"Run {run} was interrupted (its supervisor died before the report).\n\n"
+            f"horde-tui finalize {run} writes its report from what is on disk.\n\n{start}"
+        )
+    return f"Newest run: {run} ({newest.state}).\n\nPress enter to read its report.\n\n{start}"
+
+
+class HomeScreen(Screen[None]):
+    """No hosted run: the newest run's state, or how to start one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_report", "Report", id="home-report")
+    ]
+
+    def __init__(self, horde_dir: Path) -> None:
+        super().__init__(id="home-screen")
+        self.horde_dir = horde_dir
+        self.newest = newest_run(horde_dir)
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Center(), Vertical(id="home-box"):
+            yield Static(home_text(self.horde_dir, self.newest), id="home-text", markup=False)
+        yield Footer(compact=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_report":
+            if self.newest is None:
+                return False  # nothing to open: keep the key out of the footer
+            return True if self.newest.has_report else None
+        return True
+
+    def action_open_report(self) -> None:
+        if self.newest is not None and self.newest.has_report:
+            self.app.push_screen(ReportScreen(self.newest.run_dir))

@@ -1,0 +1,135 @@
+"""Small modal screens: quit a live run, confirm a hard stop, and the F1 key help.
+
+Every modal answers with `dismiss(choice)` and escape always means "do nothing", so a
+stray key never stops a run.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Static
+
+
+class ChoiceScreen(ModalScreen[str | None]):
+    """A question with a few buttons; dismisses with the pressed button's id, or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="modal-cancel")
+    ]
+    AUTO_FOCUS = "#cancel"
+    """Enter on a fresh dialog must not stop anything."""
+
+    def __init__(self, question: str, detail: str, choices: list[tuple[str, str, str, bool]]):
+        """`choices` are (id, label, button variant, enabled), in display order."""
+        super().__init__(classes="choice-screen")
+        self.question = question
+        self.detail = detail
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-question", markup=False)
+            yield Static(self.detail, classes="dialog-detail", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                for ident, label, variant, enabled in self.choices:
+                    yield Button(label, id=ident, variant=variant, disabled=not enabled)  # type: ignore[arg-type]
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def quit_screen(run_id: str) -> ChoiceScreen:
+    """Asked when quitting while a hosted run is live: the run dies with the app."""
+    return ChoiceScreen(
+        f"Run {run_id} is still live. Quitting ends it.",
+        "Stop clean: members wrap up and the report is written, then the app quits. "
+        "Stop hard: members are terminated now, the report is written from what is on disk.",
+        [
+            ("stop-clean", "Stop clean", "primary", True),
+            ("stop-hard", "Stop hard", "error", True),
+            ("cancel", "Cancel", "default", True),
+        ],
+    )
+
+
+def stop_hard_screen(member: str | None, member_running: bool) -> ChoiceScreen:
+    """Confirm a hard stop (SIGTERM, SIGKILL after 5 s) of one member or the whole run."""
+    label = member or "the member"
+    return ChoiceScreen(
+        "Stop hard?",
+        f"Terminates at once (SIGTERM, SIGKILL after 5 s). {label} loses unsaved work; "
+        "stopping the whole run writes the report from what is on disk.",
+        [
+            ("member", f"Stop {label}", "warning", member is not None and member_running),
+            ("all", "Stop the run", "error", True),
+            ("cancel", "Cancel", "default", True),
+        ],
+    )
+
+
+class HelpScreen(ModalScreen[None]):
+    """F1: every key of the screen underneath, with what it does and whether it applies."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_help", "Close", id="help-close"),
+        Binding("f1", "dismiss_help", "Close", show=False, id="help-toggle"),
+    ]
+
+    def __init__(self, under: Screen[object]) -> None:
+        super().__init__(classes="help-screen")
+        self.under = under
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog help-dialog"):
+            yield Static("Keys", classes="dialog-question")
+            with VerticalScroll():
+                yield Static(self.key_table(), id="help-keys")
+            yield Static(
+                "escape closes · greyed keys do not apply right now", classes="dialog-detail"
+            )
+
+    def key_table(self) -> Table:
+        """The keys in four sections: this screen, its tabs, everywhere, the focused widget."""
+        order = ["this screen", "tabs", "everywhere"]
+        rows: dict[str, list[tuple[str, Text]]] = {}
+        seen: set[tuple[str, str]] = set()
+        for node, binding, enabled, _tooltip in self.under.active_bindings.values():
+            key = self.app.get_key_display(binding)
+            # Only the app's own keys (they all carry an id), not Textual's navigation.
+            if binding.id is None or (key, binding.action) in seen:
+                continue
+            seen.add((key, binding.action))
+            if binding.group:
+                section = binding.group.description
+            elif node is self.app:
+                section = "everywhere"
+            elif node is self.under:
+                section = "this screen"
+            else:
+                section = "focused widget"
+            text = binding.tooltip or binding.description
+            does = Text(text[:1].upper() + text[1:], style="" if enabled else "dim")
+            rows.setdefault(section, []).append((key, does))
+        table = Table(box=None, show_header=False, padding=(0, 1), expand=True)
+        table.add_column("key", no_wrap=True, style="bold", min_width=8)
+        table.add_column("does", ratio=1)
+        for section in sorted(rows, key=lambda s: order.index(s) if s in order else len(order)):
+            table.add_row(Text(section, style="bold underline"), "")
+            for key, does in rows[section]:
+                table.add_row(key, does)
+            table.add_row("", "")
+        return table
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

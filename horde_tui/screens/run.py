@@ -1,0 +1,343 @@
+"""The run screen: the member table above, the run's tabs below.
+
+The app hands it each coalesced batch of supervisor events (`apply`); the table repaints
+from the supervisor's in-memory `MemberState`s (diffed cell by cell), the Events tab
+appends the batch's lines. Keys act on the member under the table cursor and are greyed
+out (`check_action` -> None) when they do not apply to it now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.command import Provider
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+
+from horde_tui.screens.commands import MemberCommands
+from horde_tui.screens.describe import (
+    LIVE_STATUSES,
+    STOPPABLE_STATUSES,
+    event_line,
+    member_row,
+)
+from horde_tui.screens.member import MemberDetailScreen, transcript_path
+from horde_tui.screens.modals import stop_hard_screen
+from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
+from horde_tui.store.paths import LEDGER_FILES
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import MemberState
+from horde_tui.supervisor.run import SupervisorEvent
+from widgets.event_log import EventLog
+from widgets.member_table import MemberTable
+
+if TYPE_CHECKING:
+    from horde_tui.app import HordeApp
+    from horde_tui.tui_bridge import HostedRun
+
+LEDGER_TABS = ("board", "ideas", "findings", "facts", "claims", "resources")
+TAB_KEYS = {
+    "1": "board",
+    "2": "ideas",
+    "3": "findings",
+    "4": "facts",
+    "5": "claims",
+    "6": "resources",
+    "7": "events",
+    "9": "graph",
+    "0": "files",
+}
+"""Digit -> tab. `8` is kept for the Threads tab of the collaboration layer and unbound
+until that tab exists, so the other digits never move."""
+
+TABS = Binding.Group("tabs", compact=True)
+MEMBER_ACTIONS = frozenset({"pause", "resume", "stop_hard", "member_detail", "transcript"})
+
+
+class RunScreen(Screen[None]):
+    """A hosted run, live or ended."""
+
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {MemberCommands}
+    AUTO_FOCUS = "#members"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "pause", "Pause", id="pause", tooltip="pause the selected member"),
+        Binding("r", "resume", "Resume", id="resume", tooltip="resume the selected member"),
+        Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the whole run clean"),
+        Binding("S", "stop_hard", "Hard stop", id="stop-hard", tooltip="stop hard (asks first)"),
+        Binding("enter", "member_detail", "Detail", id="member-detail"),
+        Binding("t", "transcript", "Transcript", id="transcript"),
+        # Events-tab keys stay out of the footer (80 columns hold the member keys only).
+        Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
+        Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
+        Binding("escape", "back", "Back", show=False, id="back"),
+        *(
+            Binding(
+                key,
+                f"tab('{tab}')",
+                f"{tab.capitalize()} tab",
+                show=False,
+                id=f"tab-{tab}",
+                group=TABS,
+            )
+            for key, tab in TAB_KEYS.items()
+        ),
+    ]
+
+    def __init__(self, supervisor: HostedRun) -> None:
+        super().__init__(id="run-screen")
+        self.sup = supervisor
+        self.live = True
+        self.phase = "starting"
+        self.summary: RunSummary | None = None
+        self._ready = False
+        self._early: list[SupervisorEvent] = []
+        """Events that arrived before the tabs finished mounting, applied once they have."""
+
+    @property
+    def horde_app(self) -> HordeApp:
+        from horde_tui.app import HordeApp
+
+        assert isinstance(self.app, HordeApp)
+        return self.app
+
+    @property
+    def table(self) -> MemberTable:
+        return self.query_one(MemberTable)
+
+    @property
+    def event_log(self) -> EventLog:
+        return self.query_one(EventLog)
+
+    def compose(self) -> ComposeResult:
+        config = self.horde_app.config
+        horde_dir = self.sup.run_dir.parent.parent
+        yield Header()
+        yield Static("", id="run-status", markup=False)
+        yield MemberTable(id="members")
+        with TabbedContent(initial="events", id="tabs"):
+            for tab in LEDGER_TABS:
+                name = LEDGER_FILES[tab]
+                with TabPane(tab.capitalize(), id=tab):
+                    yield MarkdownFilePane(
+                        horde_dir / name,
+                        f"Nothing in .horde/{name} yet: members fill it with the horde "
+                        "tool, and it shows here as soon as it exists.",
+                    )
+            with TabPane("Events", id="events"):
+                log = EventLog(clock_text=config.clock_text, id="event-log")
+                yield EventsPane(log, blink=config.cursor_blink)
+            with TabPane("Graph", id="graph"):
+                yield MarkdownFilePane(
+                    self.sup.run_dir / "GRAPH.md",
+                    "GRAPH.md (the run as a Mermaid swimlane, one lane per member) is "
+                    "written when the run finalizes.",
+                )
+            with TabPane("Files", id="files"):
+                yield FilesPane(self.sup.run_dir)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        # TabbedContent mounts its panes a refresh later; events wait for them.
+        self.call_after_refresh(self._become_ready)
+        config = self.horde_app.config
+        if config.tick_s > 0:
+            self.set_interval(config.tick_s, self.refresh_table)
+        if config.watch_files:
+            self.set_interval(1.0, self.reload_visible_tab)
+
+    # -- the model -------------------------------------------------------------------------
+
+    def _become_ready(self) -> None:
+        self._ready = True
+        early, self._early = self._early, []
+        self.apply(early)
+
+    def apply(self, events: Iterable[SupervisorEvent]) -> None:
+        """Fold one coalesced batch of events into the screen."""
+        batch = list(events)
+        if not self._ready:
+            self._early.extend(batch)
+            return
+        lines = [line for event in batch if (line := event_line(event)) is not None]
+        self.event_log.add(lines)
+        for event in batch:
+            if event.kind in ("phase-start", "phase-end") and event.data.get("phase"):
+                verb = "" if event.kind == "phase-start" else "end of "
+                self.phase = f"{verb}{event.data['phase']}"
+            elif event.kind == "run-end":
+                self.phase = f"ended: {event.data.get('outcome', '?')}"
+        self.refresh_table()
+        self.show_status()
+        self.refresh_bindings()
+
+    def run_ended(self, summary: RunSummary | None, error: str | None = None) -> None:
+        self.live = False
+        self.summary = summary
+        if summary is not None:
+            self.phase = f"ended: {summary.outcome}: {summary.diagnosis}"
+        else:
+            self.phase = f"supervisor failed: {error}"
+        self.refresh_table()
+        self.show_status()
+        self.refresh_bindings()
+
+    def refresh_table(self) -> None:
+        if not self._ready:
+            return
+        now = self.horde_app.config.clock()
+        self.table.show([member_row(state, now) for state in self.sup.members.values()])
+
+    def show_status(self) -> None:
+        if not self._ready:
+            return
+        counts: dict[str, int] = {}
+        for state in self.sup.members.values():
+            counts[state.status] = counts.get(state.status, 0) + 1
+        tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+        parts = [self.phase, f"{len(self.sup.members)} members: {tally}"]
+        stopping = self.live and self.sup.stop is not None
+        if stopping:
+            parts.append(f"stopping clean ({self.sup.stop.reason})")
+        self.query_one("#run-status", Static).update(" · ".join(parts))
+        self.set_class(not self.live, "-ended")
+        self.set_class(stopping, "-stopping")
+
+    # -- tabs ----------------------------------------------------------------------------------
+
+    async def reload_visible_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        pane = tabs.get_pane(tabs.active) if tabs.active else None
+        if pane is None:
+            return
+        for child in pane.query("MarkdownFilePane, FilesPane"):
+            if isinstance(child, FilesPane | MarkdownFilePane) and child.parent is pane:
+                await child.reload_if_changed()
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        await self.reload_visible_tab()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    # -- member actions (keys, the palette and the detail screen share these) --------------
+
+    def selected_state(self) -> MemberState | None:
+        name = self.table.selected_member
+        return self.sup.members.get(name) if name else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MEMBER_ACTIONS:
+            state = self.selected_state()
+            if state is None:
+                return None
+            if action == "pause":
+                return True if self.live and state.status in LIVE_STATUSES else None
+            if action == "resume":
+                return True if self.live and state.status == "paused" else None
+            if action == "stop_hard":
+                return True if self.live else None
+        if action == "stop_clean":
+            return True if self.live and self.sup.stop is None else None
+        return True
+
+    def pause_member(self, name: str) -> None:
+        self.notify(self.sup.pause(name))
+        self.after_control()
+
+    def resume_member(self, name: str) -> None:
+        self.notify(self.sup.resume(name))
+        self.after_control()
+
+    def stop_run_clean(self) -> None:
+        self.notify(self.sup.stop_clean(reason="stopped by user"))
+        self.after_control()
+
+    def confirm_stop_hard(self, name: str | None) -> None:
+        state = self.sup.members.get(name) if name else None
+        running = state is not None and state.status in STOPPABLE_STATUSES
+
+        def chosen(choice: str | None) -> None:
+            if choice == "member" and name:
+                self.stop_hard(name)
+            elif choice == "all":
+                self.stop_hard("all")
+
+        self.app.push_screen(stop_hard_screen(name, running), chosen)
+
+    def stop_hard(self, target: str) -> None:
+        """Hard stops wait for processes (up to 5 s): run them off the message loop."""
+
+        async def stop() -> None:
+            try:
+                text = await self.sup.stop_hard(target)
+            except Exception as exc:  # the worker would swallow it: say it on screen
+                self.notify(f"stop-hard {target} failed: {exc}", severity="error", timeout=30)
+                return
+            self.notify(text)
+            self.after_control()
+
+        self.run_worker(stop(), group="controls", exit_on_error=False)
+
+    def open_member(self, name: str) -> None:
+        self.app.push_screen(MemberDetailScreen(self.sup, name))
+
+    def show_transcript(self, name: str) -> None:
+        self.notify(f"{name} transcript: {transcript_path(self.sup, name)}", timeout=8)
+
+    def after_control(self) -> None:
+        self.refresh_table()
+        self.show_status()
+        self.refresh_bindings()
+
+    def _selected(self) -> str | None:
+        return self.table.selected_member
+
+    def action_pause(self) -> None:
+        if name := self._selected():
+            self.pause_member(name)
+
+    def action_resume(self) -> None:
+        if name := self._selected():
+            self.resume_member(name)
+
+    def action_stop_clean(self) -> None:
+        self.stop_run_clean()
+
+    def action_stop_hard(self) -> None:
+        self.confirm_stop_hard(self._selected())
+
+    def action_member_detail(self) -> None:
+        if name := self._selected():
+            self.open_member(name)
+
+    def action_transcript(self) -> None:
+        if name := self._selected():
+            self.show_transcript(name)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.open_member(event.row_key.value)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    # -- the event log -------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        self.action_tab("events")
+        self.query_one(EventsPane).open_filter()
+
+    def action_follow(self) -> None:
+        self.action_tab("events")
+        self.event_log.follow()
+
+    def action_back(self) -> None:
+        pane = self.query_one(EventsPane)
+        if pane.has_class("-filtering"):
+            pane.close_filter(clear=True)
+        elif self.focused is not self.table:
+            self.table.focus()

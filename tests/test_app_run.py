@@ -1,0 +1,271 @@
+"""Pilot tests of the run screen: the member table, member keys, tabs, the event log.
+
+Each test hosts a `FakeSupervisor` in `HordeApp` with the deterministic config, scripts
+events, and waits (`wait_for`) for the screen to show them; no test sleeps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
+from textual.app import App, ComposeResult
+from textual.command import CommandList
+from textual.widgets import Input, Static, TabbedContent
+
+from horde_tui.app import HordeApp
+from horde_tui.screens.member import MemberDetailScreen
+from horde_tui.screens.modals import ChoiceScreen, HelpScreen
+from horde_tui.screens.run import RunScreen
+from widgets.event_log import EventLine, EventLog
+from widgets.member_table import MemberTable
+
+SIZE = (100, 30)
+
+
+def run_screen(app: HordeApp) -> RunScreen:
+    screen = app.run_screen
+    assert screen is not None
+    return screen
+
+
+def cell(app: HordeApp, member: str, column: str) -> str:
+    return str(app.query_one(MemberTable).get_cell(member, column)).strip()
+
+
+async def started(pilot, fake: FakeSupervisor) -> None:  # type: ignore[no-untyped-def]
+    play_six(fake)
+    table = pilot.app.query_one(MemberTable)
+    await wait_for(
+        pilot, lambda: table.row_count == 6 and cell(pilot.app, "member-5", "resets") == "1"
+    )
+
+
+async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        table = app.query_one(MemberTable)
+        assert table.row_count == 6
+        assert [cell(app, f"member-{i}", "status") for i in range(1, 7)] == [
+            "running",
+            "running",
+            "paused",
+            "exited",
+            "running",
+            "running",
+        ]
+        assert cell(app, "member-1", "tool") == "bash: rg -n 'execute(' src/"
+        assert cell(app, "member-4", "tool") == "(completed)"
+        assert cell(app, "member-4", "elapsed") == "1:46"  # frozen at its exit
+        assert cell(app, "member-1", "elapsed") == "3:18"  # the injected clock
+        assert cell(app, "member-5", "cost") == "unknown"
+        assert cell(app, "member-4", "tokens") == "12.8k"
+        assert cell(app, "member-6", "role") == "verifier"
+        # A burst of events is coalesced into a few UI updates.
+        assert app.bridge.flushes <= 3
+
+        before = table.cells_updated
+        fake.tool("member-2", 150, "bash", "bash: pytest -q")
+        await wait_for(pilot, lambda: cell(app, "member-2", "tool") == "bash: pytest -q")
+        assert table.cells_updated - before == 1, "a repaint rewrites only changed cells"
+
+
+async def test_member_keys_call_controls_with_the_selected_member(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        await pilot.press("down")  # member-2
+        await pilot.press("p")
+        assert fake.calls[-1] == ("pause", "member-2")
+        await wait_for(pilot, lambda: cell(app, "member-2", "status") == "paused")
+        await pilot.press("r")
+        assert fake.calls[-1] == ("resume", "member-2")
+        await pilot.press("s")
+        assert fake.calls[-1] == ("stop_clean", "all")
+        assert run_screen(app).check_action("stop_clean", ()) is None, "one clean stop at a time"
+        assert run_screen(app).has_class("-stopping")
+
+        await pilot.press("S")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert fake.calls[-1] == ("stop_clean", "all"), "escape stops nothing"
+
+        await pilot.press("S")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#member")
+        await wait_for(pilot, lambda: fake.calls[-1] == ("stop_hard", "member-2"))
+
+
+async def test_pause_is_greyed_out_for_an_exited_member(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        await pilot.press("down", "down", "down")  # member-4, exited
+        screen = run_screen(app)
+        assert screen.table.selected_member == "member-4"
+        assert screen.check_action("pause", ()) is None
+        assert screen.check_action("resume", ()) is None
+        assert screen.active_bindings["p"].enabled is False
+        await pilot.press("p")
+        assert fake.calls == []
+        await pilot.press("up")  # member-3, paused: resume applies, pause does not
+        assert screen.check_action("pause", ()) is None
+        assert screen.check_action("resume", ()) is True
+
+
+async def test_digit_keys_jump_to_tabs_and_8_is_skipped(tmp_path: Path) -> None:
+    app = deterministic_app(FakeSupervisor(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        tabs = app.query_one(TabbedContent)
+        assert tabs.active == "events"
+        expected = {
+            "1": "board",
+            "2": "ideas",
+            "3": "findings",
+            "4": "facts",
+            "5": "claims",
+            "6": "resources",
+            "7": "events",
+            "9": "graph",
+            "0": "files",
+        }
+        for key, tab in expected.items():
+            await pilot.press(key)
+            assert tabs.active == tab
+        await pilot.press("8")
+        assert tabs.active == "files", "8 (Threads, not in this slice) does nothing"
+        labels = [str(tab.label) for tab in tabs.query("ContentTabs Tab")]
+        assert labels == [
+            "Board",
+            "Ideas",
+            "Findings",
+            "Facts",
+            "Claims",
+            "Resources",
+            "Events",
+            "Graph",
+            "Files",
+        ]
+
+
+async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.query_one(EventLog)
+        for i in range(120):
+            fake.tool("member-1", 10 + i, "bash", f"bash: step {i}")
+        await wait_for(pilot, lambda: len(log.visible_lines) == 120)
+        assert log.following and log.scroll_y == log.max_scroll_y > 0
+
+        log.focus()
+        await pilot.press("pageup")
+        await wait_for(pilot, lambda: not log.following)
+        for i in range(5):
+            fake.tool("member-2", 200 + i, "bash", f"bash: late {i}")
+        await wait_for(pilot, lambda: log.new_lines == 5)
+        status = app.query_one("#event-status", Static)
+        assert "5 new lines" in str(status.render())
+        assert log.scroll_y < log.max_scroll_y
+
+        await pilot.press("f")
+        assert log.following and log.new_lines == 0
+        assert log.scroll_y == log.max_scroll_y
+        assert "following" in str(status.render())
+
+
+async def test_slash_filters_events_by_member_or_kind(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        log = app.query_one(EventLog)
+        await pilot.press("slash")
+        box = app.query_one("#event-filter", Input)
+        assert box.has_focus
+        await pilot.press(*"member-2")
+        await wait_for(pilot, lambda: log.filter_text == "member-2")
+        assert log.visible_lines and {line.who for line in log.visible_lines} == {"member-2"}
+        await pilot.press("enter")
+        assert log.has_focus and log.filter_text == "member-2", "enter keeps the filter"
+
+        await pilot.press("slash")
+        box.value = "reset"
+        await wait_for(pilot, lambda: [line.kind for line in log.visible_lines] == ["reset"])
+        await pilot.press("escape")
+        assert log.filter_text == "" and not box.has_focus, "escape clears the filter"
+
+
+async def test_enter_opens_member_detail_live_and_escape_returns(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        await pilot.press("down", "enter")  # member-2
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberDetailScreen))
+
+        def shown(ident: str) -> str:
+            return str(app.screen.query_one(ident, Static).render())
+
+        assert "member-2 · member · running" in shown("#detail-title")
+        assert "read src/api/users.py" in shown("#detail-now")
+        assert "Claimed #3" in shown("#detail-message")
+        fake.status("member-2", 160, type="message", text="Posted F2 on the upload path.")
+        await wait_for(pilot, lambda: "Posted F2" in shown("#detail-message"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+
+
+async def test_f1_lists_the_keys_and_what_applies(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert isinstance(app.screen, HelpScreen)
+        keys = app.screen.key_table()
+        cells = [str(c) for column in keys.columns for c in column.cells]
+        assert "Pause the selected member" in cells
+        assert "Stop the whole run clean" in cells
+        assert "Help" in cells and "Quit" in cells
+        assert "Board tab" in cells
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+
+
+async def test_ctrl_p_palette_reaches_any_member(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"pause member-6")
+        await wait_for(pilot, lambda: app.screen.query_one(CommandList).option_count > 0)
+        top = app.screen.query_one(CommandList).get_option_at_index(0)
+        assert "Pause member-6" in str(top.prompt)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: ("pause", "member-6") in fake.calls)
+
+
+async def test_event_log_keeps_a_capped_list_and_renders_only_the_viewport() -> None:
+    class LogApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield EventLog(cap=1000, clock_text=lambda ts: "00:00:00")
+
+    app = LogApp()
+    async with app.run_test(size=(80, 12)) as pilot:
+        log = app.query_one(EventLog)
+        log.add(EventLine(float(i), "member-1", "tool", f"line {i}") for i in range(3000))
+        await pilot.pause()
+        assert 1000 <= len(log.visible_lines) <= 1100
+        assert log.visible_lines[-1].text == "line 2999"
+        assert log.scroll_y == log.max_scroll_y
+        rendered = [log.render_line(y).text for y in range(log.size.height)]
+        assert "line 2999" in rendered[-1] or "line 2999" in rendered[-2]
+        assert len(log._cache) <= log.size.height, "only rows in view were rendered"

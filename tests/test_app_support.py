@@ -1,0 +1,180 @@
+"""Support for the app tests: a scripted fake supervisor and the `wait_for` helper.
+
+`FakeSupervisor` has the interface the app hosts (`tui_bridge.HostedRun`): it emits
+`SupervisorEvent`s only when a test tells it to, keeps `MemberState`s the way the real
+supervisor does (`absorb`), records every control call, and ends its run when the test
+calls `finish()`. Every timestamp is `T0 + offset`, so with `AppConfig.deterministic`
+the screen is the same on every machine. (This module holds no tests; it is named
+`test_app_*` only because that is where app test files live.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from textual.pilot import Pilot
+
+from horde_tui.app import AppConfig, HordeApp
+from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import MemberState
+from horde_tui.supervisor.run import SupervisorEvent
+from horde_tui.supervisor.setup import RunRequest, assign_roles
+
+RUN_ID = "20250101-120000-beef"
+T0 = 1_735_732_800.0
+"""2025-01-01 12:00:00 UTC: the fake run starts here."""
+NOW = T0 + 200.0
+"""The frozen clock of the deterministic config: 3:20 into the run."""
+
+
+async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app run until `predicate()` holds (poll 20 ms), instead of sleeping."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+        await pilot.pause(0.02)
+
+
+class FakeSupervisor:
+    """A supervisor that does only what the test scripts; see the module docstring."""
+
+    def __init__(self, workdir: Path, count: int = 6, model: str = "stub/demo-model") -> None:
+        self.run_id = RUN_ID
+        self.run_dir = workdir / ".horde" / "runs" / RUN_ID
+        self.run_dir.mkdir(parents=True)
+        self.request = RunRequest("Review the sample target for injection bugs", count, demo=True)
+        self.settings = SimpleNamespace(model=model)
+        self.members = {
+            spec.name: MemberState(spec.name, spec.role, spec.layers)
+            for spec in assign_roles(self.request)
+        }
+        self.sink: Callable[[SupervisorEvent], None] = lambda event: None
+        self.stop: Any = None
+        self.calls: list[tuple[str, str]] = []
+        self.outcome = "finished"
+        self._finished = asyncio.Event()
+
+    # -- scripting -----------------------------------------------------------------------
+
+    def emit(self, kind: str, member: str | None = None, at: float = 0.0, **data: Any) -> None:
+        self.sink(SupervisorEvent(kind, member, data, T0 + at))
+
+    def status(self, member: str, at: float, **event: Any) -> None:
+        """A member status line, folded into the member's state as the supervisor does."""
+        self.members[member].absorb(event)
+        self.emit("member-status", member, at, **event)
+
+    def spawn(self, member: str, at: float) -> None:
+        state = self.members[member]
+        state.status, state.started, state.attempt = "running", T0 + at, state.attempt + 1
+        state.pid = 4000 + int(member.split("-")[1])
+        self.emit("member-spawn", member, at, attempt=state.attempt, pid=state.pid)
+
+    def exit(self, member: str, at: float, cause: str, message: str = "") -> None:
+        state = self.members[member]
+        self.status(member, at, type="exit", cause=cause, message=message, turns=state.turns)
+        state.status, state.ended, state.current_tool = "exited", T0 + at, ""
+        self.emit("member-exit", member, at, cause=cause, turns=state.turns)
+
+    def tool(self, member: str, at: float, tool: str, summary: str) -> None:
+        self.status(member, at, type="tool-start", tool=tool, summary=summary)
+
+    def finish(self, outcome: str = "finished", documents: tuple[str, ...] = ()) -> None:
+        """End the run: write the closing documents, emit run-end, let `run()` return."""
+        self.outcome = outcome
+        for name in ("REPORT.md", *documents):
+            title = name.removesuffix(".md").title()
+            (self.run_dir / name).write_text(f"# {title}\n\nThe {title.lower()} of {RUN_ID}.\n")
+        self.emit("run-end", at=190, outcome=outcome, diagnosis="every member finished its work")
+        self._finished.set()
+
+    # -- the HostedRun interface -----------------------------------------------------------
+
+    def pause(self, target: str = "all") -> str:
+        self.calls.append(("pause", target))
+        self.members[target].status = "paused"
+        self.emit("pause", at=195, targets=[target])
+        return f"paused {target}"
+
+    def resume(self, target: str = "all") -> str:
+        self.calls.append(("resume", target))
+        self.members[target].status = "running"
+        self.emit("resume", at=195, targets=[target])
+        return f"resumed {target}"
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str:
+        self.calls.append(("stop_clean", target))
+        self.stop = SimpleNamespace(reason=reason)
+        self.emit("stop-clean", at=195, reason=reason, grace_s=grace_s or 90)
+        return f"clean stop requested ({reason})"
+
+    async def stop_hard(self, target: str = "all") -> str:
+        self.calls.append(("stop_hard", target))
+        self.emit("stop-hard", at=195, targets=[target])
+        return f"stopped {target}"
+
+    async def run(self) -> RunSummary:
+        await self._finished.wait()
+        return RunSummary(
+            run_id=RUN_ID,
+            outcome=self.outcome,
+            diagnosis="every member finished its work",
+            canary="ok",
+            started=T0,
+            ended=T0 + 190,
+            model=self.settings.model,
+            demo=True,
+            members=list(self.members.values()),
+        )
+
+
+def play_six(fake: FakeSupervisor) -> None:
+    """Six members in every interesting state: tools running, paused, done, reset,
+    unknown cost, and a verifier at work."""
+    fake.emit("run-start", at=0, members=6, model=fake.settings.model)
+    fake.emit("phase-start", at=1, phase="discovery")
+    for i, name in enumerate(fake.members, start=1):
+        fake.spawn(name, at=2 if i == 1 else 10 + i)
+    script: list[tuple[str, int, int, float | None, str, str]] = [
+        ("member-1", 3, 5200, 0.0142, "bash", "bash: rg -n 'execute(' src/"),
+        ("member-2", 2, 3100, 0.0088, "read", "read src/api/users.py"),
+        ("member-3", 4, 6900, 0.0171, "bash", "bash: pytest -q tests/test_db.py"),
+        ("member-4", 7, 12800, 0.0391, "horde", "horde finding 2 sql-injection"),
+        ("member-5", 2, 2400, None, "horde", "horde claim 5"),
+        ("member-6", 1, 1500, 0.0031, "horde", "horde verify F1"),
+    ]
+    for n, (name, turns, tokens, cost, tool, summary) in enumerate(script):
+        at = 20 + n * 7
+        for _ in range(turns):
+            fake.status(name, at, type="turn-start")
+        fake.status(
+            name,
+            at + 1,
+            type="usage",
+            prompt_tokens=tokens * 4 // 5,
+            completion_tokens=tokens // 5,
+            cost_usd=cost,
+        )
+        fake.tool(name, at + 2, tool, summary)
+    fake.status("member-2", 70, type="message", text="Claimed #3: the users query builder.")
+    fake.members["member-3"].status = "paused"
+    fake.emit("pause", at=80, targets=["member-3"])
+    fake.exit("member-4", 120, "completed", "Filed F1: build_query concatenates user input.")
+    fake.members["member-5"].resets = 1
+    fake.emit("member-reset", "member-5", at=130, cause="model_error", resets=1, released=[5])
+
+
+def deterministic_app(fake: FakeSupervisor) -> HordeApp:
+    return HordeApp(fake, config=AppConfig.deterministic(NOW))
