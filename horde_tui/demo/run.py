@@ -38,7 +38,6 @@ MEMBERS = 4
 DEMO_KEY = "demo"
 """The stub's bearer token and the run's api_key: not a provider key."""
 LOOPBACK = ("127.0.0.1", "localhost")
-APP_NOT_READY = "demo: the full-screen app is not available yet; running headless instead"
 _SKIP = frozenset({"__pycache__"})
 
 
@@ -124,10 +123,23 @@ def host_headless(demo: PreparedDemo) -> tuple[int, Path]:
     return asyncio.run(_host(sup)), sup.run_dir / "REPORT.md"
 
 
+def host_in_app(demo: PreparedDemo) -> tuple[int, Path]:
+    """Run the prepared demo in the full-screen app; return (exit code, REPORT.md)."""
+    from horde_tui.app import HordeApp
+    from horde_tui.supervisor.run import Supervisor
+
+    sup = Supervisor(demo.workdir, demo.request, demo.settings)
+    app = HordeApp(sup)
+    code = app.run_hosted()
+    if app.summary is not None:
+        print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
+    return code, sup.run_dir / "REPORT.md"
+
+
 def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> int:
     """Run the demo; return the run's exit code (0 when it solved or finished).
 
-    Until the full-screen app can host it, `headless=False` also runs headless and says so.
+    The app hosts it when standard output is a terminal and `headless` is not asked for.
     """
     if os.environ.get("HORDE_GATEWAY_URL") and os.environ.get("HORDE_RUN"):
         return _err("refused: a member may not start a nested horde", 1)
@@ -135,8 +147,7 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> in
         Timing(speed)
     except ValueError as exc:
         return _err(str(exc))
-    if not headless:
-        print(APP_NOT_READY, flush=True)
+    in_app = not headless and sys.stdout.isatty()
     demo = prepare_demo(speed)
     print(f"demo: sample project copied to {demo.workdir}", flush=True)
     print(
@@ -145,7 +156,7 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> in
         flush=True,
     )
     try:
-        code, report = host_headless(demo)
+        code, report = host_in_app(demo) if in_app else host_headless(demo)
     finally:
         demo.stub.close()
     if keep:
