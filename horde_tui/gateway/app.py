@@ -146,6 +146,15 @@ class Gateway:
             return True
         return mode == "auto" and backend.knows_no_tools(litellm, model)
 
+    def _may_switch(self, body: dict[str, Any], exc: ProviderError) -> bool:
+        """Switch to the JSON protocol after a `tools` refusal, unless the user forced
+        native tool calls (`--tool-protocol native`): then the provider's error stands."""
+        return (
+            bool(body.get("tools"))
+            and self.config.tool_protocol != "native"
+            and backend.rejects_tools(exc.__cause__ or exc)
+        )
+
     def _limiter_key(self, opts: CallOptions) -> str:
         return f"{opts.model.split('/', 1)[0]}@{opts.api_base or ''}"
 
@@ -164,7 +173,7 @@ class Gateway:
                 try:
                     call = await backend.complete(litellm, kwargs, opts, limiter.rate_limited)
                 except ProviderError as exc:
-                    if not (body.get("tools") and backend.rejects_tools(exc.__cause__ or exc)):
+                    if not self._may_switch(body, exc):
                         raise
                     # The provider refused `tools`: switch this model to the JSON protocol
                     # once, record it, and answer this same request that way.
@@ -292,7 +301,7 @@ class Gateway:
         except StopAsyncIteration:
             first = None
         except ProviderError as exc:
-            if not (body.get("tools") and backend.rejects_tools(exc.__cause__ or exc)):
+            if not self._may_switch(body, exc):
                 raise
             # As in `_complete`: the provider refused `tools`, so this model switches to
             # the JSON protocol, whose finished reply is sent as synthesized chunks.
