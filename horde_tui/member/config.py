@@ -35,6 +35,9 @@ class MemberConfig:
     """Helpers (deliverable, post-mortem) read only: `read` and the horde tool's reads."""
     brief: str = ""
     """Extra instruction appended to the first message (what a helper must produce)."""
+    inbox_turns: int = 12
+    """Extra turns a session may take because targeted messages arrived after the model
+    stopped calling tools (`HORDE_INBOX_TURNS`)."""
 
     @property
     def workdir(self) -> Path:
@@ -87,4 +90,5 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         layer=e.get("HORDE_LAYER") or None,
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
+        inbox_turns=max(0, _int(e, "HORDE_INBOX_TURNS", 12)),
     )

@@ -1,5 +1,9 @@
 """The member's agent loop: messages -> gateway -> tool calls -> results -> repeat.
 
+Targeted messages from other members (`horde_tui.store.inbox`) are inserted before each
+model call as one user message labelled as data; a session whose model stopped calling
+tools gets one more turn when new messages arrived, at most `inbox_turns` times.
+
 It ends when the model answers without a tool call (`completed`), when the gateway
 fails for good (`model_error`), when the model says nothing at all (`no_output`), when
 the parent stops it (`killed`), or at the turn budget (`completed`, noted). Tool results
@@ -21,6 +25,8 @@ from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.params import tool_schema
+from horde_tui.store import inbox
+from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.store import HordeStore
 
 SUMMARY_CHARS = 120
@@ -42,6 +48,8 @@ class LoopState:
     calls_since_reminder: int = 0
     last_reminder: float = field(default_factory=time.monotonic)
     stop_requested: bool = False
+    inbox_turns: int = 0
+    """Extra turns taken because messages arrived after the model stopped calling tools."""
 
 
 @dataclass
@@ -95,6 +103,7 @@ class MemberLoop:
                     self.state.last_text,
                     f"turn budget of {self.config.max_turns} reached",
                 )
+            self.deliver_inbox()
             self.state.turns += 1
             self.status.emit("turn-start", turn=self.state.turns)
             try:
@@ -107,11 +116,43 @@ class MemberLoop:
                 text = (message.get("content") or "").strip()
                 if not text and self.state.tool_calls == 0:
                     return Exit("no_output", "", "the model returned neither text nor a tool call")
+                if self._inbox_turn():
+                    continue
                 return Exit("completed", text or self.state.last_text)
             for call in calls:
                 if self.state.stop_requested:
                     return Exit("killed", self.state.last_text, "stopped by the parent")
                 self._run_call(call)
+
+    def deliver_inbox(self) -> bool:
+        """Insert undelivered targeted messages as one user message; True when any came.
+
+        Helpers (read-only sessions) cannot answer, so they get none. A store that is busy
+        or unwritable only delays delivery to the next turn boundary.
+        """
+        if self.config.readonly:
+            return False
+        try:
+            text = inbox.deliver(self.store, self.config.run, self.config.name)
+        except (LockTimeoutError, OSError):
+            return False
+        if not text:
+            return False
+        self._add({"role": "user", "content": text})
+        self.status.emit("inbox", chars=len(text))
+        return True
+
+    def _inbox_turn(self) -> bool:
+        """One more turn for messages that arrived after the model stopped calling tools,
+        within `inbox_turns` per session and the turn budget."""
+        if self.state.inbox_turns >= self.config.inbox_turns:
+            return False
+        if self.state.turns >= self.config.max_turns or self.state.stop_requested:
+            return False
+        if not self.deliver_inbox():
+            return False
+        self.state.inbox_turns += 1
+        return True
 
     def _take_reply(self, response: dict[str, Any]) -> dict[str, Any]:
         choice = (response.get("choices") or [{}])[0]

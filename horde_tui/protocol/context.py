@@ -34,6 +34,20 @@ class ActionContext:
     def winding_down(self) -> bool:
         return self.store.stop_clean_requested(self.run)
 
+    def next_event_id(self) -> str:
+        """The E# this call's intent event will get.
+
+        Only meaningful inside `HordeStore.transact`'s decision, which runs under the lock
+        after the run's event log caught up and before the intent is appended: evidence
+        takes the id of the event that stores its full submission.
+        """
+        return self.store.events(self.run).next_id()
+
+    def event_exists(self, event_id: str) -> bool:
+        """True when `event_id` (E#) is an event of this run."""
+        number = event_id[1:]
+        return number.isdigit() and 1 <= int(number) <= self.store.events(self.run).count
+
 
 def resolve(state: LedgerState, raw: str | None, kind: str, field: str = "id") -> str:
     """Turn a user-supplied id into an existing entry id, or refuse in one line."""

@@ -15,10 +15,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from horde_tui.protocol.actions import claims, facts, findings, ideas, reads, resources, solved
+from horde_tui.protocol.actions import (
+    artifacts,
+    claims,
+    collab_reads,
+    facts,
+    findings,
+    ideas,
+    reads,
+    resources,
+    reviews,
+    solved,
+    threads,
+)
 from horde_tui.protocol.context import ActionContext
 from horde_tui.protocol.params import ACTION_MODELS, CAPS, Params
 from horde_tui.protocol.rules import check_caps, check_wind_down
+from horde_tui.protocol.schema import action_names
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import valid_run_id
 from horde_tui.store.state import LedgerState
@@ -47,6 +60,16 @@ WRITES: dict[str, WriteHandler] = {
     "solved": solved.solved,
     "confirm-solved": solved.confirm_solved,
     "contest-solved": solved.contest_solved,
+    "message": threads.message,
+    "ack": threads.ack,
+    "respond": threads.respond,
+    "resolve": threads.resolve,
+    "defer": threads.defer,
+    "attach": reviews.attach,
+    "review": reviews.review,
+    "reattest": reviews.reattest,
+    "artifact": artifacts.artifact,
+    "resource-state": resources.resource_state,
 }
 
 READS: dict[str, ReadHandler] = {
@@ -57,6 +80,8 @@ READS: dict[str, ReadHandler] = {
     "resources": reads.list_resources,
     "concerns": reads.list_concerns,
     "inspect": reads.inspect,
+    "inbox": collab_reads.inbox,
+    "collaboration": collab_reads.collaboration,
 }
 
 
@@ -126,10 +151,10 @@ def parse_params(raw: dict[str, Any]) -> Params:
         raise UsageError("the horde tool takes a JSON object with an 'action' field")
     action = raw.get("action")
     if not isinstance(action, str) or not action:
-        raise UsageError(f"field 'action' is required; actions: {', '.join(sorted(ACTION_MODELS))}")
+        raise UsageError(f"field 'action' is required; actions: {', '.join(action_names())}")
     model = ACTION_MODELS.get(action)
     if model is None:
-        raise UsageError(f"unknown action '{action}'; actions: {', '.join(sorted(ACTION_MODELS))}")
+        raise UsageError(f"unknown action '{action}'; actions: {', '.join(action_names())}")
     cleaned = {k: v for k, v in raw.items() if v is not None}
     try:
         return model.model_validate(cleaned)

@@ -8,47 +8,25 @@ work with strong and small models alike where `oneOf` unions often do not.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import Field
 
-TEXT_CAP = 4000
-"""Characters in `text`, `result`, `reason`, `note`: a ledger entry, not a document."""
-EVIDENCE_CAP = 20000
-"""Characters of `evidence`: command output excerpts, quotes, line references."""
-NAME_CAP = 200
+from horde_tui.protocol.collab_params import COLLAB_CAPS, COLLAB_MODELS
+from horde_tui.protocol.fields import (
+    EVIDENCE_CAP,
+    NAME_CAP,
+    TEXT_CAP,
+    Confidence,
+    Importance,
+    Params,
+    ReadParams,
+    RefList,
+    Support,
+    Text,
+)
 
-Importance = Literal["critical", "high", "medium", "low", "info"]
-Confidence = Literal["high", "medium", "low"]
-Support = Literal["reproduced", "tested", "derived", "sourced", "speculative"]
-
-
-def _as_list(value: Any) -> Any:
-    """Accept `"F1, T2"` as well as `["F1", "T2"]` (key=value callers and small models)."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
-    return value
-
-
-Text = Annotated[str, Field(min_length=1)]
-RefList = Annotated[list[str], BeforeValidator(_as_list)]
-
-
-class Params(BaseModel):
-    """Fields every action accepts."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-    action: str
-    requestId: str | None = Field(
-        default=None,
-        max_length=200,
-        description="Any write: an id of your choosing; a retry with the same id returns "
-        "the first result and writes nothing.",
-    )
-
-
-class ReadParams(Params):
-    detail: Literal["full", "compact"] | None = None
+__all__ = ["EVIDENCE_CAP", "NAME_CAP", "TEXT_CAP", "Params", "ReadParams", "tool_schema"]
 
 
 class ListParams(ReadParams):
@@ -233,6 +211,7 @@ ACTION_MODELS: dict[str, type[Params]] = {
         SolvedParams,
         ConfirmSolvedParams,
         ContestSolvedParams,
+        *COLLAB_MODELS,
     )
 }
 
@@ -245,78 +224,13 @@ CAPS: dict[str, int] = {
     "cleanup": 1000,
     "path": 1000,
     "evidence": EVIDENCE_CAP,
+    **COLLAB_CAPS,
 }
 """Size caps checked as rules (a refusal a model can act on), not as type errors."""
 
-FIELD_DOCS: dict[str, str] = {
-    "text": "The entry's prose (idea, post, finding body, fact, claim, answer, ...).",
-    "id": "The entry acted on: '#3' for ideas, 'F2', 'T4', 'C1', 'R5', or the bare number.",
-    "idea": "finding: the idea (#N) you claimed that this finding files under.",
-    "result": "done: what you found, one line.",
-    "reason": "rule-out / drop: why.",
-    "concern": "finding: a slug from CONCERNS.md (e.g. 'sql-injection').",
-    "concernDef": "finding: definition of a new concern slug.",
-    "concernNew": "finding: true to create a slug that looks like an existing one.",
-    "support": "finding / verify: reproduced, tested, derived, sourced or speculative.",
-    "importance": "finding: critical, high, medium, low or info.",
-    "confidence": "finding: high, medium or low.",
-    "evidence": "finding: exact evidence (paths with line numbers, command output, quotes).",
-    "deltaOf": "finding / fact: the F# or T# this adds distinct evidence to.",
-    "supersedes": "finding: the F# this corrects.",
-    "name": "resource: the shared resource's name.",
-    "cleanup": "resource: command run at finalize to tear down an external runtime object.",
-    "path": "resource: where it lives, inside the working directory.",
-    "note": "amend: why the finding changed.",
-    "target": "inspect: an id (F3, #2, T1, C4, R1, E12) or 'answer'.",
-    "cites": "solved: the F#/T#/A# the answer rests on.",
-    "ideas": "contest-solved: idea ids (#N) that must close before re-proposal.",
-    "owner": "list: only ideas held by this member.",
-    "detail": "reads: 'full' includes every entry's full prose.",
-    "requestId": "any write: retry key; a repeat returns the first result.",
-}
-
 
 def tool_schema() -> dict[str, Any]:
-    """The `horde` tool definition (OpenAI function format) with one flat parameter object."""
-    properties: dict[str, Any] = {
-        "action": {"type": "string", "enum": sorted(ACTION_MODELS), "description": "What to do."}
-    }
-    for model in ACTION_MODELS.values():
-        schema = model.model_json_schema()
-        for name, prop in schema.get("properties", {}).items():
-            if name == "action" or name in properties:
-                continue
-            prop = dict(prop)
-            prop.pop("title", None)
-            prop.pop("default", None)
-            # A field shared by several actions keeps only its type here: `text` may be
-            # empty for `confirm` but not for `post`. Each action's model checks lengths.
-            for bound in ("minLength", "maxLength"):
-                prop.pop(bound, None)
-            prop["description"] = FIELD_DOCS.get(name, prop.get("description", name))
-            properties[name] = _flatten_nullable(prop)
-    return {
-        "type": "function",
-        "function": {
-            "name": "horde",
-            "description": "Read and write the horde's shared ledgers (.horde/). One action per call.",
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": ["action"],
-                "additionalProperties": False,
-            },
-        },
-    }
+    """The `horde` tool definition (OpenAI function format), built in `schema`."""
+    from horde_tui.protocol.schema import build_tool_schema
 
-
-def _flatten_nullable(prop: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [X, null]` -> X, so small models see a plain type."""
-    options = prop.get("anyOf")
-    if options:
-        non_null = [o for o in options if o.get("type") != "null"]
-        if len(non_null) == 1:
-            merged = {k: v for k, v in prop.items() if k != "anyOf"}
-            merged.update(non_null[0])
-            return merged
-    return prop
+    return build_tool_schema()

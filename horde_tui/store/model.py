@@ -18,6 +18,16 @@ IMPORTANCE = ("critical", "high", "medium", "low", "info")
 CONFIDENCE = ("high", "medium", "low")
 SUPPORT = ("reproduced", "tested", "derived", "sourced", "speculative")
 VERDICTS = ("supports", "partially-supports", "refutes")
+ThreadKind = Literal["question", "blocker", "review-request", "challenge", "handoff", "decision"]
+ThreadState = Literal["open", "acked", "responded", "deferred", "resolved"]
+ResourceStateName = Literal["building", "ready", "broken", "retired"]
+THREAD_KINDS = ("question", "blocker", "review-request", "challenge", "handoff", "decision")
+BLOCKING_KINDS = frozenset({"blocker", "challenge"})
+"""Thread kinds that block acceptance of their target while not resolved."""
+RELATIONS = ("supports", "contradicts", "extends")
+ARTIFACT_KINDS = ("runnable", "document")
+DOCUMENT_SUFFIXES = (".md", ".txt", ".rst", ".adoc", ".pdf")
+RESOURCE_STATES = ("building", "ready", "broken", "retired")
 
 
 @dataclass
@@ -84,6 +94,15 @@ class Review:
     evidence: str
     run: str
     seq: int
+    evidence_id: str = ""
+    """The E# attached by this call's `evidenceText`, if any."""
+    reattests: str = ""
+    """The earlier V# this review carries forward (`reattest`), if any."""
+
+    @property
+    def full_scope(self) -> bool:
+        """Nothing inside the target's claim or criteria was left unchecked."""
+        return not self.unchecked.strip()
 
 
 @dataclass
@@ -102,11 +121,20 @@ class Finding(Entity):
     corroborators: list[str] = field(default_factory=list)
     verifications: list[Verification] = field(default_factory=list)
     history: list[HistoryNote] = field(default_factory=list)
+    claim_lines: list[str] = field(default_factory=list)
+    """The claim line of every revision (index 0 is r1): `reattest` refuses across a change."""
+    amended_from: set[int] = field(default_factory=set)
+    """Revisions an `amend` started from: a review of one may be carried forward."""
 
     @property
     def claim_line(self) -> str:
         """The first line of the prose: what the finding claims."""
-        return self.text.strip().splitlines()[0] if self.text.strip() else ""
+        return first_line(self.text)
+
+
+def first_line(text: str) -> str:
+    """The first line of a text, stripped ('' for blank text)."""
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 @dataclass
@@ -136,6 +164,13 @@ class Resource(Entity):
     cleanup: str = ""
     path: str = ""
     reusers: list[str] = field(default_factory=list)
+    state: str = ""
+    """Published readiness (building, ready, broken, retired); '' until `resource-state`."""
+    lease: str = ""
+    ports: list[int] = field(default_factory=list)
+    health: str = ""
+    generation: int = 0
+    """Bumped each time the resource goes back to `building`: a rebuild is a new generation."""
 
 
 @dataclass
@@ -176,3 +211,108 @@ class RunInfo:
     task_sha256: str
     seq: int
     ts: str
+
+
+@dataclass
+class ThreadNote:
+    """One step of a thread: ack, respond, defer or resolve (`auto` names the V# that
+    resolved it on the requester's behalf)."""
+
+    seq: int
+    ts: str
+    by: str
+    what: str
+    text: str = ""
+    evidence: str = ""
+    auto: str = ""
+
+
+@dataclass
+class Thread(Entity):
+    """A Q# targeted thread from `by` to `to`, optionally about an F#, A# or the answer."""
+
+    to: str = ""
+    kind: str = "question"
+    text: str = ""
+    target: str | None = None
+    target_revision: int | None = None
+    state: ThreadState = "open"
+    review: str | None = None
+    """The refuting V# that opened this challenge."""
+    repin: str | None = None
+    """`A#@n`: this review-request asks the owner to re-pin that dependency revision."""
+    notes: list[ThreadNote] = field(default_factory=list)
+
+    @property
+    def responses(self) -> int:
+        """How many responses the recipient sent (the repair phase's progress measure)."""
+        return sum(1 for n in self.notes if n.what == "respond")
+
+    @property
+    def closed(self) -> bool:
+        return self.state == "resolved"
+
+    @property
+    def blocking(self) -> bool:
+        return self.kind in BLOCKING_KINDS and not self.closed
+
+
+@dataclass
+class Evidence:
+    """Evidence attached to a target; its id is the E# of the call that carried it."""
+
+    id: str
+    run: str
+    by: str
+    target: str
+    relation: str
+    text: str
+    seq: int
+    ts: str
+    review: str = ""
+    """The V# this evidence was attached with (`review evidenceText=`), if any."""
+
+    @property
+    def key(self) -> str:
+        """Event ids are numbered per run, so the run is part of the key."""
+        return evidence_key(self.run, self.id)
+
+
+def evidence_key(run: str, event_id: str) -> str:
+    return f"{run}/{event_id}"
+
+
+@dataclass
+class ArtifactRevision:
+    """Revision n of an artifact: its bytes (by sha256), kind, criteria and pinned deps."""
+
+    n: int
+    sha256: str
+    kind: str
+    criteria: str
+    depends_on: dict[str, int]
+    size: int
+    by: str
+    seq: int
+    ts: str
+    note: str = ""
+
+
+@dataclass
+class Artifact(Entity):
+    """A# a file published under `runs/<run>/artifacts/<name>`, owned by its publisher."""
+
+    name: str = ""
+    revisions: list[ArtifactRevision] = field(default_factory=list)
+
+    @property
+    def current(self) -> ArtifactRevision:
+        return self.revisions[-1]
+
+    @property
+    def revision(self) -> int:
+        return self.current.n
+
+    @property
+    def kind(self) -> str:
+        return self.current.kind

@@ -82,6 +82,14 @@ class HordePaths:
     def events(self, run_id: str) -> Path:
         return self.run_dir(run_id) / "events.jsonl"
 
+    def artifacts(self, run_id: str) -> Path:
+        """Published artifacts of a run, by name (`artifact` writes them)."""
+        return self.run_dir(run_id) / "artifacts"
+
+    def revisions(self, run_id: str) -> Path:
+        """Content-addressed copies of every published artifact revision (`<sha256>`)."""
+        return self.run_dir(run_id) / "revisions"
+
     def stop_clean_sentinel(self, run_id: str) -> Path:
         return self.run_dir(run_id) / ".stop-clean"
 
@@ -106,6 +114,13 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write_file(tmp, text.encode("utf-8"), os.O_TRUNC, fsync=fsync)
+    os.replace(tmp, path)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """`atomic_write_text` for bytes (artifact copies)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_file(tmp, data, os.O_TRUNC, fsync=fsync)
     os.replace(tmp, path)
 
 

@@ -13,19 +13,24 @@ from typing import Any
 
 from horde_tui.store.ledgers import (
     answers,
+    artifacts,
     board,
     claims,
     concerns,
+    evidence,
     facts,
     findings,
     ideas,
     resources,
+    threads,
 )
 from horde_tui.store.ledgers.common import Fold, RenderCache
 from horde_tui.store.model import (
+    Artifact,
     Claim,
     Concern,
     Entity,
+    Evidence,
     Fact,
     Finding,
     Idea,
@@ -34,6 +39,7 @@ from horde_tui.store.model import (
     Resource,
     Review,
     RunInfo,
+    Thread,
 )
 from horde_tui.store.projection import EntrySource, Projections
 from horde_tui.store.textmatch import MatchIndex
@@ -50,6 +56,11 @@ for _kind, _module in (
     ("claims", claims),
     ("resources", resources),
     ("answers", answers),
+    # Collaboration records have no markdown ledger of their own (kind ''): the
+    # `collaboration`, `inbox` and `inspect` reads and the supervisor's snapshots show them.
+    ("", threads),
+    ("", evidence),
+    ("", artifacts),
 ):
     for _op, _fold in _module.OPS.items():
         FOLDS[_op] = _fold
@@ -96,6 +107,8 @@ PREFIXES = {
     "claims": "C",
     "resources": "R",
     "reviews": "V",
+    "threads": "Q",
+    "artifacts": "A",
 }
 _ID = re.compile(r"^\s*(#|[A-Za-z])?\s*(\d+)\s*$")
 _NUMBERED = re.compile(r"^(#|[A-Z])(\d+)$")
@@ -122,6 +135,18 @@ class LedgerState:
     runs: dict[str, RunInfo] = field(default_factory=dict)
     proposals: dict[str, list[Proposal]] = field(default_factory=dict)
     resource_by_name: dict[str, str] = field(default_factory=dict)
+    threads: dict[str, Thread] = field(default_factory=dict)
+    threads_by_target: dict[str, list[str]] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    """`run/E#` -> evidence (event ids are numbered per run)."""
+    evidence_by_target: dict[str, list[str]] = field(default_factory=dict)
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    artifact_by_name: dict[str, str] = field(default_factory=dict)
+    """`run/name` -> A# (see `ledgers.artifacts.name_key`)."""
+    delivered: dict[str, int] = field(default_factory=dict)
+    """Member -> ledger seq up to which its inbox was delivered (`inbox.deliver`)."""
+    actors: set[str] = field(default_factory=set)
+    """Everyone who wrote a ledger record: the members a message may be addressed to."""
     idea_index: MatchIndex = field(default_factory=MatchIndex)
     finding_index: MatchIndex = field(default_factory=MatchIndex)
     fact_index: MatchIndex = field(default_factory=MatchIndex)
@@ -151,6 +176,8 @@ class LedgerState:
         except KeyError as exc:
             raise FoldError(f"{op} names {exc.args[0]!r}, which does not exist") from None
         self.seq = max(self.seq, int(record.get("seq", 0)))
+        if record.get("actor"):
+            self.actors.add(str(record["actor"]))
         m = _NUMBERED.match(str(record.get("id", "")))
         if m:
             self.highest[m.group(1)] = max(self.highest.get(m.group(1), 0), int(m.group(2)))
@@ -185,6 +212,12 @@ class LedgerState:
         self._changes += 1
         entity.version = self._changes
         self._projections.touch(self, kind, entity)
+
+    def stamp(self, entity: Entity) -> None:
+        """Bump the version of an entity no markdown projection shows (threads, artifacts),
+        so a cached rendering of it is redone after a change."""
+        self._changes += 1
+        entity.version = self._changes
 
     def watch(self, kind: str, ident: str, dep_kind: str, dep_id: str) -> None:
         """Re-render `dep_id` (of `dep_kind`) whenever `ident` (of `kind`) is touched."""

@@ -8,6 +8,7 @@ from horde_tui.protocol.actions.ideas import held_by
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import AmendParams, FindingParams, VerifyParams
 from horde_tui.protocol.rules import check_new_concern, normalize_slug
+from horde_tui.store.ledgers.artifacts import unregistered_runnables
 from horde_tui.store.ledgers.findings import classify, independent_reporters, is_settled
 from horde_tui.store.model import Finding
 from horde_tui.store.state import LedgerState
@@ -123,12 +124,26 @@ def finding(ctx: ActionContext, p: FindingParams, state: LedgerState) -> Decisio
     )
     missing = [n for n in ("importance", "confidence") if getattr(p, n) is None]
     hint = f" Consider adding {' and '.join(missing)}." if missing and not rel else ""
+    hint += register_warning(state, f"{p.text}\n{p.evidence}")
     return Decision(
         True,
         f"ok {new_id} filed under {idea_id or '-'} · concern {concern} · r1 · unreviewed{rel}.{hint}",
         new_id,
         records,
         outcome="created",
+    )
+
+
+def register_warning(state: LedgerState, text: str) -> str:
+    """A finding citing a runnable under `artifacts/` that no A# or R# covers is told to
+    register it, so a reviewer can pin the exact bytes it relied on."""
+    unregistered = unregistered_runnables(state, text)
+    if not unregistered:
+        return ""
+    return (
+        f" Warning: {', '.join(unregistered)} is cited but no A# or R# covers it "
+        "(reproductions rule); register it with `horde artifact path=... "
+        "artifactKind=runnable criteria=...`."
     )
 
 

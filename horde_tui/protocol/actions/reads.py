@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from horde_tui.protocol.actions import collab_reads
+from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import (
     ClaimsParams,
@@ -94,6 +96,15 @@ def inspect(ctx: ActionContext, p: InspectParams, state: LedgerState) -> str:
     head = target[:1].upper()
     if head == "E" and normalize_id(target, "E"):
         return _event(ctx, normalize_id(target, "E") or target)
+    if head == "Q" and normalize_id(target, "Q"):
+        return collab_reads.inspect_thread(
+            state, state.threads[lookup(state, target, "Q", "target")]
+        )
+    if head == "A" and normalize_id(target, "A"):
+        ident = lookup(state, target, "A", "target")
+        return collab_reads.inspect_artifact(state, state.artifacts[ident])
+    if head == "I" and normalize_id(target, "I"):
+        target = target[1:]  # I# is another spelling of an idea id
     kind = KINDS.get(head) or ("ideas" if target.isdigit() else None)
     if kind is None:
         raise ActionRefused(
@@ -101,7 +112,9 @@ def inspect(ctx: ActionContext, p: InspectParams, state: LedgerState) -> str:
         )
     ident = resolve(state, target, kind, "target")
     if kind == "findings":
-        return render_finding(state, state.findings[ident])
+        return render_finding(state, state.findings[ident]) + collab_reads.finding_extras(
+            state, ident
+        )
     entity = getattr(state, kind)[ident]
     data = {k: v for k, v in vars(entity).items() if k != "version"}
     return json.dumps(data, indent=2, default=lambda o: vars(o), ensure_ascii=False) + "\n"

@@ -1,10 +1,13 @@
-"""resource: claim a shared dataset, harness, corpus or sandbox by name."""
+"""resource, resource-state: claim a shared dataset, harness, corpus or sandbox by name,
+and publish its readiness (building, ready, broken, retired), lease, ports and health."""
 
 from __future__ import annotations
 
-from horde_tui.protocol.context import ActionContext
+from horde_tui.protocol.collab_params import ResourceStateParams
+from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import ResourceParams
 from horde_tui.protocol.rules import check_cleanup, inside_workdir
+from horde_tui.store.model import Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 from horde_tui.store.textmatch import TextKey
@@ -66,3 +69,73 @@ def resource(ctx: ActionContext, p: ResourceParams, state: LedgerState) -> Decis
     if p.path:
         record["path"] = p.path
     return Decision(True, f"ok {new_id} `{name}` is yours", new_id, [record], outcome="created")
+
+
+def _resource_of(state: LedgerState, p: ResourceStateParams) -> Resource:
+    if p.id:
+        return state.resources[resolve(state, p.id, "resources")]
+    if p.name and p.name.strip().lower() in state.resource_by_name:
+        return state.resources[state.resource_by_name[p.name.strip().lower()]]
+    if p.name:
+        raise ActionRefused(
+            f"refused: no resource named {p.name.strip()!r} (resources rule: state is "
+            "published for a claimed resource); claim it first with `resource`"
+        )
+    raise ActionRefused(
+        "refused: resource-state needs `id` (R#) or `name` (resources rule); name the resource"
+    )
+
+
+def _ports(state: LedgerState, res: Resource, raw: list[str]) -> list[int]:
+    """Valid TCP ports that no other live resource (not retired) has published."""
+    ports: list[int] = []
+    for item in raw:
+        text = str(item).strip()
+        if not text.isdigit() or not 1 <= int(text) <= 65535:
+            raise ActionRefused(
+                f"refused: port {text!r} is not a number from 1 to 65535 (resources rule); "
+                "give ports such as 8080"
+            )
+        ports.append(int(text))
+    for other in state.resources.values():
+        clash = set(ports) & set(other.ports)
+        if other.id != res.id and other.state != "retired" and clash:
+            raise ActionRefused(
+                f"refused: port {min(clash)} is held by {other.id} `{other.name}` (owner "
+                f"{other.by}) (resources rule: one live resource per port); pick another port "
+                f"or reuse {other.id}"
+            )
+    return ports
+
+
+def resource_state(ctx: ActionContext, p: ResourceStateParams, state: LedgerState) -> Decision:
+    res = _resource_of(state, p)
+    if res.by != ctx.actor:
+        raise ActionRefused(
+            f"refused: {res.id} `{res.name}` is owned by {res.by} (resources rule: only the "
+            f"owner publishes its state); message {res.by} if it looks {p.state} to you"
+        )
+    ports = _ports(state, res, p.ports) if p.ports is not None else list(res.ports)
+    if p.state in ("ready", "broken") and not p.evidence.strip():
+        raise ActionRefused(
+            f"refused: `{p.state}` without health evidence (resources rule: readiness is "
+            "shown, not asserted); pass `evidence` (a health check and its output)"
+        )
+    record = {
+        "op": "resource.state",
+        "id": res.id,
+        "state": p.state,
+        "lease": p.lease,
+        "ports": ports,
+        "health": p.evidence,
+    }
+    rebuild = p.state == "building" and res.state not in ("", "building")
+    generation = res.generation + 1 if rebuild else max(res.generation, 1)
+    where = f" · ports {', '.join(map(str, ports))}" if ports else ""
+    return Decision(
+        True,
+        f"ok {res.id} `{res.name}` is {p.state} (generation {generation}){where}",
+        res.id,
+        [record],
+        outcome="state",
+    )

@@ -47,6 +47,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         delta_of=rec.get("deltaOf"),
         supersedes=rec.get("supersedes"),
     )
+    f.claim_lines.append(f.claim_line)
     state.findings[f.id] = f
     state.touch("findings", f)
     if f.supersedes and f.supersedes in state.findings:
@@ -90,8 +91,10 @@ def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
     )
     f.verifications = []
     f.corroborators = []
+    f.amended_from.add(f.revision)
     f.text = rec["text"]
     f.revision += 1
+    f.claim_lines.append(f.claim_line)
     state.finding_index.add(f.id, TextKey.of(match_text(f)))
 
 
@@ -109,6 +112,8 @@ def _review(state: LedgerState, rec: dict[str, Any]) -> None:
         evidence=rec.get("evidence", ""),
         run=rec["run"],
         seq=rec["seq"],
+        evidence_id=rec.get("evidenceId", ""),
+        reattests=rec.get("reattests", ""),
     )
     # A review is listed under its target and moves the target's status; a target that
     # does not exist yet shows it once added.

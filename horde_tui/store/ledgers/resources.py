@@ -52,10 +52,26 @@ def _update(state: LedgerState, rec: dict[str, Any]) -> None:
     state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
 
 
+def _state(state: LedgerState, rec: dict[str, Any]) -> None:
+    """`resource-state`: readiness, lease, ports and health; `building` after another state
+    starts a new generation (a rebuild)."""
+    res = state.resources[rec["id"]]
+    state.touch("resources", res)
+    if rec["state"] == "building" and res.state not in ("", "building"):
+        res.generation += 1
+    elif not res.generation:
+        res.generation = 1
+    res.state = rec["state"]
+    res.lease = rec.get("lease", "")
+    res.ports = [int(p) for p in rec.get("ports", [])]
+    res.health = rec.get("health", "")
+
+
 OPS: dict[str, Fold] = {
     "resource.add": _add,
     "resource.reuse": _reuse,
     "resource.update": _update,
+    "resource.state": _state,
 }
 
 
@@ -67,6 +83,15 @@ def render_resource(res: Resource) -> str:
         out += f"\n    cleanup: `{one_line(res.cleanup)}`"
     if res.reusers:
         out += f"\n    reused by: {', '.join(res.reusers)}"
+    if res.state:
+        out += f"\n    state: {res.state} (generation {res.generation}"
+        if res.lease:
+            out += f", lease {one_line(res.lease, 80)}"
+        if res.ports:
+            out += f", ports {', '.join(str(p) for p in res.ports)}"
+        out += ")"
+        if res.health:
+            out += f"\n    health: {one_line(res.health, 200)}"
     return out
 
 
