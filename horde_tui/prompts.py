@@ -39,6 +39,11 @@ directory, each in its own process. You coordinate ONLY through the shared ledge
 6. Record checkable facts with `fact`, assertions others can check with `assert`.
 7. When the task's question is answered, `solved text=... cites=F1,T2`. A DIFFERENT
    member must `confirm-solved` or `contest-solved` it.
+8. Check each other's work: `review target=F3 verdict=supports|partially-supports|refutes
+   support=tested checked=... unchecked=... evidenceText=...` pins the revision you
+   checked; a runnable you built goes in with `artifact path=... artifactKind=runnable
+   criteria=...`. Ask or answer a member with `message to=member-2 kind=question|blocker|
+   review-request text=...` and `respond id=Q3 text=...`; `inbox` shows what waits for you.
 
 ## Rules the tool enforces (a refusal tells you which one and what to do)
 - One owner per idea; no finding without a claimed idea; no plan post before claiming.
