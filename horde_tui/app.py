@@ -4,7 +4,8 @@ The caller builds the supervisor (`horde-tui run`) or a test builds a fake with 
 interface (`tui_bridge.HostedRun`); the app swaps the supervisor's sink for a
 `TuiBridge`, runs `supervisor.run()` in a worker on its own event loop, and applies each
 coalesced batch of events to the run screen. When the run ends the report screen opens.
-With no run to host it shows the newest run's report or how to start one.
+With no run to host it lists the runs on disk (or says how to start one); `attach`
+shows a run hosted by another process, polled from its files (`screens/source.py`).
 
 `AppConfig` carries every non-deterministic input (clock, time zone, file polling, tick,
 animation, cursor blink) so tests and snapshots can switch them all off at once.
@@ -25,12 +26,15 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from horde_tui.screens.home import HomeScreen, newest_run
+from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen, quit_screen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
+from horde_tui.screens.runs import RunsScreen
+from horde_tui.screens.source import AttachedRun
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
+from horde_tui.view.run import RunsIndex
 from widgets.event_log import default_clock_text
 
 
@@ -75,6 +79,8 @@ class AppConfig:
     """At most one UI update per this many seconds from the supervisor's events."""
     animations: bool = True
     cursor_blink: bool = True
+    attach_poll_s: float = 0.2
+    """An attached run's files are re-read this often (at most 10 a second)."""
 
     @classmethod
     def deterministic(cls, now: float) -> AppConfig:
@@ -118,13 +124,23 @@ class HordeApp(App[int]):
         *,
         horde_dir: Path | None = None,
         config: AppConfig | None = None,
+        attach: Path | None = None,
     ) -> None:
         super().__init__()
         self.sup = supervisor
         self.config = config or AppConfig()
         if horde_dir is None:
-            horde_dir = supervisor.run_dir.parent.parent if supervisor else Path.cwd() / ".horde"
+            if supervisor is not None:
+                horde_dir = supervisor.run_dir.parent.parent
+            elif attach is not None:
+                horde_dir = attach.parent.parent
+            else:
+                horde_dir = Path.cwd() / ".horde"
         self.horde_dir = horde_dir
+        self.attached: AttachedRun | None = None
+        """The run shown from another process's files, if any (`attach_run`)."""
+        self._attach_first = attach
+        self._attach_timer: object | None = None
         self.bridge = TuiBridge(self, self.config.coalesce_s)
         self.live = False
         self.summary: RunSummary | None = None
@@ -149,13 +165,18 @@ class HordeApp(App[int]):
     def get_default_screen(self) -> Screen[object]:
         if self.sup is not None:
             return RunScreen(self.sup)
+        if self._attach_first is not None:
+            return RunScreen(self._attach(self._attach_first))
+        index = RunsIndex(self.horde_dir)
+        index.refresh()
+        if index.rows():
+            return RunsScreen(self.horde_dir, index)
         return HomeScreen(self.horde_dir)
 
     def on_mount(self) -> None:
         if self.sup is None:
-            newest = newest_run(self.horde_dir)
-            if newest is not None and newest.has_report:
-                self.push_screen(ReportScreen(newest.run_dir))
+            if self.attached is not None:
+                self.poll_attached()
             return
         self.bridge.attach()
         self.sup.sink = self.bridge
@@ -165,6 +186,43 @@ class HordeApp(App[int]):
     async def _host(self) -> RunSummary:
         assert self.sup is not None
         return await self.sup.run()
+
+    # -- attached runs ---------------------------------------------------------------------
+
+    def _attach(self, run_dir: Path) -> AttachedRun:
+        if self.attached is not None:
+            self.attached.close()
+        source = self.attached = AttachedRun(run_dir)
+        self.title = f"run {source.run_id} · attached"
+        self.sub_title = ""
+        if self._attach_timer is None:
+            self._attach_timer = self.set_interval(self.config.attach_poll_s, self.poll_attached)
+        return source
+
+    def attach_run(self, run_dir: Path) -> None:
+        """Show a run hosted by another process (from the runs list)."""
+        source = self._attach(run_dir)
+        self.push_screen(RunScreen(source))
+        self.poll_attached()
+
+    def poll_attached(self) -> None:
+        """Re-read the attached run's files into its screen; open the report at the end."""
+        source, screen = self.attached, self.run_screen
+        if source is None or screen is None or screen.sup is not source:
+            return
+        items = source.poll()
+        model = source.settings.model or "no model"
+        self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
+        screen.apply(items)
+        self.revision += 1
+        if screen.live and not source.live:
+            screen.run_ended(None, None, source.ended_text())
+            if (source.run_dir / "REPORT.md").is_file() and self.screen is screen:
+                self.push_screen(ReportScreen(source.run_dir))
+
+    def on_unmount(self) -> None:
+        if self.attached is not None:
+            self.attached.close()  # ends a control request's wait in its thread
 
     def on_supervisor_update(self, message: SupervisorUpdate) -> None:
         screen = self.run_screen
@@ -209,7 +267,9 @@ class HordeApp(App[int]):
             self.push_screen(HelpScreen(self.screen))
 
     async def action_quit(self) -> None:
-        """Quit; a live hosted run dies with the app, so first ask how to stop it."""
+        """Quit; a live hosted run dies with the app, so first ask how to stop it.
+
+        An attached run belongs to another process: quitting leaves it going."""
         if not self.live or self.sup is None:
             self.exit(self.exit_code)
             return
@@ -240,3 +300,9 @@ class HordeApp(App[int]):
 def open_app(no_mouse: bool = False) -> int:
     """`horde-tui app` / bare `horde-tui`: no run to host, show what is here."""
     return HordeApp(horde_dir=Path.cwd() / ".horde").run_hosted(mouse=not no_mouse)
+
+
+def attach_app(run_dir: Path, no_mouse: bool = False) -> int:
+    """`horde-tui attach [RUN]`: the run screen on a run another process hosts."""
+    HordeApp(attach=run_dir).run(mouse=not no_mouse)
+    return 0

@@ -1,7 +1,9 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
 `resume`, `finalize`. Imported lazily by `cli.py`.
 
-`run`/`plan` host a supervisor in this process (headless: one line per event on stdout).
+`run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
+or with `--detach` start a headless one as its own process and return; `attach` opens
+the app on a run another process hosts.
 The control commands reach a live supervisor from any other shell through its run's
 `control/` folder.
 """
@@ -122,6 +124,8 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     layers = parse_layers(layers_text) if layers_text is not None else []
     if layers_text is not None and not layers:
         return _err('plan needs layers separated by ";", e.g. "parser; type checker"')
+    if getattr(args, "detach", False):
+        return _detach(args, workdir / ".horde", layers_text)
     prompt = args.prompt if layers_text is None else f"Analyse each layer: {'; '.join(layers)}"
     request = RunRequest(
         prompt,
@@ -144,6 +148,79 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     sup = Supervisor(workdir, request, settings, sink=print_event)
     print(f"run {sup.run_id}: {count.members} members, model {settings.model}", flush=True)
     return asyncio.run(_host(sup))
+
+
+DETACH_OPTIONS = (
+    "model",
+    "thinking",
+    "max_minutes",
+    "max_cost_usd",
+    "api_base",
+    "api_key",
+    "tool_protocol",
+)
+DETACH_FLAGS = ("no_verifier", "until_stop")
+DETACH_WAIT_S = 60.0
+"""How long `--detach` waits for the new run's `.live` before giving up."""
+
+
+def detached_argv(args: argparse.Namespace, layers_text: str | None) -> list[str]:
+    """The headless command line that repeats this `run`/`plan` in its own process."""
+    command = ["run", args.count, args.prompt] if layers_text is None else ["plan", args.count]
+    if layers_text is not None:
+        command.append(layers_text)
+    for name in DETACH_OPTIONS:
+        value = getattr(args, name, None)
+        if value is not None:
+            command += [f"--{name.replace('_', '-')}", str(value)]
+    command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(args, name)]
+    return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
+
+
+def _detach(args: argparse.Namespace, horde_dir: Path, layers_text: str | None) -> int:
+    """Start the supervisor as its own session (it outlives this shell), wait until its
+    run is live, and say how to watch and stop it."""
+    import subprocess
+
+    runs = horde_dir / "runs"
+    before = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
+    horde_dir.mkdir(parents=True, exist_ok=True)
+    log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            detached_argv(args, layers_text),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + DETACH_WAIT_S
+    while time.monotonic() < deadline:
+        fresh = sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
+        live = [p for p in fresh if controls.live_file(p).is_file()]
+        if live:
+            run = live[-1].name
+            print(f"run {run} started in the background (pid {proc.pid}); log: {log}")
+            print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
+            print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+            return 0
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            return _err(f"the detached run exited ({proc.returncode}) before starting:\n{tail}", 1)
+        time.sleep(0.1)
+    return _err(f"the detached run did not go live within {DETACH_WAIT_S:g} s; see {log}", 1)
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    """Open the app on a run hosted by another process (default: the live one)."""
+    from horde_tui.app import attach_app
+
+    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    run_dir = find_run(horde_dir, args.run)
+    if run_dir is None:
+        what = f"no run named {args.run}" if args.run else "no run is live"
+        return _err(f"{what} in {horde_dir}; `horde-tui app` lists the runs", 1)
+    return attach_app(run_dir, no_mouse=args.no_mouse)
 
 
 async def _host(sup: Any) -> int:
@@ -244,12 +321,20 @@ def add_commands(sub: Any) -> None:
     run.add_argument("prompt")
     add_run_arguments(run)
     run.set_defaults(func=cmd_run)
+    detach_help = "start the run as a background process and return (watch: horde-tui attach)"
+    run.add_argument("--detach", action="store_true", help=detach_help)
 
     plan = sub.add_parser("plan", help='run a partitioned horde: plan N "layer; layer; ..."')
     plan.add_argument("count")
     plan.add_argument("layers", help="layers separated by ';'")
     add_run_arguments(plan)
+    plan.add_argument("--detach", action="store_true", help=detach_help)
     plan.set_defaults(func=lambda a: cmd_run(a, a.layers), prompt="")
+
+    attach = sub.add_parser("attach", help="open the app on a run hosted by another process")
+    attach.add_argument("run", nargs="?", help="the run id (default: the live run)")
+    attach.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
+    attach.set_defaults(func=cmd_attach)
 
     for name, text in (
         ("status", "show the live run and each member"),

@@ -5,7 +5,6 @@ underneath (the bridge's coalescing, the styles resolver, the `app` command)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
@@ -148,23 +147,6 @@ async def test_home_screen_explains_how_to_start_when_there_is_no_run(tmp_path: 
         assert app.screen.check_action("open_report", ()) is False, "hidden: no run at all"
         await pilot.press("q")
     assert app.return_value == 0
-
-
-async def test_app_with_no_live_run_opens_the_newest_report(tmp_path: Path) -> None:
-    runs = tmp_path / ".horde" / "runs"
-    for run, report in (("20240101-000000-aaaa", "old"), ("20250101-000000-bbbb", "newest")):
-        (runs / run).mkdir(parents=True)
-        (runs / run / "TASK.md").write_text("# Task\n")
-        (runs / run / "MANIFEST.json").write_text(json.dumps({"run": run}))
-        (runs / run / "REPORT.md").write_text(f"# Report\n\nThe {report} run.\n")
-    app = HordeApp(horde_dir=tmp_path / ".horde")
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
-        view = app.screen.query_one(Markdown)
-        await wait_for(pilot, lambda: "The newest run." in view.source)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen))
-        assert "Press enter to read its report" in static_text(app, "#home-text")
 
 
 class Recorder:

@@ -1,7 +1,8 @@
-"""The screen under everything when the app hosts no run: what is here, what to do next.
+"""The empty state: what the app shows when it hosts no run and `.horde/runs/` holds none
+(with runs on disk it opens the runs list, `screens/runs.py`, instead).
 
-Until the runs list exists this shows the newest run's state (and opens its report, one
-key away) or explains how to start a run. It only reads `.horde/runs/`.
+It explains how to start a run; given runs it still names the newest one's state (and
+opens its report, one key away). It only reads `.horde/runs/`.
 """
 
 from __future__ import annotations

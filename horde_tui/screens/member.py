@@ -22,10 +22,10 @@ from widgets.member_table import format_cost, format_elapsed, format_tokens, sta
 
 if TYPE_CHECKING:
     from horde_tui.app import HordeApp
-    from horde_tui.tui_bridge import HostedRun
+    from horde_tui.screens.source import RunSource
 
 
-def shown_path(sup: HostedRun, path: Path) -> str:
+def shown_path(sup: RunSource, path: Path) -> str:
     """A run path as the user would type it in the project: relative to the workdir."""
     workdir = sup.run_dir.parent.parent.parent
     try:
@@ -34,7 +34,7 @@ def shown_path(sup: HostedRun, path: Path) -> str:
         return str(path)
 
 
-def transcript_path(sup: HostedRun, name: str) -> str:
+def transcript_path(sup: RunSource, name: str) -> str:
     """The member's newest transcript, else its session folder (where it will appear)."""
     state = sup.members.get(name)
     if state is not None and state.transcripts:
@@ -55,7 +55,7 @@ class MemberDetailScreen(Screen[None]):
         Binding("t", "transcript", "Transcript", id="detail-transcript"),
     ]
 
-    def __init__(self, supervisor: HostedRun, name: str) -> None:
+    def __init__(self, supervisor: RunSource, name: str) -> None:
         super().__init__(classes="member-detail")
         self.sup = supervisor
         self.member = name

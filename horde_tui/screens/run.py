@@ -1,8 +1,10 @@
 """The run screen: the member table above, the run's tabs below.
 
 The app hands it each coalesced batch of supervisor events (`apply`); the table repaints
-from the supervisor's in-memory `MemberState`s (diffed cell by cell), the Events tab
-appends the batch's lines. Keys act on the member under the table cursor and are greyed
+from the source's `MemberState`s (diffed cell by cell), the Events tab appends the
+batch's lines. The source is a hosted supervisor or an `AttachedRun` read from another
+process's run files (`screens/source.py`); only the controls differ: an attached run's
+go through `control/` from a thread worker, and the answer comes back as a notification. Keys act on the member under the table cursor and are greyed
 out (`check_action` -> None) when they do not apply to it now.
 """
 
@@ -16,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
 
 from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.describe import (
@@ -27,11 +30,12 @@ from horde_tui.screens.describe import (
 from horde_tui.screens.member import MemberDetailScreen, transcript_path
 from horde_tui.screens.modals import stop_hard_screen
 from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
+from horde_tui.screens.source import AttachedRun
 from horde_tui.store.paths import LEDGER_FILES
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import SupervisorEvent
-from widgets.event_log import EventLog
+from widgets.event_log import EventLine, EventLog
 from widgets.member_table import MemberTable
 
 if TYPE_CHECKING:
@@ -87,14 +91,16 @@ class RunScreen(Screen[None]):
         ),
     ]
 
-    def __init__(self, supervisor: HostedRun) -> None:
+    def __init__(self, supervisor: HostedRun | AttachedRun) -> None:
         super().__init__(id="run-screen")
         self.sup = supervisor
+        self.remote = isinstance(supervisor, AttachedRun)
+        """Attached to another process's run: controls go through `control/`."""
         self.live = True
         self.phase = "starting"
         self.summary: RunSummary | None = None
         self._ready = False
-        self._early: list[SupervisorEvent] = []
+        self._early: list[SupervisorEvent | EventLine] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
 
     @property
@@ -156,15 +162,21 @@ class RunScreen(Screen[None]):
         early, self._early = self._early, []
         self.apply(early)
 
-    def apply(self, events: Iterable[SupervisorEvent]) -> None:
-        """Fold one coalesced batch of events into the screen."""
+    def apply(self, events: Iterable[SupervisorEvent | EventLine]) -> None:
+        """Fold one coalesced batch of events (an attached run adds ready-made lines)."""
         batch = list(events)
         if not self._ready:
             self._early.extend(batch)
             return
-        lines = [line for event in batch if (line := event_line(event)) is not None]
+        lines = [
+            line
+            for event in batch
+            if (line := event if isinstance(event, EventLine) else event_line(event))
+        ]
         self.event_log.add(lines)
         for event in batch:
+            if isinstance(event, EventLine):
+                continue
             if event.kind in ("phase-start", "phase-end") and event.data.get("phase"):
                 verb = "" if event.kind == "phase-start" else "end of "
                 self.phase = f"{verb}{event.data['phase']}"
@@ -174,13 +186,19 @@ class RunScreen(Screen[None]):
         self.show_status()
         self.refresh_bindings()
 
-    def run_ended(self, summary: RunSummary | None, error: str | None = None) -> None:
+    def run_ended(
+        self, summary: RunSummary | None, error: str | None = None, text: str = ""
+    ) -> None:
+        """The run is over: `summary` when hosted, `error` when its supervisor failed,
+        `text` (the run's state and outcome as read from disk) when attached."""
         self.live = False
         self.summary = summary
         if summary is not None:
             self.phase = f"ended: {summary.outcome}: {summary.diagnosis}"
-        else:
+        elif error is not None:
             self.phase = f"supervisor failed: {error}"
+        else:
+            self.phase = text or "ended"
         self.refresh_table()
         self.show_status()
         self.refresh_bindings()
@@ -245,15 +263,42 @@ class RunScreen(Screen[None]):
         return True
 
     def pause_member(self, name: str) -> None:
+        if isinstance(self.sup, AttachedRun):
+            self.send_remote("pause", name)
+            return
         self.notify(self.sup.pause(name))
         self.after_control()
 
     def resume_member(self, name: str) -> None:
+        if isinstance(self.sup, AttachedRun):
+            self.send_remote("resume", name)
+            return
         self.notify(self.sup.resume(name))
         self.after_control()
 
     def stop_run_clean(self) -> None:
+        if isinstance(self.sup, AttachedRun):
+            self.send_remote("stop_clean", "all")
+            return
         self.notify(self.sup.stop_clean(reason="stopped by user"))
+        self.after_control()
+
+    def send_remote(self, action: str, target: str) -> None:
+        """An attached run's control: the request and its wait (up to 15 s) run in a
+        thread worker, so the screen keeps repainting; the answer is a notification."""
+        source = self.sup
+        assert isinstance(source, AttachedRun)
+
+        def work() -> None:
+            worker = get_current_worker()
+            text = source.send(action, target, lambda: worker.is_cancelled)
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._answered, text)
+
+        self.run_worker(work, thread=True, group="controls", exit_on_error=False)
+
+    def _answered(self, text: str) -> None:
+        self.notify(text)
         self.after_control()
 
     def confirm_stop_hard(self, name: str | None) -> None:
@@ -270,10 +315,14 @@ class RunScreen(Screen[None]):
 
     def stop_hard(self, target: str) -> None:
         """Hard stops wait for processes (up to 5 s): run them off the message loop."""
+        if isinstance(self.sup, AttachedRun):
+            self.send_remote("stop_hard", target)
+            return
+        sup = self.sup
 
         async def stop() -> None:
             try:
-                text = await self.sup.stop_hard(target)
+                text = await sup.stop_hard(target)
             except Exception as exc:  # the worker would swallow it: say it on screen
                 self.notify(f"stop-hard {target} failed: {exc}", severity="error", timeout=30)
                 return
@@ -341,3 +390,5 @@ class RunScreen(Screen[None]):
             pane.close_filter(clear=True)
         elif self.focused is not self.table:
             self.table.focus()
+        elif self.remote and len(self.app.screen_stack) > 1:
+            self.app.pop_screen()  # attached from the runs list: back to it

@@ -1,0 +1,236 @@
+"""Attach mode: the run screen on a run hosted by another process, and `run --detach`.
+
+The pilot test writes the run's files by hand and plays the other process's supervisor
+with a thread answering `control/` requests; the subprocess test starts a real detached
+headless run on the scripted stub model and stops it from another "shell".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_app_support import NOW, wait_for
+from test_supervisor_e2e import HEADLESS_PLAN, _cli
+from test_view_run import RunDir
+from textual.widgets import Static
+
+from horde_tui.app import AppConfig, HordeApp
+from horde_tui.screens.report import ReportScreen
+from horde_tui.screens.run import RunScreen
+from horde_tui.screens.source import AttachedRun
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor import controls
+from widgets.event_log import EventLog
+
+SIZE = (120, 30)
+RUN = "20260102-120000-aaaa"
+
+
+class FakeRemote:
+    """The other process's supervisor, as far as `control/` goes: answers each request
+    and logs a lifecycle event for it, the way the real one does."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.requests: list[tuple[str, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            for path, req in controls.pending_requests(self.run.path):
+                assert not isinstance(req, str), req
+                self.requests.append((req.action, req.target))
+                self.run.event(40, req.action, targets=[req.target])
+                verb = {"pause": "paused", "resume": "resumed"}.get(req.action, req.action)
+                controls.answer(self.run.path, path, req.id, True, f"{verb} {req.target}")
+            time.sleep(0.02)
+
+    def __enter__(self) -> FakeRemote:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+
+@pytest.fixture
+def live_run(tmp_path: Path) -> Iterator[RunDir]:
+    run = RunDir(tmp_path / ".horde", RUN)
+    run.event(0, "run-start", members=3, model="openai/stub")
+    run.event(1, "phase-start", phase="discovery")
+    for i in (1, 2, 3):
+        run.event(2 + i, "member-spawn", f"member-{i}", attempt=1, pid=os.getpid())
+    run.live(os.getpid())
+    yield run
+
+
+def log_texts(screen: RunScreen) -> str:
+    return "\n".join(f"{x.who} {x.kind} {x.text}" for x in screen.query_one(EventLog).visible_lines)
+
+
+async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
+    live_run: RunDir,
+) -> None:
+    app = HordeApp(attach=live_run.path, config=AppConfig.deterministic(NOW))
+    with FakeRemote(live_run) as remote:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, RunScreen) and screen.remote
+            await wait_for(pilot, lambda: screen.table.row_count == 3)
+            await wait_for(pilot, lambda: "discovery begins" in log_texts(screen))
+            assert "attached" in app.title and app.sub_title == "openai/stub"
+            assert screen.table.selected_member == "member-1"
+            await pilot.press("p")
+            await wait_for(pilot, lambda: remote.requests == [("pause", "member-1")])
+            await wait_for(
+                pilot, lambda: any(n.message == "paused member-1" for n in app._notifications)
+            )
+            await wait_for(pilot, lambda: "pause" in log_texts(screen))
+            await wait_for(
+                pilot, lambda: app.attached is not None and _status(app, "member-1") == "paused"
+            )
+            await pilot.press("s")
+            await wait_for(pilot, lambda: ("stop-clean", "all") in remote.requests)
+            # The other process ends the run: the screen says so and opens the report.
+            live_run.event(50, "run-end", outcome="stopped by user", diagnosis="asked")
+            (live_run.path / "REPORT.md").write_text("# Report\n\nDone.\n")
+            (live_run.path / ".live").unlink()
+            await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
+            assert not screen.live
+            status = str(screen.query_one("#run-status", Static).render())
+            assert "ended: stopped by user" in status
+            await pilot.press("q")  # no modal: the run was never ours to stop
+    assert app.return_value == 0
+
+
+def _status(app: HordeApp, member: str) -> str:
+    assert app.attached is not None
+    state = app.attached.members.get(member)
+    return state.status if state else ""
+
+
+async def test_quitting_an_attached_live_run_leaves_it_going(live_run: RunDir) -> None:
+    app = HordeApp(attach=live_run.path, config=AppConfig.deterministic(NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_for(pilot, lambda: screen.table.row_count == 3)
+        await pilot.press("p")  # nobody answers: the wait runs in a thread, the UI goes on
+        await wait_for(pilot, lambda: len(controls.pending_requests(live_run.path)) == 1)
+        await pilot.press("down")
+        assert screen.table.selected_member == "member-2"
+        started = time.monotonic()
+        await pilot.press("q")
+    assert time.monotonic() - started < 5, "quit does not wait for the unanswered request"
+    assert app.return_value == 0
+    assert controls.run_state(live_run.path) == "active"
+    assert [r.action for _, r in controls.pending_requests(live_run.path)] == ["pause"]
+
+
+def _detached_env(stub: StubThread) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub",
+        HORDE_ACTIVE_GRACE_MS="300",
+        HORDE_GATEWAY_BACKOFF_MS="20",
+    )
+    return env
+
+
+def _wait(predicate: object, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> None:
+    """The whole path on a real run: detach, attach the app, pause a member through the
+    real supervisor, quit (the run goes on), stop it hard from a shell, read the report."""
+    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
+        started = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "run", "--detach", "3", "Review app.py"],
+            cwd=tmp_path,
+            env=_detached_env(stub),
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert started.returncode == 0, started.stdout + started.stderr
+        run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+        pid = controls.supervisor_pid(run_dir)
+        try:
+            assert f"run {run_dir.name} started" in started.stdout
+            assert f"horde-tui attach {run_dir.name}" in started.stdout
+            assert controls.run_state(run_dir) == "active"
+            assert list((tmp_path / ".horde").glob("detached-*.log"))
+            events = run_dir / "events.jsonl"
+            spawned = _wait(lambda: '"member-spawn"' in events.read_text(), 30)
+            assert spawned, "no member spawned"
+            source = AttachedRun(run_dir)
+            source.poll()
+            assert source.live and source.members
+            source.close()
+            app = HordeApp(attach=run_dir, config=AppConfig.deterministic(NOW))
+            async with app.run_test(size=SIZE) as pilot:
+                screen = app.screen
+                assert isinstance(screen, RunScreen)
+                await wait_for(pilot, lambda: _status(app, "member-1") == "running", 30)
+                await wait_for(pilot, lambda: screen.table.selected_member == "member-1")
+                await pilot.press("p")
+                await wait_for(
+                    pilot,
+                    lambda: any(n.message == "paused member-1" for n in app._notifications),
+                    20,
+                )
+                await pilot.press("q")
+            assert app.return_value == 0
+            assert controls.run_state(run_dir) == "active", "quitting left the run going"
+            stopped = _cli(tmp_path, "stop-hard")
+            assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+            assert _wait(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
+            assert _wait(lambda: controls.run_state(run_dir) == "finished", 10)
+        finally:
+            if pid is not None and controls.run_state(run_dir) == "active":
+                os.killpg(pid, signal.SIGKILL)
+    log = next((tmp_path / ".horde").glob("detached-*.log")).read_text()
+    assert "[run-start]" in log, json.dumps(log[-2000:])
+
+
+def test_detached_argv_repeats_the_run_headless() -> None:
+    from horde_tui.cli import build_parser
+    from horde_tui.runcli import detached_argv
+
+    args = build_parser().parse_args(
+        ["run", "--detach", "--model", "m/x", "--no-verifier", "3", "Review app.py"]
+    )
+    argv = detached_argv(args, None)
+    assert argv[1:] == [
+        "-m",
+        "horde_tui",
+        "run",
+        "--headless",
+        "3",
+        "Review app.py",
+        "--model",
+        "m/x",
+        "--no-verifier",
+    ]
+    plan = build_parser().parse_args(["plan", "--detach", "2", "parser; checker"])
+    assert detached_argv(plan, plan.layers)[3:] == ["plan", "--headless", "2", "parser; checker"]
