@@ -394,3 +394,67 @@ def test_budget_reached_stops_the_run_clean(tmp_path: Path) -> None:
     usage = [json.loads(x) for x in (sup.run_dir / "usage.jsonl").read_text().splitlines()]
     assert usage and all(u["cost_usd"] is not None for u in usage)
     assert "stopped at budget" in (sup.run_dir / "REPORT.md").read_text()
+
+
+def test_artifact_refuted_republished_and_accepted_at_the_new_revision_only(tmp_path: Path) -> None:
+    """Acceptance is frozen at finalize, pinned to the revision a non-owner checked."""
+    plans = {
+        "member-1": [
+            {"tool": "write", "args": {"path": "tools/check.sh", "content": "echo BROKEN\n"}},
+            horde("artifact", path="tools/check.sh", artifactKind="runnable", criteria="prints OK"),
+            {"tool": "bash", "args": {"command": "sleep 3"}},
+            {"tool": "write", "args": {"path": "tools/check.sh", "content": "echo OK\n"}},
+            {
+                **horde("artifact", path="tools/check.sh", text="prints OK now"),
+                "until_ok": 40,
+                "delay_ms": 100,
+            },
+            {"say": "republished"},
+        ],
+        "member-2": [
+            {
+                **horde(
+                    "review",
+                    target="A1",
+                    revision=1,
+                    verdict="refutes",
+                    support="tested",
+                    checked="ran it",
+                    evidenceText="it printed BROKEN",
+                ),
+                "until_ok": 60,
+                "delay_ms": 100,
+            },
+            {
+                **horde(
+                    "review",
+                    target="A1",
+                    revision=2,
+                    verdict="supports",
+                    support="tested",
+                    checked="ran it",
+                    evidenceText="it printed OK",
+                ),
+                "until_ok": 80,
+                "delay_ms": 100,
+            },
+            {
+                **horde("resolve", id="Q1", text="fixed in r2", evidenceText="it printed OK"),
+                "until_ok": 5,
+                "delay_ms": 100,
+            },
+            {"say": "reviewed"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        _, sup, _ = run_supervisor(tmp_path, RunRequest("Build a checker", 2), cfg)
+    frozen = json.loads((sup.run_dir / "ACCEPTANCE.json").read_text())
+    a1 = next(a for a in frozen if a["target"] == "A1")
+    assert (a1["revision"], a1["label"]) == (2, "accepted"), a1
+    text = (sup.run_dir / "ACCEPTANCE.md").read_text()
+    assert "- A1 r2 accepted" in text and "r1 accepted" not in text
+    assert (sup.run_dir / "snapshot" / "ACCEPTANCE.md").read_text() == text
+    assert "refutes" in (sup.run_dir / "COLLABORATION.md").read_text()
+    assert ("acceptance", None) in lifecycle(sup.run_dir)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui import prompts
 from horde_tui.store.paths import atomic_write_text
-from horde_tui.supervisor import lifecycle
+from horde_tui.supervisor import acceptance_freeze, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState, spawn_member
 from horde_tui.supervisor.setup import MemberSpec
@@ -96,6 +96,8 @@ async def finalize(sup: Supervisor, summary: RunSummary) -> None:
     sup.emit("phase-start", phase="finalize")
     lifecycle.release_ideas(sup.parent, sup.run_id)
     sup.parent.refresh()
+    counts = acceptance_freeze.freeze(sup.horde_dir, sup.parent.state, sup.run_id)
+    sup.emit("acceptance", **counts)
     write_reports(sup.horde_dir, summary, sup.parent.state)
     gateway_up = sup.gateway is not None and sup.gateway.proc.returncode is None
     helpers_allowed = gateway_up and not sup.hard_stopped

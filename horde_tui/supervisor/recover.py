@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, lifecycle
+from horde_tui.supervisor import acceptance_freeze, controls, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
@@ -85,6 +85,7 @@ def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
     parent = HordeStore(horde_dir, "parent")
     lifecycle.release_ideas(parent, run_id)
     parent.refresh()
+    acceptance_freeze.freeze(horde_dir, parent.state, run_id)
     lifecycle.append(
         parent,
         run_id,

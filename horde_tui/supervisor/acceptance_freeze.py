@@ -1,0 +1,77 @@
+"""Finalize's acceptance freeze: ACCEPTANCE.json/.md, COLLABORATION.md and snapshot/.
+
+Acceptance is a pure function of the ledgers, so it could be recomputed at any time;
+freezing it at finalize records what the run ended with, before a later run's reviews
+or amendments move the same entries on. The snapshot keeps the markdown ledgers as
+they stood, so a report can be read against exactly what the members saw.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from horde_tui.protocol.actions.collab_reads import (
+    acceptance_line,
+    artifact_line,
+    evidence_line,
+    review_line,
+    thread_line,
+)
+from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.paths import LEDGER_FILES, atomic_write_text
+from horde_tui.store.state import LedgerState
+
+
+def _section(title: str, lines: list[str]) -> str:
+    return f"## {title}\n\n" + ("\n".join(lines) if lines else "_None._") + "\n"
+
+
+def collaboration_md(state: LedgerState, run: str) -> str:
+    """Threads, reviews, evidence, artifacts and acceptance of one run, one line each."""
+    threads = [thread_line(t) for t in state.threads.values() if t.run == run]
+    reviews = [review_line(r) for r in state.reviews.values() if r.run == run]
+    evidence = [evidence_line(e) for e in state.evidence.values() if e.run == run]
+    artifacts = [artifact_line(state, a) for a in state.artifacts.values() if a.run == run]
+    accepted = [acceptance_line(a) for a in acceptance_all(state, run)]
+    parts = [f"# Collaboration (run {run})\n"]
+    parts += [
+        _section("Threads", threads),
+        _section("Reviews", reviews),
+        _section("Evidence", evidence),
+        _section("Artifacts", artifacts),
+        _section("Acceptance", accepted),
+    ]
+    return "\n".join(parts)
+
+
+def freeze(horde_dir: Path, state: LedgerState, run: str) -> dict[str, int]:
+    """Write the frozen acceptance files and the snapshot; return counts by label."""
+    run_dir = horde_dir / "runs" / run
+    items = acceptance_all(state, run)
+    atomic_write_text(
+        run_dir / "ACCEPTANCE.json", json.dumps([a.as_json() for a in items], indent=2) + "\n"
+    )
+    lines = [f"# Acceptance (run {run})", ""]
+    lines += [acceptance_line(a) for a in items] or [
+        "_Nothing to accept: no findings or artifacts._"
+    ]
+    limited = [a for a in items if a.limits]
+    if limited:
+        lines += ["", "## Accepted with limits", ""]
+        lines += [f"- {a.target}: " + "; ".join(f"{v}: {t}" for v, t in a.limits) for a in limited]
+    atomic_write_text(run_dir / "ACCEPTANCE.md", "\n".join(lines) + "\n")
+    atomic_write_text(run_dir / "COLLABORATION.md", collaboration_md(state, run))
+    snapshot = run_dir / "snapshot"
+    snapshot.mkdir(exist_ok=True)
+    for name in LEDGER_FILES.values():
+        source = horde_dir / name
+        if source.exists():
+            shutil.copyfile(source, snapshot / name)
+    for name in ("ACCEPTANCE.json", "ACCEPTANCE.md", "COLLABORATION.md"):
+        shutil.copyfile(run_dir / name, snapshot / name)
+    counts: dict[str, int] = {}
+    for a in items:
+        counts[a.state] = counts.get(a.state, 0) + 1
+    return counts
