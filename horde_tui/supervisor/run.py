@@ -23,7 +23,7 @@ from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, lifecycle, watch
+from horde_tui.supervisor import controls, lifecycle, reviews, watch
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
@@ -106,6 +106,7 @@ class Supervisor:
         self.canary = "not run"
         self.started = time.time()
         self._solved_seen: dict[str, float] = {}
+        self._next_review_pass = time.time() + reviews.INTERVAL_S
         self._continuing: set[str] = set()
         """--until-stop: members between a finished session and their next one."""
         self._background: set[asyncio.Task[None]] = set()
@@ -279,6 +280,9 @@ class Supervisor:
             watch.check_budget(self)
             watch.check_stalls(self)
             watch.poll_solved(self)
+            if time.time() >= self._next_review_pass:
+                self._next_review_pass = time.time() + reviews.INTERVAL_S
+                reviews.assign_reviews(self)
             await watch.check_stop_deadline(self)
             self._wake.clear()
             try:

@@ -1,0 +1,78 @@
+"""Review assignment: every 30 s, hand each artifact revision that has been stable for a
+minute and still awaits a qualifying review to a running member who does not own it.
+
+The one with the fewest open review requests gets it, so the load spreads; an earlier
+reviewer of the same artifact goes first, because it can `reattest` what did not change.
+The request is an ordinary `message` of kind review-request from the parent, so it
+reaches the member's context through the inbox and resolves when the member reviews.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import TYPE_CHECKING
+
+from horde_tui.protocol import run_action
+from horde_tui.store.acceptance import awaiting_review, owner_and_revision, prior_reviewers
+from horde_tui.store.ledgers.threads import open_threads_to
+
+if TYPE_CHECKING:
+    from horde_tui.supervisor.run import Supervisor
+
+INTERVAL_S = 30.0
+STABLE_S = 60.0
+
+
+def _age_s(ts: str, now: float) -> float:
+    try:
+        stamp = dt.datetime.strptime(ts[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return 0.0
+    return now - stamp.timestamp()
+
+
+def pick_reviewer(candidates: list[str], load: dict[str, int], earlier: list[str]) -> str | None:
+    """Earlier reviewers first (most recent first), then the least loaded, then by name."""
+    for name in earlier:
+        if name in candidates:
+            return name
+    return min(candidates, key=lambda n: (load.get(n, 0), n)) if candidates else None
+
+
+def assign_reviews(sup: Supervisor, now: float | None = None) -> list[tuple[str, str]]:
+    """One pass: returns the (artifact, member) pairs that were requested."""
+    if sup.parent is None or sup.stop is not None:
+        return []
+    now = time.time() if now is None else now
+    sup.parent.refresh()
+    state = sup.parent.state
+    running = [n for n in sup._running() if sup.members[n].status == "running"]
+    load = {n: len(open_threads_to(state, n, frozenset({"review-request"}))) for n in running}
+    assigned: list[tuple[str, str]] = []
+    for target in awaiting_review(state, sup.run_id):
+        art = state.artifacts[target]
+        if _age_s(art.current.ts, now) < STABLE_S:
+            continue
+        owner, revision = owner_and_revision(state, target)
+        candidates = [n for n in running if n != owner]
+        member = pick_reviewer(candidates, load, prior_reviewers(state, target))
+        if member is None:
+            continue
+        result = run_action(
+            sup.parent,
+            {
+                "action": "message",
+                "to": member,
+                "kind": "review-request",
+                "target": target,
+                "text": f"Please review {target} r{revision} against its criteria "
+                "(review target=... with checked/unchecked scope and evidence).",
+            },
+            run=sup.run_id,
+        )
+        if result.ok:
+            load[member] = load.get(member, 0) + 1
+            assigned.append((target, member))
+            sup.emit("review-assigned", member, target=target, revision=revision)
+    return assigned
