@@ -80,6 +80,12 @@ refusals and what they reveal, unverified claims, and concrete fixes to the prot
 prompt. Your FINAL message (with no tool call) must be the complete post-mortem in
 Markdown; it is saved as POSTMORTEM.md."""
 
+VERIFIER_OWES = """\
+Your previous session ended while these critical or high-importance findings were still
+unreviewed at their current revision: {findings}. Review each one now (reproduce it,
+then `review target=F# verdict=... support=... checked=...`), highest importance first,
+before anything else."""
+
 CONTINUATION_BRIEF = """\
 This is a continuation session (the run continues until the user stops it). Read the
 board, the findings and the run's ANSWER.md first. Then add ideas that extend,

@@ -458,3 +458,52 @@ def test_artifact_refuted_republished_and_accepted_at_the_new_revision_only(tmp_
     assert (sup.run_dir / "snapshot" / "ACCEPTANCE.md").read_text() == text
     assert "refutes" in (sup.run_dir / "COLLABORATION.md").read_text()
     assert ("acceptance", None) in lifecycle(sup.run_dir)
+
+
+def test_a_verifier_that_stops_owing_high_findings_is_reset_once_to_review_them(
+    tmp_path: Path,
+) -> None:
+    plans = {
+        "member-1": [
+            *worker(
+                "Check app.py for a hard-coded password",
+                "app.py hard-codes the password",
+                "secrets",
+            ),
+            {"say": "filed"},
+        ],
+        "member-2": [{"say": "nothing for me"}],
+        "member-3": [
+            {**horde("findings"), "hold_ms": 3000, "unless": "previous session"},
+            {"say": "nothing to review", "unless": "previous session"},
+            {
+                **horde(
+                    "review",
+                    target="F1",
+                    verdict="supports",
+                    support="tested",
+                    checked="ran it",
+                    evidenceText="it reproduces",
+                ),
+                "when": "previous session",
+            },
+            {"say": "done reviewing", "when": "previous session"},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 3), cfg)
+    verifier = summary.members[2]
+    assert verifier.role == "verifier"
+    resets = [
+        json.loads(x)
+        for x in (sup.run_dir / "events.jsonl").read_text().splitlines()
+        if '"member-reset"' in x
+    ]
+    assert [(r["cause"], r["owed"]) for r in resets] == [("unreviewed", ["F1"])]
+    assert verifier.resets == 1
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert any(r.by == "member-3" and r.target == "F1" for r in store.state.reviews.values())

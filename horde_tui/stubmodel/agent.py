@@ -60,8 +60,9 @@ def _substitute(value: Any, variables: dict[str, str]) -> Any:
 class AgentPolicy:
     """`plans[member]` is a list of items: `{"tool": name, "args": {...}, "until_ok": n,
     "delay_ms": d}` (d: wait before each retry) or `{"say": text}` (a final answer); an
-    item's `hold_ms` delays the reply itself (a slow model). `"*"` is the plan of members
-    without their own."""
+    item's `hold_ms` delays the reply itself (a slow model); `when`/`unless` keep an item
+    only in sessions whose first message does / does not contain that text (a reset's
+    brief, say). `"*"` is the plan of members without their own."""
 
     def __init__(self, plans: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
         self.plans = {k: list(v) for k, v in plans.items()}
@@ -71,6 +72,15 @@ class AgentPolicy:
         if plan is None:
             return None
         messages = body.get("messages") or []
+        first_user = next(
+            (str(m.get("content") or "") for m in messages if m.get("role") == "user"), ""
+        )
+        plan = [
+            item
+            for item in plan
+            if item.get("when") is None or str(item["when"]) in first_user
+            if item.get("unless") is None or str(item["unless"]) not in first_user
+        ]
         results = [_result_text(m) for m in messages if m.get("role") == "tool"]
         pos = _position(plan, results)
         if pos >= len(plan):

@@ -290,6 +290,27 @@ class Supervisor:
             except TimeoutError:
                 pass
 
+    def _verifier_owes(self, name: str) -> list[str]:
+        """Critical or high findings of this run the verifier left unchecked at their
+        current revision: a verifier that stops with these owes them one more session."""
+        if self.members[name].role != "verifier" or self.parent is None:
+            return []
+        self.parent.refresh()
+        state = self.parent.state
+        owed = []
+        for f in state.findings.values():
+            if f.run != self.run_id or f.by == name or f.superseded_by:
+                continue
+            if f.importance not in ("critical", "high"):
+                continue
+            reviewed = any(
+                state.reviews[r].by == name and state.reviews[r].revision == f.revision
+                for r in state.reviews_by_target.get(f.id, [])
+            ) or any(v.by == name and v.revision == f.revision for v in f.verifications)
+            if not reviewed:
+                owed.append(f.id)
+        return owed
+
     def _settle_answer(self) -> None:
         """The last member may exit before the next solved poll: read the answer once more."""
         if self.outcome is not None or self.parent is None:
@@ -327,6 +348,13 @@ class Supervisor:
             detail=state.detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
+        owed = self._verifier_owes(name) if cause == "completed" else []
+        if owed and self.stop is None and state.resets < self.settings.reset_cap:
+            state.resets += 1
+            self.emit("member-reset", name, cause="unreviewed", resets=state.resets, owed=owed)
+            brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
+            await self._spawn(name, brief)
+            return
         if cause == "completed" and self.request.until_stop and self.stop is None:
             self._schedule_continuation(name)
             return
