@@ -507,3 +507,39 @@ def test_a_verifier_that_stops_owing_high_findings_is_reset_once_to_review_them(
     store = HordeStore(tmp_path / ".horde", "reader")
     store.refresh()
     assert any(r.by == "member-3" and r.target == "F1" for r in store.state.reviews.values())
+
+
+def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Path) -> None:
+    plans = {
+        "member-1": [
+            {
+                **horde(
+                    "message", to="member-2", kind="blocker", text="Is app.py the only entry point?"
+                ),
+                "until_ok": 20,
+                "delay_ms": 100,
+                "unless": "REPAIR",
+            },
+            {"say": "asked", "unless": "REPAIR"},
+            {**horde("resolve", id="Q1", text="thanks, answered"), "when": "REPAIR"},
+            {"say": "resolved", "when": "REPAIR"},
+        ],
+        "member-2": [
+            {**horde("list"), "hold_ms": 1500, "unless": "REPAIR"},
+            {"say": "done", "unless": "REPAIR"},
+            {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
+            {"say": "answered", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    kinds = lifecycle(sup.run_dir)
+    starts = [m for k, m in kinds if k == "repair-start"]
+    assert starts == ["member-2", "member-1"], kinds
+    assert kinds.index(("phase-start", None)) < kinds.index(("repair-start", "member-2"))
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert store.state.threads["Q1"].state == "resolved"
+    assert summary.outcome == "finished"

@@ -23,7 +23,7 @@ from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, lifecycle, reviews, watch
+from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
@@ -152,7 +152,10 @@ class Supervisor:
                     await self._spawn(spec.name)
                 await self._supervise()
                 self._settle_answer()
-            self.emit("phase-end", phase="discovery")
+                self.emit("phase-end", phase="discovery")
+                await repair.run_repair(self)
+            else:
+                self.emit("phase-end", phase="discovery")
         except Exception as exc:  # a supervisor bug must still leave a report
             self.outcome = self.outcome or "failed"
             self.diagnosis = self.diagnosis or f"supervisor error: {type(exc).__name__}: {exc}"
@@ -207,7 +210,7 @@ class Supervisor:
         env.update(extra)
         return env
 
-    async def _spawn(self, name: str, brief: str = "") -> None:
+    async def _spawn(self, name: str, brief: str = "", **env: str) -> None:
         state = self.members[name]
         spec = next(s for s in self.specs if s.name == name)
         state.attempt += 1
@@ -215,7 +218,7 @@ class Supervisor:
         state.produced_output = False
         state.first_output = None
         state.status = "starting"
-        extra = {"HORDE_BRIEF": brief} if brief else {}
+        extra = {"HORDE_BRIEF": brief, **env} if brief else dict(env)
         handle, task = await spawn_member(
             state,
             self.member_env(spec, state.attempt, **extra),
