@@ -79,7 +79,16 @@ async def run_repair(sup: Supervisor) -> None:
         if not work:
             break
         pending = sum(len(q) for q in work.values())
+        served: set[str] = set()
         for name, threads in work.items():
+            if round_no < settings.repair_rounds and _round_done(sup, members, served, threads):
+                sup.emit(
+                    "repair-round-end",
+                    round=round_no,
+                    reason="the blocking threads left wait on members already served",
+                )
+                break
+            served.add(name)
             if total_tokens - spent_tokens < settings.repair_min_tokens:
                 sup.emit("repair-skipped", name, reason="token budget spent", round=round_no)
                 continue
@@ -89,6 +98,19 @@ async def run_repair(sup: Supervisor) -> None:
             spent_ms += used_ms
             spent_tokens += used_tokens
     sup.emit("phase-end", phase="repair", spent_ms=spent_ms, spent_tokens=spent_tokens)
+
+
+def _round_done(
+    sup: Supervisor, members: list[str], served: set[str], threads: list[Thread]
+) -> bool:
+    """End a round early when the only blocking threads left belong to members it already
+    served: their requesters should recheck a correction before unserved members'
+    non-blocking threads are taken up."""
+    if not served or any(t.blocking for t in threads):
+        return False
+    sup.parent.refresh()  # type: ignore[union-attr]
+    blocking = {n for n in members if any(t.blocking for t in queue(sup, n))}
+    return bool(blocking) and blocking <= served
 
 
 async def _attempt(
@@ -103,6 +125,7 @@ async def _attempt(
     state = sup.members[name]
     before = {t.id: _mark(t) for t in threads}
     tokens_before = state.prompt_tokens + state.completion_tokens
+    turns_before = state.turns
     listing = "\n".join(f"- {t.id} {t.kind} from {t.by} to {t.to}: {t.text[:200]}" for t in threads)
     sup.emit("repair-start", name, round=round_no, demand=len(threads), threads=sorted(before))
     loop = asyncio.get_running_loop()
@@ -128,7 +151,7 @@ async def _attempt(
         "repair-end",
         name,
         round=round_no,
-        turns=state.turns,
+        turns=state.turns - turns_before,
         unchanged=still,
         cause=state.exit_cause,
     )
