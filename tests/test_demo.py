@@ -104,7 +104,8 @@ def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
     findings = (workdir / ".horde" / "FINDINGS.md").read_text()
     for fid in ("F1", "F2", "F3", "F4"):
         assert f"### {fid} " in findings
-    assert findings.count("verified by member-4 at r1") == 4
+    assert findings.count("supports r1 by member-4") == 4
+    assert findings.count("status full") == 4
     for defect in DEFECTS.values():
         assert f"concern `{defect.slug}`" in findings
         for line in defect.evidence:

@@ -305,14 +305,20 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
         *[
             poll(
                 horde(
-                    "verify", t.hold(900), id=f"F{i + 1}", support=VERIFY_SUPPORT, text=verify_text
+                    "review",
+                    t.hold(900),
+                    target=f"F{i + 1}",
+                    verdict="supports",
+                    support=VERIFY_SUPPORT,
+                    checked="the cited lines, re-read, and the evidence's grep, re-run",
+                    evidenceText=verify_text,
                 ),
                 t,
             )
             for i in range(len(DEFECTS))
         ],
-        horde("post", t.linger(600), text=f"Verified F1-{last} against the source."),
-        {"say": "I verified every finding."},
+        horde("post", t.linger(600), text=f"Reviewed F1-{last} against the source."),
+        {"say": "I reviewed every finding."},
     ]
     return {
         "member-1": proposer,
