@@ -131,9 +131,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str, float]:
+def _stub_and_gateway(
+    tmp: Path, steps: list[dict[str, Any]]
+) -> tuple[subprocess.Popen[str], str, subprocess.Popen[str], str]:
+    """A stub model process playing `steps` for every member, and a gateway in front."""
     script = tmp / "script.json"
-    script.write_text(json.dumps({"*": [{"content": "ok", "repeat": 1_000_000}]}))
+    script.write_text(json.dumps({"*": steps}))
     stub, stub_url = _start(
         [sys.executable, "-m", "horde_tui.stubmodel", "--script", str(script)], _clean_env()
     )
@@ -145,6 +148,13 @@ def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str,
     )
     gateway, gw_url = _start(
         [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(tmp)], gw_env
+    )
+    return stub, stub_url, gateway, gw_url
+
+
+def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str, float]:
+    stub, stub_url, gateway, gw_url = _stub_and_gateway(
+        tmp, [{"content": "ok", "repeat": 1_000_000}]
     )
     try:
         _latencies(gw_url, "bench-token", 1, 3)  # waits for litellm's import; warms up
@@ -178,20 +188,7 @@ def members_through_gateway(tmp: Path, members: int = 12, turns: int = 20) -> di
         {"tool_calls": [{"name": "horde", "arguments": {"action": "list"}}], "repeat": turns - 1},
         {"content": "done"},
     ]
-    script = tmp / "script.json"
-    script.write_text(json.dumps({"*": steps}))
-    stub, stub_url = _start(
-        [sys.executable, "-m", "horde_tui.stubmodel", "--script", str(script)], _clean_env()
-    )
-    gw_env = _clean_env(
-        HORDE_MODEL="openai/stub",
-        HORDE_API_BASE=stub_url + "/v1",
-        HORDE_API_KEY="x",
-        HORDE_GATEWAY_TOKEN="bench-token",
-    )
-    gateway, gw_url = _start(
-        [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(tmp)], gw_env
-    )
+    stub, _, gateway, gw_url = _stub_and_gateway(tmp, steps)
     try:
         _latencies(gw_url, "bench-token", 1, 1)  # litellm imported before the clock starts
         started = time.perf_counter()
