@@ -93,7 +93,11 @@ def test_four_members_find_verify_solve_and_report(tmp_path: Path) -> None:
                 "app.py hard-codes the password",
                 "secrets",
             ),
-            horde("solved", text="The login password is hard-coded in app.py", cites="$F"),
+            # Wait for every finding before proposing: a validated answer winds the run
+            # down, and a slow member-3 must not be cut off before it files (a loaded CI
+            # machine did exactly that).
+            {**horde("inspect", target="F3"), "until_ok": 150, "delay_ms": 300},
+            horde("solved", text="The login password is hard-coded in app.py", cites="F1"),
             {"say": "I proposed the answer."},
         ],
         "member-2": [
