@@ -16,10 +16,8 @@ from collections.abc import Callable
 POLL_S = 2.0
 
 
-def parent_alive(pid: int) -> bool:
-    """True while `pid` exists and is still our parent (a reused pid is not our parent)."""
-    if os.getppid() != pid:
-        return False
+def pid_alive(pid: int) -> bool:
+    """True while a process with `pid` exists (one we may not signal still exists)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -27,6 +25,11 @@ def parent_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def parent_alive(pid: int) -> bool:
+    """True while `pid` exists and is still our parent (a reused pid is not our parent)."""
+    return os.getppid() == pid and pid_alive(pid)
 
 
 def exit_group() -> None:

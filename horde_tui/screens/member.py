@@ -14,14 +14,13 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.describe import elapsed
 from widgets.member_table import format_cost, format_elapsed, format_tokens, status_class
 
 if TYPE_CHECKING:
-    from horde_tui.app import HordeApp
     from horde_tui.screens.source import RunSource
 
 
@@ -47,7 +46,7 @@ def transcript_path(sup: RunSource, name: str) -> str:
     return shown_path(sup, sessions[-1] if sessions else folder)
 
 
-class MemberDetailScreen(Screen[None]):
+class MemberDetailScreen(HordeScreen):
     """One member, live."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,13 +58,6 @@ class MemberDetailScreen(Screen[None]):
         super().__init__(classes="member-detail")
         self.sup = supervisor
         self.member = name
-
-    @property
-    def horde_app(self) -> HordeApp:
-        from horde_tui.app import HordeApp
-
-        assert isinstance(self.app, HordeApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.describe import (
     LIVE_STATUSES,
@@ -39,7 +39,6 @@ from widgets.event_log import EventLine, EventLog
 from widgets.member_table import MemberTable
 
 if TYPE_CHECKING:
-    from horde_tui.app import HordeApp
     from horde_tui.tui_bridge import HostedRun
 
 LEDGER_TABS = ("board", "ideas", "findings", "facts", "claims", "resources")
@@ -61,7 +60,7 @@ TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "stop_hard", "member_detail", "transcript"})
 
 
-class RunScreen(Screen[None]):
+class RunScreen(HordeScreen):
     """A hosted run, live or ended."""
 
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {MemberCommands}
@@ -102,13 +101,6 @@ class RunScreen(Screen[None]):
         self._ready = False
         self._early: list[SupervisorEvent | EventLine] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
-
-    @property
-    def horde_app(self) -> HordeApp:
-        from horde_tui.app import HordeApp
-
-        assert isinstance(self.app, HordeApp)
-        return self.app
 
     @property
     def table(self) -> MemberTable:

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.view.run import LIVE_STATES, RunRow, RunsIndex
 
 if TYPE_CHECKING:
-    from horde_tui.app import HordeApp
+    pass
 
 COLUMNS = (
     ("run", "run"),
@@ -52,7 +52,7 @@ def row_cells(row: RunRow) -> tuple[str, ...]:
     )
 
 
-class RunsScreen(Screen[None]):
+class RunsScreen(HordeScreen):
     """Every run in a `.horde/`; enter opens its report or attaches to it."""
 
     AUTO_FOCUS = "#runs"
@@ -65,13 +65,6 @@ class RunsScreen(Screen[None]):
         self.horde_dir = horde_dir
         self.index = index or RunsIndex(horde_dir)
         self.rows: list[RunRow] = []
-
-    @property
-    def horde_app(self) -> HordeApp:
-        from horde_tui.app import HordeApp
-
-        assert isinstance(self.app, HordeApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Header()

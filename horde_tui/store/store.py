@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,13 +289,3 @@ class HordeStore:
         self._projected_once = False
         repair_torn_tail(self.paths.ledger)
         self.refresh()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

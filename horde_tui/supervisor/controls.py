@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.paths import atomic_write_text
-from horde_tui.store.store import pid_alive
+from horde_tui.watchdog import pid_alive
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume")
 
