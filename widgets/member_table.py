@@ -18,6 +18,8 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+from horde_tui.view.members import FAILED_CAUSES
+
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("name", "member", 9),
     ("role", "role", 8),
@@ -33,10 +35,6 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
 widths (the tool column to whatever the others leave), so columns do not shift sideways
 as values change length ten times a second."""
 
-FAILED_CAUSES = frozenset(
-    {"model_error", "no_output", "killed", "exit_nonzero", "stalled", "silent", "budget"}
-)
-"""Exit causes shown as failures (red); any other exit is shown as done."""
 
 STATUS_CLASS = {
     "running": "running",

@@ -137,7 +137,7 @@ class EventsPane(Vertical):
         self.blink = blink
 
     def compose(self) -> ComposeResult:
-        box = Input(placeholder="filter: member name or event kind", id="event-filter")
+        box = Input(placeholder="filter: member names and event kinds", id="event-filter")
         box.cursor_blink = self.blink
         yield box
         yield self.log_widget
@@ -149,8 +149,10 @@ class EventsPane(Vertical):
     def show_status(self) -> None:
         log = self.log_widget
         parts = []
+        if log.loading:
+            parts.append(f"reading {log.view.index.path.name}")
         if log.filter_text:
-            parts.append(f"filter: {log.filter_text} ({len(log.visible_lines)} lines)")
+            parts.append(f"filter: {log.filter_text} ({log.row_count} events)")
         if log.following:
             parts.append("following the tail")
         else:

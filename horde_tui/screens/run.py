@@ -1,16 +1,20 @@
 """The run screen: the member table above, the run's tabs below.
 
-The app hands it each coalesced batch of supervisor events (`apply`); the table repaints
-from the source's `MemberState`s (diffed cell by cell), the Events tab appends the
-batch's lines. The source is a hosted supervisor or an `AttachedRun` read from another
-process's run files (`screens/source.py`); only the controls differ: an attached run's
-go through `control/` from a thread worker, and the answer comes back as a notification. Keys act on the member under the table cursor and are greyed
-out (`check_action` -> None) when they do not apply to it now.
+The app hands it each coalesced batch of supervisor events (`apply`) and each set of
+files its watcher saw change (`files_changed`); the table repaints from the source's
+`MemberState`s (diffed cell by cell), the Events tab catches up with `events.jsonl`
+(reading only the appended bytes) and the visible tab reloads if its files moved. The
+source is a hosted supervisor or an `AttachedRun` read from another process's run files
+(`screens/source.py`); only the controls differ: an attached run's go through `control/`
+from a thread worker, and the answer comes back as a notification. Keys act on the
+member under the table cursor and are greyed out (`check_action` -> None) when they do
+not apply to it now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -21,12 +25,7 @@ from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
-from horde_tui.screens.describe import (
-    LIVE_STATUSES,
-    STOPPABLE_STATUSES,
-    event_line,
-    member_row,
-)
+from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, member_row
 from horde_tui.screens.member import MemberDetailScreen, transcript_path
 from horde_tui.screens.modals import stop_hard_screen
 from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
@@ -35,7 +34,8 @@ from horde_tui.store.paths import LEDGER_FILES
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import SupervisorEvent
-from widgets.event_log import EventLine, EventLog
+from horde_tui.view.events import EventView
+from widgets.event_log import EventLog
 from widgets.member_table import MemberTable
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class RunScreen(HordeScreen):
         self.phase = "starting"
         self.summary: RunSummary | None = None
         self._ready = False
-        self._early: list[SupervisorEvent | EventLine] = []
+        self._early: list[SupervisorEvent] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
 
     @property
@@ -126,7 +126,8 @@ class RunScreen(HordeScreen):
                         "tool, and it shows here as soon as it exists.",
                     )
             with TabPane("Events", id="events"):
-                log = EventLog(clock_text=config.clock_text, id="event-log")
+                events = EventView(self.sup.run_dir / "events.jsonl")
+                log = EventLog(events, clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
             with TabPane("Graph", id="graph"):
                 yield MarkdownFilePane(
@@ -144,8 +145,6 @@ class RunScreen(HordeScreen):
         config = self.horde_app.config
         if config.tick_s > 0:
             self.set_interval(config.tick_s, self.refresh_table)
-        if config.watch_files:
-            self.set_interval(1.0, self.reload_visible_tab)
 
     # -- the model -------------------------------------------------------------------------
 
@@ -153,22 +152,27 @@ class RunScreen(HordeScreen):
         self._ready = True
         early, self._early = self._early, []
         self.apply(early)
+        self.event_log.catch_up()
 
-    def apply(self, events: Iterable[SupervisorEvent | EventLine]) -> None:
-        """Fold one coalesced batch of events (an attached run adds ready-made lines)."""
+    async def files_changed(self, paths: set[Path] | None) -> None:
+        """The app's watcher saw `paths` change under `.horde/` (None: it cannot tell
+        what, so check everything). The Events tab catches up with its log; the visible
+        tab reloads if its files moved. Both cost a `stat` when nothing did."""
+        if not self._ready:
+            return
+        if paths is None or any(p.name == "events.jsonl" for p in paths):
+            self.event_log.catch_up()
+        await self.reload_visible_tab()
+
+    def apply(self, events: Iterable[SupervisorEvent]) -> None:
+        """Fold one coalesced batch of events; the Events tab catches up with the log
+        file, where the supervisor wrote its lifecycle events before emitting them."""
         batch = list(events)
         if not self._ready:
             self._early.extend(batch)
             return
-        lines = [
-            line
-            for event in batch
-            if (line := event if isinstance(event, EventLine) else event_line(event))
-        ]
-        self.event_log.add(lines)
+        self.event_log.catch_up()
         for event in batch:
-            if isinstance(event, EventLine):
-                continue
             if event.kind in ("phase-start", "phase-end") and event.data.get("phase"):
                 verb = "" if event.kind == "phase-start" else "end of "
                 self.phase = f"{verb}{event.data['phase']}"

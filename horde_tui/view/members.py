@@ -23,6 +23,11 @@ from typing import Any
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.view.linefile import LineIndex, parse_record
 
+FAILED_CAUSES = frozenset(
+    {"model_error", "no_output", "killed", "exit_nonzero", "stalled", "silent", "budget"}
+)
+"""Exit causes that count as failures (painted red); any other exit is done."""
+
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
 separators): such lines are counted without parsing their often large content."""

@@ -202,6 +202,8 @@ class RunView:
         self.table = MemberTable(self.run_dir, self._manifest)
         self.state = "not started"
         self.files: tuple[Path, ...] = ()
+        self.new_events: list[dict[str, Any]] = []
+        """The lifecycle events the last `refresh` took in, oldest first."""
         self._versions: list[tuple[str, int]] = []
 
     def refresh(self) -> set[str]:
@@ -217,7 +219,7 @@ class RunView:
                 self.info = info
                 changed.add("info")
         generation = self.life.generation
-        events = self.life.refresh()
+        events = self.new_events = self.life.refresh()
         if self.life.generation != generation:
             self.table = MemberTable(self.run_dir, self._manifest)
         if events:
