@@ -17,6 +17,7 @@ import asyncio
 import sysconfig
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,6 +35,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import watch_dir
@@ -150,6 +152,8 @@ class HordeApp(App[int]):
         self.changed_paths: set[Path] | None = set()
         """What the watcher saw change last (None: unknown, check everything)."""
         self._watch_stop = asyncio.Event()
+        self._polling = False
+        self._poll_again = False
         self.bridge = TuiBridge(self, self.config.coalesce_s)
         self.live = False
         self.summary: RunSummary | None = None
@@ -228,7 +232,10 @@ class HordeApp(App[int]):
     async def files_changed(self, paths: set[Path] | None) -> None:
         """Hand a batch of changed paths (None: unknown) to whatever shows them."""
         self.changed_paths = paths
-        if self.attached is not None:
+        source = self.attached
+        if source is not None and (
+            paths is None or any(p.is_relative_to(source.run_dir) for p in paths)
+        ):
             self.poll_attached()
         screen = self.run_screen
         if screen is not None:
@@ -257,19 +264,43 @@ class HordeApp(App[int]):
         self.poll_attached()
 
     def poll_attached(self) -> None:
-        """Re-read the attached run's files into its screen; open the report at the end."""
+        """Re-read the attached run's files and show what changed; open the report at
+        the end. The reading runs in a thread (the first read of a long run's log takes
+        a while); a poll asked for while one runs is done once it ends."""
         source, screen = self.attached, self.run_screen
         if source is None or screen is None or screen.sup is not source:
             return
-        items = source.poll()
-        model = source.settings.model or "no model"
-        self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
-        screen.apply(items)
-        self.revision += 1
-        if screen.live and not source.live:
-            screen.run_ended(None, None, source.ended_text())
-            if (source.run_dir / "REPORT.md").is_file() and self.screen is screen:
-                self.push_screen(ReportScreen(source.run_dir))
+        if self._polling:
+            self._poll_again = True
+            return
+        self._polling = True
+        self.run_worker(
+            partial(self._read_attached, source), thread=True, group="attach", exit_on_error=False
+        )
+
+    def _read_attached(self, source: AttachedRun) -> None:
+        try:
+            items: list[SupervisorEvent] | None = source.poll()
+        except OSError:  # the source was closed under us (the app is quitting)
+            items = None
+        with suppress(RuntimeError):  # the app ended while this thread read
+            self.call_from_thread(self._show_attached, source, items)
+
+    def _show_attached(self, source: AttachedRun, items: list[SupervisorEvent] | None) -> None:
+        self._polling = False
+        screen = self.run_screen
+        if items is not None and source is self.attached and screen and screen.sup is source:
+            model = source.settings.model or "no model"
+            self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
+            screen.apply(items)
+            self.revision += 1
+            if screen.live and not source.live:
+                screen.run_ended(None, None, source.ended_text())
+                if (source.run_dir / "REPORT.md").is_file() and self.screen is screen:
+                    self.push_screen(ReportScreen(source.run_dir))
+        if self._poll_again:
+            self._poll_again = False
+            self.poll_attached()
 
     def on_unmount(self) -> None:
         self._watch_stop.set()

@@ -24,9 +24,9 @@ from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.store.events import EventLog
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 
 RUN_ID = "20250101-120000-beef"

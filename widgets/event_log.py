@@ -156,6 +156,7 @@ class EventLog(ScrollView, can_focus=True):
     def _loaded(self, added: int, generation: int) -> None:
         self.loading = False
         self._took_in(added, generation)
+        self._announce()  # "reading" ends even when the file held nothing
         if self._again:
             self._again = False
             if self.filter_text:
@@ -164,13 +165,12 @@ class EventLog(ScrollView, can_focus=True):
 
     def _took_in(self, added: int, generation: int) -> None:
         replaced = self.view.generation != generation
-        if not added and not replaced and not self.loading:
-            self._announce()
+        if not added and not replaced:
             return
         if replaced:
             self._forget_rows()
         self._count = len(self.view)
-        self.virtual_size = Size(self._width, self._count)
+        self._resize()
         if self.following:
             self._tail()
         self._announce()
@@ -186,7 +186,7 @@ class EventLog(ScrollView, can_focus=True):
         view.filter = EventFilter.parse(self.filter_text, view.actors(), view.kinds())
         self._forget_rows()
         self._count = len(view)
-        self.virtual_size = Size(self._width, self._count)
+        self._resize()
         if self.following:
             self._tail()
         self._announce()
@@ -271,7 +271,22 @@ class EventLog(ScrollView, can_focus=True):
         return Strip(text.render(self.app.console), text.cell_len)
 
     def _widen(self) -> None:
-        self.virtual_size = Size(self._width, self._count)
+        self._resize()
+
+    def _resize(self) -> None:
+        """Set the scrollable size without a layout of the whole screen.
+
+        `virtual_size` is a layout reactive: assigning it lays out every widget of the
+        screen, which at a few appends a second cost more CPU than everything else the
+        app did. Only this widget's scrollbars depend on it (its own size is fixed by
+        its container), so it is set quietly and the scrollbars are updated directly
+        (Textual's `_scroll_update`, as `_size_updated` does; textual is pinned)."""
+        size = Size(self._width, self._count)
+        if size == self.virtual_size:
+            return
+        self.set_reactive(ScrollView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

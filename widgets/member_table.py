@@ -173,7 +173,10 @@ class MemberTable(DataTable[Text]):
                 continue
             for key, cell in cells.items():
                 if shown[key] != cell:
-                    self.update_cell(row.name, key, self._text(*cell), update_width=True)
+                    # Cells are padded to their column's width: a recount (which
+                    # re-measures the whole table) only when that width moved (`_fit`).
+                    resized = len(cell[0]) != len(shown[key][0])
+                    self.update_cell(row.name, key, self._text(*cell), update_width=resized)
                     shown[key] = cell
                     changed += 1
         self.cells_updated += changed

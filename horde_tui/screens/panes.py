@@ -16,6 +16,7 @@ from textual.widgets import Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from widgets.event_log import EventLog
+from widgets.status_line import StatusLine
 
 RUN_DOCUMENTS = (
     "REPORT.md",
@@ -141,7 +142,7 @@ class EventsPane(Vertical):
         box.cursor_blink = self.blink
         yield box
         yield self.log_widget
-        yield Static("", id="event-status", markup=False)
+        yield StatusLine(id="event-status")
 
     def on_mount(self) -> None:
         self.show_status()
@@ -157,8 +158,8 @@ class EventsPane(Vertical):
             parts.append("following the tail")
         else:
             parts.append(f"{log.new_lines} new lines · f to follow")
-        status = self.query_one("#event-status", Static)
-        status.update(" · ".join(parts))
+        status = self.query_one("#event-status", StatusLine)
+        status.show(" · ".join(parts))
         status.set_class(not log.following and log.new_lines > 0, "-new")
 
     def on_event_log_follow_changed(self, event: EventLog.FollowChanged) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
@@ -31,12 +31,13 @@ from horde_tui.screens.modals import stop_hard_screen
 from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
 from horde_tui.screens.source import AttachedRun
 from horde_tui.store.paths import LEDGER_FILES
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
 from horde_tui.view.events import EventView
 from widgets.event_log import EventLog
 from widgets.member_table import MemberTable
+from widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from horde_tui.tui_bridge import HostedRun
@@ -101,6 +102,8 @@ class RunScreen(HordeScreen):
         self._ready = False
         self._early: list[SupervisorEvent] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
+        self._key_inputs: tuple[object, ...] = ()
+        """What `check_action` last saw (`refresh_keys`)."""
 
     @property
     def table(self) -> MemberTable:
@@ -114,7 +117,7 @@ class RunScreen(HordeScreen):
         config = self.horde_app.config
         horde_dir = self.sup.run_dir.parent.parent
         yield Header()
-        yield Static("", id="run-status", markup=False)
+        yield StatusLine(id="run-status")
         yield MemberTable(id="members")
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
@@ -180,7 +183,16 @@ class RunScreen(HordeScreen):
                 self.phase = f"ended: {event.data.get('outcome', '?')}"
         self.refresh_table()
         self.show_status()
-        self.refresh_bindings()
+        self.refresh_keys()
+
+    def refresh_keys(self) -> None:
+        """Re-ask `check_action` only when its inputs changed: refreshing bindings
+        rebuilds the footer, which costs more than the rest of a batch together."""
+        state = self.selected_state()
+        inputs = (self.live, self.sup.stop is None, state.status if state else None)
+        if inputs != self._key_inputs:
+            self._key_inputs = inputs
+            self.refresh_bindings()
 
     def run_ended(
         self, summary: RunSummary | None, error: str | None = None, text: str = ""
@@ -216,7 +228,7 @@ class RunScreen(HordeScreen):
         stopping = self.live and self.sup.stop is not None
         if stopping:
             parts.append(f"stopping clean ({self.sup.stop.reason})")
-        self.query_one("#run-status", Static).update(" · ".join(parts))
+        self.query_one("#run-status", StatusLine).show(" · ".join(parts))
         self.set_class(not self.live, "-ended")
         self.set_class(stopping, "-stopping")
 
@@ -368,7 +380,7 @@ class RunScreen(HordeScreen):
             self.open_member(event.row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.refresh_bindings()
+        self.refresh_keys()
 
     # -- the event log -------------------------------------------------------------------------
 

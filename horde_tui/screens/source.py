@@ -27,8 +27,8 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 from horde_tui.supervisor import controls
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
 from horde_tui.view.members import MemberRow, epoch
 from horde_tui.view.run import RunView
 

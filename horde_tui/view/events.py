@@ -30,11 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
-from horde_tui.view.linefile import LineIndex, parse_record
+from horde_tui.view.linefile import BATCH, LineIndex, parse_record
 from horde_tui.view.members import FAILED_CAUSES
 
-BATCH = 8192
-"""Lines classified per `pread` while ingesting."""
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'
     rb'(?:"requestId":"(?:[^"\\]|\\.)*",)?)?"type":"([^"\\]*)"(?:,"kind":"([^"\\]*)")?'

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.supervisor import controls
-from horde_tui.view.linefile import LineIndex, parse_record
+from horde_tui.view.linefile import BATCH, LineIndex, parse_record
 from horde_tui.view.members import MemberRow, MemberTable, epoch
 
 RUN_DOCUMENTS = (
@@ -156,12 +156,14 @@ class RunLifecycle:
         elif not added:
             return []
         events = []
-        for raw in self.index.raw_lines(start, len(self.index)):
-            if _LIFECYCLE in raw:
-                ev = parse_record(raw)[0]
-                if ev is not None and ev.get("type") == "lifecycle":
-                    self._apply(ev)
-                    events.append(ev)
+        stop = len(self.index)
+        for first in range(start, stop, BATCH):  # bounded reads: a long log is not loaded whole
+            for raw in self.index.raw_lines(first, min(stop, first + BATCH)):
+                if _LIFECYCLE in raw:
+                    ev = parse_record(raw)[0]
+                    if ev is not None and ev.get("type") == "lifecycle":
+                        self._apply(ev)
+                        events.append(ev)
         return events
 
     def _apply(self, ev: dict[str, Any]) -> None:
