@@ -121,7 +121,8 @@ class AttachedRun:
         self.members = {row.name: member_state(row) for row in self.view.members()}
         stopping = life.stop_clean is not None and not life.outcome
         self.stop = SimpleNamespace(reason="stop-clean requested") if stopping else None
-        return [lifecycle_event(record) for record in self.view.new_events]
+        events, self.view.new_events = self.view.new_events, []  # not kept past this call
+        return [lifecycle_event(record) for record in events]
 
     def ended_text(self) -> str:
         """The status line of a run that is no longer live."""
