@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from horde_tui.settings import SettingsError, load_settings
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_count, parse_targets
+from horde_tui.supervisor.targets import TargetError, parse_targets
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 
@@ -39,21 +38,6 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
     p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
     p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
-
-
-def _settings(args: argparse.Namespace, horde_dir: Path) -> Any:
-    return load_settings(
-        horde_dir / "config.toml",
-        overrides={
-            "model": args.model,
-            "thinking": args.thinking,
-            "max_minutes": args.max_minutes,
-            "max_cost_usd": args.max_cost_usd,
-            "api_base": args.api_base,
-            "api_key": args.api_key,
-            "tool_protocol": args.tool_protocol,
-        },
-    )
 
 
 def _err(message: str, code: int = 2) -> int:
@@ -85,56 +69,22 @@ def print_event(event: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
+    from horde_tui.launch import RunOptions, check_launch
     from horde_tui.supervisor.run import Supervisor
-    from horde_tui.supervisor.setup import RunRequest, parse_layers
 
-    if os.environ.get("HORDE_GATEWAY_URL") and os.environ.get("HORDE_RUN"):
-        return _err(
-            "refused: a member may not start a nested horde; work inside the run you are in"
-        )
-    try:
-        count = parse_count(args.count)
-    except TargetError as exc:
-        return _err(str(exc))
-    if count.hordes > 1:
-        return _err(
-            "refused: swarms (H/M) are not available yet; run a single horde of 1-12 members"
-        )
     workdir = Path.cwd()
-    try:
-        settings = _settings(args, workdir / ".horde")
-    except SettingsError as exc:
-        return _err(str(exc))
-    if not settings.model:
-        return _err("no model: pass --model or set HORDE_MODEL (any litellm model string)")
-    states = controls.runs_by_state(workdir / ".horde")
-    if states.get("active"):
-        live = states["active"][-1]
-        return _err(
-            f"refused: run {live} is live in this directory (one run at a time); "
-            "stop it with `horde-tui stop-clean` or wait for it",
-            1,
-        )
-    for run in states.get("interrupted", []):
-        print(
-            f"note: run {run} was interrupted (its supervisor died); write its report with "
-            f"`horde-tui finalize {run}`",
-            file=sys.stderr,
-        )
-    layers = parse_layers(layers_text) if layers_text is not None else []
-    if layers_text is not None and not layers:
-        return _err('plan needs layers separated by ";", e.g. "parser; type checker"')
+    options = RunOptions.from_args(args)
+    check = check_launch(options, workdir / ".horde", layers_text)
+    for note in check.notes:
+        print(note, file=sys.stderr)
+    if not check.ok:
+        for refusal in check.refusals:
+            print(f"horde-tui: {refusal.message}", file=sys.stderr)
+        return check.refusals[0].exit_code
+    assert check.request is not None and check.settings is not None
     if getattr(args, "detach", False):
-        return _detach(args, workdir / ".horde", layers_text)
-    prompt = args.prompt if layers_text is None else f"Analyse each layer: {'; '.join(layers)}"
-    request = RunRequest(
-        prompt,
-        count.members,
-        layers,
-        not args.no_verifier,
-        args.until_stop,
-        demo=getattr(args, "demo", False),
-    )
+        return _detach(options, workdir / ".horde", layers_text)
+    request, settings = check.request, check.settings
     if not args.headless and sys.stdout.isatty():
         from horde_tui.app import HordeApp
 
@@ -146,69 +96,23 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         print(f"report: {sup.run_dir / 'REPORT.md'}")
         return code
     sup = Supervisor(workdir, request, settings, sink=print_event)
-    print(f"run {sup.run_id}: {count.members} members, model {settings.model}", flush=True)
+    print(f"run {sup.run_id}: {request.count} members, model {settings.model}", flush=True)
     return asyncio.run(_host(sup))
 
 
-DETACH_OPTIONS = (
-    "model",
-    "thinking",
-    "max_minutes",
-    "max_cost_usd",
-    "api_base",
-    "api_key",
-    "tool_protocol",
-)
-DETACH_FLAGS = ("no_verifier", "until_stop")
-DETACH_WAIT_S = 60.0
-"""How long `--detach` waits for the new run's `.live` before giving up."""
+def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
+    """Start the run as its own session (it outlives this shell) and say how to watch and
+    stop it."""
+    from horde_tui.launch import detached_argv, start_detached
 
-
-def detached_argv(args: argparse.Namespace, layers_text: str | None) -> list[str]:
-    """The headless command line that repeats this `run`/`plan` in its own process."""
-    command = ["run", args.count, args.prompt] if layers_text is None else ["plan", args.count]
-    if layers_text is not None:
-        command.append(layers_text)
-    for name in DETACH_OPTIONS:
-        value = getattr(args, name, None)
-        if value is not None:
-            command += [f"--{name.replace('_', '-')}", str(value)]
-    command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(args, name)]
-    return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
-
-
-def _detach(args: argparse.Namespace, horde_dir: Path, layers_text: str | None) -> int:
-    """Start the supervisor as its own session (it outlives this shell), wait until its
-    run is live, and say how to watch and stop it."""
-    import subprocess
-
-    runs = horde_dir / "runs"
-    before = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
-    horde_dir.mkdir(parents=True, exist_ok=True)
-    log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            detached_argv(args, layers_text),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + DETACH_WAIT_S
-    while time.monotonic() < deadline:
-        fresh = sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
-        live = [p for p in fresh if controls.live_file(p).is_file()]
-        if live:
-            run = live[-1].name
-            print(f"run {run} started in the background (pid {proc.pid}); log: {log}")
-            print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
-            print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
-            return 0
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace")[-2000:]
-            return _err(f"the detached run exited ({proc.returncode}) before starting:\n{tail}", 1)
-        time.sleep(0.1)
-    return _err(f"the detached run did not go live within {DETACH_WAIT_S:g} s; see {log}", 1)
+    started = start_detached(detached_argv(options, layers_text), horde_dir)
+    if started.run_dir is None:
+        return _err(started.error, 1)
+    run = started.run_dir.name
+    print(f"run {run} started in the background (pid {started.pid}); log: {started.log}")
+    print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
+    print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+    return 0
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class SettingsError(ValueError):
-    """A setting could not be read; the message names the key and where it came from."""
+    """A setting could not be read; the message names the key and where it came from.
+
+    `key` is the refused setting (None when the file itself is unreadable), so the launch
+    form can put the line under its field."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class Settings(BaseModel):
@@ -107,7 +114,9 @@ def _validate(values: dict[str, Any], sources: dict[str, str]) -> Settings:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err.get("loc") else "?"
         where = sources.get(key, "settings")
-        raise SettingsError(f"{where}: {key}: {err['msg']} (got {err.get('input')!r})") from None
+        raise SettingsError(
+            f"{where}: {key}: {err['msg']} (got {err.get('input')!r})", key
+        ) from None
 
 
 def load_settings(

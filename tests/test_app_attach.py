@@ -216,7 +216,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
 
 def test_detached_argv_repeats_the_run_headless() -> None:
     from horde_tui.cli import build_parser
-    from horde_tui.runcli import detached_argv
+    from horde_tui.launch import detached_argv
 
     args = build_parser().parse_args(
         ["run", "--detach", "--model", "m/x", "--no-verifier", "3", "Review app.py"]

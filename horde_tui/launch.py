@@ -1,0 +1,271 @@
+"""What a new run needs before it may start: one check shared by `run`/`plan` and the
+app's launch form, and the detached start both of them offer.
+
+The CLI stops at the first refusal it prints; the form shows each refusal under its
+field. Both read the same `Refusal` lines, so a rule cannot differ between the two, and
+each line says what was refused, by which rule, and what to do instead. Settings are
+validated by `load_settings` (the pydantic model), one override at a time when one is
+refused, so every bad field is named at once rather than one per attempt.
+
+Textual-free: the CLI imports it without the app.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.supervisor import controls
+from horde_tui.supervisor.setup import RunRequest, parse_layers
+from horde_tui.supervisor.targets import Count, TargetError, parse_count
+
+THINKING_LEVELS: tuple[str, ...] = get_args(Settings.model_fields["thinking"].annotation)
+"""The thinking levels `Settings` accepts (the form offers exactly these)."""
+SETTING_OPTIONS = (
+    "model",
+    "thinking",
+    "max_minutes",
+    "max_cost_usd",
+    "api_base",
+    "api_key",
+    "tool_protocol",
+)
+"""`RunOptions` fields that override `Settings` of the same name."""
+DETACH_FLAGS = ("no_verifier", "until_stop")
+DETACH_WAIT_S = 60.0
+"""How long a detached start waits for the new run's `.live` before giving up."""
+NO_MODEL = (
+    "refused: no model; a run needs a litellm model string (e.g. openai/gpt-4o): "
+    "give --model (the form's model field), HORDE_MODEL or `model` in .horde/config.toml"
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A run as asked for, before any check; names match the `run` command's options.
+
+    Setting values stay as typed (strings from the form, numbers from argparse):
+    `load_settings` converts and validates them."""
+
+    count: str
+    prompt: str = ""
+    model: str | None = None
+    thinking: str | None = None
+    max_minutes: str | float | None = None
+    max_cost_usd: str | float | None = None
+    api_base: str | None = None
+    api_key: str | None = None
+    tool_protocol: str | None = None
+    no_verifier: bool = False
+    until_stop: bool = False
+    demo: bool = False
+
+    @classmethod
+    def from_args(cls, args: Any) -> RunOptions:
+        """From the `run`/`plan` argparse namespace."""
+        names = ("count", "prompt", *SETTING_OPTIONS, *DETACH_FLAGS, "demo")
+        return cls(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One reason a run may not start: the field it concerns and one line to show.
+
+    `field` is a `RunOptions` field, `layers`, `settings` (the config file or a
+    `HORDE_*` variable) or `run` (this directory or process cannot start a run now)."""
+
+    field: str
+    message: str
+    exit_code: int = 2
+
+
+@dataclass
+class LaunchCheck:
+    """The outcome of `check_launch`: refusals, or everything a `Supervisor` needs."""
+
+    refusals: list[Refusal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Worth saying but no reason to refuse (an interrupted run to finalize)."""
+    request: RunRequest | None = None
+    settings: Settings | None = None
+    count: Count | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.refusals
+
+    def refused(self, name: str) -> Refusal | None:
+        return next((r for r in self.refusals if r.field == name), None)
+
+
+def checked_settings(
+    options: RunOptions, horde_dir: Path, environ: Mapping[str, str] | None
+) -> tuple[Settings | None, list[Refusal]]:
+    """Settings with the options' overrides; a refused override is dropped and the rest
+    re-checked, so each bad field gets its own line."""
+    overrides: dict[str, Any] = {n: getattr(options, n) for n in SETTING_OPTIONS}
+    refusals: list[Refusal] = []
+    while True:
+        try:
+            settings = load_settings(horde_dir / "config.toml", environ, overrides)
+        except SettingsError as exc:
+            key = exc.key
+            if key is not None and overrides.get(key) is not None:
+                refusals.append(Refusal(key, f"refused: {exc}"))
+                overrides[key] = None
+                continue
+            refusals.append(Refusal("settings", f"refused: {exc}; fix it there"))
+            return None, refusals
+        return (None if refusals else settings), refusals
+
+
+def check_launch(
+    options: RunOptions,
+    horde_dir: Path,
+    layers_text: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> LaunchCheck:
+    """Every rule a new run must pass in `horde_dir`; `layers_text` is `plan`'s "a; b; c"
+    (None: an open run, which needs a prompt)."""
+    env = os.environ if environ is None else environ
+    check = LaunchCheck()
+    refuse = check.refusals.append
+    if env.get("HORDE_GATEWAY_URL") and env.get("HORDE_RUN"):
+        refuse(
+            Refusal(
+                "run",
+                "refused: a member may not start a nested horde; work inside the run you are in",
+            )
+        )
+    try:
+        check.count = parse_count(options.count)
+    except TargetError as exc:
+        refuse(Refusal("count", f"refused: {exc}"))
+    if check.count is not None and check.count.hordes > 1:
+        refuse(
+            Refusal(
+                "count",
+                "refused: swarms (H/M) are not available yet; run a single horde of 1-12 members",
+            )
+        )
+    layers = parse_layers(layers_text) if layers_text is not None else []
+    if layers_text is not None and not layers:
+        refuse(
+            Refusal(
+                "layers", 'refused: plan needs layers separated by ";", e.g. "parser; type checker"'
+            )
+        )
+    prompt = options.prompt.strip()
+    if not prompt and layers_text is None:
+        refuse(
+            Refusal(
+                "prompt",
+                "refused: the prompt is empty; a run needs a task: say what the members should do",
+            )
+        )
+    settings, refused = checked_settings(options, horde_dir, environ)
+    check.refusals += refused
+    if settings is not None and not settings.model:
+        refuse(Refusal("model", NO_MODEL))
+    states = controls.runs_by_state(horde_dir)
+    if states.get("active"):
+        live = states["active"][-1]
+        refuse(
+            Refusal(
+                "run",
+                f"refused: run {live} is live in this directory (one run at a time); "
+                "stop it with `horde-tui stop-clean` or wait for it",
+                1,
+            )
+        )
+    check.notes = [
+        f"note: run {run} was interrupted (its supervisor died); write its report with "
+        f"`horde-tui finalize {run}`"
+        for run in states.get("interrupted", [])
+    ]
+    if check.refusals or settings is None or check.count is None:
+        return check
+    if not prompt:
+        prompt = f"Analyse each layer: {'; '.join(layers)}"
+    check.settings = settings
+    check.request = RunRequest(
+        prompt,
+        check.count.members,
+        layers,
+        not options.no_verifier,
+        options.until_stop,
+        demo=options.demo,
+    )
+    return check
+
+
+def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[str]:
+    """The headless command line that repeats this run in its own process (`options`:
+    `RunOptions` or the argparse namespace, which has the same names)."""
+    command = (
+        ["run", options.count, options.prompt] if layers_text is None else ["plan", options.count]
+    )
+    if layers_text is not None:
+        command.append(layers_text)
+    for name in SETTING_OPTIONS:
+        value = getattr(options, name, None)
+        if value is not None:
+            command += [f"--{name.replace('_', '-')}", str(value)]
+    command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
+    return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
+
+
+@dataclass(frozen=True)
+class DetachedStart:
+    """A detached run's start: the run that went live, or why none did."""
+
+    pid: int
+    log: Path
+    run_dir: Path | None = None
+    error: str = ""
+
+
+def start_detached(argv: list[str], horde_dir: Path) -> DetachedStart:
+    """Start the supervisor as its own session (it outlives this process and its
+    terminal), output to a log in `.horde/`; wait until its run is live.
+
+    Blocks up to `DETACH_WAIT_S`: the app calls it from a thread worker."""
+    runs = horde_dir / "runs"
+    before = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
+    horde_dir.mkdir(parents=True, exist_ok=True)
+    log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            cwd=horde_dir.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + DETACH_WAIT_S
+    while time.monotonic() < deadline:
+        fresh = sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
+        live = [p for p in fresh if controls.live_file(p).is_file()]
+        if live:
+            return DetachedStart(proc.pid, log, live[-1])
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            return DetachedStart(
+                proc.pid,
+                log,
+                error=f"the detached run exited ({proc.returncode}) before starting:\n{tail}",
+            )
+        time.sleep(0.1)
+    return DetachedStart(
+        proc.pid,
+        log,
+        error=f"the detached run did not go live within {DETACH_WAIT_S:g} s; see {log}",
+    )

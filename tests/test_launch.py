@@ -1,0 +1,143 @@
+"""The one check a new run passes, shared by `horde-tui run`/`plan` and the launch form:
+each rule refuses with one line naming the field, and every bad field is named at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_view_run import RunDir
+
+from horde_tui.launch import THINKING_LEVELS, RunOptions, check_launch, detached_argv
+
+MODEL_ENV = {"HORDE_MODEL": "openai/stub"}
+
+
+def refusals(check: object) -> dict[str, str]:
+    return {r.field: r.message for r in check.refusals}  # type: ignore[attr-defined]
+
+
+def test_a_good_open_run_yields_its_request_and_settings(tmp_path: Path) -> None:
+    options = RunOptions("4", "Find the bugs", thinking="low", max_minutes="30", no_verifier=True)
+    check = check_launch(options, tmp_path / ".horde", environ=MODEL_ENV)
+    assert check.ok, check.refusals
+    assert check.request is not None and check.settings is not None
+    assert (check.request.prompt, check.request.count, check.request.verifier) == (
+        "Find the bugs",
+        4,
+        False,
+    )
+    assert check.settings.model == "openai/stub" and check.settings.max_minutes == 30.0
+    assert check.settings.thinking == "low"
+
+
+def test_plan_layers_give_the_plan_prompt_when_none_is_typed(tmp_path: Path) -> None:
+    check = check_launch(RunOptions("2"), tmp_path / ".horde", "parser; checker", MODEL_ENV)
+    assert check.ok and check.request is not None
+    assert check.request.layers == ["parser", "checker"]
+    assert check.request.prompt == "Analyse each layer: parser; checker"
+
+
+@pytest.mark.parametrize(
+    ("options", "layers", "field", "says"),
+    [
+        (RunOptions("13", "x"), None, "count", "a horde has 1 to 12 members, not 13"),
+        (RunOptions("three", "x"), None, "count", "is not M or H/M"),
+        (RunOptions("2/3", "x"), None, "count", "swarms (H/M) are not available yet"),
+        (RunOptions("3", "   "), None, "prompt", "the prompt is empty"),
+        (RunOptions("3"), " ; ", "layers", 'plan needs layers separated by ";"'),
+        (RunOptions("3", "x", max_minutes="soon"), None, "max_minutes", "valid number"),
+        (RunOptions("3", "x", max_minutes="-5"), None, "max_minutes", "greater than 0"),
+        (RunOptions("3", "x", thinking="max"), None, "thinking", "'off', 'low', 'medium'"),
+    ],
+)
+def test_each_rule_refuses_with_one_line_on_its_field(
+    tmp_path: Path, options: RunOptions, layers: str | None, field: str, says: str
+) -> None:
+    check = check_launch(options, tmp_path / ".horde", layers, MODEL_ENV)
+    assert not check.ok and check.request is None
+    found = refusals(check)
+    assert list(found) == [field], found
+    assert says in found[field] and found[field].startswith("refused: ")
+    assert "\n" not in found[field]
+
+
+def test_every_bad_field_is_named_at_once(tmp_path: Path) -> None:
+    options = RunOptions("0", "", thinking="max", max_minutes="0")
+    found = refusals(check_launch(options, tmp_path / ".horde", environ=MODEL_ENV))
+    assert set(found) == {"count", "prompt", "thinking", "max_minutes"}, found
+
+
+def test_no_model_anywhere_is_refused(tmp_path: Path) -> None:
+    found = refusals(check_launch(RunOptions("3", "x"), tmp_path / ".horde", environ={}))
+    assert list(found) == ["model"] and "no model" in found["model"]
+
+
+def test_a_bad_config_file_is_refused_with_its_path(tmp_path: Path) -> None:
+    horde = tmp_path / ".horde"
+    horde.mkdir()
+    (horde / "config.toml").write_text('thinking = "max"\n')
+    found = refusals(check_launch(RunOptions("3", "x"), horde, environ=MODEL_ENV))
+    assert list(found) == ["settings"] and str(horde / "config.toml") in found["settings"]
+    # The form's own thinking value overrides the file's, as a CLI flag would.
+    check = check_launch(RunOptions("3", "x", thinking="high"), horde, environ=MODEL_ENV)
+    assert check.ok, check.refusals
+
+
+def test_a_live_run_in_the_directory_refuses_a_second(tmp_path: Path) -> None:
+    live = RunDir(tmp_path / ".horde", "20260102-120000-aaaa")
+    live.live(os.getpid())
+    check = check_launch(RunOptions("3", "x"), tmp_path / ".horde", environ=MODEL_ENV)
+    found = refusals(check)
+    assert list(found) == ["run"] and "20260102-120000-aaaa is live" in found["run"]
+    assert check.refusals[0].exit_code == 1
+
+
+def test_a_member_cannot_start_a_nested_horde(tmp_path: Path) -> None:
+    env = {**MODEL_ENV, "HORDE_GATEWAY_URL": "http://127.0.0.1:1", "HORDE_RUN": "r1"}
+    found = refusals(check_launch(RunOptions("3", "x"), tmp_path / ".horde", environ=env))
+    assert list(found) == ["run"] and "nested horde" in found["run"]
+
+
+def test_thinking_levels_are_the_settings_own() -> None:
+    assert THINKING_LEVELS == ("off", "low", "medium", "high")
+
+
+def test_the_form_options_repeat_as_a_detached_command_line() -> None:
+    options = RunOptions("2", "Review app.py", model="m/x", max_minutes="15", until_stop=True)
+    assert detached_argv(options, None)[3:] == [
+        "run",
+        "--headless",
+        "2",
+        "Review app.py",
+        "--model",
+        "m/x",
+        "--max-minutes",
+        "15",
+        "--until-stop",
+    ]
+
+
+def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env["HORDE_MODEL"] = "openai/stub"
+    done = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "2/3", " "],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        "horde-tui: refused: swarms (H/M) are not available yet; run a single horde of "
+        "1-12 members",
+        "horde-tui: refused: the prompt is empty; a run needs a task: say what the members "
+        "should do",
+    ]
+    assert not (tmp_path / ".horde" / "runs").exists()
