@@ -35,8 +35,10 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.settings import Settings
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.setup import RunRequest
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import watch_dir
 from horde_tui.view.run import RunsIndex
@@ -69,6 +71,14 @@ def utc_clock_text(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(ts))
 
 
+def local_date_text(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def utc_date_text(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
+
+
 @dataclass(frozen=True)
 class AppConfig:
     """The app's sources of change that tests must be able to pin."""
@@ -76,6 +86,8 @@ class AppConfig:
     clock: Callable[[], float] = time.time
     clock_text: Callable[[float], str] = default_clock_text
     """Wall-clock time of an event as shown in the log (local time by default)."""
+    date_text: Callable[[float], str] = local_date_text
+    """A run's start as the runs list shows it (local time by default)."""
     watch_files: bool = True
     """Watch `.horde/` with watchfiles and refresh the views it changes (off: views
     change only with the supervisor's events, and tabs load when opened)."""
@@ -94,6 +106,7 @@ class AppConfig:
         return cls(
             clock=lambda: now,
             clock_text=utc_clock_text,
+            date_text=utc_date_text,
             watch_files=False,
             tick_s=0.0,
             animations=False,
@@ -162,11 +175,14 @@ class HordeApp(App[int]):
         if not self.config.animations:
             self.animation_level = "none"
         if supervisor is not None:
-            # The demo label goes first so a narrow terminal never cuts it off.
-            self.title = f"run {supervisor.run_id}"
-            model = getattr(supervisor.settings, "model", "") or "no model"
-            demo = "DEMO MODEL · " if getattr(supervisor.request, "demo", False) else ""
-            self.sub_title = f"{demo}{model}"
+            self._label_hosted(supervisor)
+
+    def _label_hosted(self, supervisor: HostedRun) -> None:
+        # The demo label goes first so a narrow terminal never cuts it off.
+        self.title = f"run {supervisor.run_id}"
+        model = getattr(supervisor.settings, "model", "") or "no model"
+        demo = "DEMO MODEL · " if getattr(supervisor.request, "demo", False) else ""
+        self.sub_title = f"{demo}{model}"
 
     @property
     def run_screen(self) -> RunScreen | None:
@@ -193,10 +209,28 @@ class HordeApp(App[int]):
             if self.attached is not None:
                 self.poll_attached()
             return
+        self._start_hosting()
+
+    def _start_hosting(self) -> None:
+        """Run `self.sup` in a worker, its events coming through the bridge."""
+        assert self.sup is not None
         self.bridge.attach()
         self.sup.sink = self.bridge
         self.live = True
         self.run_worker(self._host(), name="supervisor", group="supervisor", exit_on_error=False)
+
+    def host_new_run(self, request: RunRequest, settings: Settings) -> None:
+        """Host a run the launch form checked, exactly as `horde-tui run` hosts one, and
+        show its run screen. The form's check refuses while a run is live here, so the
+        app never hosts two at once."""
+        from horde_tui.supervisor.run import Supervisor
+
+        assert not self.live, "the launch check refuses a second live run"
+        sup = Supervisor(self.horde_dir.parent, request, settings)
+        self.sup, self.summary, self.run_error, self.quit_when_done = sup, None, None, False
+        self._label_hosted(sup)
+        self.push_screen(RunScreen(sup))
+        self._start_hosting()
 
     async def _host(self) -> RunSummary:
         assert self.sup is not None
@@ -349,22 +383,37 @@ class HordeApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
-    async def action_quit(self) -> None:
-        """Quit; a live hosted run dies with the app, so first ask how to stop it.
+    @property
+    def attached_live(self) -> AttachedRun | None:
+        """The attached run on screen, if it is still live."""
+        screen, source = self.run_screen, self.attached
+        if screen is None or source is None or screen.sup is not source or not source.live:
+            return None
+        return source
 
-        An attached run belongs to another process: quitting leaves it going."""
-        if not self.live or self.sup is None:
-            self.exit(self.exit_code)
-            return
+    async def action_quit(self) -> None:
+        """Quit; with a live run on screen, first ask whether to stop it.
+
+        A hosted run dies with the app, so detaching is not offered for it; an attached
+        run belongs to another process, so detaching (quitting, the run goes on) is."""
         if isinstance(self.screen, ChoiceScreen):
             return
-        self.push_screen(quit_screen(self.sup.run_id), self._quit_choice)
+        if self.live and self.sup is not None:
+            self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
+        elif (attached := self.attached_live) is not None:
+            self.push_screen(quit_screen(attached.run_id, hosted=False), self._quit_choice)
+        else:
+            self.exit(self.exit_code)
 
     def _quit_choice(self, choice: str | None) -> None:
-        if choice is None or not self.live:
+        if choice is None:
+            return
+        attached = self.attached_live
+        if attached is not None and not self.live:
+            self._quit_attached(attached, choice)
             return
         screen = self.run_screen
-        if screen is None:
+        if screen is None or not self.live:
             return
         self.quit_when_done = True
         if choice == "stop-clean":
@@ -373,6 +422,21 @@ class HordeApp(App[int]):
         elif choice == "stop-hard":
             screen.stop_hard("all")
             self.notify("Stopping hard: the app quits once the report is written.", timeout=30)
+
+    def _quit_attached(self, source: AttachedRun, choice: str) -> None:
+        """Detach quits at once; a stop is sent through `control/` and the app quits
+        when the run's supervisor has answered (or the answer timed out)."""
+        if choice == "detach":
+            self.exit(0)
+            return
+        action = choice.replace("-", "_")
+        self.notify(f"Asking run {source.run_id} to {choice}; the app quits once it answers.")
+
+        def send() -> None:
+            source.send(action, "all")
+            self.call_from_thread(self.exit, 0)
+
+        self.run_worker(send, thread=True, group="controls", exit_on_error=False)
 
     def run_hosted(self, mouse: bool = True) -> int:
         """Run the app until the user quits; return the run's exit status."""

@@ -24,6 +24,7 @@ from test_view_run import RunDir
 from textual.widgets import Static
 
 from horde_tui.app import AppConfig, HordeApp
+from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.source import AttachedRun
@@ -134,6 +135,8 @@ async def test_quitting_an_attached_live_run_leaves_it_going(live_run: RunDir) -
         assert screen.table.selected_member == "member-2"
         started = time.monotonic()
         await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.press("enter")  # Detach is focused: quit, the run goes on
     assert time.monotonic() - started < 5, "quit does not wait for the unanswered request"
     assert app.return_value == 0
     assert controls.run_state(live_run.path) == "active"
@@ -201,6 +204,8 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                     20,
                 )
                 await pilot.press("q")
+                await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+                await pilot.press("enter")  # Detach
             assert app.return_value == 0
             assert controls.run_state(run_dir) == "active", "quitting left the run going"
             stopped = _cli(tmp_path, "stop-hard")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.screen import Screen
@@ -20,3 +21,14 @@ class HordeScreen(Screen[None]):
 
         assert isinstance(self.app, HordeApp)
         return self.app
+
+
+def shown_path(path: Path) -> str:
+    """A path as a screen shows it: relative to the working directory when inside it
+    (`horde-tui` runs where its `.horde/` is), else with `~` for the home directory."""
+    cwd, home = Path.cwd(), Path.home()
+    if path.is_relative_to(cwd):
+        return str(path.relative_to(cwd))
+    if path.is_relative_to(home):
+        return f"~/{path.relative_to(home)}"
+    return str(path)

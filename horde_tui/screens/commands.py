@@ -15,7 +15,26 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
 
 
-class MemberCommands(Provider):
+class ListedCommands(Provider):
+    """A provider whose commands are a short list computed now: `commands()` yields
+    (title, callback, help) for what applies; the palette lists and fuzzy-matches them."""
+
+    def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
+        raise NotImplementedError
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self.commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class MemberCommands(ListedCommands):
     """Pause, resume, stop hard, open or locate the transcript of any member; stop the run."""
 
     def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
@@ -43,14 +62,3 @@ class MemberCommands(Provider):
                 )
             yield f"Open {name}", partial(screen.open_member, name), "live activity"
             yield f"Transcript of {name}", partial(screen.show_transcript, name), "its path"
-
-    async def discover(self) -> Hits:
-        for title, callback, help_text in self.commands():
-            yield DiscoveryHit(title, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, callback, help_text in self.commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -7,16 +7,19 @@ opens its report, one key away). It only reads `.horde/runs/`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.containers import Center, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from horde_tui.screens.base import HordeScreen, shown_path
+from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.supervisor import controls
 
@@ -49,11 +52,11 @@ def newest_run(horde_dir: Path) -> NewestRun | None:
 
 def home_text(horde_dir: Path, newest: NewestRun | None) -> str:
     start = (
-        'Start one here with  horde-tui run 3 "your task"  (any litellm model via '
-        "--model), or see a whole run on a scripted model with  horde-tui demo."
+        'Press n to start a run here (or  horde-tui run 3 "your task"  with any litellm '
+        "model via --model), or see a whole run on a scripted model with  horde-tui demo."
     )
     if newest is None:
-        return f"No runs in {horde_dir} yet.\n\n{start}"
+        return f"No runs in {shown_path(horde_dir)} yet.\n\n{start}"
     run = newest.run_dir.name
     if newest.state == "active":
         return (
@@ -69,11 +72,13 @@ def home_text(horde_dir: Path, newest: NewestRun | None) -> str:
     return f"Newest run: {run} ({newest.state}).\n\nPress enter to read its report.\n\n{start}"
 
 
-class HomeScreen(Screen[None]):
+class HomeScreen(HordeScreen):
     """No hosted run: the newest run's state, or how to start one."""
 
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {LaunchCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_report", "Report", id="home-report")
+        Binding("enter", "open_report", "Report", id="home-report"),
+        Binding("n", "new_run", "New run", id="home-new", tooltip="the launch form"),
     ]
 
     def __init__(self, horde_dir: Path) -> None:
@@ -93,6 +98,9 @@ class HomeScreen(Screen[None]):
                 return False  # nothing to open: keep the key out of the footer
             return True if self.newest.has_report else None
         return True
+
+    def action_new_run(self) -> None:
+        open_launch_form(self, self.horde_dir)
 
     def action_open_report(self) -> None:
         if self.newest is not None and self.newest.has_report:

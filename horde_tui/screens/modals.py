@@ -26,12 +26,20 @@ class ChoiceScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "#cancel"
     """Enter on a fresh dialog must not stop anything."""
 
-    def __init__(self, question: str, detail: str, choices: list[tuple[str, str, str, bool]]):
-        """`choices` are (id, label, button variant, enabled), in display order."""
+    def __init__(
+        self,
+        question: str,
+        detail: str,
+        choices: list[tuple[str, str, str, bool]],
+        safe_choice: str = "cancel",
+    ):
+        """`choices` are (id, label, button variant, enabled), in display order;
+        `safe_choice` is focused first (it must stop nothing)."""
         super().__init__(classes="choice-screen")
         self.question = question
         self.detail = detail
         self.choices = choices
+        self.AUTO_FOCUS = f"#{safe_choice}"
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -49,17 +57,42 @@ class ChoiceScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def quit_screen(run_id: str) -> ChoiceScreen:
-    """Asked when quitting while a hosted run is live: the run dies with the app."""
-    return ChoiceScreen(
-        f"Run {run_id} is still live. Quitting ends it.",
+def quit_screen(run_id: str, hosted: bool) -> ChoiceScreen:
+    """Asked when quitting with a live run on screen: stop it clean, stop it hard, or
+    detach (quit and leave it going).
+
+    A hosted run cannot outlive the app (its members watch this process and their pipes
+    end here), so for it Detach is shown disabled and the text says how to start a run
+    that can be left going."""
+    stops = (
         "Stop clean: members wrap up and the report is written, then the app quits. "
-        "Stop hard: members are terminated now, the report is written from what is on disk.",
+        "Stop hard: members are terminated now, the report is written from what is on disk."
+    )
+    if hosted:
+        return ChoiceScreen(
+            f"Run {run_id} is hosted in this app. Quitting ends it.",
+            f"{stops}\nDetach is not possible: a run hosted here stops with the app. To leave "
+            "a run going (over SSH), start it with the launch form's detached switch or "
+            "horde-tui run --detach.",
+            [
+                ("stop-clean", "Stop clean", "primary", True),
+                ("stop-hard", "Stop hard", "error", True),
+                ("detach", "Detach", "default", False),
+                ("cancel", "Cancel", "default", True),
+            ],
+        )
+    return ChoiceScreen(
+        f"Run {run_id} runs in another process.",
+        f"Detach: quit and leave the run going (horde-tui attach {run_id} comes back to it). "
+        "Stop clean or stop hard: asked of its supervisor through control/; the app quits "
+        "once it answers.",
         [
-            ("stop-clean", "Stop clean", "primary", True),
+            ("detach", "Detach", "primary", True),
+            ("stop-clean", "Stop clean", "warning", True),
             ("stop-hard", "Stop hard", "error", True),
             ("cancel", "Cancel", "default", True),
         ],
+        safe_choice="detach",
     )
 
 

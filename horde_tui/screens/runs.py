@@ -8,56 +8,72 @@ only what each event log gained, so a long history stays cheap.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.widgets import DataTable, Footer, Header, Static
 
-from horde_tui.screens.base import HordeScreen
+from horde_tui.screens.base import HordeScreen, shown_path
+from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.view.run import LIVE_STATES, RunRow, RunsIndex
-
-if TYPE_CHECKING:
-    pass
+from widgets.member_table import clip
 
 COLUMNS = (
     ("run", "run"),
     ("state", "state"),
     ("started", "started"),
-    ("members", "members"),
+    ("members", "count"),
     ("model", "model"),
     ("outcome", "outcome"),
     ("prompt", "prompt"),
 )
+NARROW_WIDTH = 100
+"""Below this many columns the run id and the model are left out of the table so the
+prompt keeps some room; the detail line under the table shows them."""
+NARROW_LEAVES_OUT = frozenset({"run", "model"})
+MODEL_WIDTH = 20
+PROMPT_MIN_WIDTH = 12
+CELL_PADDING = 2
+"""DataTable's default padding: one space either side of every cell."""
 REFRESH_S = 1.0
 """The list re-reads the index at most this often."""
 
 
-def started_text(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else "-"
+def row_cells(row: RunRow, date_text: Callable[[float], str], prompt_width: int) -> dict[str, str]:
+    """Every column's text for one run; long models and prompts are clipped (the detail
+    line shows them whole)."""
+    return {
+        "run": row.run_id,
+        "state": row.state,
+        "started": date_text(row.started) if row.started else "-",
+        "members": str(row.members or "-"),
+        "model": clip(row.model or "-", MODEL_WIDTH),
+        "outcome": row.outcome or "-",
+        "prompt": clip(row.prompt, prompt_width),
+    }
 
 
-def row_cells(row: RunRow) -> tuple[str, ...]:
-    return (
-        row.run_id,
-        row.state,
-        started_text(row.started),
-        str(row.members or "-"),
-        row.model or "-",
-        row.outcome or "-",
-        row.prompt,
-    )
+def detail_text(row: RunRow, date_text: Callable[[float], str]) -> str:
+    """The highlighted run in full: what the table clips or leaves out."""
+    started = f"started {date_text(row.started)}" if row.started else "not started"
+    facts = [row.run_id, row.state, started, f"{row.members or '?'} members"]
+    facts += [row.model or "no model", row.outcome or "no outcome yet"]
+    return " · ".join(facts) + "\n" + (row.prompt or "(no prompt)")
 
 
 class RunsScreen(HordeScreen):
-    """Every run in a `.horde/`; enter opens its report or attaches to it."""
+    """Every run in a `.horde/`; enter opens its report or attaches to it, n starts one."""
 
     AUTO_FOCUS = "#runs"
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {LaunchCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_run", "Open", id="runs-open", show=True),
+        Binding("n", "new_run", "New run", id="runs-new", tooltip="the launch form"),
     ]
 
     def __init__(self, horde_dir: Path, index: RunsIndex | None = None) -> None:
@@ -65,14 +81,16 @@ class RunsScreen(HordeScreen):
         self.horde_dir = horde_dir
         self.index = index or RunsIndex(horde_dir)
         self.rows: list[RunRow] = []
+        self.columns: tuple[str, ...] = ()
+        """The column keys on screen now (`started` only when the terminal is wide)."""
+        self.shown: dict[str, dict[str, str]] = {}
+        """Each row's cells as last painted, so a repaint changes only what differs."""
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="runs-status", markup=False)
-        table: DataTable[str] = DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="runs-detail", markup=False)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -80,36 +98,62 @@ class RunsScreen(HordeScreen):
         self.show()
         self.set_interval(REFRESH_S, self.poll)
 
+    def on_resize(self) -> None:
+        self.show()
+
     def poll(self) -> None:
         if self.index.refresh():
             self.show()
 
     def show(self) -> None:
-        """Repaint: update changed cells in place, rebuild only when the runs differ."""
-        table = self.query_one("#runs", DataTable)
+        """Repaint: update changed cells in place; rebuild only when the runs or the
+        columns differ."""
+        table: DataTable[str] = self.query_one("#runs", DataTable)
         rows = self.index.rows()
-        if [r.run_id for r in rows] != [r.run_id for r in self.rows]:
+        date_text = self.horde_app.config.date_text
+        width = table.scrollable_content_region.width or self.size.width
+        keys = tuple(k for k, _ in COLUMNS if width >= NARROW_WIDTH or k not in NARROW_LEAVES_OUT)
+        cells = {r.run_id: row_cells(r, date_text, PROMPT_MIN_WIDTH) for r in rows}
+        others = sum(
+            max([len(label), *(len(c[key]) for c in cells.values())]) + CELL_PADDING
+            for key, label in COLUMNS
+            if key in keys and key != "prompt"
+        )
+        prompt_width = max(PROMPT_MIN_WIDTH, width - others - CELL_PADDING - 1)
+        cells = {r.run_id: row_cells(r, date_text, prompt_width) for r in rows}
+        if keys != self.columns or list(cells) != list(self.shown):
             selected = self.selected_row()
-            table.clear()
-            for row in rows:
-                table.add_row(*row_cells(row), key=row.run_id)
-            ids = [r.run_id for r in rows]
-            if selected is not None and selected.run_id in ids:
-                table.move_cursor(row=ids.index(selected.run_id))
+            table.clear(columns=keys != self.columns)
+            if keys != self.columns:
+                for key, label in COLUMNS:
+                    if key in keys:
+                        table.add_column(label, key=key)
+            for run_id, row in cells.items():
+                table.add_row(*(row[k] for k in keys), key=run_id)
+            if selected is not None and selected.run_id in cells:
+                table.move_cursor(row=list(cells).index(selected.run_id))
         else:
-            for old, new in zip(self.rows, rows, strict=True):
-                if old == new:
-                    continue
-                for (key, _), a, b in zip(COLUMNS, row_cells(old), row_cells(new), strict=True):
-                    if a != b:
-                        table.update_cell(new.run_id, key, b)
-        self.rows = rows
+            for run_id, row in cells.items():
+                for key in keys:
+                    if row[key] != self.shown[run_id][key]:
+                        table.update_cell(run_id, key, row[key], update_width=True)
+        self.columns, self.shown, self.rows = keys, cells, rows
         live = sum(1 for r in rows if r.state in LIVE_STATES)
         self.query_one("#runs-status", Static).update(
-            f"{len(rows)} runs in {self.horde_dir} · {live} live · "
-            "enter: report of a finished run, attach to a live one"
+            f"{len(rows)} runs in {shown_path(self.horde_dir)} · {live} live · "
+            "enter: report or attach · n: new run"
         )
+        self.show_detail()
         self.refresh_bindings()
+
+    def show_detail(self) -> None:
+        row = self.selected_row()
+        text = detail_text(row, self.horde_app.config.date_text) if row else ""
+        self.query_one("#runs-detail", Static).update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.show_detail()
 
     def selected_row(self) -> RunRow | None:
         table = self.query_one("#runs", DataTable)
@@ -130,6 +174,9 @@ class RunsScreen(HordeScreen):
                 else "nothing to open yet"
             )
             self.notify(f"{row.run_id} is {row.state} and has no report: {hint}")
+
+    def action_new_run(self) -> None:
+        open_launch_form(self, self.horde_dir)
 
     def action_open_run(self) -> None:
         row = self.selected_row()
