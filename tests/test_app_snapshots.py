@@ -8,14 +8,19 @@ review the SVGs under `tests/snapshots/test_app_snapshots/` before committing th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_textual_snapshot
-from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
+from test_app_launch import several_runs
+from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
 from textual.pilot import Pilot
+from textual.widgets import DataTable, Input, Static
 
+from horde_tui.app import AppConfig, HordeApp
+from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
 from widgets.event_log import EventLog
@@ -125,3 +130,70 @@ def test_report_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
         )
 
     assert snap_compare(deterministic_app(fake), terminal_size=size, run_before=before)
+
+
+def write_prompt(run: Path, prompt: str) -> None:
+    (run / "TASK.md").write_text(f"# Task\n\n{prompt}\n\n## Configuration\n\n- members: 3\n")
+
+
+@SIZES
+def test_runs_list_in_every_state(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """Bare `horde-tui` on a `.horde/` with five runs, newest first. A reviewer should see
+    the status line "5 runs in .horde · 2 live", a table with the columns run, state,
+    started (UTC), members, model, outcome, prompt, and one run in each state: not started
+    (no start, no members: "-"), active (4 members, ollama/qwen3:8b), finalizing (6
+    members), interrupted (2 members, anthropic/claude-sonnet-4) and finished (3 members,
+    outcome "solved"); each with its own prompt; a footer with enter Open and n New run."""
+    monkeypatch.chdir(tmp_path)
+    horde = tmp_path / ".horde"
+    states = several_runs(horde)
+    prompts = (
+        "Find the SQL injections in app/",
+        "Why does the cache test flake?",
+        "Review the parser; the type checker; the code generator",
+        "Port the CLI to click",
+    )
+    for run, prompt in zip(states, prompts, strict=False):
+        write_prompt(horde / "runs" / run, prompt)
+    app = HordeApp(horde_dir=Path(".horde"), config=AppConfig.deterministic(NOW))
+
+    async def before(pilot: Pilot[Any]) -> None:
+        table = pilot.app.screen.query_one("#runs", DataTable)
+        await wait_for(pilot, lambda: table.row_count == len(states))
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
+
+
+@SIZES
+def test_launch_form_with_validation_errors(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """The launch form after enter with a count of 13 and no prompt. A reviewer should see
+    the title "New run · .horde/", the fields Members (13 kept as typed), Prompt (empty,
+    placeholder), Plan layers, Model (openai/gpt-4o from the config file), Thinking
+    (off), Deadline, the options verifier (on), until stop and detached (off) with the
+    detached hint; under Members the red line "refused: a horde has 1 to 12 members, not
+    13", under Prompt "refused: the prompt is empty; ..."; the Start and Cancel buttons,
+    and a footer with enter Start and esc Cancel."""
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("HORDE_")]:
+        monkeypatch.delenv(name)
+    horde = tmp_path / ".horde"
+    horde.mkdir()
+    (horde / "config.toml").write_text('model = "openai/gpt-4o"\n')
+    app = HordeApp(horde_dir=Path(".horde"), config=AppConfig.deterministic(NOW))
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, LaunchScreen))
+        count = pilot.app.screen.query_one("#launch-count", Input)
+        count.focus()
+        await wait_for(pilot, lambda: count.has_focus)
+        count.value = ""
+        await pilot.press("1", "3", "enter")
+        error = pilot.app.screen.query_one("#launch-prompt-error", Static)
+        await wait_for(pilot, lambda: error.has_class("-shown"))
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
