@@ -209,11 +209,12 @@ def check_launch(
 def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[str]:
     """The headless command line that repeats this run in its own process (`options`:
     `RunOptions` or the argparse namespace, which has the same names)."""
-    command = (
-        ["run", options.count, options.prompt] if layers_text is None else ["plan", options.count]
-    )
-    if layers_text is not None:
-        command.append(layers_text)
+    if layers_text is None:
+        command = ["run", options.count, options.prompt]
+    else:
+        command = ["plan", options.count, layers_text]
+        if options.prompt:
+            command += ["--prompt", options.prompt]
     for name in SETTING_OPTIONS:
         value = getattr(options, name, None)
         if value is not None:

@@ -233,7 +233,10 @@ def add_commands(sub: Any) -> None:
     plan.add_argument("layers", help="layers separated by ';'")
     add_run_arguments(plan)
     plan.add_argument("--detach", action="store_true", help=detach_help)
-    plan.set_defaults(func=lambda a: cmd_run(a, a.layers), prompt="")
+    plan.add_argument(
+        "--prompt", default="", help='the task (default: "Analyse each layer: <layers>")'
+    )
+    plan.set_defaults(func=lambda a: cmd_run(a, a.layers))
 
     attach = sub.add_parser("attach", help="open the app on a run hosted by another process")
     attach.add_argument("run", nargs="?", help="the run id (default: the live run)")

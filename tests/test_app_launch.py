@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from test_app_attach import FakeRemote
 from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
@@ -25,7 +26,7 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.launch import THINKING_LEVELS
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.launch import LaunchScreen
-from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.stubmodel import StubThread
@@ -105,6 +106,16 @@ async def test_n_opens_the_form_with_the_settings_defaults_and_escape_closes_it(
         assert thinking.value == "medium"
         assert [str(o[0]) for o in thinking._options] == list(THINKING_LEVELS)
         assert screen.query_one("#launch-verifier", Checkbox).value is True
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        console = Console(width=100, record=True)
+        console.print(help_screen.key_table())
+        keys = console.export_text()
+        assert "^s" in keys and "Check and start the run" in keys and "Close the form" in keys
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
 
@@ -184,7 +195,7 @@ async def test_each_refusal_is_one_line_under_its_field_and_keeps_the_input(
         assert [p.name for p in (horde / "runs").iterdir()] == [FINISHED], "nothing started"
 
 
-async def test_enter_on_a_checkbox_starts_and_space_toggles(horde: Path) -> None:
+async def test_enter_on_a_checkbox_and_ctrl_s_anywhere_start_and_space_toggles(horde: Path) -> None:
     app = app_for(horde)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_form(pilot)
@@ -195,6 +206,10 @@ async def test_enter_on_a_checkbox_starts_and_space_toggles(horde: Path) -> None
         await pilot.press("enter")  # the prompt is empty: refused, the box stays on
         await wait_for(pilot, lambda: "the prompt is empty" in error_line(app, "prompt"))
         assert box.value is True
+        screen.show_error("prompt", "")
+        screen.query_one("#launch-thinking", Select).focus()
+        await pilot.press("ctrl+s")  # from a field where enter means something else
+        await wait_for(pilot, lambda: "the prompt is empty" in error_line(app, "prompt"))
 
 
 async def test_a_live_run_refuses_a_launch_on_the_run_line(horde: Path) -> None:

@@ -176,7 +176,7 @@ def test_launch_form_with_validation_errors(
     (off), Deadline, the options verifier (on), until stop and detached (off) with the
     detached hint; under Members the red line "refused: a horde has 1 to 12 members, not
     13", under Prompt "refused: the prompt is empty; ..."; the Start and Cancel buttons,
-    and a footer with enter Start and esc Cancel."""
+    and a footer with ^s Start and esc Cancel."""
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("HORDE_")]:
         monkeypatch.delenv(name)

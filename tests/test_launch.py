@@ -141,3 +141,27 @@ def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None
         "should do",
     ]
     assert not (tmp_path / ".horde" / "runs").exists()
+
+
+def test_a_plan_with_its_own_prompt_survives_the_detached_command_line(tmp_path: Path) -> None:
+    """The form takes a prompt and layers together; `plan --prompt` carries both to the
+    detached process, which checks them into the same request."""
+    from horde_tui.cli import build_parser
+
+    options = RunOptions("2", "Audit the compiler")
+    argv = detached_argv(options, "parser; checker")
+    assert argv[3:] == [
+        "plan",
+        "--headless",
+        "2",
+        "parser; checker",
+        "--prompt",
+        "Audit the compiler",
+    ]
+    args = build_parser().parse_args(argv[3:])
+    check = check_launch(RunOptions.from_args(args), tmp_path / ".horde", args.layers, MODEL_ENV)
+    assert check.ok and check.request is not None
+    assert (check.request.prompt, check.request.layers) == (
+        "Audit the compiler",
+        ["parser", "checker"],
+    )

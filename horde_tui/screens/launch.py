@@ -65,7 +65,10 @@ class LaunchScreen(HordeScreen):
 
     AUTO_FOCUS = "#launch-prompt"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "start", "Start", id="launch-start", tooltip="check and start the run"),
+        # Enter in a text field submits the field (`on_input_submitted`), so it is never
+        # shown as this screen's key; ctrl+s says "Start" in the footer from any field.
+        Binding("enter", "start", "Start", show=False, id="launch-enter"),
+        Binding("ctrl+s", "start", "Start", id="launch-start", tooltip="check and start the run"),
         Binding("escape", "cancel", "Cancel", id="launch-cancel", tooltip="close the form"),
     ]
 
@@ -212,6 +215,13 @@ class LaunchScreen(HordeScreen):
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def check_and_start(self, options: RunOptions, layers_text: str | None, detached: bool) -> None:
+        try:
+            self.start_in_thread(options, layers_text, detached)
+        except Exception as exc:  # an unreadable .horde/: say so rather than stay busy
+            message = f"could not start: {type(exc).__name__}: {exc}"
+            self.app.call_from_thread(self.start_failed, message)
+
+    def start_in_thread(self, options: RunOptions, layers_text: str | None, detached: bool) -> None:
         check = check_launch(options, self.horde_dir, layers_text)
         if not check.ok or not detached:
             self.app.call_from_thread(self.checked_result, check)
@@ -219,7 +229,8 @@ class LaunchScreen(HordeScreen):
         self.app.call_from_thread(self.set_busy, True, "starting the detached run...")
         started = start_detached(detached_argv(options, layers_text), self.horde_dir)
         if started.run_dir is None:
-            self.app.call_from_thread(self.detach_failed, started.error)
+            failed = f"{started.error.splitlines()[0]} (log: {shown_path(started.log)})"
+            self.app.call_from_thread(self.start_failed, failed)
         else:
             self.app.call_from_thread(self.opened, started.run_dir)
 
@@ -231,11 +242,9 @@ class LaunchScreen(HordeScreen):
             self.dismiss_form()
             self.horde_app.host_new_run(check.request, check.settings)
 
-    def detach_failed(self, error: str) -> None:
+    def start_failed(self, error: str) -> None:
         self.set_busy(False)
-        self.show_error(
-            "run", f"refused: {error.splitlines()[0]} (see the detached log in .horde/)"
-        )
+        self.show_error("run", f"refused: {error.splitlines()[0]}")
 
     def opened(self, run_dir: Path) -> None:
         self.dismiss_form()
