@@ -304,6 +304,8 @@ class HordeApp(App[int]):
         source, screen = self.attached, self.run_screen
         if source is None or screen is None or screen.sup is not source:
             return
+        if not self.is_running:  # quitting: the screens are being torn down
+            return
         if self._polling:
             self._poll_again = True
             return

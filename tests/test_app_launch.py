@@ -433,3 +433,18 @@ async def test_a_narrow_runs_list_keeps_the_prompt_and_details_the_highlighted_r
         assert "20260102-120100-bbbb · interrupted" in detail
         assert "anthropic/claude-sonnet-4" in detail
         assert "on the second run after a restart?" in detail
+
+
+async def test_the_runs_list_picks_up_a_new_run_and_a_state_change(horde: Path) -> None:
+    app = app_for(horde)
+    async with app.run_test(size=(160, 36)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        table = screen.query_one("#runs", DataTable)
+        new = RunDir(horde, "20260102-140000-ffff")
+        new.event(0, "run-start", members=5, model="openai/gpt-4o")
+        new.live(os.getpid())
+        await wait_for(pilot, lambda: table.row_count == 2)
+        await wait_for(pilot, lambda: table.get_cell(new.path.name, "state") == "active")
+        new.event(30, "phase-start", phase="finalize")
+        await wait_for(pilot, lambda: table.get_cell(new.path.name, "state") == "finalizing")

@@ -2,8 +2,9 @@
 
 What bare `horde-tui` (and `horde-tui app`) opens when the app hosts no run and there
 is at least one run on disk. Enter opens a finished run's report, or attaches to a live
-run hosted by another process. The list polls `RunsIndex` once a second, which reads
-only what each event log gained, so a long history stays cheap.
+run hosted by another process. The list re-reads `RunsIndex` when the app's watcher sees
+files change and once a second; the index reads only what each event log gained, so a
+long history stays cheap.
 """
 
 from __future__ import annotations
@@ -96,7 +97,13 @@ class RunsScreen(HordeScreen):
     def on_mount(self) -> None:
         self.index.refresh()
         self.show()
+        # The watcher wakes the list when files change; the interval still notices what
+        # writes no file (a supervisor that died).
+        self.watch(self.horde_app, "files_revision", self.on_files_changed, init=False)
         self.set_interval(REFRESH_S, self.poll)
+
+    def on_files_changed(self, _revision: int) -> None:
+        self.poll()
 
     def on_resize(self) -> None:
         self.show()
