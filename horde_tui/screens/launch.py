@@ -140,12 +140,11 @@ class LaunchScreen(HordeScreen):
                 classes="form-hint",
                 markup=False,
             )
-            yield Static(
-                self.defaults_error, id="launch-run-error", classes="field-error", markup=False
-            )
+            yield Static("", id="launch-run-error", classes="field-error", markup=False)
             with Horizontal(id="launch-buttons"):
                 yield Button("Start", id="launch-start", variant="primary", compact=True)
                 yield Button("Cancel", id="launch-cancel", compact=True)
+                yield Static("", id="launch-status", markup=False)
         yield Footer(compact=True)
 
     def row(self, name: str, label: str, field: Widget) -> Iterator[Widget]:
@@ -201,8 +200,7 @@ class LaunchScreen(HordeScreen):
     def set_busy(self, busy: bool, status: str = "") -> None:
         self.busy = busy
         self.query_one("#launch-start", Button).disabled = busy
-        if status:
-            self.show_error("run", status)
+        self.query_one("#launch-status", Static).update(status)
 
     # -- actions -----------------------------------------------------------------------
 
