@@ -201,11 +201,17 @@ class LaunchScreen(HordeScreen):
         self.busy = busy
         self.query_one("#launch-start", Button).disabled = busy
         self.query_one("#launch-status", Static).update(status)
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("start", "cancel") and self.busy:
+            return None  # greyed: the check or the detached start is under way
+        return True
 
     # -- actions -----------------------------------------------------------------------
 
     def action_start(self) -> None:
-        if self.busy:
+        if self.busy:  # enter in a text field reaches here without check_action
             return
         options, layers_text = self.options()
         self.set_busy(True, "checking...")

@@ -23,8 +23,8 @@ class ChoiceScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="modal-cancel")
     ]
-    AUTO_FOCUS = "#cancel"
-    """Enter on a fresh dialog must not stop anything."""
+    AUTO_FOCUS = ".-safe-choice"
+    """Enter on a fresh dialog must not stop anything: the safe choice has the focus."""
 
     def __init__(
         self,
@@ -39,7 +39,7 @@ class ChoiceScreen(ModalScreen[str | None]):
         self.question = question
         self.detail = detail
         self.choices = choices
-        self.AUTO_FOCUS = f"#{safe_choice}"
+        self.safe_choice = safe_choice
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -47,7 +47,13 @@ class ChoiceScreen(ModalScreen[str | None]):
             yield Static(self.detail, classes="dialog-detail", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 for ident, label, variant, enabled in self.choices:
-                    yield Button(label, id=ident, variant=variant, disabled=not enabled)  # type: ignore[arg-type]
+                    yield Button(
+                        label,
+                        id=ident,
+                        variant=variant,  # type: ignore[arg-type]
+                        disabled=not enabled,
+                        classes="-safe-choice" if ident == self.safe_choice else None,
+                    )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
