@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from horde_tui.launch import THINKING_LEVELS
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
@@ -29,7 +30,7 @@ QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true", help="print one line per event (no app)")
     p.add_argument("--model", help="any litellm model string (default: $HORDE_MODEL / config)")
-    p.add_argument("--thinking", choices=("off", "low", "medium", "high"))
+    p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--no-verifier", action="store_true", help="no verifier role in 3+ member runs")
     p.add_argument("--until-stop", action="store_true", help="keep working until stopped")
     p.add_argument("--max-minutes", type=float, help="clean stop at this wall-clock deadline")
