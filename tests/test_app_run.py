@@ -67,6 +67,8 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
         # A burst of events is coalesced into a few UI updates.
         assert app.bridge.flushes <= 3
 
+        # The tool column's fit to the laid-out screen may still be pending: let it land.
+        await wait_for(pilot, lambda: not table._fit())
         before = table.cells_updated
         fake.tool("member-2", 150, "bash", "bash: pytest -q")
         await wait_for(pilot, lambda: cell(app, "member-2", "tool") == "bash: pytest -q")
@@ -167,6 +169,7 @@ async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path
         assert log.row_text(120) == "parent phase-start phase discovery"
 
         log.focus()
+        await wait_for(pilot, lambda: log.has_focus and log.scroll_y == log.max_scroll_y)
         await pilot.press("pageup")
         await wait_for(pilot, lambda: not log.following)
         for i in range(2):
@@ -174,13 +177,13 @@ async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path
         fake.emit("member-reset", "member-2", at=203, cause="model_error", resets=1)
         await wait_for(pilot, lambda: log.new_lines == 5)
         status = app.query_one("#event-status", Static)
-        assert "5 new lines" in str(status.render())
+        await wait_for(pilot, lambda: "5 new lines" in str(status.render()))
         assert log.scroll_y < log.max_scroll_y
 
         await pilot.press("f")
-        assert log.following and log.new_lines == 0
-        assert log.scroll_y == log.max_scroll_y
-        assert "following" in str(status.render())
+        await wait_for(pilot, lambda: log.following and log.scroll_y == log.max_scroll_y)
+        assert log.new_lines == 0
+        await wait_for(pilot, lambda: "following" in str(status.render()))
 
 
 async def test_slash_filters_events_by_member_or_kind(tmp_path: Path) -> None:

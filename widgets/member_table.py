@@ -216,17 +216,20 @@ class MemberTable(DataTable[Text]):
     def on_resize(self, event: events.Resize) -> None:
         self._fit()
 
-    def _fit(self) -> None:
-        """Give the tool column the width the others leave, then repaint its cells."""
+    def _fit(self) -> bool:
+        """Give the tool column the width the others leave, then repaint its cells;
+        return whether the width moved."""
         others = sum(
             column.get_render_width(self)
             for key, column in self.columns.items()
             if key.value != "tool"
         )
         width = max(self.MIN_TOOL_WIDTH, self.scrollable_content_region.width - others - 1)
-        if width != self._tool_width:
-            self._tool_width = width
-            self.show(list(self._rows.values()))
+        if width == self._tool_width:
+            return False
+        self._tool_width = width
+        self.show(list(self._rows.values()))
+        return True
 
     def _on_theme_change(self) -> None:
         """A theme change restyles the colours baked into cells: repaint them all."""
