@@ -10,7 +10,7 @@ verifier and a post after the clean stop. The assertions quote the report exactl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +265,30 @@ def test_members_table_marks_partial_unknown_cost_and_reconstructs_killed_summar
         f"post ({stamp(post.ts)}): halfway through the CSRF review"
     ) in members
     assert "- member-1 (completed): Filed F2 and F7; answer validated." in members
+
+
+def test_a_member_stopped_at_its_turn_cap_ends_with_turns_and_is_not_partial(
+    scenario: Scenario,
+) -> None:
+    capped = MemberState(
+        "member-2",
+        "member",
+        turns=40,
+        prompt_tokens=1000,
+        completion_tokens=200,
+        cost_usd=0.001,
+        exit_cause="turns",
+        detail="turn cap of 40 reached; the model was still calling tools",
+        final_message="Answered Q1.",
+    )
+    summary = replace(scenario.summary, members=[capped])
+    members = _section(render_report(scenario.state, summary, scenario.workdir), "Members")
+    assert "| member-2 | member | turns | 40 | 1,000 | 200 | $0.0010 | 0 |" in members
+    assert (
+        "- member-2 (turns; turn cap of 40 reached; the model was still calling tools): "
+        "Answered Q1."
+    ) in members
+    assert "| member-2 | member | turns | 40 |" in render_summary(scenario.state, summary)
 
 
 def test_findings_are_ranked_clusters_with_review_coverage(scenario: Scenario) -> None:
