@@ -547,3 +547,63 @@ def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Pat
     store.refresh()
     assert store.state.threads["Q1"].state == "resolved"
     assert summary.outcome == "finished"
+
+
+def _first_usage(session: Path) -> tuple[int, float | None]:
+    """Tokens and USD of the first model reply in a transcript."""
+    for line in session.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("role") == "assistant":
+            usage = record["usage"]
+            return usage["prompt_tokens"] + usage["completion_tokens"], usage["cost_usd"]
+    raise AssertionError(f"no model reply in {session}")
+
+
+def test_repair_attempts_at_the_turn_cap_end_with_turns_and_report_their_first_turn(
+    tmp_path: Path,
+) -> None:
+    """HORDE_REPAIR_TURNS=1: each attempt makes its one tool call and is stopped at the cap
+    while it still wants a turn; the thread still gets answered and resolved."""
+    plans = {
+        "member-1": [
+            {
+                **horde("message", to="member-2", kind="blocker", text="Is app.py the only one?"),
+                "until_ok": 20,
+                "delay_ms": 100,
+                "unless": "REPAIR",
+            },
+            {"say": "asked", "unless": "REPAIR"},
+            {**horde("resolve", id="Q1", text="thanks, answered"), "when": "REPAIR"},
+            {"say": "resolved", "when": "REPAIR"},
+        ],
+        "member-2": [
+            {**horde("list"), "hold_ms": 1500, "unless": "REPAIR"},
+            {"say": "done", "unless": "REPAIR"},
+            {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
+            {"say": "answered", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False, repair_turns=1)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    events = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
+    ends = [e for e in events if e.get("kind") == "repair-end"]
+    assert [(e["member"], e["cause"], e["turns"], e["unchanged"]) for e in ends] == [
+        ("member-2", "turns", 1, []),
+        ("member-1", "turns", 1, []),
+    ]
+    for end in ends:
+        sessions = sorted((sup.run_dir / "sessions" / end["member"]).glob("*.jsonl"))
+        tokens, cost = _first_usage(sessions[-1])  # the repair session is the newest
+        assert tokens > 0
+        assert (end["first_turn_tokens"], end["first_turn_cost_usd"]) == (tokens, cost)
+    exits = [e for e in events if e.get("kind") == "member-exit" and e.get("cause") == "turns"]
+    assert [e["detail"] for e in exits] == [
+        "turn cap of 1 reached; the model was still calling tools"
+    ] * 2
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert store.state.threads["Q1"].state == "resolved"
+    assert [m.exit_cause for m in summary.members] == ["turns", "turns"]
+    assert "| member-2 | member | turns |" in (sup.run_dir / "REPORT.md").read_text()
