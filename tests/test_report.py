@@ -319,6 +319,64 @@ def test_findings_are_ranked_clusters_with_review_coverage(scenario: Scenario) -
     )
 
 
+def test_acceptance_groups_this_runs_findings_at_their_current_revisions(
+    scenario: Scenario,
+) -> None:
+    assert _section(scenario.report(), "Acceptance") == (
+        "6 findings and artifacts of this run at their current revisions (as ACCEPTANCE.md "
+        "froze them): 1 accepted, 0 accepted with limits, 3 open, 1 refuted, 1 superseded.\n\n"
+        "### Accepted\n\n- F3 r1 accepted (V1)\n\n"
+        "### Accepted with limits\n\n_None._\n\n"
+        "### Open\n\n"
+        "- F2 r1 open: no qualifying review of r1 yet\n"
+        "- F4 r1 open: no qualifying review of r1 yet\n"
+        "- F5 r1 open: no qualifying review of r1 yet\n\n"
+        "### Refuted\n\n- F7 r1 open (V2): refuted by V2; no supporting review\n\n"
+        "### Superseded\n\n- F6 r1 superseded: superseded by F7"
+    )
+
+
+def test_acceptance_names_artifacts_at_their_revision_with_limits_and_refutations(
+    tmp_path: Path,
+) -> None:
+    h = Horde(tmp_path)
+    for n in (1, 2):
+        _ok(h, f"member-{n}", "idea", run="r1", text=f"audit module {n} of app/")
+    (tmp_path / "check.sh").write_text("echo BROKEN\n")
+    _ok(h, "member-1", "artifact", run="r1", path="check.sh", criteria="prints OK")
+    (tmp_path / "check.sh").write_text("echo OK\n")
+    _ok(h, "member-1", "artifact", run="r1", path="check.sh", text="prints OK now")
+    (tmp_path / "lab.sh").write_text("echo lab\n")
+    _ok(h, "member-2", "artifact", run="r1", path="lab.sh", criteria="starts the lab")
+    review = {"support": "tested", "checked": "ran it", "evidenceText": "ran it"}
+    _ok(
+        h,
+        "member-2",
+        "review",
+        run="r1",
+        target="A1",
+        verdict="supports",
+        limits="Linux only",
+        **review,
+    )
+    _ok(h, "member-1", "review", run="r1", target="A2", verdict="refutes", **review)
+    state = h.state("parent")
+    summary = RunSummary("r1", "finished", "done", "ok", 0.0, 1.0, "m")
+
+    section = _section(render_report(state, summary, tmp_path), "Acceptance")
+
+    assert section == (
+        "2 findings and artifacts of this run at their current revisions (as ACCEPTANCE.md "
+        "froze them): 0 accepted, 1 accepted with limits, 0 open, 1 refuted, 0 superseded.\n\n"
+        "### Accepted\n\n_None._\n\n"
+        "### Accepted with limits\n\n"
+        "- A1 r2 accepted with limits (V1): r2 reviewed full-scope; limits: V1 Linux only\n\n"
+        "### Open\n\n_None._\n\n"
+        "### Refuted\n\n- A2 r1 blocked by Q1\n\n"
+        "### Superseded\n\n_None._"
+    )
+
+
 def test_superseded_and_carried_findings_have_their_own_sections(scenario: Scenario) -> None:
     report = scenario.report()
     assert _section(report, "Superseded findings") == (

@@ -462,6 +462,9 @@ def test_artifact_refuted_republished_and_accepted_at_the_new_revision_only(tmp_
     assert (sup.run_dir / "snapshot" / "ACCEPTANCE.md").read_text() == text
     assert "refutes" in (sup.run_dir / "COLLABORATION.md").read_text()
     assert ("acceptance", None) in lifecycle(sup.run_dir)
+    report = (sup.run_dir / "REPORT.md").read_text()
+    assert "### Accepted\n\n- A1 r2 accepted (V2)\n" in report
+    assert "A1 r1" not in report
 
 
 def test_a_verifier_that_stops_owing_high_findings_is_reset_once_to_review_them(
