@@ -610,3 +610,73 @@ def test_repair_attempts_at_the_turn_cap_end_with_turns_and_report_their_first_t
     assert store.state.threads["Q1"].state == "resolved"
     assert [m.exit_cause for m in summary.members] == ["turns", "turns"]
     assert "| member-2 | member | turns |" in (sup.run_dir / "REPORT.md").read_text()
+
+
+def test_repair_after_an_unvalidated_answer_serves_the_request_about_it(tmp_path: Path) -> None:
+    """member-2 finishes first; member-1's answer is committed solved-unvalidated (a clean
+    stop), and only then does member-1 ask member-2 to validate it. Repair still runs
+    after that stop, serves member-2 the request about the answer, member-2 validates it
+    there, and the run ends solved."""
+    discovery = [
+        *worker(
+            "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
+        ),
+        horde("solved", text="The password is hard-coded (F1)", cites="F1"),
+        {
+            "tool": "bash",
+            "args": {
+                "command": "ls .horde/runs/*/.stop-clean >/dev/null 2>&1 && echo winding down"
+                " || echo 'refused: no clean stop yet'"
+            },
+            "until_ok": 150,
+            "delay_ms": 100,
+        },
+        horde(
+            "message",
+            to="member-2",
+            kind="review-request",
+            target="answer",
+            text="Please validate the answer against app.py",
+        ),
+        {"say": "proposed"},
+    ]
+    plans = {
+        "member-1": [
+            *({**item, "unless": "REPAIR"} for item in discovery),
+            {**horde("resolve", id="Q1", text="validated, thanks"), "when": "REPAIR"},
+            {"say": "resolved", "when": "REPAIR"},
+        ],
+        "member-2": [
+            {"say": "nothing for me", "unless": "REPAIR"},
+            {**horde("confirm-solved", text="app.py:1 holds the password"), "when": "REPAIR"},
+            {**horde("respond", id="Q1", text="validated"), "when": "REPAIR"},
+            {"say": "validated", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    events = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
+    life = [e for e in events if e.get("type") == "lifecycle"]
+    kinds = [(e["kind"], e.get("member")) for e in life]
+    stop = next(e for e in life if e["kind"] == "stop-clean")
+    assert stop["reason"] == "solved-unvalidated"
+    assert ("repair-skipped", None) not in kinds
+    starts = [e for e in life if e["kind"] == "repair-start"]
+    assert [(e["member"], e["threads"], e["demand"]) for e in starts] == [
+        ("member-2", ["Q1"], 1),
+        ("member-1", ["Q1"], 1),
+    ]
+    assert kinds.index(("stop-clean", None)) < kinds.index(("repair-start", "member-2"))
+    assert kinds.index(("repair-end", "member-2")) < kinds.index(("solved-validated", "member-1"))
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    prop = store.state.proposals[sup.run_id][-1]
+    assert (prop.status, prop.validated_by) == ("validated", "member-2")
+    assert store.state.threads["Q1"].state == "resolved"
+    assert (summary.outcome, summary.diagnosis) == (
+        "solved",
+        "answer by member-1 validated by member-2",
+    )

@@ -20,7 +20,6 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
-from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
@@ -308,8 +307,7 @@ class Supervisor:
         answer committed as unvalidated: read the answer once more."""
         if self.outcome not in (None, "solved-unvalidated") or self.parent is None:
             return
-        self.parent.refresh()
-        prop = answers.current(self.parent.state, self.run_id)
+        prop = watch.record_answer(self)
         if prop is not None and prop.status == "validated":
             self.outcome = "solved"
             self.diagnosis = f"answer by {prop.by} validated by {prop.validated_by}"
