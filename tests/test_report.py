@@ -478,3 +478,51 @@ def test_summary_has_usage_per_member_totals_and_coverage(scenario: Scenario) ->
     assert "| total | | | 21 | 21,000 | 5,500 | $0.0731 | 0 |" in render_summary(
         scenario.state, summary
     )
+
+
+def test_the_answer_line_names_open_requests_about_the_answer(tmp_path: Path) -> None:
+    h = Horde(tmp_path)
+    _ok(h, "member-1", "idea", run="r1", text="check login SQL building")
+    _ok(h, "member-1", "claim", run="r1", id="#1")
+    _ok(h, "member-2", "idea", run="r1", text="check the search page")
+    _ok(
+        h,
+        "member-1",
+        "finding",
+        run="r1",
+        text="SQL injection in login",
+        concern="sqli",
+        concernDef="SQL injection",
+        evidence="src/app.py:10",
+    )
+    _ok(h, "member-1", "solved", run="r1", text="Injectable (F1)", cites="F1")
+    _ok(
+        h,
+        "member-2",
+        "message",
+        run="r1",
+        to="member-1",
+        kind="blocker",
+        target="answer",
+        text="F1 does not cover the admin login",
+    )
+    _ok(
+        h,
+        "member-2",
+        "message",
+        run="r1",
+        to="member-1",
+        kind="question",
+        target="answer",
+        text="Which release?",
+    )
+    _ok(h, "member-1", "respond", run="r1", id="Q2", text="1.4")
+    _ok(h, "member-2", "resolve", run="r1", id="Q2", text="thanks")
+    summary = RunSummary("r1", "solved-unvalidated", "not validated", "ok", 0.0, 1.0, "m")
+
+    coverage = _section(render_report(h.state("parent"), summary, tmp_path), "Coverage")
+
+    assert (
+        "Answer (round 1, by member-1): proposed, never validated; open requests about it: "
+        "Q1 blocker from member-2 to member-1 (open). Cites F1. Injectable (F1)"
+    ) in coverage

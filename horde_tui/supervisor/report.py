@@ -335,6 +335,11 @@ def _answer_line(state: LedgerState, run: str) -> str:
     changed = answers.changed_citations(state, prop)
     if changed and prop.status != "withdrawn":
         status += f"; changed since pinned: {', '.join(changed)}"
+    requests = answers.open_requests(state, run)
+    if requests:
+        status += "; open requests about it: " + ", ".join(
+            f"{t.id} {t.kind} from {t.by} to {t.to} ({t.state})" for t in requests
+        )
     cites = ", ".join(prop.cites) or "nothing"
     return (
         f"Answer (round {prop.round}, by {prop.by}): {status}. Cites {cites}. "

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, stamp
-from horde_tui.store.model import Proposal
+from horde_tui.store.ledgers.threads import threads_about
+from horde_tui.store.model import Proposal, Thread
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -74,6 +75,12 @@ def changed_citations(state: LedgerState, prop: Proposal) -> list[str]:
         elif art is not None and art.revision != rev:
             changed.append(ref)
     return changed
+
+
+def open_requests(state: LedgerState, run: str) -> list[Thread]:
+    """Unresolved threads about `run`'s answer (`target=answer`): debt the report names,
+    and work the repair phase serves with the blockers while the answer is pending."""
+    return [t for t in threads_about(state, "answer") if t.run == run and not t.closed]
 
 
 def render(state: LedgerState, run: str) -> str:
