@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 from horde_tui.member.session import EXIT_CAUSES
+from horde_tui.runcli import print_event
 from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import RESET_CAUSES
+from horde_tui.supervisor.run import RESET_CAUSES, SupervisorEvent
 from horde_tui.supervisor.summary import end_label, is_partial
 from horde_tui.view.events import event_parts
 from widgets.member_table import STATUS_CLASSES, status_class
@@ -49,3 +50,20 @@ def test_a_cause_maps_the_same_in_table_log_report_and_resets(cause: str):
     assert is_partial(member) is partial
     assert end_label(member) == (f"{cause}, partial" if partial else cause)
     assert (cause in RESET_CAUSES) is reset
+
+
+def test_headless_prints_a_capped_session_with_its_cause_and_why(capsys):
+    data = {
+        "type": "exit",
+        "cause": "turns",
+        "turns": 40,
+        "detail": "turn cap of 40 reached; messages were still waiting to be read",
+    }
+
+    print_event(SupervisorEvent("member-status", "member-2", data))
+
+    line = capsys.readouterr().out.strip()
+    assert line.endswith(
+        " member-2: exit turns after 40 turns (turn cap of 40 reached; messages were still "
+        "waiting to be read)"
+    )
