@@ -9,7 +9,14 @@ from __future__ import annotations
 import pytest
 
 from horde_tui.settings import load_settings
-from horde_tui.supervisor.repair import blocks, budgets, demand, owed, serving_order
+from horde_tui.supervisor.repair import (
+    blocks,
+    budgets,
+    count_progress,
+    demand,
+    owed,
+    serving_order,
+)
 
 
 @pytest.fixture
@@ -123,3 +130,18 @@ def test_flat_repair_totals_override_the_demand_sizing():
     )
 
     assert budgets(cfg, 10) == (7000, 900)
+
+
+def test_only_completed_attempts_that_leave_a_thread_unchanged_count_toward_holding_it():
+    counts: dict[tuple[str, str], int] = {}
+
+    count_progress(counts, "member-1", ["Q1", "Q2"], ["Q1", "Q2"], completed=True)
+    count_progress(counts, "member-1", ["Q1", "Q2"], ["Q1"], completed=True)
+    assert counts == {("member-1", "Q1"): 2, ("member-1", "Q2"): 0}
+
+    # Stopped at its turn cap (or its time share): no fair chance, nothing counted...
+    count_progress(counts, "member-1", ["Q2"], ["Q2"], completed=False)
+    assert counts[("member-1", "Q2")] == 0
+    # ...but a thread it did move still starts over.
+    count_progress(counts, "member-1", ["Q1"], [], completed=False)
+    assert counts[("member-1", "Q1")] == 0

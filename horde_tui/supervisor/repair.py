@@ -12,8 +12,8 @@ plus one per further review request or blocking thread (at most six units), plus
 recheck shares, unless `HORDE_REPAIR_MS`/`_TOKENS` give a flat total. Each attempt's time
 is cut in proportion to its demand, never below the floor, and its turns are capped
 (`HORDE_REPAIR_TURNS`: an attempt still working at the cap ends with cause `turns`). A
-thread that two consecutive attempts did not move (same state, same response count) is
-held back from that member, and a member whose whole queue is held is skipped with
+thread that two consecutive completed attempts did not move (same state, same response
+count) is held back from that member, and a member whose whole queue is held is skipped with
 reason `no-progress`. Each round serves a member at most once, members with blocking
 work first.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from horde_tui.store.ledgers import answers
@@ -83,6 +84,26 @@ def demand(state: LedgerState, threads: list[Thread]) -> int:
 
 def queue(sup: Supervisor, member: str) -> list[Thread]:
     return owed(sup.parent.state, member)  # type: ignore[union-attr]
+
+
+def count_progress(
+    unchanged: dict[tuple[str, str], int],
+    name: str,
+    served: Iterable[str],
+    still: list[str],
+    completed: bool,
+) -> None:
+    """Update the no-progress counts after `name`'s attempt on the `served` threads.
+
+    A thread the attempt moved starts over at zero. One it left `still` as it was counts
+    only when the attempt completed: an attempt stopped at its turn cap or time share
+    had no fair chance, so it neither holds the thread back nor clears its count. Two
+    consecutive completed attempts that leave a thread unchanged hold it back."""
+    for q in served:
+        if q not in still:
+            unchanged[(name, q)] = 0
+        elif completed:
+            unchanged[(name, q)] = unchanged.get((name, q), 0) + 1
 
 
 def _mark(thread: Thread) -> tuple[str, int]:
@@ -244,8 +265,7 @@ async def _attempt(
     sup.parent.refresh()  # type: ignore[union-attr]
     threads_now = sup.parent.state.threads  # type: ignore[union-attr]
     still = [q for q in before if q in threads_now and _mark(threads_now[q]) == before[q]]
-    for q in before:
-        unchanged[(name, q)] = unchanged.get((name, q), 0) + 1 if q in still else 0
+    count_progress(unchanged, name, before, still, state.exit_cause == "completed")
     used_ms = int((loop.time() - started) * 1000)
     used_tokens = state.prompt_tokens + state.completion_tokens - tokens_before
     first = state.first_turn
