@@ -12,9 +12,10 @@ import pytest
 
 from horde_tui.member.session import EXIT_CAUSES
 from horde_tui.runcli import print_event
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import RESET_CAUSES, SupervisorEvent
+from horde_tui.supervisor.run import RESET_CAUSES
 from horde_tui.supervisor.summary import end_label, is_partial
 from horde_tui.view.events import event_parts
 from widgets.member_table import STATUS_CLASSES, status_class
