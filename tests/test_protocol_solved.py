@@ -315,3 +315,14 @@ def test_an_answer_citing_an_unknown_kind_of_id_is_refused(filed):
         "refused: cannot cite 'Q1' in an answer (solved rule); cite F# findings, A# artifacts "
         "(optionally at a revision, A2@r3) and T# facts"
     )
+
+
+def test_a_fact_cited_at_a_revision_is_refused(filed):
+    horde = filed
+    assert horde("member-1", "fact", text="The app uses SQLite 3").id == "T1"
+
+    odd = horde("member-1", "solved", text="See F1", cites=["F1", "T1@r1"])
+
+    assert odd.text == (
+        "refused: the answer cites T1@r1, but facts have no revisions (solved rule); cite T1"
+    )

@@ -323,8 +323,8 @@ def test_acceptance_groups_this_runs_findings_at_their_current_revisions(
     scenario: Scenario,
 ) -> None:
     assert _section(scenario.report(), "Acceptance") == (
-        "6 findings and artifacts of this run at their current revisions (as ACCEPTANCE.md "
-        "froze them): 1 accepted, 0 accepted with limits, 3 open, 1 refuted, 1 superseded.\n\n"
+        "This run's findings and artifacts (6) at their current revisions, as ACCEPTANCE.md "
+        "froze them: 1 accepted, 0 accepted with limits, 3 open, 1 refuted, 1 superseded.\n\n"
         "### Accepted\n\n- F3 r1 accepted (V1)\n\n"
         "### Accepted with limits\n\n_None._\n\n"
         "### Open\n\n"
@@ -366,8 +366,8 @@ def test_acceptance_names_artifacts_at_their_revision_with_limits_and_refutation
     section = _section(render_report(state, summary, tmp_path), "Acceptance")
 
     assert section == (
-        "2 findings and artifacts of this run at their current revisions (as ACCEPTANCE.md "
-        "froze them): 0 accepted, 1 accepted with limits, 0 open, 1 refuted, 0 superseded.\n\n"
+        "This run's findings and artifacts (2) at their current revisions, as ACCEPTANCE.md "
+        "froze them: 0 accepted, 1 accepted with limits, 0 open, 1 refuted, 0 superseded.\n\n"
         "### Accepted\n\n_None._\n\n"
         "### Accepted with limits\n\n"
         "- A1 r2 accepted with limits (V1): r2 reviewed full-scope; limits: V1 Linux only\n\n"

@@ -200,8 +200,8 @@ def _acceptance(state: LedgerState, scope: RunScope) -> str:
         groups[acc.group].append(acceptance_line(acc))
     counts = ", ".join(f"{len(groups[g])} {g}" for g in ACCEPTANCE_GROUPS)
     lines = [
-        f"{len(items)} findings and artifacts of this run at their current revisions (as "
-        f"ACCEPTANCE.md froze them): {counts}.",
+        f"This run's findings and artifacts ({len(items)}) at their current revisions, as "
+        f"ACCEPTANCE.md froze them: {counts}.",
     ]
     for g in ACCEPTANCE_GROUPS:
         lines += ["", f"### {g.capitalize()}", "", *(groups[g] or [NONE])]

@@ -55,6 +55,11 @@ def _check_citations(state: LedgerState, refs: list[str], verb: str) -> dict[str
     for ref in refs:
         kind, ident, named = _citation(state, ref)
         if kind == "facts":
+            if named is not None:
+                raise ActionRefused(
+                    f"refused: the answer cites {ident}@r{named}, but facts have no revisions "
+                    f"(solved rule); cite {ident}"
+                )
             if is_provisional(state, state.facts[ident]):
                 raise ActionRefused(
                     f"refused: the answer quotes {ident}, still provisional on "
