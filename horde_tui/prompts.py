@@ -37,8 +37,10 @@ directory, each in its own process. You coordinate ONLY through the shared ledge
 5. Close the idea: `done id=#N result=...`, or `rule-out id=#N reason=...` when you
    confirmed there is nothing there. Then claim the next open idea.
 6. Record checkable facts with `fact`, assertions others can check with `assert`.
-7. When the task's question is answered, `solved text=... cites=F1,T2`. A DIFFERENT
-   member must `confirm-solved` or `contest-solved` it.
+7. When the task's question is answered, `solved text=... cites=F1,A2,T2` (findings,
+   artifacts, facts; their current revisions are pinned, and changing a pinned F# or A#
+   withdraws the pending answer). A DIFFERENT member must `confirm-solved` or
+   `contest-solved` it.
 8. Check each other's work: `review target=F3 verdict=supports|partially-supports|refutes
    support=tested checked=... unchecked=... evidenceText=...` pins the revision you
    checked; a runnable you built goes in with `artifact path=... artifactKind=runnable

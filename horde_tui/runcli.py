@@ -59,6 +59,8 @@ def print_event(event: Any) -> None:
             text = "says: " + " ".join(str(data.get("text", "")).split())[:160]
         elif kind == "exit":
             text = f"exit {data.get('cause')} after {data.get('turns')} turns"
+            detail = " ".join(str(data.get("detail") or "").split())[:160]
+            text += f" ({detail})" if detail else ""
         else:
             text = kind or "?"
         line = f"{time.strftime('%H:%M:%S')} {event.member}: {text}"

@@ -193,6 +193,42 @@ def test_extra_inbox_turns_stop_at_the_cap(crew):
     assert (exit_.cause, loop.state.turns, loop.state.inbox_turns) == ("completed", 3, 2)
 
 
+def test_a_session_still_reading_its_inbox_at_the_turn_cap_ends_with_turns(crew):
+    def message_every_turn(call: int) -> None:
+        crew("member-2", "message", to="member-1", kind="question", text=f"Question {call}")
+
+    model = ScriptedModel([{"content": "done"}], message_every_turn)
+
+    exit_, loop = run_loop(crew, model, max_turns=2)
+
+    assert (exit_.cause, loop.state.turns, loop.state.inbox_turns) == ("turns", 2, 1)
+    assert exit_.detail == "turn cap of 2 reached; messages were still waiting to be read"
+    assert exit_.message == "done"
+
+
+def test_a_session_still_calling_tools_at_the_turn_cap_ends_with_turns(crew):
+    tool_call = {
+        "content": "looking",
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "horde", "arguments": '{"action": "list"}'}}
+        ],
+    }
+    model = ScriptedModel([tool_call])
+
+    exit_, loop = run_loop(crew, model, max_turns=3)
+
+    assert (exit_.cause, loop.state.turns, len(model.requests)) == ("turns", 3, 3)
+    assert exit_.detail == "turn cap of 3 reached; the model was still calling tools"
+
+
+def test_a_session_that_finishes_on_its_last_turn_completes(crew):
+    model = ScriptedModel([{"content": "all done"}])
+
+    exit_, loop = run_loop(crew, model, max_turns=1)
+
+    assert (exit_.cause, exit_.detail, loop.state.turns) == ("completed", "", 1)
+
+
 def test_read_only_helper_sessions_get_no_inbox(crew):
     crew("member-2", "message", to="member-1", kind="question", text="Which Python?")
     model = ScriptedModel([{"content": "report written"}])

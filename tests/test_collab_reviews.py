@@ -417,5 +417,6 @@ def test_acceptance_as_json_names_label_reviews_and_limits(crew):
         "blockers": [],
         "unchecked": [],
         "limits": [{"review": "V1", "text": "Linux only"}],
+        "refuting": [],
         "label": "accepted with limits",
     }

@@ -230,3 +230,99 @@ def test_confirm_solved_without_a_proposal_is_refused(filed):
 
     assert (nothing.ok, nothing.id) == (False, None)
     assert nothing.text.startswith("refused: nothing to validate: no proposal in run r1")
+
+
+# -- answers citing artifacts --------------------------------------------------------------
+
+
+@pytest.fixture
+def published(filed):
+    """member-1 also published A1 r1, a runnable proof of F1."""
+    horde = filed
+    (horde.workdir / "poc.py").write_text("print('injected')\n")
+    assert horde("member-1", "artifact", path="poc.py", criteria="prints injected").id == "A1"
+    return horde
+
+
+def test_an_answer_may_cite_an_artifact_and_pins_its_revision(published):
+    horde = published
+
+    proposed = horde("member-1", "solved", text="Injectable: F1, proof A1", cites=["F1", "A1@r1"])
+
+    assert proposed.ok, proposed.text
+    assert proposed.text.startswith(
+        "ok answer proposed (round 1), ANSWER.md written, pinned F1@r1, A1@r1;"
+    )
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.cites, prop.pins) == (["F1", "A1"], {"F1": 1, "A1": 1})
+    assert "Pinned revisions: F1@r1, A1@r1." in answer_md(horde)
+
+
+def test_citing_an_artifact_at_a_revision_other_than_the_current_is_refused(published):
+    horde = published
+    (horde.workdir / "poc.py").write_text("print('injected twice')\n")
+    assert horde("member-1", "artifact", path="poc.py").ok  # A1 r2
+
+    stale = horde("member-1", "solved", text="Proof in A1", cites=["A1@r1"])
+
+    assert (stale.ok, stale.id) == (False, None)
+    assert stale.text == (
+        "refused: the answer cites A1@r1, but A1 is at r2 (solved rule: an answer pins the "
+        "current revision); cite A1@r2"
+    )
+    assert "r1" not in horde.state().proposals
+
+
+def test_republishing_a_cited_artifact_withdraws_the_pending_answer(published):
+    horde = published
+    horde("member-1", "solved", text="Injectable, proof A1", cites=["F1"])
+    (horde.workdir / "poc.py").write_text("print('injected twice')\n")
+
+    moved = horde("member-1", "artifact", path="poc.py", text="prints twice now")
+
+    assert moved.ok
+    assert moved.text.endswith("· the pending answer of run r1 that pinned A1@r1 is withdrawn")
+    prop = horde.state().proposals["r1"][-1]
+    assert (prop.status, prop.withdrawn_reason) == ("withdrawn", "A1 was republished as r2")
+    assert "Status: withdrawn: A1 was republished as r2" in answer_md(horde)
+    late = horde("member-2", "confirm-solved")
+    assert late.text.startswith("refused: nothing to validate: the proposal is withdrawn")
+    again = horde("member-1", "solved", text="Injectable, proof A1", cites=["F1"])
+    assert again.text.startswith(
+        "ok answer proposed (round 2), ANSWER.md written, pinned F1@r1, A1@r2;"
+    )
+
+
+def test_a_validated_answer_names_an_artifact_republished_after_its_pins(published):
+    horde = published
+    horde("member-1", "solved", text="Injectable, proof A1", cites=["F1", "A1"])
+    assert horde("member-2", "confirm-solved", text="ran A1").ok
+    (horde.workdir / "poc.py").write_text("print('injected twice')\n")
+
+    assert horde("member-1", "artifact", path="poc.py", text="prints twice now").ok
+
+    prop = horde.state().proposals["r1"][-1]
+    assert prop.status == "validated"
+    assert "Status: validated by member-2; changed since pinned: A1" in answer_md(horde)
+
+
+def test_an_answer_citing_an_unknown_kind_of_id_is_refused(filed):
+    horde = filed
+
+    odd = horde("member-1", "solved", text="See F1", cites=["F1", "Q1"])
+
+    assert odd.text == (
+        "refused: cannot cite 'Q1' in an answer (solved rule); cite F# findings, A# artifacts "
+        "(optionally at a revision, A2@r3) and T# facts"
+    )
+
+
+def test_a_fact_cited_at_a_revision_is_refused(filed):
+    horde = filed
+    assert horde("member-1", "fact", text="The app uses SQLite 3").id == "T1"
+
+    odd = horde("member-1", "solved", text="See F1", cites=["F1", "T1@r1"])
+
+    assert odd.text == (
+        "refused: the answer cites T1@r1, but facts have no revisions (solved rule); cite T1"
+    )

@@ -10,7 +10,7 @@ verifier and a post after the clean stop. The assertions quote the report exactl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +267,30 @@ def test_members_table_marks_partial_unknown_cost_and_reconstructs_killed_summar
     assert "- member-1 (completed): Filed F2 and F7; answer validated." in members
 
 
+def test_a_member_stopped_at_its_turn_cap_ends_with_turns_and_is_not_partial(
+    scenario: Scenario,
+) -> None:
+    capped = MemberState(
+        "member-2",
+        "member",
+        turns=40,
+        prompt_tokens=1000,
+        completion_tokens=200,
+        cost_usd=0.001,
+        exit_cause="turns",
+        detail="turn cap of 40 reached; the model was still calling tools",
+        final_message="Answered Q1.",
+    )
+    summary = replace(scenario.summary, members=[capped])
+    members = _section(render_report(scenario.state, summary, scenario.workdir), "Members")
+    assert "| member-2 | member | turns | 40 | 1,000 | 200 | $0.0010 | 0 |" in members
+    assert (
+        "- member-2 (turns; turn cap of 40 reached; the model was still calling tools): "
+        "Answered Q1."
+    ) in members
+    assert "| member-2 | member | turns | 40 |" in render_summary(scenario.state, summary)
+
+
 def test_findings_are_ranked_clusters_with_review_coverage(scenario: Scenario) -> None:
     findings = _section(scenario.report(), "Findings")
     assert findings == (
@@ -292,6 +316,64 @@ def test_findings_are_ranked_clusters_with_review_coverage(scenario: Scenario) -
         "(member-1)\n"
         "- concern `rate-limit` · findings F7\n"
         "- review coverage: F7 disputed [V2 refutes by member-3]"
+    )
+
+
+def test_acceptance_groups_this_runs_findings_at_their_current_revisions(
+    scenario: Scenario,
+) -> None:
+    assert _section(scenario.report(), "Acceptance") == (
+        "This run's findings and artifacts (6) at their current revisions, as ACCEPTANCE.md "
+        "froze them: 1 accepted, 0 accepted with limits, 3 open, 1 refuted, 1 superseded.\n\n"
+        "### Accepted\n\n- F3 r1 accepted (V1)\n\n"
+        "### Accepted with limits\n\n_None._\n\n"
+        "### Open\n\n"
+        "- F2 r1 open: no qualifying review of r1 yet\n"
+        "- F4 r1 open: no qualifying review of r1 yet\n"
+        "- F5 r1 open: no qualifying review of r1 yet\n\n"
+        "### Refuted\n\n- F7 r1 open (V2): refuted by V2; no supporting review\n\n"
+        "### Superseded\n\n- F6 r1 superseded: superseded by F7"
+    )
+
+
+def test_acceptance_names_artifacts_at_their_revision_with_limits_and_refutations(
+    tmp_path: Path,
+) -> None:
+    h = Horde(tmp_path)
+    for n in (1, 2):
+        _ok(h, f"member-{n}", "idea", run="r1", text=f"audit module {n} of app/")
+    (tmp_path / "check.sh").write_text("echo BROKEN\n")
+    _ok(h, "member-1", "artifact", run="r1", path="check.sh", criteria="prints OK")
+    (tmp_path / "check.sh").write_text("echo OK\n")
+    _ok(h, "member-1", "artifact", run="r1", path="check.sh", text="prints OK now")
+    (tmp_path / "lab.sh").write_text("echo lab\n")
+    _ok(h, "member-2", "artifact", run="r1", path="lab.sh", criteria="starts the lab")
+    review = {"support": "tested", "checked": "ran it", "evidenceText": "ran it"}
+    _ok(
+        h,
+        "member-2",
+        "review",
+        run="r1",
+        target="A1",
+        verdict="supports",
+        limits="Linux only",
+        **review,
+    )
+    _ok(h, "member-1", "review", run="r1", target="A2", verdict="refutes", **review)
+    state = h.state("parent")
+    summary = RunSummary("r1", "finished", "done", "ok", 0.0, 1.0, "m")
+
+    section = _section(render_report(state, summary, tmp_path), "Acceptance")
+
+    assert section == (
+        "This run's findings and artifacts (2) at their current revisions, as ACCEPTANCE.md "
+        "froze them: 0 accepted, 1 accepted with limits, 0 open, 1 refuted, 0 superseded.\n\n"
+        "### Accepted\n\n_None._\n\n"
+        "### Accepted with limits\n\n"
+        "- A1 r2 accepted with limits (V1): r2 reviewed full-scope; limits: V1 Linux only\n\n"
+        "### Open\n\n_None._\n\n"
+        "### Refuted\n\n- A2 r1 blocked by Q1\n\n"
+        "### Superseded\n\n_None._"
     )
 
 
@@ -396,3 +478,51 @@ def test_summary_has_usage_per_member_totals_and_coverage(scenario: Scenario) ->
     assert "| total | | | 21 | 21,000 | 5,500 | $0.0731 | 0 |" in render_summary(
         scenario.state, summary
     )
+
+
+def test_the_answer_line_names_open_requests_about_the_answer(tmp_path: Path) -> None:
+    h = Horde(tmp_path)
+    _ok(h, "member-1", "idea", run="r1", text="check login SQL building")
+    _ok(h, "member-1", "claim", run="r1", id="#1")
+    _ok(h, "member-2", "idea", run="r1", text="check the search page")
+    _ok(
+        h,
+        "member-1",
+        "finding",
+        run="r1",
+        text="SQL injection in login",
+        concern="sqli",
+        concernDef="SQL injection",
+        evidence="src/app.py:10",
+    )
+    _ok(h, "member-1", "solved", run="r1", text="Injectable (F1)", cites="F1")
+    _ok(
+        h,
+        "member-2",
+        "message",
+        run="r1",
+        to="member-1",
+        kind="blocker",
+        target="answer",
+        text="F1 does not cover the admin login",
+    )
+    _ok(
+        h,
+        "member-2",
+        "message",
+        run="r1",
+        to="member-1",
+        kind="question",
+        target="answer",
+        text="Which release?",
+    )
+    _ok(h, "member-1", "respond", run="r1", id="Q2", text="1.4")
+    _ok(h, "member-2", "resolve", run="r1", id="Q2", text="thanks")
+    summary = RunSummary("r1", "solved-unvalidated", "not validated", "ok", 0.0, 1.0, "m")
+
+    coverage = _section(render_report(h.state("parent"), summary, tmp_path), "Coverage")
+
+    assert (
+        "Answer (round 1, by member-1): proposed, never validated; open requests about it: "
+        "Q1 blocker from member-2 to member-1 (open). Cites F1. Injectable (F1)"
+    ) in coverage

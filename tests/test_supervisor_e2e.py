@@ -462,6 +462,9 @@ def test_artifact_refuted_republished_and_accepted_at_the_new_revision_only(tmp_
     assert (sup.run_dir / "snapshot" / "ACCEPTANCE.md").read_text() == text
     assert "refutes" in (sup.run_dir / "COLLABORATION.md").read_text()
     assert ("acceptance", None) in lifecycle(sup.run_dir)
+    report = (sup.run_dir / "REPORT.md").read_text()
+    assert "### Accepted\n\n- A1 r2 accepted (V2)\n" in report
+    assert "A1 r1" not in report
 
 
 def test_a_verifier_that_stops_owing_high_findings_is_reset_once_to_review_them(
@@ -547,3 +550,133 @@ def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Pat
     store.refresh()
     assert store.state.threads["Q1"].state == "resolved"
     assert summary.outcome == "finished"
+
+
+def _first_usage(session: Path) -> tuple[int, float | None]:
+    """Tokens and USD of the first model reply in a transcript."""
+    for line in session.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("role") == "assistant":
+            usage = record["usage"]
+            return usage["prompt_tokens"] + usage["completion_tokens"], usage["cost_usd"]
+    raise AssertionError(f"no model reply in {session}")
+
+
+def test_repair_attempts_at_the_turn_cap_end_with_turns_and_report_their_first_turn(
+    tmp_path: Path,
+) -> None:
+    """HORDE_REPAIR_TURNS=1: each attempt makes its one tool call and is stopped at the cap
+    while it still wants a turn; the thread still gets answered and resolved."""
+    plans = {
+        "member-1": [
+            {
+                **horde("message", to="member-2", kind="blocker", text="Is app.py the only one?"),
+                "until_ok": 20,
+                "delay_ms": 100,
+                "unless": "REPAIR",
+            },
+            {"say": "asked", "unless": "REPAIR"},
+            {**horde("resolve", id="Q1", text="thanks, answered"), "when": "REPAIR"},
+            {"say": "resolved", "when": "REPAIR"},
+        ],
+        "member-2": [
+            {**horde("list"), "hold_ms": 1500, "unless": "REPAIR"},
+            {"say": "done", "unless": "REPAIR"},
+            {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
+            {"say": "answered", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False, repair_turns=1)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    events = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
+    ends = [e for e in events if e.get("kind") == "repair-end"]
+    assert [(e["member"], e["cause"], e["turns"], e["unchanged"]) for e in ends] == [
+        ("member-2", "turns", 1, []),
+        ("member-1", "turns", 1, []),
+    ]
+    for end in ends:
+        sessions = sorted((sup.run_dir / "sessions" / end["member"]).glob("*.jsonl"))
+        tokens, cost = _first_usage(sessions[-1])  # the repair session is the newest
+        assert tokens > 0
+        assert (end["first_turn_tokens"], end["first_turn_cost_usd"]) == (tokens, cost)
+    exits = [e for e in events if e.get("kind") == "member-exit" and e.get("cause") == "turns"]
+    assert [e["detail"] for e in exits] == [
+        "turn cap of 1 reached; the model was still calling tools"
+    ] * 2
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert store.state.threads["Q1"].state == "resolved"
+    assert [m.exit_cause for m in summary.members] == ["turns", "turns"]
+    assert "| member-2 | member | turns |" in (sup.run_dir / "REPORT.md").read_text()
+
+
+def test_repair_after_an_unvalidated_answer_serves_the_request_about_it(tmp_path: Path) -> None:
+    """member-2 finishes first; member-1's answer is committed solved-unvalidated (a clean
+    stop), and only then does member-1 ask member-2 to validate it. Repair still runs
+    after that stop, serves member-2 the request about the answer, member-2 validates it
+    there, and the run ends solved."""
+    discovery = [
+        *worker(
+            "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
+        ),
+        horde("solved", text="The password is hard-coded (F1)", cites="F1"),
+        {
+            "tool": "bash",
+            "args": {
+                "command": "ls .horde/runs/*/.stop-clean >/dev/null 2>&1 && echo winding down"
+                " || echo 'refused: no clean stop yet'"
+            },
+            "until_ok": 150,
+            "delay_ms": 100,
+        },
+        horde(
+            "message",
+            to="member-2",
+            kind="review-request",
+            target="answer",
+            text="Please validate the answer against app.py",
+        ),
+        {"say": "proposed"},
+    ]
+    plans = {
+        "member-1": [
+            *({**item, "unless": "REPAIR"} for item in discovery),
+            {**horde("resolve", id="Q1", text="validated, thanks"), "when": "REPAIR"},
+            {"say": "resolved", "when": "REPAIR"},
+        ],
+        "member-2": [
+            {"say": "nothing for me", "unless": "REPAIR"},
+            {**horde("confirm-solved", text="app.py:1 holds the password"), "when": "REPAIR"},
+            {**horde("respond", id="Q1", text="validated"), "when": "REPAIR"},
+            {"say": "validated", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    events = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
+    life = [e for e in events if e.get("type") == "lifecycle"]
+    kinds = [(e["kind"], e.get("member")) for e in life]
+    stop = next(e for e in life if e["kind"] == "stop-clean")
+    assert stop["reason"] == "solved-unvalidated"
+    assert ("repair-skipped", None) not in kinds
+    starts = [e for e in life if e["kind"] == "repair-start"]
+    assert [(e["member"], e["threads"], e["demand"]) for e in starts] == [
+        ("member-2", ["Q1"], 1),
+        ("member-1", ["Q1"], 1),
+    ]
+    assert kinds.index(("stop-clean", None)) < kinds.index(("repair-start", "member-2"))
+    assert kinds.index(("repair-end", "member-2")) < kinds.index(("solved-validated", "member-1"))
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    prop = store.state.proposals[sup.run_id][-1]
+    assert (prop.status, prop.validated_by) == ("validated", "member-2")
+    assert store.state.threads["Q1"].state == "resolved"
+    assert (summary.outcome, summary.diagnosis) == (
+        "solved",
+        "answer by member-1 validated by member-2",
+    )

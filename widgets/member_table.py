@@ -18,7 +18,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from horde_tui.view.members import FAILED_CAUSES
+from horde_tui.view.members import CAPPED_CAUSES, FAILED_CAUSES
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("name", "member", 9),
@@ -35,6 +35,8 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
 widths (the tool column to whatever the others leave), so columns do not shift sideways
 as values change length ten times a second."""
 
+STATUS_CLASSES = ("running", "paused", "waiting", "done", "capped", "failed")
+"""Every state `status_class` returns: the CSS classes a repaint must clear."""
 
 STATUS_CLASS = {
     "running": "running",
@@ -65,9 +67,11 @@ class MemberRow:
 
 
 def status_class(status: str, exit_cause: str | None) -> str:
-    """The state a status is painted as: running, paused, waiting, done or failed."""
+    """The state a status is painted as: running, paused, waiting, done, capped or failed."""
     if status == "exited":
-        return "failed" if exit_cause in FAILED_CAUSES else "done"
+        if exit_cause in FAILED_CAUSES:
+            return "failed"
+        return "capped" if exit_cause in CAPPED_CAUSES else "done"
     return STATUS_CLASS.get(status, "waiting")
 
 
@@ -110,6 +114,7 @@ class MemberTable(DataTable[Text]):
         "member-table--paused",
         "member-table--waiting",
         "member-table--done",
+        "member-table--capped",
         "member-table--failed",
         "member-table--note",
     }
@@ -127,6 +132,7 @@ class MemberTable(DataTable[Text]):
         & > .member-table--paused { color: $warning; }
         & > .member-table--waiting { color: $primary; }
         & > .member-table--done { color: $text-muted; }
+        & > .member-table--capped { color: $warning; }
         & > .member-table--failed { color: $error; text-style: bold; }
         & > .member-table--note { color: $warning; }
     }

@@ -6,8 +6,10 @@ tools gets one more turn when new messages arrived, at most `inbox_turns` times.
 
 It ends when the model answers without a tool call (`completed`), when the gateway
 fails for good (`model_error`), when the model says nothing at all (`no_output`), when
-the parent stops it (`killed`), or at the turn budget (`completed`, noted). Tool results
-and peer text enter the context fenced and labelled as data, never as instructions.
+the parent stops it (`killed`), or at the turn cap `HORDE_MAX_TURNS` while it still
+wanted a turn, to call tools or to read messages that arrived (`turns`: the repair
+phase's attempts run under such a cap). Tool results and peer text enter the context
+fenced and labelled as data, never as instructions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
-from horde_tui.member.session import StatusStream, Transcript
+from horde_tui.member.session import EXIT_CAUSES, StatusStream, Transcript
 from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
@@ -57,6 +59,12 @@ class Exit:
     cause: str
     message: str = ""
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        # The parent, the report and the member table map these names: a new one must be
+        # added to EXIT_CAUSES (and so to them) first.
+        if self.cause not in EXIT_CAUSES:
+            raise ValueError(f"unknown exit cause {self.cause!r}; known: {EXIT_CAUSES}")
 
 
 class MemberLoop:
@@ -98,11 +106,7 @@ class MemberLoop:
             if self.state.stop_requested:
                 return Exit("killed", self.state.last_text, "stopped by the parent")
             if self.state.turns >= self.config.max_turns:
-                return Exit(
-                    "completed",
-                    self.state.last_text,
-                    f"turn budget of {self.config.max_turns} reached",
-                )
+                return self._capped("the model was still calling tools")
             self.deliver_inbox()
             self.state.turns += 1
             self.status.emit("turn-start", turn=self.state.turns)
@@ -118,6 +122,8 @@ class MemberLoop:
                     return Exit("no_output", "", "the model returned neither text nor a tool call")
                 if self._inbox_turn():
                     continue
+                if self.state.turns >= self.config.max_turns and self._mail_waiting():
+                    return self._capped("messages were still waiting to be read")
                 return Exit("completed", text or self.state.last_text)
             for call in calls:
                 if self.state.stop_requested:
@@ -153,6 +159,23 @@ class MemberLoop:
             return False
         self.state.inbox_turns += 1
         return True
+
+    def _mail_waiting(self) -> bool:
+        """Undelivered thread traffic for this member (helpers get none)."""
+        if self.config.readonly:
+            return False
+        try:
+            self.store.refresh()
+        except OSError:
+            return False
+        return bool(inbox.pending(self.store.state, self.config.name))
+
+    def _capped(self, why: str) -> Exit:
+        return Exit(
+            "turns",
+            self.state.last_text,
+            f"turn cap of {self.config.max_turns} reached; {why}",
+        )
 
     def _take_reply(self, response: dict[str, Any]) -> dict[str, Any]:
         choice = (response.get("choices") or [{}])[0]

@@ -16,7 +16,10 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
-EXIT_CAUSES = ("completed", "model_error", "no_output", "killed", "exit_nonzero")
+EXIT_CAUSES = ("completed", "turns", "model_error", "no_output", "killed", "exit_nonzero")
+"""How a member session can end, as its `exit` status line names it. `turns`: stopped at
+the turn cap while it still wanted a turn (a normal end, not a failure: the parent
+neither resets it nor marks its work partial)."""
 
 
 class StatusStream:

@@ -42,7 +42,7 @@ FIELD_DOCS: dict[str, str] = {
     "note": "",
     "target": "F#, A#, Q#, E#, answer\ninspect / message / attach / review / reattest / "
     "collaboration: the entry concerned.",
-    "cites": "F#/T#\nsolved: the F# and T# the answer rests on.",
+    "cites": "F#/A#/T#\nsolved: the F#, A# (A2 or A2@r3) and T# the answer rests on.",
     "ideas": "#N\ncontest-solved: ideas that must close before re-proposal.",
     "owner": "",
     "detail": "",

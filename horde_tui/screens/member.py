@@ -18,7 +18,13 @@ from textual.widgets import Footer, Header, Static
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.describe import elapsed
-from widgets.member_table import format_cost, format_elapsed, format_tokens, status_class
+from widgets.member_table import (
+    STATUS_CLASSES,
+    format_cost,
+    format_elapsed,
+    format_tokens,
+    status_class,
+)
 
 if TYPE_CHECKING:
     from horde_tui.screens.source import RunSource
@@ -84,7 +90,7 @@ class MemberDetailScreen(HordeScreen):
         if state is None:
             title.update(f"{self.member}: not a member of this run")
             return
-        for cls in ("running", "paused", "waiting", "done", "failed"):
+        for cls in STATUS_CLASSES:
             title.set_class(False, f"-{cls}")
         title.set_class(True, f"-{status_class(state.status, state.exit_cause)}")
         title.update(f"{state.name} · {state.role} · {state.status}")

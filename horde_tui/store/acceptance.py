@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 AcceptanceState = Literal["accepted", "accepted-with-limits", "open", "blocked", "superseded"]
 
+GROUPS = ("accepted", "accepted with limits", "open", "refuted", "superseded")
+"""REPORT.md's acceptance headings, in order (`Acceptance.group`)."""
+
 RUNNABLE_SUPPORT = frozenset({"tested", "reproduced"})
 DOCUMENT_SUPPORT = frozenset({"sourced", "derived", "tested", "reproduced"})
 FINDING_SUPPORT = frozenset({"sourced", "derived", "tested", "reproduced"})
@@ -52,6 +55,16 @@ class Acceptance:
     """(V#, what that review left unchecked) at the current revision."""
     limits: tuple[tuple[str, str], ...] = ()
     """(V#, disclosed limits) of supporting reviews at the current revision."""
+    refuting: tuple[str, ...] = ()
+    """V# by non-owners that refute the current revision."""
+
+    @property
+    def group(self) -> str:
+        """Where REPORT.md lists it: accepted, accepted with limits, open, refuted (not
+        accepted, and a review refutes this revision), or superseded."""
+        if self.state in ("accepted", "accepted-with-limits", "superseded"):
+            return self.state.replace("-", " ")
+        return "refuted" if self.refuting else "open"
 
     @property
     def label(self) -> str:
@@ -67,6 +80,7 @@ class Acceptance:
         data["blockers"] = list(self.blockers)
         data["unchecked"] = [{"review": v, "text": t} for v, t in self.unchecked]
         data["limits"] = [{"review": v, "text": t} for v, t in self.limits]
+        data["refuting"] = list(self.refuting)
         return data
 
 
@@ -120,7 +134,8 @@ def acceptance(state: LedgerState, target: str) -> Acceptance:
     kept = [r for r in reviews if r.verdict != "refutes"]
     unchecked = tuple((r.id, r.unchecked.strip()) for r in kept if not r.full_scope)
     limits = tuple((r.id, r.limits.strip()) for r in kept if r.limits.strip())
-    base |= {"unchecked": unchecked, "limits": limits}
+    refuting = tuple(r.id for r in reviews if r.verdict == "refutes")
+    base |= {"unchecked": unchecked, "limits": limits, "refuting": refuting}
     blockers = tuple(t.id for t in open_blockers(state, target))
     if blockers:
         return Acceptance(

@@ -70,6 +70,8 @@ OP_KIND["run.start"] = "board"
 ALSO_CHANGES: dict[str, frozenset[str]] = {
     # FINDINGS.md carries a `## Run <id>` heading per run, like BOARD.md.
     "run.start": frozenset({"findings"}),
+    # ANSWER.md names the pinned citations that changed since the proposal pinned them.
+    "artifact.publish": frozenset({"answers"}),
 }
 """Record op -> other projections whose rendering depends on what the op changes.
 
@@ -199,7 +201,7 @@ class LedgerState:
                 continue
             if kind:
                 kinds.add(kind)
-                kinds |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
+            kinds |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
         return kinds | self._projections.take_knock_on()
 
     def touch(self, kind: str, entity: Entity) -> None:

@@ -28,6 +28,12 @@ ABNORMAL_CAUSES = frozenset(
     {"model_error", "no_output", "killed", "exit_nonzero", "stopped by user"}
 )
 
+FINISHED_CAUSES = frozenset({"completed", "turns"})
+"""A session that ended on its own: it stopped calling tools (`completed`), or it was
+stopped at its turn cap while it still wanted a turn (`turns`, a repair attempt's cap).
+Neither is a failure: no reset, no `partial` marker; a verifier still owing reviews and
+an --until-stop member go on as after `completed`."""
+
 
 @dataclass
 class RunSummary:

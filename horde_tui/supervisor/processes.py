@@ -22,6 +22,20 @@ STREAM_LIMIT = 4 * 1024 * 1024
 """Bytes per status line; asyncio's 64 KiB default breaks on long final messages."""
 
 
+@dataclass(frozen=True)
+class FirstTurn:
+    """Tokens and USD of a session's first model call (USD None: the provider gave no price)."""
+
+    tokens: int
+    cost_usd: float | None
+
+    @classmethod
+    def of(cls, usage: dict[str, Any]) -> FirstTurn:
+        tokens = int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        cost = usage.get("cost_usd")
+        return cls(tokens, None if cost is None else float(cost))
+
+
 @dataclass
 class MemberState:
     """What the supervisor knows about one member, from its status lines."""
@@ -51,6 +65,9 @@ class MemberState:
     first_output: float | None = None
     """When this session's model first answered: the stall clock starts there, so time
     spent waiting for the gateway's litellm import is never mistaken for a stall."""
+    first_turn: FirstTurn | None = None
+    """What this session's first model call cost: a fresh session pays to rebuild its
+    context there, so the repair phase reports it per attempt."""
 
     def absorb(self, event: dict[str, Any]) -> None:
         """Fold one status line into the member's state."""
@@ -60,7 +77,9 @@ class MemberState:
             self.turns += 1
         elif kind == "usage":
             self.produced_output = True
-            self.first_output = self.first_output or now
+            if self.first_output is None:
+                self.first_output = now
+                self.first_turn = FirstTurn.of(event)
             self.last_output = now
             self.prompt_tokens += int(event.get("prompt_tokens") or 0)
             self.completion_tokens += int(event.get("completion_tokens") or 0)

@@ -1,24 +1,37 @@
 """The repair phase: after discovery ends normally, members whose threads are still open
 get short, targeted sessions to answer blockers, review requests and responses.
 
-Budgets follow demand: one floor (`HORDE_REPAIR_MIN_MS`, `_MIN_TOKENS`) per queued
-thread (at most six) plus two recheck shares, unless `HORDE_REPAIR_MS`/`_TOKENS` give a
-flat total. Each attempt's time is cut in proportion to its queue, never below the floor,
-and its turns are capped (`HORDE_REPAIR_TURNS`). A thread that two consecutive attempts
-did not move (same state, same response count) is held back from that member, and a
-member whose whole queue is held is skipped with reason `no-progress`. Each round serves
-a member at most once.
+What a member is owed (`queue`): blockers, challenges and review requests addressed to
+it and not yet answered, plus those it sent that were answered and wait for it to
+resolve them. Questions, handoffs and decisions are not repair work, except a request
+about the pending answer (`target=answer`): repair serves it with the blockers. It counts
+as blocking, is listed and served first, and keeps a round open like a blocker.
+
+Budgets follow demand: one floor (`HORDE_REPAIR_MIN_MS`, `_MIN_TOKENS`) per member queue,
+plus one per further review request or blocking thread (at most six units), plus two
+recheck shares, unless `HORDE_REPAIR_MS`/`_TOKENS` give a flat total. Each attempt's time
+is cut in proportion to its demand, never below the floor, and its turns are capped
+(`HORDE_REPAIR_TURNS`: an attempt still working at the cap ends with cause `turns`). A
+thread that two consecutive completed attempts did not move (same state, same response
+count) is held back from that member, and a member whose whole queue is held is skipped with
+reason `no-progress`. Each round serves a member at most once, members with blocking
+work first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.threads import awaiting_resolution, open_threads_to
 from horde_tui.store.model import Thread
+from horde_tui.store.state import LedgerState
 
 if TYPE_CHECKING:
+    from horde_tui.settings import Settings
     from horde_tui.supervisor.run import Supervisor
 
 REPAIR_BRIEF = """\
@@ -28,49 +41,139 @@ Use `inbox` to read them, `respond id=Q# text=...` to answer a request, `review`
 check what you were asked to check, and `resolve id=Q# text=...` for threads you opened
 that were answered. Do not start new work."""
 
+REPAIR_KINDS = frozenset({"blocker", "challenge", "review-request"})
+"""Thread kinds the repair phase serves whatever their target."""
+
+
+def about_pending_answer(state: LedgerState, thread: Thread) -> bool:
+    """An unresolved request about its run's answer while that answer awaits validation."""
+    if thread.target != "answer" or thread.closed:
+        return False
+    prop = answers.current(state, thread.run)
+    return prop is not None and prop.status == "pending"
+
+
+def blocks(state: LedgerState, thread: Thread) -> bool:
+    """Blocking for the repair phase: an open blocker or challenge, or a request about the
+    pending answer (served with the blockers)."""
+    return thread.blocking or about_pending_answer(state, thread)
+
+
+def is_repair_work(state: LedgerState, thread: Thread) -> bool:
+    return thread.kind in REPAIR_KINDS or about_pending_answer(state, thread)
+
+
+def owed(state: LedgerState, member: str) -> list[Thread]:
+    """The threads waiting on `member`, blocking ones first: addressed to it and not yet
+    answered, or answered and waiting for it to resolve them (an answered thread waits on
+    its sender, not on the member who answered)."""
+    to_answer = [t for t in open_threads_to(state, member) if t.state != "responded"]
+    threads = [*to_answer, *awaiting_resolution(state, member)]
+    work = [t for t in threads if is_repair_work(state, t)]
+    return sorted(work, key=lambda t: not blocks(state, t))
+
+
+def demand(state: LedgerState, threads: list[Thread]) -> int:
+    """Demand units of one queue: one floor, plus one per further review request or
+    blocking thread (a request about the pending answer counts as blocking)."""
+    if not threads:
+        return 0
+    weighty = sum(1 for t in threads if t.kind == "review-request" or blocks(state, t))
+    return max(1, weighty)
+
 
 def queue(sup: Supervisor, member: str) -> list[Thread]:
-    """The threads waiting on `member`: addressed to it and not yet answered, or answered
-    and waiting for it to resolve them (an answered thread waits on its sender, not on
-    the member who answered)."""
-    state = sup.parent.state  # type: ignore[union-attr]
-    to_answer = [t for t in open_threads_to(state, member) if t.state != "responded"]
-    return [*to_answer, *awaiting_resolution(state, member)]
+    return owed(sup.parent.state, member)  # type: ignore[union-attr]
+
+
+def count_progress(
+    unchanged: dict[tuple[str, str], int],
+    name: str,
+    served: Iterable[str],
+    still: list[str],
+    completed: bool,
+) -> None:
+    """Update the no-progress counts after `name`'s attempt on the `served` threads.
+
+    A thread the attempt moved starts over at zero. One it left `still` as it was counts
+    only when the attempt completed: an attempt stopped at its turn cap or time share
+    had no fair chance, so it neither holds the thread back nor clears its count. Two
+    consecutive completed attempts that leave a thread unchanged hold it back."""
+    for q in served:
+        if q not in still:
+            unchanged[(name, q)] = 0
+        elif completed:
+            unchanged[(name, q)] = unchanged.get((name, q), 0) + 1
 
 
 def _mark(thread: Thread) -> tuple[str, int]:
     return thread.state, thread.responses
 
 
+def _listing(state: LedgerState, threads: list[Thread]) -> str:
+    lines = []
+    for t in threads:
+        about = f" about {t.target}" if t.target else ""
+        flag = " (blocking)" if blocks(state, t) else ""
+        lines.append(f"- {t.id} {t.kind}{about}{flag} from {t.by} to {t.to}: {t.text[:200]}")
+    return "\n".join(lines)
+
+
+REPAIR_AFTER_STOPS = frozenset({"solved", "solved-unvalidated"})
+"""Clean stops with which a run ends on its own: discovery ended normally, so repair runs
+(and can still get the pending answer validated). A user stop, the deadline and the
+budget skip it."""
+
+
+def _skip_reason(sup: Supervisor) -> str:
+    if sup.settings.repair_rounds == 0:
+        return "disabled"
+    if sup.hard_stopped:
+        return "stopped by the user"
+    if sup.stop is not None and sup.stop.reason not in REPAIR_AFTER_STOPS:
+        return "stopped by the user" if sup.stop.reason == "stopped by user" else sup.stop.reason
+    return ""
+
+
+def budgets(settings: Settings, units: int) -> tuple[int, int]:
+    """Total repair (ms, tokens): one floor per demand unit (at most six) plus two recheck
+    shares, unless the settings give a flat total."""
+    shares = min(6, units) + 2
+    flat_ms, flat_tokens = settings.repair_ms, settings.repair_tokens
+    return (
+        flat_ms if flat_ms is not None else settings.repair_min_ms * shares,
+        flat_tokens if flat_tokens is not None else settings.repair_min_tokens * shares,
+    )
+
+
+def serving_order(state: LedgerState, work: dict[str, list[Thread]]) -> list[str]:
+    """Members with blocking work first (a request about the pending answer counts), each
+    group in member order."""
+    return sorted(work, key=lambda n: not any(blocks(state, t) for t in work[n]))
+
+
 async def run_repair(sup: Supervisor) -> None:
     settings = sup.settings
-    if settings.repair_rounds == 0 or sup.stop is not None or sup.hard_stopped:
-        reason = "disabled" if settings.repair_rounds == 0 else "stopped by the user"
-        sup.emit("repair-skipped", reason=reason)
+    skip = _skip_reason(sup)
+    if skip:
+        sup.emit("repair-skipped", reason=skip)
         return
     assert sup.parent is not None
     sup.parent.refresh()
     members = [n for n, m in sup.members.items() if m.role in ("member", "verifier")]
-    demand = sum(len(queue(sup, n)) for n in members)
-    if demand == 0:
+    units = sum(demand(sup.parent.state, queue(sup, n)) for n in members)
+    if units == 0:
         sup.emit("repair-skipped", reason="no open threads")
         return
-    units = min(6, demand) + 2
-    total_ms = (
-        settings.repair_ms if settings.repair_ms is not None else settings.repair_min_ms * units
-    )
-    total_tokens = (
-        settings.repair_tokens
-        if settings.repair_tokens is not None
-        else settings.repair_min_tokens * units
-    )
+    total_ms, total_tokens = budgets(settings, units)
     sup.emit(
-        "phase-start", phase="repair", demand=demand, budget_ms=total_ms, budget_tokens=total_tokens
+        "phase-start", phase="repair", demand=units, budget_ms=total_ms, budget_tokens=total_tokens
     )
     unchanged: dict[tuple[str, str], int] = {}
     spent_ms = spent_tokens = 0
     for round_no in range(1, settings.repair_rounds + 1):
         sup.parent.refresh()
+        state = sup.parent.state
         work = {n: [t for t in queue(sup, n) if unchanged.get((n, t.id), 0) < 2] for n in members}
         for n in members:
             if queue(sup, n) and not work[n]:
@@ -78,9 +181,10 @@ async def run_repair(sup: Supervisor) -> None:
         work = {n: q for n, q in work.items() if q}
         if not work:
             break
-        pending = sum(len(q) for q in work.values())
+        pending = sum(demand(state, q) for q in work.values())
         served: set[str] = set()
-        for name, threads in work.items():
+        for name in serving_order(state, work):
+            threads = work[name]
             if round_no < settings.repair_rounds and _round_done(sup, members, served, threads):
                 sup.emit(
                     "repair-round-end",
@@ -93,7 +197,8 @@ async def run_repair(sup: Supervisor) -> None:
                 sup.emit("repair-skipped", name, reason="token budget spent", round=round_no)
                 continue
             left_ms = max(0, total_ms - spent_ms)
-            share_ms = max(settings.repair_min_ms, left_ms * len(threads) // max(1, pending))
+            cut = left_ms * demand(state, threads) // max(1, pending)
+            share_ms = max(settings.repair_min_ms, cut)
             used_ms, used_tokens = await _attempt(sup, name, threads, share_ms, round_no, unchanged)
             spent_ms += used_ms
             spent_tokens += used_tokens
@@ -105,11 +210,14 @@ def _round_done(
 ) -> bool:
     """End a round early when the only blocking threads left belong to members it already
     served: their requesters should recheck a correction before unserved members'
-    non-blocking threads are taken up."""
-    if not served or any(t.blocking for t in threads):
+    non-blocking threads are taken up. Requests about the pending answer count as
+    blocking."""
+    state = sup.parent.state  # type: ignore[union-attr]
+    if not served or any(blocks(state, t) for t in threads):
         return False
     sup.parent.refresh()  # type: ignore[union-attr]
-    blocking = {n for n in members if any(t.blocking for t in queue(sup, n))}
+    state = sup.parent.state  # type: ignore[union-attr]
+    blocking = {n for n in members if any(blocks(state, t) for t in queue(sup, n))}
     return bool(blocking) and blocking <= served
 
 
@@ -126,8 +234,9 @@ async def _attempt(
     before = {t.id: _mark(t) for t in threads}
     tokens_before = state.prompt_tokens + state.completion_tokens
     turns_before = state.turns
-    listing = "\n".join(f"- {t.id} {t.kind} from {t.by} to {t.to}: {t.text[:200]}" for t in threads)
-    sup.emit("repair-start", name, round=round_no, demand=len(threads), threads=sorted(before))
+    listing = _listing(sup.parent.state, threads)  # type: ignore[union-attr]
+    units = demand(sup.parent.state, threads)  # type: ignore[union-attr]
+    sup.emit("repair-start", name, round=round_no, demand=units, threads=sorted(before))
     loop = asyncio.get_running_loop()
     started = loop.time()
     await sup._spawn(
@@ -139,19 +248,34 @@ async def _attempt(
     except TimeoutError:
         await sup.procs[name].stop_hard()
         await task
-    state.status = "exited"
+        state.exit_cause = "killed"
+        state.detail = f"its repair time share of {share_ms} ms was spent"
+    code = task.result()
+    state.exit_cause = state.exit_cause or ("exit_nonzero" if code else "no_output")
+    state.status, state.ended = "exited", time.time()
+    # The member table and the event log learn that the attempt ended (and how) from this.
+    sup.emit(
+        "member-exit",
+        name,
+        cause=state.exit_cause,
+        code=code,
+        turns=state.turns,
+        detail=state.detail[:500],
+    )
     sup.parent.refresh()  # type: ignore[union-attr]
     threads_now = sup.parent.state.threads  # type: ignore[union-attr]
     still = [q for q in before if q in threads_now and _mark(threads_now[q]) == before[q]]
-    for q in before:
-        unchanged[(name, q)] = unchanged.get((name, q), 0) + 1 if q in still else 0
+    count_progress(unchanged, name, before, still, state.exit_cause == "completed")
     used_ms = int((loop.time() - started) * 1000)
     used_tokens = state.prompt_tokens + state.completion_tokens - tokens_before
+    first = state.first_turn
     sup.emit(
         "repair-end",
         name,
         round=round_no,
         turns=state.turns - turns_before,
+        first_turn_tokens=first.tokens if first else 0,
+        first_turn_cost_usd=first.cost_usd if first else 0.0,
         unchanged=still,
         cause=state.exit_cause,
     )

@@ -15,6 +15,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from horde_tui.protocol.actions.collab_reads import acceptance_line
+from horde_tui.store.acceptance import GROUPS as ACCEPTANCE_GROUPS
+from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
@@ -69,6 +72,7 @@ def render_report(
         _members(state, summary),
         _findings(state, findings, clusters),
         _superseded(state, scope),
+        _acceptance(state, scope),
         _carried_findings(state, scope),
         _split("Claims", state.claims, scope, lambda c: _claim_line(c, scope)),
         _split("Facts", state.facts, scope, lambda f: _fact_line(state, f, scope)),
@@ -183,6 +187,25 @@ def _superseded(state: LedgerState, scope: RunScope) -> str:
             f"- {f.id} (by {f.by}{carried}) superseded by {new.id}: {one_line(f.claim_line, 160)}"
         )
     return _section("Superseded findings", lines)
+
+
+def _acceptance(state: LedgerState, scope: RunScope) -> str:
+    """This run's F# and A# by acceptance at their current revision: the same records
+    ACCEPTANCE.md freezes, grouped."""
+    items = acceptance_all(state, scope.run)
+    if not items:
+        return _section("Acceptance", ["This run filed no findings or artifacts."])
+    groups: dict[str, list[str]] = {g: [] for g in ACCEPTANCE_GROUPS}
+    for acc in items:
+        groups[acc.group].append(acceptance_line(acc))
+    counts = ", ".join(f"{len(groups[g])} {g}" for g in ACCEPTANCE_GROUPS)
+    lines = [
+        f"This run's findings and artifacts ({len(items)}) at their current revisions, as "
+        f"ACCEPTANCE.md froze them: {counts}.",
+    ]
+    for g in ACCEPTANCE_GROUPS:
+        lines += ["", f"### {g.capitalize()}", "", *(groups[g] or [NONE])]
+    return _section("Acceptance", lines)
 
 
 def _capped(entries: list[str], total: int, what: str) -> list[str]:
@@ -312,6 +335,11 @@ def _answer_line(state: LedgerState, run: str) -> str:
     changed = answers.changed_citations(state, prop)
     if changed and prop.status != "withdrawn":
         status += f"; changed since pinned: {', '.join(changed)}"
+    requests = answers.open_requests(state, run)
+    if requests:
+        status += "; open requests about it: " + ", ".join(
+            f"{t.id} {t.kind} from {t.by} to {t.to} ({t.state})" for t in requests
+        )
     cites = ", ".join(prop.cites) or "nothing"
     return (
         f"Answer (round {prop.round}, by {prop.by}): {status}. Cites {cites}. "

@@ -20,11 +20,10 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
-from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.outcome import FINISHED_CAUSES, RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     MemberProcess,
@@ -141,6 +140,7 @@ class Supervisor:
                 self._settle_answer()
                 self.emit("phase-end", phase="discovery")
                 await repair.run_repair(self)
+                self._settle_answer()  # repair may have validated the pending answer
             else:
                 self.emit("phase-end", phase="discovery")
         except Exception as exc:  # a supervisor bug must still leave a report
@@ -204,6 +204,7 @@ class Supervisor:
         state.exit_cause = None
         state.produced_output = False
         state.first_output = None
+        state.first_turn = None
         state.status = "starting"
         extra = {"HORDE_BRIEF": brief, **env} if brief else dict(env)
         handle, task = await spawn_member(
@@ -302,11 +303,11 @@ class Supervisor:
         return owed
 
     def _settle_answer(self) -> None:
-        """The last member may exit before the next solved poll: read the answer once more."""
-        if self.outcome is not None or self.parent is None:
+        """The last member may exit before the next solved poll, and repair may validate an
+        answer committed as unvalidated: read the answer once more."""
+        if self.outcome not in (None, "solved-unvalidated") or self.parent is None:
             return
-        self.parent.refresh()
-        prop = answers.current(self.parent.state, self.run_id)
+        prop = watch.record_answer(self)
         if prop is not None and prop.status == "validated":
             self.outcome = "solved"
             self.diagnosis = f"answer by {prop.by} validated by {prop.validated_by}"
@@ -338,14 +339,14 @@ class Supervisor:
             detail=state.detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
-        owed = self._verifier_owes(name) if cause == "completed" else []
+        owed = self._verifier_owes(name) if cause in FINISHED_CAUSES else []
         if owed and self.stop is None and state.resets < self.settings.reset_cap:
             state.resets += 1
             self.emit("member-reset", name, cause="unreviewed", resets=state.resets, owed=owed)
             brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
             await self._spawn(name, brief)
             return
-        if cause == "completed" and self.request.until_stop and self.stop is None:
+        if cause in FINISHED_CAUSES and self.request.until_stop and self.stop is None:
             self._schedule_continuation(name)
             return
         if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:

@@ -15,6 +15,7 @@ from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
 if TYPE_CHECKING:
+    from horde_tui.store.model import Proposal
     from horde_tui.supervisor.run import Supervisor
 
 ACTIVE_WINDOW_S = 15.0
@@ -110,14 +111,14 @@ def check_stalls(sup: Supervisor) -> None:
             handle.signal(15)
 
 
-def poll_solved(sup: Supervisor) -> None:
-    """The two-phase solved rules of the reference, from the folded ledger."""
+def record_answer(sup: Supervisor) -> Proposal | None:
+    """The run's current proposal, after emitting its `solved-*` event once per round and
+    status (also after repair, which can validate an answer no poll saw)."""
     assert sup.parent is not None
     sup.parent.refresh()
-    state = sup.parent.state
-    prop = answers.current(state, sup.run_id)
+    prop = answers.current(sup.parent.state, sup.run_id)
     if prop is None:
-        return
+        return None
     key = f"{prop.round}:{prop.status}"
     if key not in sup._solved_seen:
         sup._solved_seen[key] = time.time()
@@ -128,6 +129,15 @@ def poll_solved(sup: Supervisor) -> None:
             "withdrawn": "solved-withdrawn",
         }[prop.status]
         sup.emit(kind, prop.by, round=prop.round, cites=prop.cites)
+    return prop
+
+
+def poll_solved(sup: Supervisor) -> None:
+    """The two-phase solved rules of the reference, from the folded ledger."""
+    prop = record_answer(sup)
+    if prop is None:
+        return
+    key = f"{prop.round}:{prop.status}"
     if sup.stop is not None or sup.request.until_stop:
         return
     if prop.status == "validated" and _wind_down_ready(sup):

@@ -31,7 +31,7 @@ from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.view.linefile import BATCH, LineIndex, parse_record
-from horde_tui.view.members import FAILED_CAUSES
+from horde_tui.view.members import CAPPED_CAUSES, FAILED_CAUSES
 
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'
@@ -455,7 +455,10 @@ def _level(record: dict[str, Any]) -> str:
     if typ == "lifecycle":
         kind = str(record.get("kind", ""))
         if kind == "member-exit":
-            return "error" if record.get("cause") in FAILED_CAUSES else "info"
+            cause = record.get("cause")
+            if cause in FAILED_CAUSES:
+                return "error"
+            return "warn" if cause in CAPPED_CAUSES else "info"
         return LEVELS.get(kind, "info")
     return "info"
 

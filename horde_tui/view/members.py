@@ -26,7 +26,11 @@ from horde_tui.view.linefile import LineIndex, parse_record
 FAILED_CAUSES = frozenset(
     {"model_error", "no_output", "killed", "exit_nonzero", "stalled", "silent", "budget"}
 )
-"""Exit causes that count as failures (painted red); any other exit is done."""
+"""Exit causes that count as failures (painted red, logged as errors)."""
+
+CAPPED_CAUSES = frozenset({"turns"})
+"""Exit causes of a session that ended normally but at its turn cap, so it may have left
+work undone (painted amber, logged as warnings); any other exit is done."""
 
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default

@@ -5,7 +5,7 @@ content-addressed copy `runs/<run>/revisions/<sha256>`, so a review pinned to re
 can always be re-checked against exactly those bytes. Criteria, kind and dependency pins
 belong to a revision: changing them needs changed bytes (and so a fresh review).
 Republishing a revision other artifacts pin needs `text` naming the change, and hands
-each dependent's owner a repin request.
+each dependent's owner a repin request; a pending answer that pinned it is withdrawn.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 import re
 from typing import Any
 
+from horde_tui.protocol.actions.solved import withdrawals
 from horde_tui.protocol.artifact_paths import ArtifactSource, artifact_source
 from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.collab_params import ArtifactParams
@@ -169,6 +170,7 @@ def _republish(
         record["note"] = p.text
     records = [record, *_repins(ctx, state, art, n, p.text, pinned_by)]
     records += _repinned(state, art, pins, n)
+    records += withdrawals(state, art.id, f"was republished as r{n}")
     _store_bytes(ctx, src, data, sha)
     notes = [f"ok {art.id} r{n} published (sha256 {sha[:12]}); reviews of r{cur.n} stay pinned"]
     notes += [
@@ -177,6 +179,11 @@ def _republish(
         if r["op"] == "thread.open"
     ]
     notes += [f"{r['id']} resolved" for r in records if r["op"] == "thread.note"]
+    notes += [
+        f"the pending answer of run {r['run']} that pinned {art.id}@r{cur.n} is withdrawn"
+        for r in records
+        if r["op"] == "solved.withdraw"
+    ]
     return Decision(True, " · ".join(notes), art.id, records, outcome="republished")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from horde_tui.protocol.actions.ideas import held_by
+from horde_tui.protocol.actions.solved import withdrawals
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import AmendParams, FindingParams, VerifyParams
 from horde_tui.protocol.rules import check_new_concern, normalize_slug
@@ -14,16 +15,6 @@ from horde_tui.store.model import Finding
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 from horde_tui.store.textmatch import SIMILAR_OVERLAP, TextKey, is_duplicate, similarity
-
-
-def withdrawals(state: LedgerState, finding_id: str, why: str) -> list[dict[str, Any]]:
-    """Withdraw every pending proposal that pinned `finding_id` (its answer is now stale)."""
-    out = []
-    for run, props in state.proposals.items():
-        prop = props[-1] if props else None
-        if prop is not None and prop.status == "pending" and finding_id in prop.pins:
-            out.append({"op": "solved.withdraw", "run": run, "reason": f"{finding_id} {why}"})
-    return out
 
 
 def _parent(state: LedgerState, raw: str, field: str) -> Finding:

@@ -1,9 +1,17 @@
-"""solved, confirm-solved, contest-solved: the two-phase answer."""
+"""solved, confirm-solved, contest-solved: the two-phase answer.
+
+An answer cites F# findings, A# artifacts and T# facts, and pins the current revision of
+every F# and A# it cites (`A2@r3` names the revision expected). Amending or superseding a
+pinned finding, or republishing a pinned artifact, withdraws a pending proposal
+(`withdrawals`), so nobody validates an answer resting on bytes it never saw.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from horde_tui.protocol.collab import reviewable
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import ConfirmSolvedParams, ContestSolvedParams, SolvedParams
 from horde_tui.store.ledgers import answers
@@ -13,33 +21,70 @@ from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 
 _REF = re.compile(r"\b([FTA])(\d+)\b")
+_CITE = re.compile(r"^\s*([FTAfta]?\d+)\s*(?:@\s*[rR]?(\d+))?\s*$")
+KINDS = {"F": "findings", "T": "facts", "A": "artifacts"}
+
+
+def withdrawals(state: LedgerState, ref: str, why: str) -> list[dict[str, Any]]:
+    """Withdraw every pending proposal that pinned F# or A# `ref` (its answer is now stale)."""
+    out = []
+    for run, props in state.proposals.items():
+        prop = props[-1] if props else None
+        if prop is not None and prop.status == "pending" and ref in prop.pins:
+            out.append({"op": "solved.withdraw", "run": run, "reason": f"{ref} {why}"})
+    return out
+
+
+def _citation(state: LedgerState, raw: str) -> tuple[str, str, int | None]:
+    """`F3`, `A2@r4`, `T1` -> (table, id, revision named or None)."""
+    m = _CITE.match(raw)
+    kind = KINDS.get(raw.strip()[:1].upper()) if m else None
+    if m is None or kind is None:
+        raise ActionRefused(
+            f"refused: cannot cite {raw!r} in an answer (solved rule); cite F# findings, "
+            "A# artifacts (optionally at a revision, A2@r3) and T# facts"
+        )
+    ident = resolve(state, m.group(1), kind, "cites")
+    return kind, ident, int(m.group(2)) if m.group(2) else None
 
 
 def _check_citations(state: LedgerState, refs: list[str], verb: str) -> dict[str, int]:
-    """Refuse superseded findings, provisional facts and unknown ids; return F# pins."""
+    """Refuse superseded findings, provisional facts, unknown ids and revisions other than
+    the current one; return the F# and A# pins (id -> revision)."""
     pins: dict[str, int] = {}
     for ref in refs:
-        kind = {"F": "findings", "T": "facts"}.get(ref[:1].upper())
-        if kind is None:
-            raise ActionRefused(
-                f"refused: cannot cite {ref!r} in an answer (solved rule); cite F# findings "
-                "and T# facts"
-            )
-        ident = resolve(state, ref, kind, "cites")
-        if kind == "findings":
-            f = state.findings[ident]
-            if f.superseded_by:
+        kind, ident, named = _citation(state, ref)
+        if kind == "facts":
+            if named is not None:
                 raise ActionRefused(
-                    f"refused: the answer cites {ident}, superseded by {f.superseded_by} "
-                    f"(solved rule); cite {f.superseded_by} and {verb} again"
+                    f"refused: the answer cites {ident}@r{named}, but facts have no revisions "
+                    f"(solved rule); cite {ident}"
                 )
-            pins[ident] = f.revision
-        elif is_provisional(state, state.facts[ident]):
+            if is_provisional(state, state.facts[ident]):
+                raise ActionRefused(
+                    f"refused: the answer quotes {ident}, still provisional on "
+                    f"{state.facts[ident].provisional_on} (solved rule); wait until that closes"
+                )
+            continue
+        if kind == "findings" and state.findings[ident].superseded_by:
+            newer = state.findings[ident].superseded_by
             raise ActionRefused(
-                f"refused: the answer quotes {ident}, still provisional on "
-                f"{state.facts[ident].provisional_on} (solved rule); wait until that closes"
+                f"refused: the answer cites {ident}, superseded by {newer} (solved rule); "
+                f"cite {newer} and {verb} again"
             )
+        current = reviewable(state, ident).revision
+        if named is not None and named != current:
+            raise ActionRefused(
+                f"refused: the answer cites {ident}@r{named}, but {ident} is at r{current} "
+                f"(solved rule: an answer pins the current revision); cite {ident}@r{current}"
+            )
+        pins[ident] = current
     return pins
+
+
+def _cited_ids(state: LedgerState, refs: list[str]) -> list[str]:
+    """The ids cited, without the revisions some of them name (already checked)."""
+    return list(dict.fromkeys(_citation(state, ref)[1] for ref in refs))
 
 
 def solved(ctx: ActionContext, p: SolvedParams, state: LedgerState) -> Decision:
@@ -58,6 +103,7 @@ def solved(ctx: ActionContext, p: SolvedParams, state: LedgerState) -> Decision:
     mentioned = [f"{m.group(1)}{m.group(2)}" for m in _REF.finditer(p.text)]
     refs = list(dict.fromkeys([*p.cites, *mentioned]))
     pins = _check_citations(state, refs, "propose")
+    refs = _cited_ids(state, refs)
     round_no = len(state.proposals.get(ctx.run, [])) + 1
     pinned = ", ".join(f"{k}@r{v}" for k, v in pins.items()) or "nothing"
     return Decision(

@@ -1,8 +1,9 @@
 """Solved proposals: folded from the ledger, rendered to the run's ANSWER.md.
 
-Solved is two-phase. `solved` pins the revision of every finding it cites; a different
-member validates (`confirm-solved`) or refutes (`contest-solved`) it. A later change to a
-pinned finding withdraws a pending proposal so nobody validates a stale answer.
+Solved is two-phase. `solved` pins the revision of every finding and artifact it cites;
+a different member validates (`confirm-solved`) or refutes (`contest-solved`) it. A later
+change to a pinned finding or artifact withdraws a pending proposal so nobody validates a
+stale answer, and a settled answer's status names what changed since its pins.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, stamp
-from horde_tui.store.model import Proposal
+from horde_tui.store.ledgers.threads import threads_about
+from horde_tui.store.model import Proposal, Thread
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -62,13 +64,23 @@ OPS: dict[str, Fold] = {
 
 
 def changed_citations(state: LedgerState, prop: Proposal) -> list[str]:
-    """Cited findings whose revision moved, or that were superseded, since the pin."""
+    """Cited findings whose revision moved, or that were superseded, and cited artifacts
+    republished, since the pin."""
     changed = []
     for ref, rev in prop.pins.items():
         f = state.findings.get(ref)
+        art = state.artifacts.get(ref)
         if f is not None and (f.revision != rev or f.superseded_by):
             changed.append(ref)
+        elif art is not None and art.revision != rev:
+            changed.append(ref)
     return changed
+
+
+def open_requests(state: LedgerState, run: str) -> list[Thread]:
+    """Unresolved threads about `run`'s answer (`target=answer`): debt the report names,
+    and work the repair phase serves with the blockers while the answer is pending."""
+    return [t for t in threads_about(state, "answer") if t.run == run and not t.closed]
 
 
 def render(state: LedgerState, run: str) -> str:

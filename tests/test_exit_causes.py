@@ -1,0 +1,70 @@
+"""Every exit cause means the same thing everywhere: the table, the event log, the report
+and the supervisor's reset rule.
+
+`turns` (a session stopped at its turn cap while it still wanted a turn, as repair
+attempts are) is a normal end: painted as capped, logged as a warning, never reset,
+never marked partial.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from horde_tui.member.session import EXIT_CAUSES
+from horde_tui.runcli import print_event
+from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES
+from horde_tui.supervisor.processes import MemberState
+from horde_tui.supervisor.run import RESET_CAUSES
+from horde_tui.supervisor.summary import end_label, is_partial
+from horde_tui.view.events import event_parts
+from widgets.member_table import STATUS_CLASSES, status_class
+
+EXPECTED = {
+    # cause: (table class, log level, partial after work, reset)
+    "completed": ("done", "info", False, False),
+    "turns": ("capped", "warn", False, False),
+    "model_error": ("failed", "error", True, True),
+    "no_output": ("failed", "error", True, True),
+    "killed": ("failed", "error", True, False),
+    "exit_nonzero": ("failed", "error", True, True),
+}
+
+
+def test_every_member_exit_cause_is_mapped():
+    assert set(EXPECTED) == set(EXIT_CAUSES)
+    assert {"completed", "turns"} == FINISHED_CAUSES
+    assert not FINISHED_CAUSES & (ABNORMAL_CAUSES | RESET_CAUSES)
+
+
+@pytest.mark.parametrize("cause", EXIT_CAUSES)
+def test_a_cause_maps_the_same_in_table_log_report_and_resets(cause: str):
+    table, level, partial, reset = EXPECTED[cause]
+    member = MemberState("member-2", "member", turns=3, exit_cause=cause, status="exited")
+
+    record = {"type": "lifecycle", "kind": "member-exit", "member": "member-2", "cause": cause}
+    line = event_parts(record, 0)
+
+    assert status_class("exited", cause) == table
+    assert table in STATUS_CLASSES
+    assert (line.label, line.level) == ("member-exit", level)
+    assert is_partial(member) is partial
+    assert end_label(member) == (f"{cause}, partial" if partial else cause)
+    assert (cause in RESET_CAUSES) is reset
+
+
+def test_headless_prints_a_capped_session_with_its_cause_and_why(capsys):
+    data = {
+        "type": "exit",
+        "cause": "turns",
+        "turns": 40,
+        "detail": "turn cap of 40 reached; messages were still waiting to be read",
+    }
+
+    print_event(SupervisorEvent("member-status", "member-2", data))
+
+    line = capsys.readouterr().out.strip()
+    assert line.endswith(
+        " member-2: exit turns after 40 turns (turn cap of 40 reached; messages were still "
+        "waiting to be read)"
+    )
