@@ -252,6 +252,14 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         assert app.title == f"run {run_dir.name}"
         await wait_for(pilot, lambda: app.sup.members["member-1"].status == "running", 60)
         assert controls.run_state(run_dir) == "active"
+        await pilot.press("escape")  # back to the list; the run goes on in the app
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+        assert app.live
+        table = app.screen.query_one(DataTable)
+        await wait_for(pilot, lambda: table.row_count == 2)
+        await pilot.press("up", "enter")  # the newest run, hosted here: its own screen again
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        assert app.screen.sup is app.sup and app.attached is None
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         assert app.screen.query_one("#detach", Button).disabled

@@ -21,7 +21,9 @@ from textual.widgets import Footer, Header, Static
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
+from horde_tui.screens.runs import RunsScreen
 from horde_tui.supervisor import controls
+from horde_tui.view.run import RunsIndex
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,13 @@ class HomeScreen(HordeScreen):
                 return False  # nothing to open: keep the key out of the footer
             return True if self.newest.has_report else None
         return True
+
+    def on_screen_resume(self) -> None:
+        """Back from a run launched here: there are runs now, so list them."""
+        index = RunsIndex(self.horde_dir)
+        index.refresh()
+        if index.rows():
+            self.app.switch_screen(RunsScreen(self.horde_dir, index))
 
     def action_new_run(self) -> None:
         open_launch_form(self, self.horde_dir)

@@ -398,5 +398,5 @@ class RunScreen(HordeScreen):
             pane.close_filter(clear=True)
         elif self.focused is not self.table:
             self.table.focus()
-        elif self.remote and len(self.app.screen_stack) > 1:
-            self.app.pop_screen()  # attached from the runs list: back to it
+        elif len(self.app.screen_stack) > 1:
+            self.app.pop_screen()  # opened from the runs list: back to it (the run goes on)

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
+from horde_tui.screens.run import RunScreen
 from horde_tui.view.run import LIVE_STATES, RunRow, RunsIndex
 from widgets.member_table import clip
 
@@ -170,7 +171,10 @@ class RunsScreen(HordeScreen):
 
     def open_run(self, row: RunRow) -> None:
         run_dir = self.index.runs_dir / row.run_id
-        if row.state in LIVE_STATES:
+        hosted = self.horde_app.sup
+        if hosted is not None and hosted.run_id == row.run_id and self.horde_app.live:
+            self.app.push_screen(RunScreen(hosted))  # this app's own run: no need to attach
+        elif row.state in LIVE_STATES:
             self.horde_app.attach_run(run_dir)
         elif "REPORT.md" in row.files:
             self.app.push_screen(ReportScreen(run_dir))
