@@ -179,6 +179,7 @@ class Supervisor:
             "HORDE_MODEL": s.model or "",
             "HORDE_THINKING": s.thinking,
             "HORDE_TOOL_PROTOCOL": s.tool_protocol,
+            "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
             "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
             "HORDE_PARENT_PID": str(os.getpid()),
         }
