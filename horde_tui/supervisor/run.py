@@ -27,6 +27,7 @@ from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
+    GatewayStartError,
     MemberProcess,
     MemberState,
     spawn_gateway,
@@ -171,7 +172,13 @@ class Supervisor:
         args: list[str] = []
         if self.settings.max_cost_usd is not None:
             args += ["--max-cost-usd", str(self.settings.max_cost_usd)]
-        self.gateway = await spawn_gateway(self.run_dir, env, args)
+        try:
+            self.gateway = await spawn_gateway(self.run_dir, env, args)
+        except GatewayStartError as exc:
+            # Not a supervisor bug: the gateway's own line (a budget it cannot enforce, a
+            # missing model) is the diagnosis, without "supervisor error" in front.
+            self.diagnosis = str(exc)
+            raise
 
     def _gateway_env(self) -> dict[str, str]:
         s = self.settings
