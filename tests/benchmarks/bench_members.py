@@ -139,13 +139,15 @@ def _cpu_s(pid: int, thread: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_per_call_ms(pid: int, url: str, clients: int, calls: int) -> tuple[float, float]:
-    """The process's CPU per call, and that of its main (event loop) thread, in ms."""
+def _measured(pid: int, url: str, clients: int, calls: int) -> tuple[list[float], float, float]:
+    """Latencies of the calls, and the server's CPU per call in ms: the whole process's
+    and its main (event loop) thread's."""
     process, loop = _cpu_s(pid), _cpu_s(pid, pid)
-    done = len(_latencies(url, "bench-token", clients, calls))
+    latencies = _latencies(url, "bench-token", clients, calls)
     return (
-        (_cpu_s(pid) - process) / done * 1000,
-        (_cpu_s(pid, pid) - loop) / done * 1000,
+        latencies,
+        (_cpu_s(pid) - process) / len(latencies) * 1000,
+        (_cpu_s(pid, pid) - loop) / len(latencies) * 1000,
     )
 
 
@@ -203,7 +205,7 @@ def own_share(clients: int = 12, calls: int = 200) -> float:
     )
     try:
         _latencies(url, "bench-token", 1, 3)
-        return _cpu_per_call_ms(gateway.pid, url, clients, calls)[0]
+        return _measured(gateway.pid, url, clients, calls)[1]
     finally:
         gateway.terminate()
         gateway.wait(10)
@@ -238,8 +240,7 @@ def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str,
         _latencies(gw_url, "bench-token", 1, 3)  # waits for litellm's import; warms up
         _latencies(stub_url, "x", 1, 3)
         direct = _latencies(stub_url, "x", clients, calls)
-        through = _latencies(gw_url, "bench-token", clients, calls)
-        cpu_per_call_ms, loop_ms = _cpu_per_call_ms(gateway.pid, gw_url, clients, calls)
+        through, cpu_per_call_ms, loop_ms = _measured(gateway.pid, gw_url, clients, calls)
         conn = http.client.HTTPConnection(*gw_url.replace("http://", "").split(":"))
         conn.request("GET", "/v1/usage", headers={"Authorization": "Bearer bench-token"})
         import_s = json.loads(conn.getresponse().read())["litellm_import_s"]
