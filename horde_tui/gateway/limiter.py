@@ -19,8 +19,8 @@ class AdaptiveLimiter:
 
     Twelve calls in flight when a provider starts refusing all get their 429 at about the
     same moment. They report one congestion event, not twelve: halving once per 429 would
-    take a limit of 12 to the floor in four replies and keep it there for dozens of
-    windows. So decreases follow TCP NewReno's rule (RFC 6582, the `recover` point): every
+    take a limit of 12 to the floor in four replies, and climbing back to 12 takes about
+    70 successful calls. So decreases follow TCP NewReno's rule (RFC 6582, the `recover` point): every
     provider request is numbered when it is sent (`sent()`); a decrease remembers the
     last number sent so far, and a 429 for a request numbered at or below it is ignored,
     since that request was already in flight when the limit was cut and says nothing
