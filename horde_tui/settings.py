@@ -39,6 +39,9 @@ class Settings(BaseModel):
     api_key: str | None = None
     tool_protocol: Literal["auto", "native", "json"] = "auto"
     max_cost_usd: float | None = Field(default=None, gt=0)
+    retry_after_max_ms: int = Field(
+        default=60_000, ge=0, description="gateway: longest provider retry-after honoured"
+    )
     max_minutes: float | None = Field(default=None, gt=0)
     canary_ms: int = Field(default=60_000, ge=1)
     stall_ms: int = Field(default=1_800_000, ge=0, description="0 disables stall resets")

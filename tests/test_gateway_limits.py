@@ -23,6 +23,8 @@ import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
 
+from horde_tui.gateway.backend import CallOptions, retry_after_s
+from horde_tui.settings import load_settings
 from horde_tui.stubmodel import Step, StubThread
 
 BASH = {
@@ -148,13 +150,15 @@ def test_concurrent_members_share_one_limit_then_a_429_lowers_it(
     assert after_burst["in_flight"] == 0 and after_burst["waiting"] == 0
     assert elapsed >= 2 * DELAY_MS / 1000, "12 calls at <= 6 at a time take several windows"
 
-    # Three 429s (each retried at once: the stub says retry-after: 0) halve the limit
-    # three times, to its floor of 1; the final success adds 1/limit.
+    # Three 429s in a row (each retried at once: the stub says retry-after: 0). Each retry
+    # is sent after the previous cut, so each is a window of its own: three halvings, to
+    # the floor of 1; the final success adds 1/limit.
     resp = post(gw, "gw-rl", {"model": "any", "messages": HELLO})
     assert resp.status_code == 200
     assert len(gw.stub.stub.requests_for("gw-rl")) == 4
-    lowered = only_limiter(gw)["limit"]
-    assert lowered == pytest.approx(2.0)
+    lowered = only_limiter(gw)
+    assert lowered["limit"] == pytest.approx(2.0)
+    assert lowered["decreases"] == 3
 
     # The next burst is held to the lowered limit (rising by about one per window).
     later = [f"gw-d{i:02d}" for i in range(6)]
@@ -223,3 +227,87 @@ def test_a_streamed_request_refused_for_tools_switches_too(gw: GatewayProcess) -
     sent = gw.stub.stub.requests_for(member)
     assert [bool(r.body.get("tools")) for r in sent] == [True, False]
     assert "openai/other-notools" in usage(gw)["json_protocol_models"]
+
+
+# -- a second gateway: simultaneous 429s and a provider's long retry-after -----------------------
+
+RETRY_AFTER_CAP_MS = 500
+
+
+@pytest.fixture(scope="module")
+def fresh_recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture(scope="module")
+def fresh(
+    fresh_recorder: Recorder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    """A gateway whose provider limit nothing else has touched, with a short retry-after cap."""
+    with StubThread(policy=fresh_recorder) as stub:
+        gateway = start_gateway(
+            stub,
+            tmp_path_factory.mktemp("gateway-window"),
+            HORDE_RETRY_AFTER_MAX_MS=str(RETRY_AFTER_CAP_MS),
+        )
+        try:
+            yield gateway
+        finally:
+            gateway.proc.terminate()
+            gateway.proc.wait(10)
+
+
+def test_429s_from_calls_in_flight_together_halve_the_limit_once(
+    fresh: GatewayProcess, fresh_recorder: Recorder
+) -> None:
+    """The module's first test on `fresh`: its numbers assume the limit is untouched."""
+    refusal_ms = 1000
+    post(fresh, "gw-warm", {"model": "any", "messages": HELLO})  # waits out litellm's import
+    assert only_limiter(fresh)["limit"] == pytest.approx(4.25)
+    members = [f"gw-s{i}" for i in range(4)]
+    fresh.stub.stub.set_scripts(
+        {m: [{"status": 429, "delay_ms": refusal_ms}, {"content": "ok"}] for m in members}
+    )
+    assert [r.status_code for r in burst(fresh, members)] == [200] * 4
+    first_tries = [fresh_recorder.times(m)[0] for m in members]
+    # The premise: every first try was sent before the first 429 came back.
+    assert max(first_tries) - min(first_tries) < refusal_ms / 1000
+    after = only_limiter(fresh)
+    # One cut for the four 429s (4.25 -> 2.125), then four successful retries add 1/limit
+    # each. Halving per 429 would have ended at 3.245 (floor 1, then four successes).
+    assert after["decreases"] == 1
+    assert after["limit"] == pytest.approx(3.618, abs=0.001)
+    assert [len(fresh.stub.stub.requests_for(m)) for m in members] == [2] * 4
+
+
+def test_a_long_retry_after_is_capped(fresh: GatewayProcess, fresh_recorder: Recorder) -> None:
+    member = "gw-quota"
+    fresh.stub.stub.set_scripts(
+        {member: [{"status": 429, "retry_after": "3600"}, {"content": "after the cap"}]}
+    )
+    resp = post(fresh, member, {"model": "any", "messages": HELLO})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["choices"][0]["message"]["content"] == "after the cap"
+    first, second = fresh_recorder.times(member)
+    # Waited the cap (HORDE_RETRY_AFTER_MAX_MS), not the provider's hour.
+    assert second - first >= RETRY_AFTER_CAP_MS / 1000
+    assert second - first < 30
+
+
+class Refused(Exception):
+    """A provider error as litellm raises it: the HTTP response hangs off the exception."""
+
+    def __init__(self, retry_after: str) -> None:
+        super().__init__("rate limited")
+        self.response = httpx.Response(429, headers={"retry-after": retry_after})
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [("3600", 60.0), ("2.5", 2.5), ("-4", 0.0), ("inf", 60.0), ("nan", None), ("soon", None)],
+)
+def test_retry_after_is_read_and_capped_at_60_s_by_default(
+    header: str, expected: float | None
+) -> None:
+    assert load_settings(environ={}).retry_after_max_ms == 60_000
+    assert retry_after_s(Refused(header), CallOptions(model="m").retry_after_max_s) == expected

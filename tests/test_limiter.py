@@ -1,8 +1,9 @@
 """The gateway's adaptive concurrency limit (AIMD), driven directly with asyncio.
 
 Twelve members share one limiter per provider, so these tests pin the properties a run
-depends on: the cap holds, it grows on success and halves on 429, waiters are admitted
-in arrival order, and a member that gives up waiting never keeps a slot.
+depends on: the cap holds, it grows on success and halves once per window of 429s,
+waiters are admitted in arrival order, and a member that gives up waiting never keeps a
+slot.
 """
 
 from __future__ import annotations
@@ -76,18 +77,47 @@ async def test_success_admits_a_waiter_when_the_capacity_grows() -> None:
     await asyncio.gather(*tasks)
 
 
-async def test_rate_limited_halves_down_to_the_minimum() -> None:
+async def test_sequential_429s_halve_down_to_the_minimum() -> None:
+    """Each request sent after the previous cut is a new signal: one halving each."""
     limiter = AdaptiveLimiter(initial=16.0, minimum=1.0)
-    limiter.rate_limited()
+    assert limiter.rate_limited(limiter.sent()) is True
     assert limiter.limit == 8.0
-    limiter.rate_limited()
+    assert limiter.rate_limited(limiter.sent()) is True
     assert limiter.limit == 4.0
     for _ in range(10):
-        limiter.rate_limited()
+        limiter.rate_limited(limiter.sent())
     assert limiter.limit == 1.0
+    assert limiter.decreases == 12
     # At the minimum one call still goes through: the capacity never reaches zero.
     async with limiter.slot():
         assert limiter.in_flight == 1
+
+
+async def test_twelve_simultaneous_429s_halve_the_limit_once() -> None:
+    limiter = AdaptiveLimiter(initial=12.0, maximum=32.0)
+    requests = [limiter.sent() for _ in range(12)]
+    cuts = [limiter.rate_limited(n) for n in requests]
+    assert cuts == [True] + [False] * 11
+    assert limiter.limit == 6.0 and limiter.decreases == 1
+    # Their retries go out after the cut: they test the lowered limit, and a burst of
+    # 429s among them is the next window's one decrease.
+    retries = [limiter.sent() for _ in range(12)]
+    assert [limiter.rate_limited(n) for n in retries] == [True] + [False] * 11
+    assert limiter.limit == 3.0 and limiter.decreases == 2
+
+
+async def test_a_late_429_from_before_the_cut_is_ignored_but_a_new_request_counts() -> None:
+    """The order replies arrive in does not matter, only when each request was sent."""
+    limiter = AdaptiveLimiter(initial=8.0)
+    early, late = limiter.sent(), limiter.sent()
+    assert limiter.rate_limited(late) is True
+    assert limiter.limit == 4.0
+    after_cut = limiter.sent()
+    assert limiter.rate_limited(early) is False, "sent before the cut: same window"
+    assert limiter.limit == 4.0
+    assert limiter.rate_limited(after_cut) is True
+    assert limiter.limit == 2.0
+    assert limiter.snapshot()["decreases"] == 2
 
 
 async def test_a_lowered_limit_holds_back_new_calls_until_enough_finish() -> None:
@@ -97,7 +127,7 @@ async def test_a_lowered_limit_holds_back_new_calls_until_enough_finish() -> Non
     tasks = [asyncio.create_task(holder(limiter, str(i), gates[i], admitted)) for i in range(5)]
     await settle()
     assert admitted == ["0", "1", "2", "3"]
-    limiter.rate_limited()  # 4 -> 2 while four are in flight
+    assert limiter.rate_limited(limiter.sent())  # 4 -> 2 while four are in flight
     gates[0].set()
     gates[1].set()
     await settle()
@@ -210,6 +240,8 @@ def test_pool_gives_one_limiter_per_provider_key() -> None:
     assert pool.for_provider("openai@https://api.example") is openai
     other = pool.for_provider("openai@http://127.0.0.1:9/v1")
     assert other is not openai
-    openai.rate_limited()
+    openai.rate_limited(openai.sent())
     assert other.limit == 2.0 and openai.limit == 1.0
+    # Request numbers are per provider: the other's first request is a signal of its own.
+    assert other.rate_limited(other.sent()) and other.limit == 1.0
     assert (openai.maximum, other.maximum) == (8.0, 8.0)

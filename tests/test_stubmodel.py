@@ -217,6 +217,7 @@ def test_error_steps_become_sdk_errors(stub: StubThread) -> None:
                 {"status": 429},
                 {"status": 500, "error_message": "upstream exploded"},
                 {"content": "recovered"},
+                {"status": 429, "retry_after": "3600"},
             ]
         }
     )
@@ -232,6 +233,9 @@ def test_error_steps_become_sdk_errors(stub: StubThread) -> None:
     assert failed.value.type == "server_error"
     reply = api.chat.completions.create(model="m", messages=HELLO)
     assert reply.choices[0].message.content == "recovered"
+    with pytest.raises(openai.RateLimitError) as quota:
+        api.chat.completions.create(model="m", messages=HELLO)
+    assert quota.value.response.headers["retry-after"] == "3600"
 
 
 def test_token_guards_the_openai_endpoints() -> None:

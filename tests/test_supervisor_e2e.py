@@ -400,6 +400,25 @@ def test_budget_reached_stops_the_run_clean(tmp_path: Path) -> None:
     assert "stopped at budget" in (sup.run_dir / "REPORT.md").read_text()
 
 
+def test_a_budget_the_gateway_cannot_price_fails_the_run_before_any_member(
+    tmp_path: Path,
+) -> None:
+    """The stub's model has no price: a budget on it could never trip, so nothing starts."""
+    with StubThread() as stub:
+        cfg = settings(stub, max_cost_usd=1.5, postmortem=False, deliverable=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+        assert stub.stub.requests_for("member-1") == []
+    assert summary.outcome == "failed"
+    assert summary.diagnosis == (
+        "the model gateway did not start: horde-tui gateway: refused --max-cost-usd 1.5 "
+        "(HORDE_MAX_COST_USD): litellm has no price for openai/stub, so the cost of its "
+        "calls is unknown and the budget could never be reached; unset the budget, or use "
+        "a model litellm prices"
+    )
+    assert [m for k, m in lifecycle(sup.run_dir) if k == "member-spawn"] == []
+    assert summary.exit_code == 1
+
+
 def test_artifact_refuted_republished_and_accepted_at_the_new_revision_only(tmp_path: Path) -> None:
     """Acceptance is frozen at finalize, pinned to the revision a non-owner checked."""
     plans = {

@@ -10,6 +10,7 @@ import pytest
 
 from horde_tui.settings import load_settings
 from horde_tui.store.store import HordeStore
+from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import (
     RunRequest,
     assign_roles,
@@ -155,3 +156,12 @@ def test_run_states_from_disk(tmp_path: Path) -> None:
         "finished": ["r-done"],
     }
     assert controls.supervisor_pid(live) == os.getpid()
+
+
+def test_the_retry_after_cap_from_the_config_file_reaches_the_gateway(tmp_path: Path) -> None:
+    """The gateway reads only its environment, so the run hands the setting over there."""
+    config = tmp_path / "config.toml"
+    config.write_text("[horde]\nretry_after_max_ms = 5000\n")
+    settings = load_settings(config, environ={"HORDE_MODEL": "openai/x"})
+    supervisor = Supervisor(tmp_path, RunRequest("p", 1), settings)
+    assert supervisor._gateway_env()["HORDE_RETRY_AFTER_MAX_MS"] == "5000"

@@ -15,7 +15,9 @@ import secrets
 import signal
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
+from horde_tui.gateway import backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.httpserve import serve
 from horde_tui.settings import SettingsError, load_settings
@@ -86,6 +88,27 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         budget_flag=run_dir / ".budget-reached" if run_dir else None,
         compact_tokens=compact,
         backoff_base_s=float(os.environ.get("HORDE_GATEWAY_BACKOFF_MS", "500")) / 1000,
+        retry_after_max_s=settings.retry_after_max_ms / 1000,
+    )
+
+
+def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
+    """Why a cost budget cannot be enforced with these models, or None when it can.
+
+    litellm has no price for some models (local servers, models newer than its map): their
+    calls cost "unknown", which never adds up to a budget. A budget the user set as a
+    spending cap that can never trip is worse than none, since it looks like protection;
+    so the gateway refuses to start rather than run unguarded. Costs nothing to refuse:
+    no call has been made yet.
+    """
+    models = sorted({config.model, *config.member_models.values()})
+    unpriced = [m for m in models if backend.price(litellm, m, 1, 1) is None]
+    if not unpriced:
+        return None
+    return (
+        f"refused --max-cost-usd {config.max_cost_usd:g} (HORDE_MAX_COST_USD): litellm has "
+        f"no price for {', '.join(unpriced)}, so the cost of its calls is unknown and the "
+        "budget could never be reached; unset the budget, or use a model litellm prices"
     )
 
 
@@ -98,6 +121,15 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     gateway = Gateway(config)
     gateway.litellm.start_import()
+    if config.max_cost_usd is not None:
+        # Decided before listening, so a run is refused before any member spends a token.
+        try:
+            refusal = budget_refusal(config, await gateway.litellm.module())
+        except backend.ProviderError as exc:
+            refusal = exc.message
+        if refusal:
+            print(f"horde-tui gateway: {refusal}", file=sys.stderr)
+            return 2
     server = await serve(gateway.handle, "127.0.0.1", args.port)
     if args.run_dir:
         args.run_dir.mkdir(parents=True, exist_ok=True)
@@ -115,9 +147,20 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return asyncio.run(run(parse_args(argv)))
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Serve until stopped, then end the process at once.
+
+    Interpreter teardown after litellm took 1-3 s here (module and thread cleanup), long
+    enough for a supervisor's SIGTERM to look like a hang. Everything that must outlive
+    the process is already on disk by then: every `usage.jsonl` line is written with
+    `os.write` as its call ends (no buffer to flush), and the server has closed its
+    connections; so the process skips the teardown with `os._exit`.
+    """
+    code = asyncio.run(run(parse_args(argv)))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -20,7 +20,7 @@ from typing import Any
 from horde_tui.gateway import backend, jsonproto
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
-from horde_tui.gateway.limiter import LimiterPool
+from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
 
 CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write"})
@@ -53,6 +53,8 @@ class GatewayConfig:
     timeout_s: float = 600.0
     max_attempts: int = 4
     backoff_base_s: float = 0.5
+    retry_after_max_s: float = 60.0
+    """The longest a provider's `retry-after` is honoured (HORDE_RETRY_AFTER_MAX_MS)."""
 
 
 class Gateway:
@@ -138,6 +140,7 @@ class Gateway:
             timeout_s=c.timeout_s,
             max_attempts=c.max_attempts,
             backoff_base_s=c.backoff_base_s,
+            retry_after_max_s=c.retry_after_max_s,
         )
 
     def _json_mode(self, litellm: Any, model: str) -> bool:
@@ -171,7 +174,7 @@ class Gateway:
             else:
                 kwargs = backend.call_kwargs(litellm, opts, body, member)
                 try:
-                    call = await backend.complete(litellm, kwargs, opts, limiter.rate_limited)
+                    call = await backend.complete(litellm, kwargs, opts, limiter)
                 except ProviderError as exc:
                     if not self._may_switch(body, exc):
                         raise
@@ -194,7 +197,12 @@ class Gateway:
         return result
 
     async def _json_protocol(
-        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions, limiter: Any
+        self,
+        litellm: Any,
+        body: dict[str, Any],
+        member: str,
+        opts: CallOptions,
+        limiter: AdaptiveLimiter,
     ) -> tuple[dict[str, Any], int, int]:
         """Translate tools to a text protocol and the model's JSON reply back to a tool call."""
         tools = body.get("tools") or []
@@ -213,7 +221,7 @@ class Gateway:
             kwargs = backend.call_kwargs(
                 litellm, opts, {**plain, "messages": text_messages}, member
             )
-            call = await backend.complete(litellm, kwargs, opts, limiter.rate_limited)
+            call = await backend.complete(litellm, kwargs, opts, limiter)
             prompt_total += call.prompt_tokens
             completion_total += call.completion_tokens
             content = _content(call.response)
@@ -282,7 +290,7 @@ class Gateway:
         async def chunks() -> AsyncIterator[dict[str, Any]]:
             prompt = completion = 0
             async with limiter.slot():
-                async for chunk in backend.stream(litellm, kwargs, opts, limiter.rate_limited):
+                async for chunk in backend.stream(litellm, kwargs, opts, limiter):
                     usage = chunk.get("usage")
                     if usage:
                         prompt = int(usage.get("prompt_tokens") or 0)

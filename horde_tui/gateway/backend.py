@@ -14,6 +14,7 @@ Facts about litellm 1.110.2 this module is built around:
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
 import re
@@ -22,6 +23,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+
+from horde_tui.gateway.limiter import AdaptiveLimiter
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -105,15 +108,24 @@ def status_of(exc: BaseException) -> int:
     return 500
 
 
-def retry_after_s(exc: BaseException) -> float | None:
+def retry_after_s(exc: BaseException, cap_s: float) -> float | None:
+    """The provider's `retry-after` in seconds, at most `cap_s`; None when it gave none.
+
+    Capped because the header is the provider's word, not a promise: a quota reset an
+    hour away (or a bogus value) would otherwise hold a member's call, and its slot of
+    the shared limit, for that long with nothing in the run saying why.
+    """
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if not headers:
         return None
     try:
-        return max(0.0, float(headers.get("retry-after", "")))
+        wait = float(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
+    if math.isnan(wait):
+        return None
+    return min(max(0.0, wait), cap_s)
 
 
 def backoff_s(attempt: int, base_s: float) -> float:
@@ -196,6 +208,7 @@ class CallOptions:
     timeout_s: float = 600.0
     max_attempts: int = 4
     backoff_base_s: float = 0.5
+    retry_after_max_s: float = 60.0
 
 
 def call_kwargs(
@@ -229,30 +242,35 @@ def call_kwargs(
 
 
 async def _retry_or_raise(
-    exc: Exception, attempt: int, opts: CallOptions, on_rate_limit: Any
+    exc: Exception, attempt: int, opts: CallOptions, limiter: AdaptiveLimiter, request: int
 ) -> None:
-    """Wait out a retryable failure (returning means: try again), else raise it for good."""
+    """Wait out a retryable failure (returning means: try again), else raise it for good.
+
+    `request` is the limiter's number for the attempt that failed, so that a burst of
+    429s from requests that were in flight together lowers the limit once.
+    """
     status = status_of(exc)
-    if status == 429 and on_rate_limit is not None:
-        on_rate_limit()
+    if status == 429:
+        limiter.rate_limited(request)
     if status in RETRY_STATUSES and attempt < opts.max_attempts:
-        wait = retry_after_s(exc)
+        wait = retry_after_s(exc, opts.retry_after_max_s)
         await asyncio.sleep(wait if wait is not None else backoff_s(attempt, opts.backoff_base_s))
         return
     raise ProviderError(status, _message(exc), type(exc).__name__) from exc
 
 
 async def complete(
-    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, on_rate_limit: Any = None
+    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, limiter: AdaptiveLimiter
 ) -> CallResult:
     """A non-streaming call with the gateway's own retries."""
     attempt = 0
     while True:
         attempt += 1
+        request = limiter.sent()
         try:
             resp = await litellm.acompletion(**kwargs)
         except Exception as exc:
-            await _retry_or_raise(exc, attempt, opts, on_rate_limit)
+            await _retry_or_raise(exc, attempt, opts, limiter, request)
             continue
         data = resp.model_dump() if hasattr(resp, "model_dump") else dict(resp)
         prompt, completion = usage_of(data)
@@ -260,13 +278,14 @@ async def complete(
 
 
 async def stream(
-    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, on_rate_limit: Any = None
+    litellm: Any, kwargs: dict[str, Any], opts: CallOptions, limiter: AdaptiveLimiter
 ) -> AsyncIterator[dict[str, Any]]:
     """A streaming call; retries happen only before the first chunk is out."""
     kwargs = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
     attempt = 0
     while True:
         attempt += 1
+        request = limiter.sent()
         try:
             chunks = await litellm.acompletion(**kwargs)
             iterator = chunks.__aiter__()
@@ -274,7 +293,7 @@ async def stream(
         except StopAsyncIteration:
             return
         except Exception as exc:
-            await _retry_or_raise(exc, attempt, opts, on_rate_limit)
+            await _retry_or_raise(exc, attempt, opts, limiter, request)
             continue
         yield first.model_dump(exclude_none=True)
         async for chunk in iterator:

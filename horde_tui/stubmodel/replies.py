@@ -145,13 +145,14 @@ class Reply:
         return chunk
 
 
-def error_response(status: int, message: str | None = None) -> Response:
-    """An OpenAI-style error reply; 429 carries `retry-after: 0` so retrying clients don't wait."""
+def error_response(status: int, message: str | None = None, retry_after: str = "0") -> Response:
+    """An OpenAI-style error reply; a 429 carries `retry-after` (by default 0, so retrying
+    clients don't wait)."""
     kind, code = _ERROR_KINDS.get(
         status, ("server_error" if status >= 500 else "invalid_request_error", None)
     )
     text = message or f"scripted {status} {_phrase(status)}"
-    headers = {"retry-after": "0"} if status == 429 else {}
+    headers = {"retry-after": retry_after} if status == 429 else {}
     return Response(status, error_body(text, kind, code), headers)
 
 

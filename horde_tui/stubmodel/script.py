@@ -41,6 +41,8 @@ class Step(BaseModel):
     tool_calls: list[ToolCallSpec] = Field(default_factory=list)
     status: int | None = Field(default=None, ge=400, le=599)
     error_message: str | None = None
+    retry_after: str = "0"
+    """A 429's `retry-after` header (seconds); other statuses send none."""
     delay_ms: int = Field(default=0, ge=0)
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)

@@ -147,7 +147,7 @@ class StubModel:
         if step.delay_ms:
             await asyncio.sleep(step.delay_ms / 1000)
         if step.status is not None:
-            return error_response(step.status, step.error_message)
+            return error_response(step.status, step.error_message, step.retry_after)
         reply = Reply.build(step, body)
         if body.get("stream") is not True:
             return Response(200, reply.completion())

@@ -197,6 +197,10 @@ async def spawn_member(
     return handle, asyncio.create_task(pump(), name=f"pump-{state.name}")
 
 
+class GatewayStartError(RuntimeError):
+    """The run's gateway exited or stayed silent instead of listening; says what it said."""
+
+
 @dataclass
 class GatewayHandle:
     proc: asyncio.subprocess.Process
@@ -233,5 +237,5 @@ async def spawn_gateway(
             proc.kill()
         await proc.wait()
         detail = (run_dir / "gateway.log").read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"the model gateway did not start: {detail.strip() or line!r}")
+        raise GatewayStartError(f"the model gateway did not start: {detail.strip() or repr(line)}")
     return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])

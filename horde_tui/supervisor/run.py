@@ -26,6 +26,7 @@ from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import FINISHED_CAUSES, RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
+    GatewayStartError,
     MemberProcess,
     MemberState,
     spawn_gateway,
@@ -158,7 +159,13 @@ class Supervisor:
         args: list[str] = []
         if self.settings.max_cost_usd is not None:
             args += ["--max-cost-usd", str(self.settings.max_cost_usd)]
-        self.gateway = await spawn_gateway(self.run_dir, env, args)
+        try:
+            self.gateway = await spawn_gateway(self.run_dir, env, args)
+        except GatewayStartError as exc:
+            # Not a supervisor bug: the gateway's own line (a budget it cannot enforce, a
+            # missing model) is the diagnosis, without "supervisor error" in front.
+            self.diagnosis = str(exc)
+            raise
 
     def _gateway_env(self) -> dict[str, str]:
         s = self.settings
@@ -166,6 +173,7 @@ class Supervisor:
             "HORDE_MODEL": s.model or "",
             "HORDE_THINKING": s.thinking,
             "HORDE_TOOL_PROTOCOL": s.tool_protocol,
+            "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
             "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
             "HORDE_PARENT_PID": str(os.getpid()),
         }
