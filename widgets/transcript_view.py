@@ -22,7 +22,6 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -144,8 +143,8 @@ class TranscriptView(Widget, can_focus=True):
         self._generation = 0
         """Bumped when the source changes, so rendered rows of the old one die."""
         self._cache: LRUCache[tuple[int, int, bool, int], list[Strip]] = LRUCache(256)
-        self._frame: list[tuple[int, int]] = []
-        """The screen's (message, row) pairs, laid out once per paint."""
+        self._frame: list[tuple[int, int]] | None = None
+        """The screen's (message, row) pairs, laid out once per change (None: stale)."""
 
     # -- content ---------------------------------------------------------------------------
 
@@ -312,6 +311,7 @@ class TranscriptView(Widget, can_focus=True):
         self._changed()
 
     def _changed(self) -> None:
+        self._frame = None
         self.refresh()
         self.post_message(self.Moved(self))
 
@@ -377,13 +377,11 @@ class TranscriptView(Widget, can_focus=True):
             strips.append(Strip(more.render(console), more.cell_len))
         return strips
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._frame = self._layout()  # once per paint, not once per row
-        return super().render_lines(crop)
-
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base = self.rich_style
+        if self._frame is None:
+            self._frame = self._layout()
         layout = self._frame
         if y >= len(layout):
             return Strip.blank(width, base)
@@ -404,3 +402,4 @@ class TranscriptView(Widget, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._frame = None
