@@ -72,14 +72,22 @@ def append(path: Path, *messages: dict[str, Any]) -> None:
         fh.write("".join(json.dumps(m) + "\n" for m in messages))
 
 
-async def open_detail(pilot: Pilot[Any], fake: FakeSupervisor, member: str = "member-2") -> Any:
-    """Select `member` in the table, press enter, wait for its transcript to load."""
+async def open_detail(
+    pilot: Pilot[Any], fake: FakeSupervisor, messages: int, member: str = "member-2"
+) -> MemberDetailScreen:
+    """Play the six-member run, press enter on `member`, and wait until its transcript
+    shows `messages` messages."""
     app = pilot.app
+    await started(pilot, fake)
     table = app.query_one(MemberTable)
     table.move_cursor(row=table.get_row_index(member))
     await pilot.press("enter")
     await wait_for(pilot, lambda: isinstance(app.screen, MemberDetailScreen))
-    return app.screen
+    screen = app.screen
+    assert isinstance(screen, MemberDetailScreen)
+    view = screen.query_one(TranscriptView)
+    await wait_for(pilot, lambda: view.count == messages)
+    return screen
 
 
 # -- x: reset with confirm ---------------------------------------------------------------------
@@ -242,10 +250,8 @@ async def test_transcript_follows_appended_messages_and_counts_them_when_scrolle
     path = write_member_files(fake)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, fake)
-        screen = await open_detail(pilot, fake)
+        screen = await open_detail(pilot, fake, messages=8)
         view = screen.query_one(TranscriptView)
-        await wait_for(pilot, lambda: view.count == 8)
 
         append(path, tool_result("c3", "read", "def build_query(name):\n    return f'...{name}'"))
         fake.tool("member-2", 150, "bash", "bash: pytest -q")  # any event wakes the screen
@@ -278,8 +284,7 @@ async def test_log_tail_shows_the_end_of_the_log_and_follows_appends(tmp_path: P
     write_member_files(fake, log="--- spawn member-2 attempt 1 at 12:00:12\n" + log_text)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, fake)
-        screen = await open_detail(pilot, fake)
+        screen = await open_detail(pilot, fake, messages=len(MEMBER_2_SESSION))
         tail = screen.query_one(LogTail)
         await wait_for(pilot, lambda: tail.count == 201)
         await wait_for(pilot, lambda: tail.scroll_y == tail.max_scroll_y > 0)
@@ -300,10 +305,8 @@ async def test_a_reset_moves_the_detail_screen_to_the_new_session(tmp_path: Path
     write_member_files(fake)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, fake)
-        screen = await open_detail(pilot, fake)
+        screen = await open_detail(pilot, fake, messages=8)
         view = screen.query_one(TranscriptView)
-        await wait_for(pilot, lambda: view.count == 8)
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         await pilot.click("#reset")
@@ -328,10 +331,8 @@ async def test_a_long_transcript_reads_only_the_messages_it_shows(tmp_path: Path
     write_member_files(fake, messages=messages)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        await started(pilot, fake)
-        screen = await open_detail(pilot, fake)
+        screen = await open_detail(pilot, fake, messages=5000)
         view = screen.query_one(TranscriptView)
-        await wait_for(pilot, lambda: view.count == 5000)
         await pilot.pause()
         assert rows(view)[-1].startswith("▸ ← bash · 40 lines: row 0")
         reader = screen.reader

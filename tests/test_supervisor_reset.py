@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_supervisor_e2e import HELPERS, horde, lifecycle, settings
+from test_supervisor_e2e import HELPERS, _alive, _cli, horde, lifecycle, settings
 
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
@@ -57,30 +54,6 @@ def claims_of(horde_dir: Path, member: str) -> list[str]:
     return [i.id for i in store.state.ideas.values() if i.owner == member and i.status == "claimed"]
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def spawns(events: list[SupervisorEvent], member: str) -> list[SupervisorEvent]:
     return [e for e in events if e.kind == "member-spawn" and e.member == member]
 
@@ -107,15 +80,15 @@ def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
 
         answers["hosted"] = await sup.reset("member-2")
         await until(lambda: len(spawns(events, "member-2")) == 2, "member-2's second spawn")
-        assert old_pid is not None and not alive(old_pid)
+        assert old_pid is not None and not _alive(old_pid)
         answers["old_pid"], answers["claimed"] = old_pid, claimed
         answers["new_pid"] = sup.members["member-2"].pid
         answers["released_at_reset"] = claims_of(horde_dir, "member-2")
 
         # From another shell: the CLI writes control/, this supervisor answers.
-        answers["cli"] = await asyncio.to_thread(cli, tmp_path, "reset", "member-1")
+        answers["cli"] = await asyncio.to_thread(_cli, tmp_path, "reset", "member-1")
         await until(lambda: len(spawns(events, "member-1")) == 2, "member-1's second spawn")
-        answers["cli_all"] = await asyncio.to_thread(cli, tmp_path, "reset")
+        answers["cli_all"] = await asyncio.to_thread(_cli, tmp_path, "reset")
 
         sup.stop_clean(grace_s=30)
         answers["while_stopping"] = await sup.reset("member-2")
@@ -168,6 +141,6 @@ def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
 
 def test_reset_control_request_is_refused_when_no_run_is_live(tmp_path: Path) -> None:
     """`horde-tui reset` with no live run says so and exits 1 (nothing to reset)."""
-    result = cli(tmp_path, "reset", "member-1")
+    result = _cli(tmp_path, "reset", "member-1")
     assert result.returncode == 1
     assert "nothing to reset" in result.stderr

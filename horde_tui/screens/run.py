@@ -13,7 +13,7 @@ not apply to it now.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -317,18 +317,22 @@ class RunScreen(HordeScreen):
         if isinstance(self.sup, AttachedRun):
             self.send_remote("stop_hard", target)
             return
-        sup = self.sup
+        self.run_control(f"stop-hard {target}", self.sup.stop_hard(target))
 
-        async def stop() -> None:
+    def run_control(self, what: str, control: Awaitable[str]) -> None:
+        """A hosted control that waits for processes, in a worker; its answer (or its
+        failure, which the worker would swallow) becomes a notification."""
+
+        async def work() -> None:
             try:
-                text = await sup.stop_hard(target)
-            except Exception as exc:  # the worker would swallow it: say it on screen
-                self.notify(f"stop-hard {target} failed: {exc}", severity="error", timeout=30)
+                text = await control
+            except Exception as exc:
+                self.notify(f"{what} failed: {exc}", severity="error", timeout=30)
                 return
-            self.notify(text)
+            self.notify(text, severity="warning" if text.startswith("refused") else "information")
             self.after_control()
 
-        self.run_worker(stop(), group="controls", exit_on_error=False)
+        self.run_worker(work(), group="controls", exit_on_error=False)
 
     def confirm_reset(self, name: str) -> None:
         """Ask, then reset: the member loses its session's unsaved work."""
@@ -344,18 +348,7 @@ class RunScreen(HordeScreen):
         if isinstance(self.sup, AttachedRun):
             self.send_remote("reset", name)
             return
-        sup = self.sup
-
-        async def reset() -> None:
-            try:
-                text = await sup.reset(name)
-            except Exception as exc:  # the worker would swallow it: say it on screen
-                self.notify(f"reset {name} failed: {exc}", severity="error", timeout=30)
-                return
-            self.notify(text, severity="warning" if text.startswith("refused") else "information")
-            self.after_control()
-
-        self.run_worker(reset(), group="controls", exit_on_error=False)
+        self.run_control(f"reset {name}", self.sup.reset(name))
 
     def open_member(self, name: str) -> None:
         self.app.push_screen(MemberDetailScreen(self.sup, name))
