@@ -344,3 +344,24 @@ async def test_a_long_transcript_reads_only_the_messages_it_shows(tmp_path: Path
         await pilot.press("pagedown", "pagedown")
         assert view.cursor > 0
         assert len(reader._cache) <= 4 * view.size.height
+
+
+async def test_a_transcript_that_appears_later_is_picked_up(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_detail(pilot, fake, messages=0)
+        await wait_for(pilot, lambda: "no messages yet" in shown(app, "#transcript-status"))
+        assert "sessions/member-2/ (none yet)" in shown(app, "#transcript-heading")
+        await pilot.press("t")
+        await wait_for(
+            pilot, lambda: any("has no transcript yet" in n.message for n in app._notifications)
+        )
+        write_member_files(fake)
+        fake.tool("member-2", 150, "bash", "bash: ls")
+        view = screen.query_one(TranscriptView)
+        await wait_for(pilot, lambda: view.count == len(MEMBER_2_SESSION))
+        assert view.following and "20250101T120012-aaaaaa.jsonl" in shown(
+            app, "#transcript-heading"
+        )
+        await wait_for(pilot, lambda: screen.query_one(LogTail).count == 4)

@@ -41,12 +41,6 @@ def shown_path(sup: RunSource, path: Path) -> str:
         return str(path)
 
 
-def transcript_path(sup: RunSource, name: str) -> str:
-    """The member's newest transcript, else its session folder (where it will appear)."""
-    found = sessions(sup.run_dir, name)
-    return shown_path(sup, found[-1] if found else sup.run_dir / "sessions" / name)
-
-
 def reset_applies(live: bool, sup: RunSource, state: MemberState | None) -> bool:
     """A reset needs a live run that is not stopping and a member with a session to end
     (the supervisor refuses the rest too; the keys and the palette do not offer them)."""
@@ -98,10 +92,21 @@ class MemberDetailScreen(HordeScreen):
         yield Static("", id="detail-facts", markup=False)
         yield Static("", id="detail-now", markup=False)
         yield Static("", id="detail-message", markup=False)
-        yield Static("", id="transcript-heading", classes="detail-heading", markup=False)
+        # Paths from the run folder: the title names the run, and 80 columns hold them.
+        yield Static(
+            f"Transcript · sessions/{self.member}/ (none yet)",
+            id="transcript-heading",
+            classes="detail-heading",
+            markup=False,
+        )
         yield TranscriptView(id="transcript")
         yield Static("", id="transcript-status", markup=False)
-        yield Static("", id="log-heading", classes="detail-heading", markup=False)
+        yield Static(
+            f"Log · {self.log_index.path.name}",
+            id="log-heading",
+            classes="detail-heading",
+            markup=False,
+        )
         yield LogTail(id="log-tail")
         yield Footer(compact=True)
 
@@ -168,6 +173,9 @@ class MemberDetailScreen(HordeScreen):
                 self.reader.close()
             self.reader = files.reader
             self.transcript.show(files.reader)
+            self.query_one("#transcript-heading", Static).update(
+                f"Transcript · {files.reader.path.relative_to(self.sup.run_dir)}"
+            )
         else:
             self.transcript.grew()
         if files.sessions:
@@ -239,13 +247,6 @@ class MemberDetailScreen(HordeScreen):
         self.query_one("#detail-now", Static).update(f"Now: {now_text}")
         said = " ".join(state.final_message.split()) or "(nothing yet)"
         self.query_one("#detail-message", Static).update(f"Said: {said}")
-        # Paths from the run folder: the title names the run, and 80 columns hold them.
-        session = sessions(self.sup.run_dir, state.name)
-        where = session[-1] if session else self.sup.run_dir / "sessions" / state.name
-        self.query_one("#transcript-heading", Static).update(
-            f"Transcript · {where.relative_to(self.sup.run_dir)}"
-        )
-        self.query_one("#log-heading", Static).update(f"Log · {self.log_index.path.name}")
         self.refresh_bindings()
 
     # -- keys --------------------------------------------------------------------------------
@@ -262,9 +263,8 @@ class MemberDetailScreen(HordeScreen):
         view.focus()
         view.follow()
         if not view.count:
-            self.notify(
-                f"{self.member} has no transcript yet: {transcript_path(self.sup, self.member)}"
-            )
+            folder = shown_path(self.sup, self.sup.run_dir / "sessions" / self.member)
+            self.notify(f"{self.member} has no transcript yet; it will appear in {folder}")
 
     def action_log(self) -> None:
         self.log_tail.focus()
