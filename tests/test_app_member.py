@@ -72,19 +72,27 @@ def append(path: Path, *messages: dict[str, Any]) -> None:
         fh.write("".join(json.dumps(m) + "\n" for m in messages))
 
 
-async def open_detail(
-    pilot: Pilot[Any], fake: FakeSupervisor, messages: int, member: str = "member-2"
-) -> MemberDetailScreen:
-    """Play the six-member run, press enter on `member`, and wait until its transcript
-    shows `messages` messages."""
+async def enter_member(pilot: Pilot[Any], member: str) -> MemberDetailScreen:
+    """Select `member` in the run screen's table and press enter."""
     app = pilot.app
-    await started(pilot, fake)
     table = app.query_one(MemberTable)
     table.move_cursor(row=table.get_row_index(member))
     await pilot.press("enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, MemberDetailScreen))
-    screen = app.screen
-    assert isinstance(screen, MemberDetailScreen)
+    await wait_for(
+        pilot,
+        lambda: isinstance(app.screen, MemberDetailScreen) and app.screen.member == member,
+    )
+    assert isinstance(app.screen, MemberDetailScreen)
+    return app.screen
+
+
+async def open_detail(
+    pilot: Pilot[Any], fake: FakeSupervisor, messages: int, member: str = "member-2"
+) -> MemberDetailScreen:
+    """Play the six-member run, open `member`'s detail screen, and wait until its
+    transcript shows `messages` messages."""
+    await started(pilot, fake)
+    screen = await enter_member(pilot, member)
     view = screen.query_one(TranscriptView)
     await wait_for(pilot, lambda: view.count == messages)
     return screen
@@ -365,3 +373,18 @@ async def test_a_transcript_that_appears_later_is_picked_up(tmp_path: Path) -> N
             app, "#transcript-heading"
         )
         await wait_for(pilot, lambda: screen.query_one(LogTail).count == 4)
+
+
+async def test_x_on_the_detail_screen_is_greyed_for_an_exited_member(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_detail(pilot, fake, messages=0, member="member-4")
+        assert "exited: completed" in shown(app, "#detail-now")
+        assert screen.check_action("reset", ()) is None
+        await pilot.press("x")
+        assert app.screen is screen, "no confirmation for a member with no session"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        other = await enter_member(pilot, "member-3")
+        assert other.check_action("reset", ()) is True, "a paused session can be reset"

@@ -109,10 +109,11 @@ def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
     (▸, muted), the user's task, the tool calls folded to one line each ("→ bash: rg -n
     ...", "→ horde claim #3") and their results ("← bash: ... · 3 lines") with the
     first result expanded (▾) to its three lines, the assistant's words with their
-    tokens, and the newest call highlighted under the cursor; a status line "message 8
-    of 8 · following · session 1 (the newest)"; the "Log" heading with the log's path
-    and its four lines, the spawn line in bold; and a footer with Back, Transcript,
-    Reset, Log and the transcript's fold keys."""
+    tokens, and the newest call highlighted under the cursor (at 80x24 the transcript
+    follows its end, so the oldest messages are above the view); a status line "message
+    8 of 8 · following · session 1 (the newest)"; the "Log" heading with the log's file
+    and its four lines, the spawn line in bold; and a footer with Fold/expand, Expand
+    all, Back, Transcript, Reset and Log."""
     fake = FakeSupervisor(tmp_path)
 
     async def before(pilot: Pilot[Any]) -> None:

@@ -215,12 +215,13 @@ class TranscriptView(Widget, can_focus=True):
         end = self._end_position()
         if (top, row) >= end:
             top, row = end
-        self.top, self.top_row = top, max(0, row) if top >= 0 else 0
+        self.top, self.top_row = top, max(0, row)
         if delta < 0:
             self.following = False
-        visible = [i for i, r in self._layout() if r == 0]
-        if self.cursor not in {i for i, _ in self._layout()}:
-            self.cursor = visible[0] if visible else self.top
+        layout = self._layout()
+        if self.cursor not in {i for i, _ in layout}:
+            # The cursor scrolled away: it moves to the first head on screen.
+            self.cursor = next((i for i, r in layout if r == 0), self.top)
         if (self.top, self.top_row) == end and self.cursor == self.count - 1:
             self.following, self.new_messages = True, 0
         self._changed()
