@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_app_attach import FakeRemote
 from test_app_support import (
     MEMBER_2_SESSION,
@@ -23,6 +24,8 @@ from test_app_support import (
     wait_for,
     write_member_files,
 )
+from test_supervisor_e2e import settings
+from test_supervisor_reset import PLANS
 from test_view_run import RunDir
 from textual.command import CommandList
 from textual.pilot import Pilot
@@ -31,7 +34,12 @@ from textual.widgets import Static
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.run import Supervisor
+from horde_tui.supervisor.setup import RunRequest
 from widgets.log_tail import LogTail
 from widgets.member_table import MemberTable
 from widgets.transcript_view import TranscriptView
@@ -388,3 +396,52 @@ async def test_x_on_the_detail_screen_is_greyed_for_an_exited_member(tmp_path: P
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         other = await enter_member(pilot, "member-3")
         assert other.check_action("reset", ()) is True, "a paused session can be reset"
+
+
+async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real supervisor, gateway and members on the scripted stub model, hosted by the
+    app: the detail screen reads the member's real transcript and log, and `x` resets it."""
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        sup = Supervisor(tmp_path, RunRequest("Review app.py", 2, verifier=False), cfg)
+        app = HordeApp(sup, config=AppConfig.deterministic(NOW))
+        async with app.run_test(size=SIZE) as pilot:
+            member = sup.members["member-2"]
+            await wait_for(pilot, lambda: member.status == "running" and member.turns >= 2, 90)
+            screen = await enter_member(pilot, "member-2")
+            view = screen.query_one(TranscriptView)
+            await wait_for(pilot, lambda: view.count >= 4, 30)  # system, task, call, result
+            assert screen.reader is not None and screen.reader.message(0).kind == "system"
+            assert any(r.startswith("▸ → horde ") for r in rows(view)), rows(view)
+            await wait_for(pilot, lambda: screen.query_one(LogTail).count >= 1, 30)
+            first_session = screen.reader.path if screen.reader else None
+
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            await pilot.click("#reset")
+            await wait_for(pilot, lambda: member.resets == 1 and member.attempt == 2, 30)
+            await wait_for(
+                pilot, lambda: screen.reader is not None and screen.reader.path != first_session, 30
+            )
+            assert "session 2 (the newest)" in shown(app, "#transcript-status")
+            assert "attempt 2 (resets 1)" in shown(app, "#detail-facts")
+            await wait_for(
+                pilot,
+                lambda: "--- spawn member-2 attempt 2" in _log_text(screen.query_one(LogTail)),
+                30,
+            )
+            await sup.stop_hard()
+            await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen), 120)
+            await pilot.pause()
+    kinds = [
+        json.loads(x).get("kind") for x in (sup.run_dir / "events.jsonl").read_text().splitlines()
+    ]
+    assert "reset-requested" in kinds and "member-reset" in kinds
+
+
+def _log_text(tail: LogTail) -> str:
+    assert tail.source is not None
+    return "\n".join(tail.source.line(i) for i in range(tail.count))
