@@ -2,7 +2,8 @@
 
 Live: the activity lines repaint whenever the app applies a batch of supervisor events
 (the app's `revision` counter) and on the clock tick, from the same `MemberState` the
-table shows. The transcript (the member's newest session, `runs/<id>/sessions/<member>/`)
+table shows; the files are looked at then too, and when the app's watcher says they
+changed (`files_revision`). The transcript (the member's newest session, `runs/<id>/sessions/<member>/`)
 and the log (`runs/<id>/<member>.log`) are files that only grow: a thread worker indexes
 what was appended since the last look (`TranscriptReader`, `LineIndex`) and the widgets
 read only the rows on screen. A reset starts a new session; the view moves to it.
@@ -121,6 +122,7 @@ class MemberDetailScreen(HordeScreen):
     def on_mount(self) -> None:
         self.log_tail.show(self.log_index)
         self.watch(self.app, "revision", self.repaint, init=False)
+        self.watch(self.app, "files_revision", self.files_moved, init=False)
         config = self.horde_app.config
         if config.tick_s > 0:
             self.set_interval(config.tick_s, self.repaint)
@@ -133,6 +135,16 @@ class MemberDetailScreen(HordeScreen):
         self.log_index.close()
 
     # -- the files ---------------------------------------------------------------------------
+
+    def files_moved(self) -> None:
+        """The app's watcher saw files change: look again if they may be ours (the
+        member's log or anything in its session folder; None means it cannot tell)."""
+        paths = self.horde_app.changed_paths
+        folder = self.sup.run_dir / "sessions" / self.member
+        if paths is None or any(
+            p == self.log_index.path or p.parent == folder or p == folder for p in paths
+        ):
+            self.reload_files()
 
     def reload_files(self) -> None:
         """Index what the transcript and the log gained, off the UI thread; one worker at
