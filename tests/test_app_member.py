@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -445,3 +446,20 @@ async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_
 def _log_text(tail: LogTail) -> str:
     assert tail.source is not None
     return "\n".join(tail.source.line(i) for i in range(tail.count))
+
+
+async def test_with_the_file_watcher_on_appends_show_without_any_event(tmp_path: Path) -> None:
+    """The app's watchfiles watcher wakes the detail screen: no supervisor event needed."""
+    fake = FakeSupervisor(tmp_path)
+    path = write_member_files(fake)
+    app = HordeApp(fake, config=replace(AppConfig.deterministic(NOW), watch_files=True))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_detail(pilot, fake, messages=len(MEMBER_2_SESSION))
+        view = screen.query_one(TranscriptView)
+        tail = screen.query_one(LogTail)
+        append(path, tool_result("c3", "read", "def build_query(name): ..."))
+        with open(fake.run_dir / "member-2.log", "a") as fh:
+            fh.write("member-2: tool read src/api/users.py ok\n")
+        await wait_for(pilot, lambda: view.count == len(MEMBER_2_SESSION) + 1)
+        await wait_for(pilot, lambda: tail.count == 5)
+        assert view.following
