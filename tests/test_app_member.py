@@ -463,3 +463,20 @@ async def test_with_the_file_watcher_on_appends_show_without_any_event(tmp_path:
         await wait_for(pilot, lambda: view.count == len(MEMBER_2_SESSION) + 1)
         await wait_for(pilot, lambda: tail.count == 5)
         assert view.following
+
+
+async def test_a_rewritten_transcript_or_log_is_shown_afresh(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    write_member_files(fake)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_detail(pilot, fake, messages=len(MEMBER_2_SESSION))
+        view, tail = screen.query_one(TranscriptView), screen.query_one(LogTail)
+        await wait_for(pilot, lambda: tail.count == 4)
+        write_member_files(
+            fake, messages=[{"role": "user", "content": "rewritten"}], log="one line\n"
+        )
+        fake.tool("member-2", 150, "bash", "bash: ls")
+        await wait_for(pilot, lambda: view.count == 1 and tail.count == 1)
+        assert rows(view) == ["  user", "  rewritten"]
+        assert tail.render_line(0).text.startswith("one line")

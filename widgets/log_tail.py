@@ -24,6 +24,11 @@ horizontal scrollbar useless."""
 
 
 class LineSource(Protocol):
+    @property
+    def generation(self) -> int:
+        """Moves on when the file was replaced and every line number changed meaning."""
+        ...
+
     def __len__(self) -> int: ...
 
     def line(self, i: int) -> str: ...
@@ -49,19 +54,28 @@ class LogTail(ScrollView, can_focus=True):
         self._generation = 0
         self._width = 0
         """Cells of the widest line drawn so far: the scrollable width."""
+        self._source_generation = 0
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
 
     def show(self, source: LineSource) -> None:
         """Tail another source (or the same one after it was replaced)."""
         self.source = source
+        self._source_generation = source.generation
         self._generation += 1
         self._cache.clear()
         self.count = self._width = 0
+        self.virtual_size = Size(0, 0)
         self.following = True
         self.grew()
 
     def grew(self) -> None:
-        count = len(self.source) if self.source is not None else 0
+        """Take in appended lines; a source that started over is shown afresh."""
+        if self.source is None:
+            return
+        if self.source.generation != self._source_generation:
+            self.show(self.source)
+            return
+        count = len(self.source)
         if count == self.count:
             return
         self.count = count

@@ -34,7 +34,11 @@ INDENT = 2
 
 
 class MessageSource(Protocol):
-    """What the view reads: a count and a message by index."""
+    """What the view reads: a count and a message by index, and a `generation` that
+    moves on when the file was replaced (every index then means another message)."""
+
+    @property
+    def generation(self) -> int: ...
 
     def __len__(self) -> int: ...
 
@@ -43,6 +47,8 @@ class MessageSource(Protocol):
 
 class EmptySource:
     """No transcript yet (the member has not started, or its file is not there)."""
+
+    generation = 0
 
     def __len__(self) -> int:
         return 0
@@ -142,6 +148,7 @@ class TranscriptView(Widget, can_focus=True):
         """Messages the user flipped from their default (folded or open)."""
         self._generation = 0
         """Bumped when the source changes, so rendered rows of the old one die."""
+        self._source_generation = 0
         self._cache: LRUCache[tuple[int, int, bool, int], list[Strip]] = LRUCache(256)
         self._frame: list[tuple[int, int]] | None = None
         """The screen's (message, row) pairs, laid out once per change (None: stale)."""
@@ -152,6 +159,7 @@ class TranscriptView(Widget, can_focus=True):
         """Page another source (a newer session): from its newest message, following."""
         self.source = source
         self.count = len(source)
+        self._source_generation = source.generation
         self._generation += 1
         self.toggled.clear()
         self.expanded_all = False
@@ -159,7 +167,11 @@ class TranscriptView(Widget, can_focus=True):
         self.follow()
 
     def grew(self) -> None:
-        """The source has more messages: follow them, or count them while the user reads."""
+        """The source has more messages: follow them, or count them while the user reads.
+        A source that started over (its file replaced) is shown afresh."""
+        if self.source.generation != self._source_generation:
+            self.show(self.source)
+            return
         count = len(self.source)
         if count == self.count:
             return
