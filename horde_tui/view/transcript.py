@@ -129,17 +129,20 @@ class TranscriptReader:
         return self.index.generation
 
     def refresh(self) -> int:
-        """Index the messages appended since the last call; return how many."""
-        added = self.index.refresh()
-        if self.index.generation != self._generation:
-            self._generation = self.index.generation
-            self._cache.clear()
-        return added
+        """Index the messages appended since the last call; return how many.
+
+        Meant for a worker thread: growing the index leaves the lines already indexed
+        readable meanwhile. A replaced file restarts the index (`generation` moves on;
+        `message` then drops the old descriptions and views start over)."""
+        return self.index.refresh()
 
     def __len__(self) -> int:
         return len(self.index)
 
     def message(self, i: int) -> TranscriptMessage:
+        if self.index.generation != self._generation:  # the file was replaced
+            self._generation = self.index.generation
+            self._cache.clear()
         hit = self._cache.get(i)
         if hit is not None:
             self._cache.move_to_end(i)
