@@ -203,7 +203,10 @@ async def test_attached_reset_goes_through_control(tmp_path: Path) -> None:
     for i in (1, 2):
         run.event(2 + i, "member-spawn", f"member-{i}", attempt=1, pid=os.getpid())
     run.live(os.getpid())
-    app = HordeApp(attach=run.path, config=AppConfig.deterministic(NOW))
+    # One poll (on mount) is all this test needs; a poll timer firing while the app
+    # tears down can hit the run screen half unmounted (a race outside this test).
+    config = replace(AppConfig.deterministic(NOW), attach_poll_s=3600.0)
+    app = HordeApp(attach=run.path, config=config)
     with FakeRemote(run) as remote:
         async with app.run_test(size=SIZE) as pilot:
             screen = run_screen(app)
@@ -334,9 +337,24 @@ async def test_a_reset_moves_the_detail_screen_to_the_new_session(tmp_path: Path
         append(folder / "20250101T120315-bbbbbb.jsonl", {"role": "system", "content": "again"})
         fake.tool("member-2", 196, "bash", "bash: ls")
         await wait_for(pilot, lambda: view.count == 1)
-        assert "session 2 (the newest)" in shown(app, "#transcript-status")
+        assert "session 2 of 2 (the newest)" in shown(app, "#transcript-status")
         assert "20250101T120315-bbbbbb.jsonl" in shown(app, "#transcript-heading")
         assert "attempt 2 (resets 1)" in shown(app, "#detail-facts")
+        assert screen.check_action("newer_session", ()) is None, "already the newest"
+
+        await pilot.press("left_square_bracket")  # back to the attempt that was reset
+        await wait_for(pilot, lambda: view.count == 8)
+        assert "session 1 of 2 · [ ] sessions" in shown(app, "#transcript-status")
+        assert "20250101T120012-aaaaaa.jsonl" in shown(app, "#transcript-heading")
+        assert screen.check_action("older_session", ()) is None, "there is none older"
+        append(folder / "20250101T120315-bbbbbb.jsonl", {"role": "user", "content": "task"})
+        fake.tool("member-2", 197, "bash", "bash: ls")
+        await wait_for(pilot, lambda: screen.reader is not None and len(screen.reader) == 8)
+        assert view.count == 8, "an older session stays put while the newest grows"
+
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: view.count == 2)
+        assert "session 2 of 2 (the newest)" in shown(app, "#transcript-status")
 
 
 async def test_a_long_transcript_reads_only_the_messages_it_shows(tmp_path: Path) -> None:
@@ -427,7 +445,7 @@ async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_
             await wait_for(
                 pilot, lambda: screen.reader is not None and screen.reader.path != first_session, 30
             )
-            assert "session 2 (the newest)" in shown(app, "#transcript-status")
+            assert "session 2 of 2 (the newest)" in shown(app, "#transcript-status")
             assert "attempt 2 (resets 1)" in shown(app, "#detail-facts")
             await wait_for(
                 pilot,

@@ -111,7 +111,7 @@ def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
     first result expanded (▾) to its three lines, the assistant's words with their
     tokens, and the newest call highlighted under the cursor (at 80x24 the transcript
     follows its end, so the oldest messages are above the view); a status line "message
-    8 of 8 · following · session 1 (the newest)"; the "Log" heading with the log's file
+    8 of 8 · following · session 1 of 1 (the newest)"; the "Log" heading with the log's file
     and its four lines, the spawn line in bold; and a footer with Fold/expand, Expand
     all, Back, Transcript, Reset and Log."""
     fake = FakeSupervisor(tmp_path)

@@ -50,11 +50,12 @@ def reset_applies(live: bool, sup: RunSource, state: MemberState | None) -> bool
 
 @dataclass
 class MemberFiles:
-    """What the file worker found: the session it indexed, whether it is a new one, and
-    how many sessions the member has had."""
+    """What the file worker found: the session it indexed, whether it is a new one, its
+    number (from 1) and how many sessions the member has had."""
 
     reader: TranscriptReader | None
     new_session: bool
+    number: int
     sessions: int
 
 
@@ -73,6 +74,24 @@ class MemberDetailScreen(HordeScreen):
         ),
         Binding("x", "reset", "Reset", id="detail-reset", tooltip="reset this member (asks first)"),
         Binding("l", "log", "Log", id="detail-log", tooltip="focus the log tail"),
+        Binding(
+            "left_square_bracket",
+            "older_session",
+            "Older session",
+            show=False,
+            key_display="[",
+            id="detail-older-session",
+            tooltip="the transcript of the session before this one (an earlier attempt)",
+        ),
+        Binding(
+            "right_square_bracket",
+            "newer_session",
+            "Newer session",
+            show=False,
+            key_display="]",
+            id="detail-newer-session",
+            tooltip="the next session's transcript; from the newest on, follow the newest",
+        ),
     ]
 
     def __init__(self, supervisor: RunSource, name: str) -> None:
@@ -80,7 +99,10 @@ class MemberDetailScreen(HordeScreen):
         self.sup = supervisor
         self.member = name
         self.reader: TranscriptReader | None = None
-        self.session_text = ""
+        self.session_pick: int | None = None
+        """The session shown (index, oldest first), or None: the newest, whichever it is."""
+        self.session_number = 0
+        self.session_count = 0
         self.log_index = LineIndex(supervisor.run_dir / f"{name}.log", transactions=False)
         self._indexing = False
         """A file worker is running: indexes are not safe to grow from two threads."""
@@ -157,18 +179,21 @@ class MemberDetailScreen(HordeScreen):
 
     def _index_files(self) -> None:
         found = sessions(self.sup.run_dir, self.member)
+        pick = self.session_pick
+        index = pick if pick is not None and pick < len(found) else len(found) - 1
         reader = self.reader
-        new_session = bool(found) and (reader is None or reader.path != found[-1])
+        new_session = bool(found) and (reader is None or reader.path != found[index])
         try:
             if new_session:
-                reader = TranscriptReader(found[-1])
+                reader = TranscriptReader(found[index])
             if reader is not None:
                 reader.refresh()
             self.log_index.refresh()
         except OSError as exc:  # say it once on screen; the next look tries again
             self.app.call_from_thread(self._files_failed, exc)
             return
-        self.app.call_from_thread(self._files_indexed, MemberFiles(reader, new_session, len(found)))
+        files = MemberFiles(reader, new_session, index + 1, len(found))
+        self.app.call_from_thread(self._files_indexed, files)
 
     def _files_failed(self, exc: OSError) -> None:
         self._indexing = False
@@ -190,8 +215,8 @@ class MemberDetailScreen(HordeScreen):
             )
         else:
             self.transcript.grew()
-        if files.sessions:
-            self.session_text = f"session {files.sessions} (the newest)"
+        self.session_number, self.session_count = files.number, files.sessions
+        self.refresh_bindings()
         self.log_tail.grew()
         self.show_transcript_status()
         if self._again:
@@ -212,9 +237,16 @@ class MemberDetailScreen(HordeScreen):
                 state = f"{view.new_messages} new · end to follow"
             else:
                 state = "end to follow"
-            text = " · ".join(p for p in (where, state, self.session_text) if p)
+            session = ""
+            if self.session_count:
+                session = f"session {self.session_number} of {self.session_count}"
+                if self.session_pick is None:
+                    session += " (the newest)"
+                if self.session_count > 1:
+                    session += " · [ ] sessions"
+            text = " · ".join(p for p in (where, state, session) if p)
         status = self.query_one("#transcript-status", Static)
-        status.update(text + " · enter fold/expand · e all")
+        status.update(text)  # the footer shows the fold keys
         status.set_class(bool(view.new_messages), "-new")
 
     # -- the activity ------------------------------------------------------------------------
@@ -264,6 +296,10 @@ class MemberDetailScreen(HordeScreen):
     # -- keys --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "older_session":
+            return True if self.session_number > 1 else None
+        if action == "newer_session":
+            return True if self.session_pick is not None else None
         if action == "reset":
             run = self.horde_app.run_screen
             state = self.sup.members.get(self.member)
@@ -277,6 +313,15 @@ class MemberDetailScreen(HordeScreen):
         if not view.count:
             folder = shown_path(self.sup, self.sup.run_dir / "sessions" / self.member)
             self.notify(f"{self.member} has no transcript yet; it will appear in {folder}")
+
+    def action_older_session(self) -> None:
+        self.session_pick = max(0, self.session_number - 2)
+        self.reload_files()
+
+    def action_newer_session(self) -> None:
+        following = self.session_number + 1 >= self.session_count
+        self.session_pick = None if following else self.session_number
+        self.reload_files()
 
     def action_log(self) -> None:
         self.log_tail.focus()
