@@ -1,5 +1,5 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
-`resume`, `finalize`. Imported lazily by `cli.py`.
+`resume`, `reset`, `finalize`. Imported lazily by `cli.py`.
 
 `run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
 or with `--detach` start a headless one as its own process and return; `attach` opens
@@ -252,6 +252,7 @@ def add_commands(sub: Any) -> None:
         ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
         ("pause", "suspend members (SIGSTOP of their process groups)"),
         ("resume", "resume paused members"),
+        ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument(

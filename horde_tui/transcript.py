@@ -38,7 +38,8 @@ def read_transcript(path: Path) -> Iterator[TranscriptEntry | str]:
                 yield f"line {number}: not a JSON object"
 
 
-def _content(message: dict[str, Any]) -> str:
+def message_text(message: dict[str, Any]) -> str:
+    """A message's text, whether `content` is a string or OpenAI content parts."""
     content = message.get("content")
     if isinstance(content, list):  # OpenAI content parts
         return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
@@ -55,7 +56,7 @@ def format_entry(entry: TranscriptEntry, max_chars: int = 0) -> str:
     usage = msg.get("usage")
     if isinstance(usage, dict) and usage:
         header += f" [{usage.get('prompt_tokens', 0)} in / {usage.get('completion_tokens', 0)} out]"
-    body = _content(msg)
+    body = message_text(msg)
     if max_chars and len(body) > max_chars:
         body = body[:max_chars] + f"\n[... {len(body) - max_chars} more characters]"
     lines = [header]

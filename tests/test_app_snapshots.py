@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 import pytest_textual_snapshot
 from test_app_launch import several_runs
-from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
+from test_app_support import (
+    NOW,
+    FakeSupervisor,
+    deterministic_app,
+    play_six,
+    wait_for,
+    write_member_files,
+)
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
@@ -24,7 +31,9 @@ from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
 from widgets.event_log import EventLog
+from widgets.log_tail import LogTail
 from widgets.member_table import MemberTable
+from widgets.transcript_view import TranscriptView
 
 SIZES = pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
 
@@ -98,17 +107,32 @@ def test_events_tab_not_following(snap_compare: Any, tmp_path: Path, size: tuple
 
 @SIZES
 def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
-    """member-2's detail screen. A reviewer should see "member-2 · member · running" in
-    green, its attempt, elapsed 3:08, turns 2, tokens 3.1k with the in/out split, cost
-    $0.009, pid 4002, its log and transcript paths; under "Now" "read src/api/users.py";
-    under "Last message" "Claimed #3: the users query builder."; under "Exit" "(still
-    running)"; and a footer with esc Back."""
+    """member-2's detail screen with its transcript and log. A reviewer should see
+    "member-2 · member · running" in green; one line of facts (attempt 1, resets 0,
+    elapsed 3:08, turns 2, tokens 3.1k with the in/out split, cost $0.009, pid 4002);
+    "Now: read src/api/users.py" and "Said: Claimed #3: ..."; the "Transcript" heading
+    with the session's path, then the messages in order: the folded system prompt
+    (▸, muted), the user's task, the tool calls folded to one line each ("→ bash: rg -n
+    ...", "→ horde claim #3") and their results ("← bash: ... · 3 lines") with the
+    first result expanded (▾) to its three lines, the assistant's words with their
+    tokens, and the newest call highlighted under the cursor (at 80x24 the transcript
+    follows its end, so the oldest messages are above the view); a status line "message
+    8 of 8 · following · session 1 of 1 (the newest)"; the "Log" heading with the log's file
+    and its four lines, the spawn line in bold; and a footer with Fold/expand, Expand
+    all, Back, Transcript, Reset and Log."""
     fake = FakeSupervisor(tmp_path)
 
     async def before(pilot: Pilot[Any]) -> None:
+        write_member_files(fake)
         await six_members(pilot, fake)
         await pilot.press("down", "enter")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, MemberDetailScreen))
+        view = pilot.app.screen.query_one(TranscriptView)
+        await wait_for(pilot, lambda: view.count == 8)
+        view.cursor = 3
+        view.toggle(3)
+        view.follow()
+        await wait_for(pilot, lambda: pilot.app.screen.query_one(LogTail).count == 4)
 
     assert snap_compare(deterministic_app(fake), terminal_size=size, run_before=before)
 

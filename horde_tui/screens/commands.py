@@ -13,6 +13,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
+from horde_tui.screens.member import reset_applies
 
 
 class ListedCommands(Provider):
@@ -35,7 +36,7 @@ class ListedCommands(Provider):
 
 
 class MemberCommands(ListedCommands):
-    """Pause, resume, stop hard, open or locate the transcript of any member; stop the run."""
+    """Pause, resume, reset, stop hard, open any member or its transcript; stop the run."""
 
     def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
         """(title, callback, help) for everything that applies now."""
@@ -54,6 +55,8 @@ class MemberCommands(ListedCommands):
                 yield f"Pause {name}", partial(screen.pause_member, name), state.role
             if live and state.status == "paused":
                 yield f"Resume {name}", partial(screen.resume_member, name), state.role
+            if reset_applies(live, screen.sup, state):
+                yield f"Reset {name}", partial(screen.confirm_reset, name), "asks first"
             if live and state.status in STOPPABLE_STATUSES:
                 yield (
                     f"Stop {name} hard",
@@ -61,4 +64,4 @@ class MemberCommands(ListedCommands):
                     "asks first",
                 )
             yield f"Open {name}", partial(screen.open_member, name), "live activity"
-            yield f"Transcript of {name}", partial(screen.show_transcript, name), "its path"
+            yield f"Transcript of {name}", partial(screen.show_transcript, name), "paged inline"

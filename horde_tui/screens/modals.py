@@ -1,4 +1,4 @@
-"""Small modal screens: quit a live run, confirm a hard stop, and the F1 key help.
+"""Small modal screens: quit a live run, confirm a hard stop or a reset, the F1 key help.
 
 Every modal answers with `dismiss(choice)` and escape always means "do nothing", so a
 stray key never stops a run.
@@ -112,6 +112,19 @@ def stop_hard_screen(member: str | None, member_running: bool) -> ChoiceScreen:
         [
             ("member", f"Stop {label}", "warning", member is not None and member_running),
             ("all", "Stop the run", "error", True),
+            ("cancel", "Cancel", "default", True),
+        ],
+    )
+
+
+def reset_screen(member: str) -> ChoiceScreen:
+    """Confirm a reset: the member's session is killed and a fresh one started."""
+    return ChoiceScreen(
+        f"Reset {member}?",
+        f"Ends {member}'s current session now (it loses unsaved work), returns its claimed "
+        "ideas to the pool and starts a fresh attempt. The reset counts in its resets.",
+        [
+            ("reset", f"Reset {member}", "warning", True),
             ("cancel", "Cancel", "default", True),
         ],
     )

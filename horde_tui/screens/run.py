@@ -13,7 +13,7 @@ not apply to it now.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -26,8 +26,8 @@ from textual.worker import get_current_worker
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, member_row
-from horde_tui.screens.member import MemberDetailScreen, transcript_path
-from horde_tui.screens.modals import stop_hard_screen
+from horde_tui.screens.member import MemberDetailScreen, reset_applies
+from horde_tui.screens.modals import reset_screen, stop_hard_screen
 from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
 from horde_tui.screens.source import AttachedRun
 from horde_tui.store.paths import LEDGER_FILES
@@ -58,7 +58,7 @@ TAB_KEYS = {
 until that tab exists, so the other digits never move."""
 
 TABS = Binding.Group("tabs", compact=True)
-MEMBER_ACTIONS = frozenset({"pause", "resume", "stop_hard", "member_detail", "transcript"})
+MEMBER_ACTIONS = frozenset({"pause", "resume", "reset", "stop_hard", "member_detail", "transcript"})
 
 
 class RunScreen(HordeScreen):
@@ -70,10 +70,11 @@ class RunScreen(HordeScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "pause", "Pause", id="pause", tooltip="pause the selected member"),
         Binding("r", "resume", "Resume", id="resume", tooltip="resume the selected member"),
+        Binding("x", "reset", "Reset", id="reset", tooltip="reset the selected member (asks)"),
         Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the whole run clean"),
         Binding("S", "stop_hard", "Hard stop", id="stop-hard", tooltip="stop hard (asks first)"),
         Binding("enter", "member_detail", "Detail", id="member-detail"),
-        Binding("t", "transcript", "Transcript", id="transcript"),
+        Binding("t", "transcript", "Transcript", id="transcript", tooltip="open the transcript"),
         # Events-tab keys stay out of the footer (80 columns hold the member keys only).
         Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
         Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
@@ -264,6 +265,8 @@ class RunScreen(HordeScreen):
                 return True if self.live and state.status in LIVE_STATUSES else None
             if action == "resume":
                 return True if self.live and state.status == "paused" else None
+            if action == "reset":
+                return True if reset_applies(self.live, self.sup, state) else None
             if action == "stop_hard":
                 return True if self.live else None
         if action == "stop_clean":
@@ -326,24 +329,45 @@ class RunScreen(HordeScreen):
         if isinstance(self.sup, AttachedRun):
             self.send_remote("stop_hard", target)
             return
-        sup = self.sup
+        self.run_control(f"stop-hard {target}", self.sup.stop_hard(target))
 
-        async def stop() -> None:
+    def run_control(self, what: str, control: Awaitable[str]) -> None:
+        """A hosted control that waits for processes, in a worker; its answer (or its
+        failure, which the worker would swallow) becomes a notification."""
+
+        async def work() -> None:
             try:
-                text = await sup.stop_hard(target)
-            except Exception as exc:  # the worker would swallow it: say it on screen
-                self.notify(f"stop-hard {target} failed: {exc}", severity="error", timeout=30)
+                text = await control
+            except Exception as exc:
+                self.notify(f"{what} failed: {exc}", severity="error", timeout=30)
                 return
-            self.notify(text)
+            self.notify(text, severity="warning" if text.startswith("refused") else "information")
             self.after_control()
 
-        self.run_worker(stop(), group="controls", exit_on_error=False)
+        self.run_worker(work(), group="controls", exit_on_error=False)
+
+    def confirm_reset(self, name: str) -> None:
+        """Ask, then reset: the member loses its session's unsaved work."""
+
+        def chosen(choice: str | None) -> None:
+            if choice == "reset":
+                self.reset_member(name)
+
+        self.app.push_screen(reset_screen(name), chosen)
+
+    def reset_member(self, name: str) -> None:
+        """A reset waits for the session to end (up to 5 s): off the message loop."""
+        if isinstance(self.sup, AttachedRun):
+            self.send_remote("reset", name)
+            return
+        self.run_control(f"reset {name}", self.sup.reset(name))
 
     def open_member(self, name: str) -> None:
         self.app.push_screen(MemberDetailScreen(self.sup, name))
 
     def show_transcript(self, name: str) -> None:
-        self.notify(f"{name} transcript: {transcript_path(self.sup, name)}", timeout=8)
+        """The detail screen opens on the transcript (focused, following)."""
+        self.open_member(name)
 
     def after_control(self) -> None:
         self.refresh_table()
@@ -360,6 +384,10 @@ class RunScreen(HordeScreen):
     def action_resume(self) -> None:
         if name := self._selected():
             self.resume_member(name)
+
+    def action_reset(self) -> None:
+        if name := self._selected():
+            self.confirm_reset(name)
 
     def action_stop_clean(self) -> None:
         self.stop_run_clean()

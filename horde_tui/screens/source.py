@@ -35,6 +35,7 @@ from horde_tui.view.run import RunView
 REMOTE_ACTIONS = {
     "pause": "pause",
     "resume": "resume",
+    "reset": "reset",
     "stop_clean": "stop-clean",
     "stop_hard": "stop-hard",
 }

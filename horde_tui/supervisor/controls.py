@@ -20,7 +20,7 @@ from typing import Any
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.watchdog import pid_alive
 
-ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume")
+ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
 
 
 @dataclass(frozen=True)

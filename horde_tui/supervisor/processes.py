@@ -113,6 +113,8 @@ class MemberProcess:
         self.stop_requested = False
         self.stalled = False
         """Set by the stall check before it stops the member, so the exit counts as a stall."""
+        self.reset_requested = False
+        """Set by `Supervisor.reset` before it stops the member: the exit leads to a reset."""
 
     @property
     def pid(self) -> int:

@@ -44,6 +44,8 @@ from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
 RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "stalled"})
+USER_RESET = "reset by user"
+"""The exit cause of a session a person reset (`reset`); its `member-reset` says `user`."""
 
 
 @dataclass
@@ -98,6 +100,8 @@ class Supervisor:
         """--until-stop: members between a finished session and their next one."""
         self._background: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
+        self._supervising = False
+        """True while `_supervise` runs: the only phase whose exits lead to resets."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -137,7 +141,11 @@ class Supervisor:
             if await self._canary():
                 for spec in self.specs[1:]:
                     await self._spawn(spec.name)
-                await self._supervise()
+                self._supervising = True
+                try:
+                    await self._supervise()
+                finally:
+                    self._supervising = False
                 self._settle_answer()
                 self.emit("phase-end", phase="discovery")
                 await repair.run_repair(self)
@@ -330,11 +338,14 @@ class Supervisor:
         state = self.members[name]
         handle = self.procs[name]
         cause = state.exit_cause
-        if handle.stop_requested and cause in (None, "killed"):
+        user_reset = handle.reset_requested and self.stop is None and not self.hard_stopped
+        if user_reset:
+            cause = USER_RESET
+        elif handle.stop_requested and cause in (None, "killed"):
             cause = "stopped by user" if self.stop is None or self.hard_stopped else "killed"
         elif cause is None:
             cause = "exit_nonzero" if code != 0 else "no_output"
-        if handle.stalled:
+        if handle.stalled and not user_reset:
             cause = "stalled"
         state.exit_cause, state.ended = cause, time.time()
         state.current_tool = ""
@@ -347,6 +358,11 @@ class Supervisor:
             detail=state.detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
+        if user_reset and self.stop is None:
+            # Asked for by a person, so the reset cap (a guard against crash loops) does
+            # not apply; the reset still counts and still releases the member's claims.
+            await self._reset(name, "user")
+            return
         owed = self._verifier_owes(name) if cause in FINISHED_CAUSES else []
         if owed and self.stop is None and state.resets < self.settings.reset_cap:
             state.resets += 1
@@ -358,12 +374,18 @@ class Supervisor:
             self._schedule_continuation(name)
             return
         if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:
-            state.resets += 1
-            released = lifecycle.release_ideas(self.parent, self.run_id, name)
-            self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
-            await self._spawn(name)
+            await self._reset(name, cause)
             return
         state.status = "exited"
+
+    async def _reset(self, name: str, cause: str) -> None:
+        """A fresh session for a member whose session ended: its claims go back to the
+        pool first, so the new attempt (or anyone) can take them again."""
+        state = self.members[name]
+        state.resets += 1
+        released = lifecycle.release_ideas(self.parent, self.run_id, name)
+        self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
+        await self._spawn(name)
 
     def _schedule_continuation(self, name: str) -> None:
         """--until-stop: a finished session gets a fresh one that extends the work.
@@ -461,6 +483,31 @@ class Supervisor:
         await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
         self._wake.set()
         return f"stopped {', '.join(names) or 'nothing running'}"
+
+    async def reset(self, target: str) -> str:
+        """Kill members' current sessions and start fresh attempts, as the automatic
+        resets do (claims released, counted in `resets`); the restart itself happens
+        when the supervision loop sees the exit, in `_on_exit`."""
+        targets = parse_targets(target)
+        if targets == ALL:
+            return "refused: reset needs members (reset member-N); to end every session, stop"
+        if self.stop is not None or self.hard_stopped:
+            reason = self.stop.reason if self.stop is not None else "stopped hard"
+            return f"refused: the run is stopping ({reason}); a reset would start work it ends"
+        if not self._supervising:
+            return (
+                "refused: resets happen during discovery only (the canary is still running "
+                "or the run has moved on); try again once members are at work"
+            )
+        names = [n for n in self.select(targets) if n in self._running()]
+        if not names:
+            return "reset nothing (no running member matched)"
+        for n in names:
+            self.procs[n].reset_requested = True
+        self.emit("reset-requested", targets=names)
+        await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
+        self._wake.set()
+        return f"reset {', '.join(names)}: session stopped, a fresh attempt starts"
 
     async def _stop_all_hard(self) -> None:
         running = self._running()

@@ -33,7 +33,7 @@ async def handle_controls(sup: Supervisor) -> None:
             text = await perform(
                 sup, request.action, request.target, request.grace_s, request.postmortem
             )
-            ok = True
+            ok = not text.startswith("refused")
         except TargetError as exc:
             ok, text = False, f"refused: {exc}"
         controls.answer(sup.run_dir, path, request.id, ok, text)
@@ -56,6 +56,8 @@ async def perform(
         return sup.stop_clean(target, grace_s, postmortem)
     if action == "stop-hard":
         return await sup.stop_hard(target)
+    if action == "reset":
+        return await sup.reset(target)
     return f"refused: unknown control {action!r}; use one of {', '.join(controls.ACTIONS)}"
 
 
