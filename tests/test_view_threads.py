@@ -1,0 +1,70 @@
+"""Threads as rows and the thread page (messages, review scope, acceptance), no Textual."""
+
+from __future__ import annotations
+
+from ledger_scene import fill_run
+from test_app_support import RUN_ID
+
+from horde_tui.view.ledgers import LedgerView
+
+
+def test_threads_are_rows_with_state_sender_recipient_and_target(tmp_path):
+    fill_run(tmp_path)
+    view = LedgerView(tmp_path / ".horde", run=RUN_ID)
+    view.refresh()
+    rows = view.rows("threads", "oldest")
+    assert [(r.id, r.status, r.owner, r.extra) for r in rows] == [
+        ("Q1", "open", "member-1", ("challenge", "member-2", "F3 r1", "")),
+        ("Q2", "resolved", "member-2", ("question", "member-1", "F1 r1", "2")),
+    ]
+    assert view.columns("threads")[4:] == ("kind", "to", "about", "replies")
+
+
+def test_a_thread_change_is_seen_even_though_the_fold_reports_no_kind(tmp_path):
+    horde = fill_run(tmp_path)
+    view = LedgerView(tmp_path / ".horde", run=RUN_ID)
+    view.refresh()
+    before = view.rows("threads")
+    horde("member-1", "post", run=RUN_ID, text="a post changes no thread")
+    assert view.refresh() == {"board"}
+    assert horde("member-2", "respond", run=RUN_ID, id="Q1", text="The throttle is in nginx").ok
+    assert view.refresh() == {"threads"}
+    after = view.rows("threads")
+    assert [(r.id, r.status, r.version) for r in after] == [
+        ("Q2", "resolved", 1),
+        ("Q1", "responded", 2),
+    ]
+    assert before[1].key == "Q1" and before[1].version == 1
+
+
+def test_a_thread_page_shows_messages_review_scope_and_acceptance(tmp_path):
+    fill_run(tmp_path)
+    view = LedgerView(tmp_path / ".horde", run=RUN_ID)
+    view.refresh()
+    page = view.detail("threads", "Q2")
+    assert page.startswith("## Q2 question: member-2 -> member-1 about F1 r1 · resolved")
+    assert "- **respond** by member-1" in page and "see F2." in page
+    assert "- **resolve** by member-2" in page
+    assert "### Review scope of F1 (current revision r1)" in page
+    assert "- **V1** supports r1 by member-3 · tested" in page
+    assert "unchecked: nothing (full scope)" in page
+    assert "**accepted** (r1): r1 reviewed full-scope" in page
+
+    challenge = view.detail("threads", "Q1")
+    assert "Opened by review V3." in challenge
+    assert "_No reply yet: member-2 answers" in challenge
+    assert "**blocked by Q1**" in challenge
+    assert view.detail("threads", "Q9") == ""
+
+
+def test_a_finding_detail_has_its_full_text_reviews_threads_and_acceptance(tmp_path):
+    fill_run(tmp_path)
+    view = LedgerView(tmp_path / ".horde", run=RUN_ID)
+    view.refresh()
+    page = view.detail("findings", "F2")
+    assert "The same injection is reachable via the sort parameter" in page
+    assert "src/db/query.py:57" in page
+    assert "Acceptance: F2 r1 open (V2): V2 left unchecked" in page
+    assert "formats `name` into the WHERE clause" in view.detail("findings", "F1")
+    assert "started on query.py" in view.detail("board", "P1")
+    assert view.detail("ideas", "#9") == ""
