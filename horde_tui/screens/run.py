@@ -29,9 +29,16 @@ from horde_tui.screens.describe import (
 )
 from horde_tui.screens.member import MemberDetailScreen, transcript_path
 from horde_tui.screens.modals import stop_hard_screen
-from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
+from horde_tui.screens.panes import (
+    RELOADABLE,
+    EventsPane,
+    FilesPane,
+    GraphPane,
+    LedgerPane,
+    LedgerSource,
+    ThreadsPane,
+)
 from horde_tui.screens.source import AttachedRun
-from horde_tui.store.paths import LEDGER_FILES
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import SupervisorEvent
@@ -50,11 +57,11 @@ TAB_KEYS = {
     "5": "claims",
     "6": "resources",
     "7": "events",
+    "8": "threads",
     "9": "graph",
     "0": "files",
 }
-"""Digit -> tab. `8` is kept for the Threads tab of the collaboration layer and unbound
-until that tab exists, so the other digits never move."""
+"""Digit -> tab, in the order the tabs are shown."""
 
 TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "stop_hard", "member_detail", "transcript"})
@@ -116,24 +123,19 @@ class RunScreen(HordeScreen):
         yield Header()
         yield Static("", id="run-status", markup=False)
         yield MemberTable(id="members")
+        ledgers = LedgerSource(horde_dir, self.sup.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
-                name = LEDGER_FILES[tab]
                 with TabPane(tab.capitalize(), id=tab):
-                    yield MarkdownFilePane(
-                        horde_dir / name,
-                        f"Nothing in .horde/{name} yet: members fill it with the horde "
-                        "tool, and it shows here as soon as it exists.",
-                    )
+                    yield LedgerPane(ledgers, tab)
             with TabPane("Events", id="events"):
                 log = EventLog(clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
+            with TabPane("Threads", id="threads"):
+                yield ThreadsPane(ledgers)
             with TabPane("Graph", id="graph"):
-                yield MarkdownFilePane(
-                    self.sup.run_dir / "GRAPH.md",
-                    "GRAPH.md (the run as a Mermaid swimlane, one lane per member) is "
-                    "written when the run finalizes.",
-                )
+                lanes = [(state.name, state.role) for state in self.sup.members.values()]
+                yield GraphPane(self.sup.run_dir, lanes)
             with TabPane("Files", id="files"):
                 yield FilesPane(self.sup.run_dir)
         yield Footer(compact=True, show_command_palette=False)
@@ -223,8 +225,8 @@ class RunScreen(HordeScreen):
         pane = tabs.get_pane(tabs.active) if tabs.active else None
         if pane is None:
             return
-        for child in pane.query("MarkdownFilePane, FilesPane"):
-            if isinstance(child, FilesPane | MarkdownFilePane) and child.parent is pane:
+        for child in pane.children:
+            if isinstance(child, RELOADABLE):
                 await child.reload_if_changed()
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
