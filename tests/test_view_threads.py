@@ -13,11 +13,12 @@ def test_threads_are_rows_with_state_sender_recipient_and_target(tmp_path):
     view = LedgerView(tmp_path / ".horde", run=RUN_ID)
     view.refresh()
     rows = view.rows("threads", "oldest")
-    assert [(r.id, r.status, r.owner, r.extra) for r in rows] == [
-        ("Q1", "open", "member-1", ("challenge", "member-2", "F3 r1", "")),
-        ("Q2", "resolved", "member-2", ("question", "member-1", "F1 r1", "2")),
+    assert [(r.id, r.status, r.owner, r.text) for r in rows] == [
+        ("Q1", "open", "member-1", "challenge -> member-2 about F3 r1"),
+        ("Q2", "resolved", "member-2", "question -> member-1 about F1 r1"),
     ]
-    assert view.columns("threads")[4:] == ("kind", "to", "about", "replies")
+    assert rows[1].extra == ("Does the fix in build_query also cover the sort parameter?", "2")
+    assert view.columns("threads") == ("id", "state", "from", "thread", "message", "replies")
 
 
 def test_a_thread_change_is_seen_even_though_the_fold_reports_no_kind(tmp_path):

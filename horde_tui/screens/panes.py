@@ -343,9 +343,8 @@ class ThreadsPane(LedgerPane):
         await self.query_one("#thread-page Markdown", Markdown).update(text)
 
 
-SWIMLANE_LEGEND = (
-    "[phase] · #idea · F finding · V✓F review (~ partial, ✗ refutes) · ✗ refused · ←/→ scroll"
-)
+SWIMLANE_LEGEND = "[phase] · #idea · F finding · V✓F review (~partial ✗refutes) · ✗refused · ←→"
+"""Fits 80 columns: what each kind of mark means, and that the lanes scroll sideways."""
 
 
 class GraphPane(Vertical):

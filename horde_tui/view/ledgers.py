@@ -44,9 +44,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "facts": ("run", "extends", "confirmed by"),
     "claims": ("run", "confirmed by", "contested by", "supersession"),
     "resources": ("path", "cleanup", "reused by"),
-    "threads": ("kind", "to", "about", "replies"),
+    "threads": ("message", "replies"),
 }
 """Names of each ledger's `LedgerRow.extra` cells (after id, status, owner, text)."""
+BASE_COLUMNS = {"threads": ("id", "state", "from", "thread")}
+"""Names of the first four cells where `id, status, owner, text` would mislead: a
+thread's text cell says what it is (`challenge -> member-2 about F3 r1`), so a narrow
+table shows that first and the message after it."""
 TEXT_CHARS = 160
 UNOWNED = "(unclaimed)"
 
@@ -94,9 +98,11 @@ def _resource(st: LedgerState, r: Resource, run: str | None) -> LedgerRow:
 
 
 def _thread(st: LedgerState, t: Thread, run: str | None) -> LedgerRow:
-    about = (t.target or "") + (f" r{t.target_revision}" if t.target_revision else "")
+    about = f" about {t.target}" if t.target else ""
+    about += f" r{t.target_revision}" if t.target and t.target_revision else ""
     replies = str(len(t.notes)) if t.notes else ""
-    return LedgerRow(t.id, t.id, t.state, t.by, _first(t.text), (t.kind, t.to, about, replies))
+    what = f"{t.kind} -> {t.to}{about}"
+    return LedgerRow(t.id, t.id, t.state, t.by, what, (_first(t.text), replies))
 
 
 def _first(text: str) -> str:
@@ -143,7 +149,7 @@ class LedgerView:
 
     def columns(self, kind: str) -> tuple[str, ...]:
         """Column names of `kind`'s rows: id, status, owner, text, then its extras."""
-        return ("id", "status", "owner", "text", *COLUMNS[kind])
+        return (*BASE_COLUMNS.get(kind, ("id", "status", "owner", "text")), *COLUMNS[kind])
 
     def views(self, kind: str) -> tuple[str, ...]:
         return VIEWS if kind == "findings" else VIEWS[:3]
