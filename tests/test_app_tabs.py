@@ -103,6 +103,10 @@ async def test_v_cycles_the_views_with_group_headings(scene: FakeSupervisor) -> 
             "=F3 · disputed · rate-limit · 1 finding · 1 member",
             "F3",
         ]
+        assert table.selected_key == "F3", "the cursor stays on its entry across views"
+        await pilot.press("up")
+        assert table.selected_key is None, "a heading row"
+        assert table.check_action("select_cursor", ()) is None, "nothing to open on a heading"
         await pilot.press("v")
         await wait_for(pilot, lambda: keys(table) == ["F3", "F2", "F1"])
 

@@ -48,6 +48,9 @@ STATUS_CLASS = {
 }
 """Status -> how it is painted; statuses not listed (carried, reused x2) stay plain."""
 
+LEDGER_KEYS = Binding.Group("open · next view")
+"""The group the ledger and thread tabs' keys are listed under (footer and F1 help)."""
+
 Cells = tuple[tuple[str, str], ...]
 """(text, component class) per column."""
 
@@ -69,7 +72,14 @@ class LedgerTable(DataTable[Text]):
     }
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select_cursor", "Open", id="ledger-open", tooltip="the whole entry"),
+        Binding(
+            "enter",
+            "select_cursor",
+            "Open",
+            id="ledger-open",
+            tooltip="the whole entry under the cursor",
+            group=LEDGER_KEYS,
+        ),
     ]
 
     DEFAULT_CSS = """
@@ -100,6 +110,14 @@ class LedgerTable(DataTable[Text]):
         for name in self.column_names:
             self.add_column(name, key=name)
         self.watch(self.app, "theme", self._on_theme_change, init=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "select_cursor":  # a heading row (or no row) has nothing to open
+            return True if self.selected_key else None
+        return True
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()  # Open greys out on a heading row
 
     @property
     def selected_key(self) -> str | None:

@@ -27,7 +27,7 @@ from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView
 from widgets.event_log import EventLog
-from widgets.ledger_table import LedgerTable
+from widgets.ledger_table import LEDGER_KEYS, LedgerTable
 from widgets.swimlane import Swimlane
 
 RUN_DOCUMENTS = (
@@ -250,6 +250,7 @@ class LedgerPane(Vertical):
             "View",
             id="ledger-view",
             tooltip="next view: newest, oldest, by owner (and clusters for findings)",
+            group=LEDGER_KEYS,
         ),
     ]
 
