@@ -94,8 +94,10 @@ def test_findings_clusters_view(snap_compare: Any, scene: FakeSupervisor) -> Non
 def test_finding_entry_page(snap_compare: Any, scene: FakeSupervisor) -> None:
     """Enter on F2. A reviewer should see a dialog titled "findings: F2" with the
     finding as FINDINGS.md renders it (labels, idea #1, "delta of F1", evidence
-    src/db/query.py:57), then V2's review line and "Acceptance: F2 r1 open (V2): V2 left
-    unchecked: whether the web layer whitelists sort values", and "escape closes"."""
+    src/db/query.py:57), "Nothing attached to F2 and no thread about it yet.", then the
+    review scope: V2 partially-supports r1 by member-3 with what it checked and left
+    unchecked, the Acceptance heading at the bottom edge (the page scrolls), and
+    "escape closes"."""
 
     async def before(pilot: Pilot[Any]) -> None:
         await ledger_tab(scene, "3", "findings", 3)(pilot)

@@ -122,7 +122,7 @@ async def test_enter_opens_the_whole_entry_not_the_member(scene: FakeSupervisor)
         assert not any(isinstance(s, MemberDetailScreen) for s in app.screen_stack)
         page = app.screen.query_one(Markdown).source
         assert "The same injection is reachable via the sort parameter" in page
-        assert "V2 left unchecked: whether the web layer whitelists sort values" in page
+        assert "unchecked: whether the web layer whitelists sort values" in page
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, EntryScreen))
         assert table.has_focus
@@ -197,3 +197,23 @@ async def test_an_empty_run_says_when_each_tab_fills(tmp_path: Path) -> None:
         graph = app.screen.query_one(GraphPane)
         await wait_for(pilot, lambda: len(graph.query_one(Swimlane).layout_shown.lanes) == 6)
         assert graph.has_class("-empty")
+
+
+async def test_at_80_columns_the_lanes_scroll_under_fixed_labels(scene: FakeSupervisor) -> None:
+    app = deterministic_app(scene)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("9")
+        lane = app.screen.query_one(Swimlane)
+        await wait_for(pilot, lambda: len(lane.layout_shown.lanes) == 7)
+        before = lane.render_line(1).text
+        assert len(before) == lane.scrollable_content_region.width
+        assert lane.max_scroll_x > 0, "the lanes are wider than 80 columns"
+        lane.focus()
+        await pilot.press("right", "right", "right")
+        await wait_for(pilot, lambda: lane.scroll_offset.x >= 3)
+        after = lane.render_line(1).text
+        assert after.startswith("member-1 · member"), "labels stay while the marks scroll"
+        assert after[23:] == before[26:] + after[-3:], "the marks moved three columns left"
+        await pilot.press("ctrl+pagedown", "ctrl+pagedown")
+        await wait_for(pilot, lambda: lane.scroll_offset.x == lane.max_scroll_x)
+        assert "resolve Q2─post" in lane.render_line(2).text, "member-2's last marks in view"

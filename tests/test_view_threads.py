@@ -65,7 +65,11 @@ def test_a_finding_detail_has_its_full_text_reviews_threads_and_acceptance(tmp_p
     page = view.detail("findings", "F2")
     assert "The same injection is reachable via the sort parameter" in page
     assert "src/db/query.py:57" in page
-    assert "Acceptance: F2 r1 open (V2): V2 left unchecked" in page
+    assert "- **V2** partially-supports r1 by member-3 · derived" in page
+    assert "  - unchecked: whether the web layer whitelists sort values" in page
+    assert "**open** (r1): V2 left unchecked: whether the web layer whitelists" in page
+    assert "_Nothing attached to F2 and no thread about it yet._" in page
+    assert "- Q2 question member-2 -> member-1 about F1 r1" in view.detail("findings", "F1")
     assert "formats `name` into the WHERE clause" in view.detail("findings", "F1")
     assert "started on query.py" in view.detail("board", "P1")
     assert view.detail("ideas", "#9") == ""

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from horde_tui.protocol.actions.collab_reads import finding_extras
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
 from horde_tui.store.ledgers.findings import classify, label
@@ -33,7 +32,7 @@ from horde_tui.store.state import ENTRIES, LedgerState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.view.rows import LedgerRow, Versions
-from horde_tui.view.threads import thread_detail
+from horde_tui.view.threads import finding_page, thread_detail
 
 KINDS = ("ideas", "board", "findings", "facts", "claims", "resources", "threads")
 VIEWS = ("newest", "oldest", "owner", "clusters")
@@ -229,7 +228,7 @@ class LedgerView:
             return ""
         text = source.render(self.state, entity)
         if kind == "findings":
-            text += "\n" + finding_extras(self.state, key)
+            text += "\n" + finding_page(self.state, key)
         return text
 
     def clusters(self) -> list[Cluster]:

@@ -1,4 +1,4 @@
-"""One Q# thread as the collaboration inspector shows it, as Markdown.
+"""One Q# thread (and a finding's collaboration) as the inspector shows it, as Markdown.
 
 A thread's page answers what a person checks when a finding or artifact is stuck: what
 was asked of whom, every message since, and, when the thread is about an F# or A#, the
@@ -9,7 +9,10 @@ folded `LedgerState` only, the same one the `collaboration` and `inspect` reads 
 
 from __future__ import annotations
 
+from horde_tui.protocol.actions.collab_reads import evidence_line, thread_line
 from horde_tui.store.acceptance import acceptance, owner_and_revision
+from horde_tui.store.ledgers.evidence import evidence_about
+from horde_tui.store.ledgers.threads import threads_about
 from horde_tui.store.model import Review, Thread
 from horde_tui.store.state import LedgerState
 
@@ -41,6 +44,17 @@ def thread_detail(state: LedgerState, thread: Thread) -> str:
     if t.target and (t.target in state.findings or t.target in state.artifacts):
         lines += ["", *target_scope(state, t.target)]
     return "\n".join(lines) + "\n"
+
+
+def finding_page(state: LedgerState, finding_id: str) -> str:
+    """What a finding's page adds to its ledger entry: evidence attached to it, threads
+    about it, and its review scope and acceptance (as a thread about it shows them)."""
+    lines = ["### Attached evidence and threads", ""]
+    lines += [evidence_line(e) for e in evidence_about(state, finding_id)]
+    lines += [thread_line(t) for t in threads_about(state, finding_id)]
+    if len(lines) == 2:
+        lines.append(f"_Nothing attached to {finding_id} and no thread about it yet._")
+    return "\n".join([*lines, "", *target_scope(state, finding_id)]) + "\n"
 
 
 def target_scope(state: LedgerState, target: str) -> list[str]:
