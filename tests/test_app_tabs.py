@@ -141,9 +141,11 @@ async def test_an_appended_record_repaints_only_its_cells(
         assert horde("member-3", "claim", run=RUN_ID, id="#3").ok
         await wait_for(pilot, lambda: str(table.get_cell("#3", "status")) == "claimed")
         assert table.cells_updated - before == 2, "status and owner of #3, nothing else"
+        before = table.cells_updated
         assert horde("member-3", "idea", run=RUN_ID, text="Audit src/cli.py").ok
         await wait_for(pilot, lambda: table.row_count == 4)
-        assert keys(table) == ["#4", "#3", "#2", "#1"]
+        assert keys(table) == ["#4", "#3", "#2", "#1"], "a new idea on top, by re-sorting"
+        assert table.cells_updated - before == 8, "the new row's 8 cells, no other"
 
 
 async def test_threads_tab_lists_threads_and_shows_the_selected_one(
