@@ -5,6 +5,7 @@ from __future__ import annotations
 from ledger_scene import fill_run, lifecycle
 from test_app_support import RUN_ID
 
+from horde_tui.supervisor.graph import Edge, GraphBuilder
 from horde_tui.view.swimlane import SwimlaneView
 
 MEMBERS = [("member-1", "auditor"), ("member-2", "auditor"), ("member-3", "verifier")]
@@ -64,3 +65,26 @@ def test_an_empty_run_has_member_lanes_and_no_marks(tmp_path):
     layout = view.layout()
     assert [lane.name for lane in layout.lanes] == ["member-1", "member-2", "member-3"]
     assert all(not lane.marks for lane in layout.lanes) and layout.width == 0
+
+
+def test_feeding_in_pieces_gives_the_graph_of_feeding_at_once(tmp_path):
+    horde = fill_run(tmp_path)
+    events = horde.events(RUN_ID)
+    whole = GraphBuilder(MEMBERS)
+    whole.feed(events)
+    pieces = GraphBuilder(MEMBERS)
+    for start in range(0, len(events), 7):
+        pieces.feed(events[start : start + 7])
+        pieces.graph_so_far()  # taking a copy mid-way changes nothing
+    assert pieces.graph_so_far() == whole.graph_so_far()
+
+
+def test_a_review_is_drawn_as_an_entry_linked_to_its_target(tmp_path):
+    horde = fill_run(tmp_path)
+    builder = GraphBuilder(MEMBERS)
+    builder.feed(horde.events(RUN_ID))
+    graph = builder.graph_so_far()
+    reviews = {n.id: (n.lane, n.label) for n in graph.nodes if n.id.startswith("v")}
+    assert reviews["v1"] == ("member-3", "V1 review: supports F1")
+    assert Edge("v1", "f1", "supports") in graph.edges
+    assert Edge("v3", "f3", "refutes") in graph.edges

@@ -12,7 +12,7 @@ capped so a long run still renders.
 `build_graph` returns the model; `render_graph` draws it as Mermaid, and
 `swimlane_rows` hands the same lanes to a terminal view. `GraphBuilder` is the same walk
 fed in pieces: a live view feeds it only the events appended since its last look and
-takes a finished copy (`graph()`) whenever it repaints.
+takes a finished copy (`graph_so_far()`) whenever it repaints.
 """
 
 from __future__ import annotations
