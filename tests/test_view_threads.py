@@ -73,3 +73,34 @@ def test_a_finding_detail_has_its_full_text_reviews_threads_and_acceptance(tmp_p
     assert "formats `name` into the WHERE clause" in view.detail("findings", "F1")
     assert "started on query.py" in view.detail("board", "P1")
     assert view.detail("ideas", "#9") == ""
+
+
+def test_a_review_request_about_an_artifact_shows_its_scope_limits_and_acceptance(horde):
+    for n in (1, 2, 3):
+        horde(f"member-{n}", "idea", text=f"Audit module {n} of app/")
+    (horde.workdir / "poc.py").write_text("print('poc')\n")
+    assert horde("member-1", "artifact", path="poc.py", criteria="prints poc").id == "A1"
+    ask = horde(
+        "member-1", "message", to="member-2", kind="review-request", target="A1", text="Run it?"
+    )
+    assert ask.ok, ask.text
+    review = horde(
+        "member-2",
+        "review",
+        target="A1",
+        verdict="supports",
+        support="tested",
+        checked="ran poc.py, it prints poc",
+        limits="only on Linux",
+        evidence="output: poc",
+    )
+    assert review.ok, review.text
+    view = LedgerView(horde.root)
+    view.refresh()
+    thread = view.rows("threads")[0]
+    assert (thread.id, thread.text) == ("Q1", "review-request -> member-2 about A1 r1")
+    page = view.detail("threads", "Q1")
+    assert "### Review scope of A1 (current revision r1)" in page
+    assert "- **V1** supports r1 by member-2 · tested" in page
+    assert "  - limits: only on Linux" in page
+    assert "**accepted with limits** (r1)" in page and "- V1 limits: only on Linux" in page
