@@ -51,8 +51,9 @@ def ledger_tab(fake: FakeSupervisor, digit: str, tab: str, rows: int):  # type: 
 def test_board_tab(snap_compare: Any, scene: FakeSupervisor) -> None:
     """The Board tab. A reviewer should see a table with id / status / owner / text /
     time / run columns: P2 (member-2, "F3 is challenged; checking the throttle") above
-    P1 (member-1, "started on query.py"), times 12:00:xx, and the line "2 entries ·
-    view: newest (v: next) · enter: open" above it."""
+    P1 (member-1, "started on query.py"), times 12:00:22 and 12:01:01, the line "2
+    entries · view: newest (v: next) · enter: open · escape: members" above it, the
+    table focused (P2 under the cursor) and "⏎ v open/view" first in the footer."""
     before = ledger_tab(scene, "1", "board", 2)
     assert snap_compare(deterministic_app(scene), terminal_size=WIDE, run_before=before)
 
@@ -70,7 +71,8 @@ def test_findings_tab(snap_compare: Any, scene: FakeSupervisor, size: tuple[int,
     """The Findings tab, newest first. A reviewer should see F3 "disputed" (red, bold),
     F2 "limited" (amber) and F1 "full" (green) with their owners, claim lines cut with
     an ellipsis, labels such as "high/?/speculative", concern, idea, revision r1 and one
-    review each; at 80x24 the table scrolls sideways and the footer still fits."""
+    review each; at 80x24 the table scrolls sideways and the footer still fits (it
+    ends with "q Quit")."""
     before = ledger_tab(scene, "3", "findings", 3)
     assert snap_compare(deterministic_app(scene), terminal_size=size, run_before=before)
 

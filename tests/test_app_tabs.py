@@ -23,6 +23,7 @@ from horde_tui.screens.entry import EntryScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.panes import GraphPane, LedgerPane
 from widgets.ledger_table import HEADING, LedgerTable
+from widgets.member_table import MemberTable
 from widgets.swimlane import Swimlane
 
 SIZE = (120, 36)
@@ -115,7 +116,7 @@ async def test_enter_opens_the_whole_entry_not_the_member(scene: FakeSupervisor)
     app = deterministic_app(scene)
     async with app.run_test(size=SIZE) as pilot:
         table = await open_tab(pilot, "3", "findings", 3)
-        table.focus()
+        await wait_for(pilot, lambda: table.has_focus)  # the tab's key focuses its table
         await pilot.press("down")  # F2
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, EntryScreen))
@@ -126,6 +127,10 @@ async def test_enter_opens_the_whole_entry_not_the_member(scene: FakeSupervisor)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, EntryScreen))
         assert table.has_focus
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.query_one(MemberTable).has_focus)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberDetailScreen))
 
 
 async def test_an_appended_record_repaints_only_its_cells(
@@ -210,7 +215,7 @@ async def test_at_80_columns_the_lanes_scroll_under_fixed_labels(scene: FakeSupe
         before = lane.render_line(1).text
         assert len(before) == lane.scrollable_content_region.width
         assert lane.max_scroll_x > 0, "the lanes are wider than 80 columns"
-        lane.focus()
+        await wait_for(pilot, lambda: lane.has_focus)
         await pilot.press("right", "right", "right")
         await wait_for(pilot, lambda: lane.scroll_offset.x >= 3)
         after = lane.render_line(1).text

@@ -48,7 +48,7 @@ STATUS_CLASS = {
 }
 """Status -> how it is painted; statuses not listed (carried, reused x2) stay plain."""
 
-LEDGER_KEYS = Binding.Group("open · next view")
+LEDGER_KEYS = Binding.Group("open/view")
 """The group the ledger and thread tabs' keys are listed under (footer and F1 help)."""
 
 Cells = tuple[tuple[str, str], ...]

@@ -273,6 +273,9 @@ class LedgerPane(Vertical):
             yield from self.compose_side()
         yield Static(EMPTY_LEDGER[self.kind], classes="empty-state", markup=False)
 
+    def focus_content(self) -> None:
+        self.table.focus()
+
     def compose_side(self) -> ComposeResult:
         """Widgets beside the table (none for a ledger)."""
         yield from ()
@@ -289,7 +292,8 @@ class LedgerPane(Vertical):
         self.set_class(not rows, "-empty")
         entries = "entry" if len(rows) == 1 else "entries"
         self.query_one(".ledger-status", Static).update(
-            f"{len(rows)} {entries} · view: {self.view_name} (v: next) · enter: open"
+            f"{len(rows)} {entries} · view: {self.view_name} (v: next) · enter: open · "
+            "escape: members"
         )
         self.refresh_bindings()
         return True
@@ -386,9 +390,14 @@ class GraphPane(Vertical):
             )
         return True
 
+    def focus_content(self) -> None:
+        self.query_one(Swimlane).focus()
+
     def on_unmount(self) -> None:
         self.view.close()
 
 
+FOCUSABLE_TABS = (LedgerPane, GraphPane)
+"""Tab contents that take the focus when their tab is opened by its key."""
 RELOADABLE = (LedgerPane, GraphPane, FilesPane, MarkdownFilePane)
 """Tab contents the run screen asks to `reload_if_changed` while they are visible."""

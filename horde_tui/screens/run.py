@@ -30,6 +30,7 @@ from horde_tui.screens.describe import (
 from horde_tui.screens.member import MemberDetailScreen, transcript_path
 from horde_tui.screens.modals import stop_hard_screen
 from horde_tui.screens.panes import (
+    FOCUSABLE_TABS,
     RELOADABLE,
     EventsPane,
     FilesPane,
@@ -233,7 +234,15 @@ class RunScreen(HordeScreen):
         await self.reload_visible_tab()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        """Show the tab; a ledger, Threads or Graph tab also takes the focus, so the
+        arrows, `v` and Enter act on what is in view (escape goes back to the members)."""
+        tabs = self.query_one(TabbedContent)
+        tabs.active = tab
+        pane = tabs.get_pane(tab)
+        for child in pane.children if pane is not None else ():
+            if isinstance(child, FOCUSABLE_TABS):
+                # The pane becomes visible on the next refresh; focus it then.
+                self.call_after_refresh(child.focus_content)
 
     # -- member actions (keys, the palette and the detail screen share these) --------------
 
