@@ -13,10 +13,13 @@ animation, cursor blink) so tests and snapshots can switch them all off at once.
 
 from __future__ import annotations
 
+import asyncio
 import sysconfig
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -32,8 +35,10 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
+from horde_tui.view.coalesce import watch_dir
 from horde_tui.view.run import RunsIndex
 from widgets.event_log import default_clock_text
 
@@ -72,7 +77,8 @@ class AppConfig:
     clock_text: Callable[[float], str] = default_clock_text
     """Wall-clock time of an event as shown in the log (local time by default)."""
     watch_files: bool = True
-    """Poll the visible tab's markdown file once a second (off: load once per tab)."""
+    """Watch `.horde/` with watchfiles and refresh the views it changes (off: views
+    change only with the supervisor's events, and tabs load when opened)."""
     tick_s: float = 1.0
     """Repaint elapsed times this often (0: only when events arrive)."""
     coalesce_s: float = 0.1
@@ -117,6 +123,8 @@ class HordeApp(App[int]):
 
     revision: var[int] = var(0)
     """Bumped after each batch of supervisor events; live screens watch it to repaint."""
+    files_revision: var[int] = var(0)
+    """Bumped after each batch of file changes under `.horde/` (`changed_paths`)."""
 
     def __init__(
         self,
@@ -141,6 +149,11 @@ class HordeApp(App[int]):
         """The run shown from another process's files, if any (`attach_run`)."""
         self._attach_first = attach
         self._attach_timer: object | None = None
+        self.changed_paths: set[Path] | None = set()
+        """What the watcher saw change last (None: unknown, check everything)."""
+        self._watch_stop = asyncio.Event()
+        self._polling = False
+        self._poll_again = False
         self.bridge = TuiBridge(self, self.config.coalesce_s)
         self.live = False
         self.summary: RunSummary | None = None
@@ -174,6 +187,8 @@ class HordeApp(App[int]):
         return HomeScreen(self.horde_dir)
 
     def on_mount(self) -> None:
+        if self.config.watch_files:
+            self.run_worker(self._watch(), name="watcher", group="watcher", exit_on_error=False)
         if self.sup is None:
             if self.attached is not None:
                 self.poll_attached()
@@ -187,6 +202,46 @@ class HordeApp(App[int]):
         assert self.sup is not None
         return await self.sup.run()
 
+    # -- file changes -----------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        """Wake the views when files under `.horde/` change (debounced by watchfiles, so
+        a burst of writes from twelve members is one wake-up, at most ~5 a second).
+
+        Waits for `.horde/` to exist (the first run creates it). If the watcher cannot
+        run (no inotify, too many watches) the views are polled once a second instead.
+        """
+        horde = self.horde_dir
+        while not horde.is_dir():
+            try:
+                await asyncio.wait_for(self._watch_stop.wait(), 1.0)
+                return
+            except TimeoutError:
+                continue
+        try:
+            async for paths in watch_dir(horde, self._watch_stop):
+                await self.files_changed(paths)
+        except (OSError, RuntimeError) as exc:
+            self.notify(
+                f"watching {horde} failed ({exc}); checking it once a second instead",
+                severity="warning",
+                timeout=15,
+            )
+            self.set_interval(1.0, partial(self.files_changed, None))
+
+    async def files_changed(self, paths: set[Path] | None) -> None:
+        """Hand a batch of changed paths (None: unknown) to whatever shows them."""
+        self.changed_paths = paths
+        source = self.attached
+        if source is not None and (
+            paths is None or any(p.is_relative_to(source.run_dir) for p in paths)
+        ):
+            self.poll_attached()
+        screen = self.run_screen
+        if screen is not None:
+            await screen.files_changed(paths)
+        self.files_revision += 1
+
     # -- attached runs ---------------------------------------------------------------------
 
     def _attach(self, run_dir: Path) -> AttachedRun:
@@ -196,7 +251,10 @@ class HordeApp(App[int]):
         self.title = f"run {source.run_id} · attached"
         self.sub_title = ""
         if self._attach_timer is None:
-            self._attach_timer = self.set_interval(self.config.attach_poll_s, self.poll_attached)
+            # With the watcher on, the timer only notices what writes no file (the
+            # supervisor dying, elapsed times); without it, it is the only source.
+            every = max(self.config.attach_poll_s, 1.0 if self.config.watch_files else 0.0)
+            self._attach_timer = self.set_interval(every, self.poll_attached)
         return source
 
     def attach_run(self, run_dir: Path) -> None:
@@ -206,21 +264,46 @@ class HordeApp(App[int]):
         self.poll_attached()
 
     def poll_attached(self) -> None:
-        """Re-read the attached run's files into its screen; open the report at the end."""
+        """Re-read the attached run's files and show what changed; open the report at
+        the end. The reading runs in a thread (the first read of a long run's log takes
+        a while); a poll asked for while one runs is done once it ends."""
         source, screen = self.attached, self.run_screen
         if source is None or screen is None or screen.sup is not source:
             return
-        items = source.poll()
-        model = source.settings.model or "no model"
-        self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
-        screen.apply(items)
-        self.revision += 1
-        if screen.live and not source.live:
-            screen.run_ended(None, None, source.ended_text())
-            if (source.run_dir / "REPORT.md").is_file() and self.screen is screen:
-                self.push_screen(ReportScreen(source.run_dir))
+        if self._polling:
+            self._poll_again = True
+            return
+        self._polling = True
+        self.run_worker(
+            partial(self._read_attached, source), thread=True, group="attach", exit_on_error=False
+        )
+
+    def _read_attached(self, source: AttachedRun) -> None:
+        try:
+            items: list[SupervisorEvent] | None = source.poll()
+        except OSError:  # the source was closed under us (the app is quitting)
+            items = None
+        with suppress(RuntimeError):  # the app ended while this thread read
+            self.call_from_thread(self._show_attached, source, items)
+
+    def _show_attached(self, source: AttachedRun, items: list[SupervisorEvent] | None) -> None:
+        self._polling = False
+        screen = self.run_screen
+        if items is not None and source is self.attached and screen and screen.sup is source:
+            model = source.settings.model or "no model"
+            self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
+            screen.apply(items)
+            self.revision += 1
+            if screen.live and not source.live:
+                screen.run_ended(None, None, source.ended_text())
+                if (source.run_dir / "REPORT.md").is_file() and self.screen is screen:
+                    self.push_screen(ReportScreen(source.run_dir))
+        if self._poll_again:
+            self._poll_again = False
+            self.poll_attached()
 
     def on_unmount(self) -> None:
+        self._watch_stop.set()
         if self.attached is not None:
             self.attached.close()  # ends a control request's wait in its thread
 

@@ -22,9 +22,9 @@ from typing import Any, Protocol
 from textual.message import Message
 from textual.message_pump import MessagePump
 
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
 
 
 class HostedRun(Protocol):

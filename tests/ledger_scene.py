@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Horde
-from test_app_support import RUN_ID, T0
+from test_app_support import RUN_ID, T0, FakeSupervisor
 
 import horde_tui.store.store
 
@@ -129,3 +129,14 @@ def fill_run(workdir: Path) -> Horde:
     lifecycle(horde, "phase-end", phase="discovery")
     lifecycle(horde, "phase-start", phase="verify")
     return horde
+
+
+def fake_run_with_ledgers(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSupervisor:
+    """The fake supervisor's run with the scene written into it (clock frozen). The
+    fake's own event log catches up with the scene's events, so the lifecycle events it
+    appends later are numbered after them, as one supervisor's would be."""
+    freeze_ledger_clock(monkeypatch)
+    fake = FakeSupervisor(workdir)
+    fill_run(workdir)
+    fake.events.catch_up()
+    return fake

@@ -77,7 +77,8 @@ def live_run(tmp_path: Path) -> Iterator[RunDir]:
 
 
 def log_texts(screen: RunScreen) -> str:
-    return "\n".join(f"{x.who} {x.kind} {x.text}" for x in screen.query_one(EventLog).visible_lines)
+    log = screen.query_one(EventLog)
+    return "\n".join(log.row_text(r) for r in range(log.row_count))
 
 
 async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
@@ -89,7 +90,7 @@ async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
             screen = app.screen
             assert isinstance(screen, RunScreen) and screen.remote
             await wait_for(pilot, lambda: screen.table.row_count == 3)
-            await wait_for(pilot, lambda: "discovery begins" in log_texts(screen))
+            await wait_for(pilot, lambda: "phase-start phase discovery" in log_texts(screen))
             assert "attached" in app.title and app.sub_title == "openai/stub"
             assert screen.table.selected_member == "member-1"
             await pilot.press("p")

@@ -17,7 +17,7 @@ from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.supervisor.run import SupervisorEvent
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
 from widgets.member_table import MemberTable
 

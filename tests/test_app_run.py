@@ -17,7 +17,8 @@ from horde_tui.app import HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
-from widgets.event_log import EventLine, EventLog
+from horde_tui.view.events import EventView
+from widgets.event_log import EventLog
 from widgets.member_table import MemberTable
 
 SIZE = (100, 30)
@@ -158,16 +159,19 @@ async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         log = app.query_one(EventLog)
-        for i in range(120):
-            fake.tool("member-1", 10 + i, "bash", f"bash: step {i}")
-        await wait_for(pilot, lambda: len(log.visible_lines) == 120)
+        for i in range(60):
+            fake.write("member-1", 10 + i, "idea", f"#{i + 1}", f"ok #{i + 1} idea {i}")
+        fake.emit("phase-start", at=71, phase="discovery")  # the batch that wakes the screen
+        await wait_for(pilot, lambda: log.row_count == 121)
         assert log.following and log.scroll_y == log.max_scroll_y > 0
+        assert log.row_text(120) == "parent phase-start phase discovery"
 
         log.focus()
         await pilot.press("pageup")
         await wait_for(pilot, lambda: not log.following)
-        for i in range(5):
-            fake.tool("member-2", 200 + i, "bash", f"bash: late {i}")
+        for i in range(2):
+            fake.write("member-2", 200 + i, "claim", f"#{i + 1}", "ok claimed")
+        fake.emit("member-reset", "member-2", at=203, cause="model_error", resets=1)
         await wait_for(pilot, lambda: log.new_lines == 5)
         status = app.query_one("#event-status", Static)
         assert "5 new lines" in str(status.render())
@@ -190,13 +194,24 @@ async def test_slash_filters_events_by_member_or_kind(tmp_path: Path) -> None:
         assert box.has_focus
         await pilot.press(*"member-2")
         await wait_for(pilot, lambda: log.filter_text == "member-2")
-        assert log.visible_lines and {line.who for line in log.visible_lines} == {"member-2"}
+        rows = [log.row_text(r) for r in range(log.row_count)]
+        assert rows == [
+            "member-2 member-spawn attempt 1",
+            "member-2 claim intent action=claim",
+            "member-2 claim ok #3 claimed",
+        ], "its own writes and the lifecycle events about it, nobody else's"
         await pilot.press("enter")
         assert log.has_focus and log.filter_text == "member-2", "enter keeps the filter"
 
         await pilot.press("slash")
         box.value = "reset"
-        await wait_for(pilot, lambda: [line.kind for line in log.visible_lines] == ["reset"])
+        await wait_for(
+            pilot,
+            lambda: (
+                [log.row_text(r) for r in range(log.row_count)]
+                == ["member-5 member-reset cause model_error resets 1 released 5"]
+            ),
+        )
         await pilot.press("escape")
         assert log.filter_text == "" and not box.has_focus, "escape clears the filter"
 
@@ -253,19 +268,61 @@ async def test_ctrl_p_palette_reaches_any_member(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: ("pause", "member-6") in fake.calls)
 
 
-async def test_event_log_keeps_a_capped_list_and_renders_only_the_viewport() -> None:
+def write_events(path: Path, start: int, count: int) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for n in range(start, start + count):
+            fh.write(
+                f'{{"ts":"2025-01-01T12:00:00.000000Z","actor":"member-1","action":"post",'
+                f'"type":"outcome","ok":true,"text":"line {n}","id":"E{n + 1}"}}\n'
+            )
+
+
+async def test_event_log_reads_only_appended_bytes_and_renders_only_the_viewport(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    write_events(path, 0, 3000)
+    view = EventView(path)
+
     class LogApp(App[None]):
         def compose(self) -> ComposeResult:
-            yield EventLog(cap=1000, clock_text=lambda ts: "00:00:00")
+            yield EventLog(view, clock_text=lambda ts: "00:00:00")
 
     app = LogApp()
     async with app.run_test(size=(80, 12)) as pilot:
         log = app.query_one(EventLog)
-        log.add(EventLine(float(i), "member-1", "tool", f"line {i}") for i in range(3000))
-        await pilot.pause()
-        assert 1000 <= len(log.visible_lines) <= 1100
-        assert log.visible_lines[-1].text == "line 2999"
+        log.catch_up()
+        await wait_for(pilot, lambda: log.row_count == 3000)
         assert log.scroll_y == log.max_scroll_y
         rendered = [log.render_line(y).text for y in range(log.size.height)]
-        assert "line 2999" in rendered[-1] or "line 2999" in rendered[-2]
+        assert any("line 2999" in row for row in rendered[-2:])
         assert len(log._cache) <= log.size.height, "only rows in view were rendered"
+
+        indexed = view.index.size
+        write_events(path, 3000, 10)
+        log.catch_up()
+        assert log.row_count == 3010
+        assert view.index.size > indexed and view.index.size == path.stat().st_size
+        await pilot.pause()
+        assert any("line 3009" in log.render_line(y).text for y in range(log.size.height))
+
+
+async def test_a_large_backlog_is_indexed_in_a_worker_while_the_log_says_so(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    write_events(path, 0, 20_000)  # ~2.4 MB: past the backlog threshold
+    view = EventView(path)
+
+    class LogApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield EventLog(view, clock_text=lambda ts: "00:00:00")
+
+    app = LogApp()
+    async with app.run_test(size=(80, 12)) as pilot:
+        log = app.query_one(EventLog)
+        log.catch_up()
+        assert log.loading, "the backlog went to a worker, the UI loop is free"
+        log.set_filter("post")  # asked while loading: applied when the worker is done
+        await wait_for(pilot, lambda: not log.loading and log.row_count == 20_000)
+        assert log.view.filter.kinds == frozenset({"post"})

@@ -67,23 +67,25 @@ def test_live_run_with_six_members(
 
 @SIZES
 def test_events_tab_not_following(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
-    """The Events tab after the user scrolled up. A reviewer should see the log scrolled
-    away from its tail (earlier lines in view, time / member / kind / text columns) and
-    the status line below it reading "3 new lines · f to follow" in amber."""
+    """The Events tab (events.jsonl) after the user scrolled up. A reviewer should see
+    the log scrolled away from its tail (earlier lines in view; time / member / kind /
+    text columns; accepted writes in green, intents muted, the reset amber) and the
+    status line below it reading "3 new lines · f to follow" in amber."""
     fake = FakeSupervisor(tmp_path)
 
     async def before(pilot: Pilot[Any]) -> None:
         await six_members(pilot, fake)
-        for i in range(40):
+        for i in range(20):
             who = ("member-1", "member-2", "member-5")[i % 3]
-            fake.tool(who, 140 + i, "bash", f"bash: sed -n {i},+40p src/db.py")
+            fake.write(who, 140 + i, "idea", f"#{i + 4}", f"ok #{i + 4} idea: check src/db.py:{i}")
+        fake.emit("phase-start", at=161, phase="discovery")
         log = pilot.app.query_one(EventLog)
-        await wait_for(pilot, lambda: log.visible_lines[-1].text.startswith("bash: sed -n 39,"))
+        await wait_for(pilot, lambda: log.row_text(log.row_count - 1).endswith("discovery"))
         log.focus()
         await pilot.press("pageup")
         await wait_for(pilot, lambda: not log.following)
-        for i in range(3):
-            fake.tool("member-6", 185 + i, "horde", f"horde verify F{i + 1}")
+        fake.write("member-6", 185, "verify", "F1", "ok F1 verified · reproduced")
+        fake.emit("member-reset", "member-3", at=186, cause="stalled", resets=1)
         await wait_for(pilot, lambda: log.new_lines == 3)
 
     assert snap_compare(deterministic_app(fake), terminal_size=size, run_before=before)

@@ -1,9 +1,11 @@
 """Support for the app tests: a scripted fake supervisor and the `wait_for` helper.
 
 `FakeSupervisor` has the interface the app hosts (`tui_bridge.HostedRun`): it emits
-`SupervisorEvent`s only when a test tells it to, keeps `MemberState`s the way the real
-supervisor does (`absorb`), records every control call, and ends its run when the test
-calls `finish()`. Every timestamp is `T0 + offset`, so with `AppConfig.deterministic`
+`SupervisorEvent`s only when a test tells it to, appends each lifecycle event to the
+run's real `events.jsonl` first (as the supervisor does; the Events tab reads that file),
+keeps `MemberState`s the way the real supervisor does (`absorb`), records every control
+call, and ends its run when the test calls `finish()`. `write` adds a member's tool
+events (intent and outcome) to the same log. Every timestamp is `T0 + offset`, so with `AppConfig.deterministic`
 the screen is the same on every machine. (This module holds no tests; it is named
 `test_app_*` only because that is where app test files live.)
 """
@@ -11,6 +13,7 @@ the screen is the same on every machine. (This module holds no tests; it is name
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +23,10 @@ from typing import Any
 from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
+from horde_tui.store.events import EventLog
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 
 RUN_ID = "20250101-120000-beef"
@@ -57,13 +61,32 @@ class FakeSupervisor:
         self.sink: Callable[[SupervisorEvent], None] = lambda event: None
         self.stop: Any = None
         self.calls: list[tuple[str, str]] = []
+        self.events = EventLog(self.run_dir / "events.jsonl")
         self.outcome = "finished"
         self._finished = asyncio.Event()
 
     # -- scripting -----------------------------------------------------------------------
 
     def emit(self, kind: str, member: str | None = None, at: float = 0.0, **data: Any) -> None:
+        if kind != "member-status":  # the supervisor records lifecycle kinds, not status
+            fields = {"type": "lifecycle", "kind": kind, **data}
+            self.log(at, "parent", {**fields, "member": member} if member else fields)
         self.sink(SupervisorEvent(kind, member, data, T0 + at))
+
+    def log(self, at: float, actor: str, *records: dict[str, Any]) -> None:
+        """Append records to `events.jsonl` as the store does (E# ids, compact JSON, `ts`
+        and `actor` first), stamped `T0 + at` so the screen is the same on every run."""
+        stamp = _dt.datetime.fromtimestamp(T0 + at, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self.events.append([{"ts": stamp, "actor": actor, **rec} for rec in records], fsync=False)
+
+    def write(self, member: str, at: float, action: str, entry: str, text: str) -> None:
+        """One accepted `horde` write by `member`: its intent and its outcome."""
+        self.log(
+            at,
+            member,
+            {"action": action, "type": "intent", "params": {"action": action}},
+            {"action": action, "type": "outcome", "ok": True, "entry": entry, "text": text},
+        )
 
     def status(self, member: str, at: float, **event: Any) -> None:
         """A member status line, folded into the member's state as the supervisor does."""
@@ -168,6 +191,9 @@ def play_six(fake: FakeSupervisor) -> None:
             cost_usd=cost,
         )
         fake.tool(name, at + 2, tool, summary)
+    fake.write("member-1", 30, "idea", "#3", "ok #3 idea: the users query builder")
+    fake.write("member-2", 40, "claim", "#3", "ok #3 claimed")
+    fake.write("member-4", 60, "finding", "F1", "ok F1 filed under #3 · concern sql-injection")
     fake.status("member-2", 70, type="message", text="Claimed #3: the users query builder.")
     fake.members["member-3"].status = "paused"
     fake.emit("pause", at=80, targets=["member-3"])

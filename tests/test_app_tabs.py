@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import Horde
-from ledger_scene import fill_run, freeze_ledger_clock
+from ledger_scene import fake_run_with_ledgers
 from test_app_support import NOW, RUN_ID, FakeSupervisor, deterministic_app, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Markdown, TabbedContent
@@ -32,10 +32,7 @@ SIZE = (120, 36)
 @pytest.fixture
 def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSupervisor:
     """The fake run, with every ledger filled by the scene."""
-    freeze_ledger_clock(monkeypatch)
-    fake = FakeSupervisor(tmp_path)
-    fill_run(tmp_path)
-    return fake
+    return fake_run_with_ledgers(tmp_path, monkeypatch)
 
 
 def pane(app: HordeApp, tab: str) -> LedgerPane:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from horde_tui.view.events import _FAST, EventFilter, EventView, format_event
+from horde_tui.view.events import _FAST, EventFilter, EventView, event_parts, format_event
 
 TS = "2026-01-02T12:03:04.123456Z"
 
@@ -115,8 +115,8 @@ def test_filter_by_actor_by_kind_and_both(path):
     view = EventView(path)
     view.refresh()
 
-    view.filter = EventFilter.of(actors=["member-2"])
-    assert [view.line_no(r) for r in range(len(view))] == [4, 5]
+    view.filter = EventFilter.of(actors=["member-2"])  # its spawn (by the parent) too
+    assert [view.line_no(r) for r in range(len(view))] == [3, 4, 5]
     view.filter = EventFilter.of(kinds=["member-spawn"])  # a lifecycle kind
     assert [view.line_no(r) for r in range(len(view))] == [0, 3]
     view.filter = EventFilter.of(kinds=["claim"])  # a tool action
@@ -127,7 +127,7 @@ def test_filter_by_actor_by_kind_and_both(path):
     assert [view.line_no(r) for r in range(len(view))] == [2]
     view.filter = EventFilter()
     assert len(view) == 6
-    assert view.actors() == ["member-1", "member-2", "parent"]
+    assert view.actors() == ["member-1", "member-2"]
     assert view.kinds() == ["claim", "finding", "intent", "lifecycle", "member-spawn", "outcome"]
 
 
@@ -157,7 +157,7 @@ def test_follow_off_counts_new_matching_lines(path):
     assert (view.new_since_pause, view.indicator()) == (0, "")
     append(path, intent(11, "member-1"))
     view.refresh()
-    assert (view.new_since_pause, list(view.tail(2))) == (0, [4, 5])
+    assert (view.new_since_pause, list(view.tail(2))) == (0, [5, 6])
 
 
 def test_one_new_line_is_singular(path):
@@ -229,3 +229,48 @@ def test_a_filter_change_over_200k_events_is_well_under_a_second(tmp_path):
     elapsed = time.perf_counter() - started
     assert len(view) == 200_000 // 12 + 1  # n % 12 == 2 for n in 2, 14, ..., 199_994
     assert elapsed < 0.5, f"filter change took {elapsed:.3f}s"
+
+
+def test_typed_filter_words_pick_actors_and_kinds_exactly_or_by_part(path):
+    actors, kinds = ["member-1", "member-12", "parent"], ["member-exit", "claim", "finding"]
+    assert EventFilter.parse("member-1", actors, kinds) == EventFilter.of(actors=["member-1"])
+    assert EventFilter.parse("exit", actors, kinds) == EventFilter.of(kinds=["member-exit"])
+    assert EventFilter.parse("Member-12 CLAIM", actors, kinds) == EventFilter.of(
+        actors=["member-12"], kinds=["claim"]
+    )
+    assert EventFilter.parse("nothing-here", actors, kinds) == EventFilter.of(
+        kinds=["nothing-here"]
+    )
+    view = EventView(path)
+    view.refresh()
+    view.filter = EventFilter.parse("zzz", view.actors(), view.kinds())
+    assert len(view) == 0, "a word that matches nothing shows nothing, not everything"
+    view.filter = EventFilter.parse("member-2 claim", view.actors(), view.kinds())
+    assert [view.line_no(r) for r in range(len(view))] == [4, 5]
+
+
+def test_event_parts_put_a_lifecycle_event_under_its_member_and_grade_it():
+    parts = event_parts(json.loads(spawn(7, "member-3")), 6)
+    assert (parts.ident, parts.actor, parts.who, parts.label, parts.text, parts.level) == (
+        "E7",
+        "parent",
+        "member-3",
+        "member-spawn",
+        "attempt 1",
+        "info",
+    )
+    crashed = line(actor="parent", type="lifecycle", kind="member-exit", member="member-1",
+                   cause="model_error", id="E9")  # fmt: skip
+    assert event_parts(json.loads(crashed), 8).level == "error"
+    refused = line(actor="member-4", action="claim", type="outcome", ok=False, text="no", id="E3")
+    assert (event_parts(json.loads(refused), 2).who, event_parts(json.loads(refused), 2).level) == (
+        "member-4",
+        "warn",
+    )
+    broken = event_parts(None, 39, "not valid JSON")
+    assert (broken.ident, broken.label, broken.text, broken.level) == (
+        "L40",
+        "corrupt",
+        "not valid JSON",
+        "error",
+    )

@@ -1,51 +1,59 @@
-"""`EventLog`: a run's event lines, drawn with the Line API.
+"""`EventLog`: a run's `events.jsonl`, drawn with the Line API from an `EventView`.
 
-A run of twelve members writes thousands of lines, so the widget keeps a capped list of
-`EventLine`s and renders only the rows in view (`render_line`), caching each rendered
-row. It follows the tail until the user scrolls up; while not following it counts the
-lines that arrived ("N new lines") and follows again when scrolled to the bottom or
-asked to (`follow()`). A filter shows only lines whose member or kind contains a text.
+A run of twelve members writes hundreds of thousands of events, so the widget holds no
+lines of its own: the `EventView` (Textual-free, `horde_tui/view/events.py`) keeps an
+offset index of the file and the facets of each event, and the widget formats only the
+rows in view (`render_line`), caching each rendered row. The cost of a repaint follows
+the viewport, not the file.
+
+`catch_up()` takes in what was appended since the last call: a few ms for a thousand
+events, done on the UI thread. A large backlog (attaching to a long run, or a log that
+was replaced) is indexed in a thread worker instead, while the widget says it is
+reading and touches the view not at all, so the screen never freezes on a big file.
+
+It follows the tail until the user scrolls up; while not following it counts the events
+that arrived ("N new lines") and follows again when scrolled to the bottom or asked to
+(`follow()`). A filter of words picks actors and kinds (`EventFilter.parse`).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import ClassVar
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, work
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from horde_tui.view.events import EventFilter, EventView, event_parts
+
 WHO_WIDTH = 9
-KIND_WIDTH = 10
-
-
-@dataclass(frozen=True)
-class EventLine:
-    """One line of the log: when, who (empty for the run itself), what kind, the text."""
-
-    ts: float
-    who: str
-    kind: str
-    text: str
-    level: str = "info"
-    """info, good, warn or error: picks the colour of the kind."""
+KIND_WIDTH = 12
+BACKLOG_BYTES = 512 * 1024
+"""Unindexed bytes beyond which catching up moves to a thread worker."""
 
 
 def default_clock_text(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
+def epoch_of(stamp: str) -> float | None:
+    """`2026-01-02T12:03:04.123Z` (the store's UTC stamp) as seconds since the epoch."""
+    try:
+        return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 class EventLog(ScrollView, can_focus=True):
-    """A capped, filterable, tail-following log of `EventLine`s."""
+    """The events of one `EventView`, filterable, following the tail."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "event-log--time",
@@ -69,13 +77,11 @@ class EventLog(ScrollView, can_focus=True):
     """
 
     class FollowChanged(Message):
-        """Following or the count of unseen lines changed (for an indicator)."""
+        """Following, loading or the count of unseen lines changed (for an indicator)."""
 
-        def __init__(self, log: EventLog, following: bool, new_lines: int) -> None:
+        def __init__(self, log: EventLog) -> None:
             super().__init__()
             self.log = log
-            self.following = following
-            self.new_lines = new_lines
 
         @property
         def control(self) -> EventLog:
@@ -83,88 +89,122 @@ class EventLog(ScrollView, can_focus=True):
 
     def __init__(
         self,
-        cap: int = 5000,
+        view: EventView,
         clock_text: Callable[[float], str] = default_clock_text,
         *,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)
-        self.cap = cap
+        self.view = view
         self.clock_text = clock_text
         self.following = True
-        self.new_lines = 0
         self.filter_text = ""
-        self._entries: list[EventLine] = []
-        self._visible: list[EventLine] = []
+        self.loading = False
+        """A worker is indexing a backlog: the view is not read until it is done."""
+        self._count = 0
+        """Rows the widget shows: the view's length as of the last catch-up."""
         self._width = 0
+        """The widest row rendered so far: the virtual width grows as wide rows come into
+        view, so the width is known without formatting every event of a long log."""
+        self._again = False
         self._generation = 0
-        """Bumped whenever `_visible` is rebuilt, so cached rows of the old list die."""
+        """Bumped whenever the rows change meaning (filter, replaced log): cached rows die."""
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(1024)
+
+    @property
+    def new_lines(self) -> int:
+        """Matching events that arrived while not following."""
+        return self.view.new_since_pause
+
+    @property
+    def row_count(self) -> int:
+        return self._count
+
+    def row_text(self, row: int) -> str:
+        """Row `row` as plain text (`who kind text`): what tests and the clipboard read."""
+        p = event_parts(self.view.record(row), self.view.line_no(row))
+        return f"{p.who} {p.label} {p.text}"
 
     # -- content ---------------------------------------------------------------------------
 
-    @property
-    def visible_lines(self) -> list[EventLine]:
-        """The lines that pass the filter, oldest first (read-only by convention)."""
-        return self._visible
-
-    def add(self, lines: Iterable[EventLine]) -> None:
-        """Append lines; follow them if following, else count them as new."""
-        batch = list(lines)
-        if not batch:
+    def catch_up(self) -> None:
+        """Take in what was appended to the log; follow it or count it."""
+        if self.loading:
+            self._again = True
             return
-        self._entries.extend(batch)
-        shown = [line for line in batch if self._matches(line)]
-        if len(self._entries) > self.cap + self.cap // 10:
-            # Prune in chunks so the rebuild cost is paid once per cap/10 lines.
-            del self._entries[: len(self._entries) - self.cap]
-            self._rebuild()
-        else:
-            self._visible.extend(shown)
-            self._grow_width(shown)
-        self.virtual_size = Size(self._width, len(self._visible))
+        index = self.view.index
+        try:
+            backlog = index.path.stat().st_size - index.size
+        except OSError:
+            backlog = 0
+        if backlog > BACKLOG_BYTES:
+            self.loading = True
+            self._announce()
+            self._load_backlog()
+            return
+        generation = self.view.generation
+        added = self.view.refresh()
+        self._took_in(added, generation)
+
+    @work(thread=True, exclusive=True, group="event-log", exit_on_error=False)
+    def _load_backlog(self) -> None:
+        generation = self.view.generation
+        added = self.view.refresh()
+        self.app.call_from_thread(self._loaded, added, generation)
+
+    def _loaded(self, added: int, generation: int) -> None:
+        self.loading = False
+        self._took_in(added, generation)
+        self._announce()  # "reading" ends even when the file held nothing
+        if self._again:
+            self._again = False
+            if self.filter_text:
+                self.set_filter(self.filter_text)
+            self.catch_up()
+
+    def _took_in(self, added: int, generation: int) -> None:
+        replaced = self.view.generation != generation
+        if not added and not replaced:
+            return
+        if replaced:
+            self._forget_rows()
+        self._count = len(self.view)
+        self._resize()
         if self.following:
             self._tail()
-        elif shown:
-            self.new_lines += len(shown)
-            self._announce()
+        self._announce()
         self.refresh()
 
     def set_filter(self, text: str) -> None:
-        """Show only lines whose member or kind contains `text` (case-insensitive)."""
+        """Show only the events whose actor and kind the words name (see the module)."""
         self.filter_text = text.strip()
-        self._rebuild()
-        self.virtual_size = Size(self._width, len(self._visible))
+        if self.loading:
+            self._again = True  # applied once the worker is done with the view
+            return
+        view = self.view
+        view.filter = EventFilter.parse(self.filter_text, view.actors(), view.kinds())
+        self._forget_rows()
+        self._count = len(view)
+        self._resize()
         if self.following:
             self._tail()
+        self._announce()
         self.refresh()
 
     def follow(self) -> None:
         """Jump to the tail and keep following it."""
         self.following = True
-        self.new_lines = 0
+        self.view.follow = True
         self._tail()
         self._announce()
 
-    def _matches(self, line: EventLine) -> bool:
-        needle = self.filter_text.lower()
-        return not needle or needle in line.who.lower() or needle in line.kind.lower()
-
-    def _rebuild(self) -> None:
-        self._visible = [line for line in self._entries if self._matches(line)]
-        self._width = 0
-        self._grow_width(self._visible)
+    def _forget_rows(self) -> None:
         self._generation += 1
         self._cache.clear()
 
-    def _grow_width(self, lines: list[EventLine]) -> None:
-        if lines:
-            fixed = len(self.clock_text(0.0)) + WHO_WIDTH + KIND_WIDTH + 3
-            self._width = max(self._width, *(fixed + cell_len(line.text) for line in lines))
-
     def _announce(self) -> None:
-        self.post_message(self.FollowChanged(self, self.following, self.new_lines))
+        self.post_message(self.FollowChanged(self))
 
     # -- scrolling ---------------------------------------------------------------------------
 
@@ -182,10 +222,10 @@ class EventLog(ScrollView, can_focus=True):
         super().watch_scroll_y(old_value, new_value)
         at_end = round(new_value) >= self.max_scroll_y
         if at_end and not self.following:
-            self.following, self.new_lines = True, 0
+            self.following = self.view.follow = True
             self._announce()
         elif new_value < old_value and not at_end and self.following:
-            self.following = False
+            self.following = self.view.follow = False
             self._announce()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -199,27 +239,54 @@ class EventLog(ScrollView, can_focus=True):
         index = scroll_y + y
         width = self.scrollable_content_region.width
         base = self.rich_style
-        if index >= len(self._visible):
+        if index >= self._count or self.loading:
             return Strip.blank(width, base)
         key = (self._generation, index)
         strip = self._cache.get(key)
         if strip is None:
-            strip = self._render_entry(self._visible[index], base)
+            strip = self._render_row(index, base)
             self._cache[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
 
-    def _render_entry(self, line: EventLine, base: Style) -> Strip:
+    def _render_row(self, row: int, base: Style) -> Strip:
+        view = self.view
+        line = view.line_no(row)
+        p = event_parts(view.record(row), line, view.index.error(line))
         style = self.get_component_rich_style
+        ts = epoch_of(p.ts)
         text = Text(no_wrap=True, end="")
-        text.append(self.clock_text(line.ts), style("event-log--time"))
+        text.append(self.clock_text(ts) if ts is not None else "--:--:--", style("event-log--time"))
         text.append(" ")
-        text.append(f"{line.who or 'run':<{WHO_WIDTH}}", style("event-log--who"))
+        who = "run" if p.who == "parent" else p.who
+        text.append(f"{who:<{WHO_WIDTH}}", style("event-log--who"))
         text.append(" ")
-        text.append(f"{line.kind:<{KIND_WIDTH}}", style(f"event-log--{line.level}"))
+        kind = p.label.removeprefix("member-")  # the who column names the member
+        text.append(f"{kind:<{KIND_WIDTH}}", style(f"event-log--{p.level}"))
         text.append(" ")
-        text.append(" ".join(line.text.split()))
+        text.append(" ".join(p.text.split()))
         text.stylize_before(base)
+        if text.cell_len > self._width:
+            self._width = text.cell_len
+            self.call_later(self._widen)
         return Strip(text.render(self.app.console), text.cell_len)
+
+    def _widen(self) -> None:
+        self._resize()
+
+    def _resize(self) -> None:
+        """Set the scrollable size without a layout of the whole screen.
+
+        `virtual_size` is a layout reactive: assigning it lays out every widget of the
+        screen, which at a few appends a second cost more CPU than everything else the
+        app did. Only this widget's scrollbars depend on it (its own size is fixed by
+        its container), so it is set quietly and the scrollbars are updated directly
+        (Textual's `_scroll_update`, as `_size_updated` does; textual is pinned)."""
+        size = Size(self._width, self._count)
+        if size == self.virtual_size:
+            return
+        self.set_reactive(ScrollView.virtual_size, size)
+        self._scroll_update(size)
+        self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -18,6 +18,8 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+from horde_tui.view.members import FAILED_CAUSES
+
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("name", "member", 9),
     ("role", "role", 8),
@@ -33,10 +35,6 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
 widths (the tool column to whatever the others leave), so columns do not shift sideways
 as values change length ten times a second."""
 
-FAILED_CAUSES = frozenset(
-    {"model_error", "no_output", "killed", "exit_nonzero", "stalled", "silent", "budget"}
-)
-"""Exit causes shown as failures (red); any other exit is shown as done."""
 
 STATUS_CLASS = {
     "running": "running",
@@ -175,7 +173,10 @@ class MemberTable(DataTable[Text]):
                 continue
             for key, cell in cells.items():
                 if shown[key] != cell:
-                    self.update_cell(row.name, key, self._text(*cell), update_width=True)
+                    # Cells are padded to their column's width: a recount (which
+                    # re-measures the whole table) only when that width moved (`_fit`).
+                    resized = len(cell[0]) != len(shown[key][0])
+                    self.update_cell(row.name, key, self._text(*cell), update_width=resized)
                     shown[key] = cell
                     changed += 1
         self.cells_updated += changed

@@ -28,6 +28,7 @@ from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView
 from widgets.event_log import EventLog
 from widgets.ledger_table import LEDGER_KEYS, LedgerTable
+from widgets.status_line import StatusLine
 from widgets.swimlane import Swimlane
 
 RUN_DOCUMENTS = (
@@ -150,11 +151,11 @@ class EventsPane(Vertical):
         self.blink = blink
 
     def compose(self) -> ComposeResult:
-        box = Input(placeholder="filter: member name or event kind", id="event-filter")
+        box = Input(placeholder="filter: member names and event kinds", id="event-filter")
         box.cursor_blink = self.blink
         yield box
         yield self.log_widget
-        yield Static("", id="event-status", markup=False)
+        yield StatusLine(id="event-status")
 
     def on_mount(self) -> None:
         self.show_status()
@@ -162,14 +163,16 @@ class EventsPane(Vertical):
     def show_status(self) -> None:
         log = self.log_widget
         parts = []
+        if log.loading:
+            parts.append(f"reading {log.view.index.path.name}")
         if log.filter_text:
-            parts.append(f"filter: {log.filter_text} ({len(log.visible_lines)} lines)")
+            parts.append(f"filter: {log.filter_text} ({log.row_count} events)")
         if log.following:
             parts.append("following the tail")
         else:
             parts.append(f"{log.new_lines} new lines · f to follow")
-        status = self.query_one("#event-status", Static)
-        status.update(" · ".join(parts))
+        status = self.query_one("#event-status", StatusLine)
+        status.show(" · ".join(parts))
         status.set_class(not log.following and log.new_lines > 0, "-new")
 
     def on_event_log_follow_changed(self, event: EventLog.FollowChanged) -> None:

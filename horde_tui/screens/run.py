@@ -1,32 +1,31 @@
 """The run screen: the member table above, the run's tabs below.
 
-The app hands it each coalesced batch of supervisor events (`apply`); the table repaints
-from the source's `MemberState`s (diffed cell by cell), the Events tab appends the
-batch's lines. The source is a hosted supervisor or an `AttachedRun` read from another
-process's run files (`screens/source.py`); only the controls differ: an attached run's
-go through `control/` from a thread worker, and the answer comes back as a notification. Keys act on the member under the table cursor and are greyed
-out (`check_action` -> None) when they do not apply to it now.
+The app hands it each coalesced batch of supervisor events (`apply`) and each set of
+files its watcher saw change (`files_changed`); the table repaints from the source's
+`MemberState`s (diffed cell by cell), the Events tab catches up with `events.jsonl`
+(reading only the appended bytes) and the visible tab reloads if its files moved. The
+source is a hosted supervisor or an `AttachedRun` read from another process's run files
+(`screens/source.py`); only the controls differ: an attached run's go through `control/`
+from a thread worker, and the answer comes back as a notification. Keys act on the
+member under the table cursor and are greyed out (`check_action` -> None) when they do
+not apply to it now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
-from horde_tui.screens.describe import (
-    LIVE_STATUSES,
-    STOPPABLE_STATUSES,
-    event_line,
-    member_row,
-)
+from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, member_row
 from horde_tui.screens.member import MemberDetailScreen, transcript_path
 from horde_tui.screens.modals import stop_hard_screen
 from horde_tui.screens.panes import (
@@ -40,11 +39,13 @@ from horde_tui.screens.panes import (
     ThreadsPane,
 )
 from horde_tui.screens.source import AttachedRun
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
-from widgets.event_log import EventLine, EventLog
+from horde_tui.view.events import EventView
+from widgets.event_log import EventLog
 from widgets.member_table import MemberTable
+from widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from horde_tui.tui_bridge import HostedRun
@@ -107,8 +108,10 @@ class RunScreen(HordeScreen):
         self.phase = "starting"
         self.summary: RunSummary | None = None
         self._ready = False
-        self._early: list[SupervisorEvent | EventLine] = []
+        self._early: list[SupervisorEvent] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
+        self._key_inputs: tuple[object, ...] = ()
+        """What `check_action` last saw (`refresh_keys`)."""
 
     @property
     def table(self) -> MemberTable:
@@ -122,7 +125,7 @@ class RunScreen(HordeScreen):
         config = self.horde_app.config
         horde_dir = self.sup.run_dir.parent.parent
         yield Header()
-        yield Static("", id="run-status", markup=False)
+        yield StatusLine(id="run-status")
         yield MemberTable(id="members")
         ledgers = LedgerSource(horde_dir, self.sup.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
@@ -130,7 +133,8 @@ class RunScreen(HordeScreen):
                 with TabPane(tab.capitalize(), id=tab):
                     yield LedgerPane(ledgers, tab)
             with TabPane("Events", id="events"):
-                log = EventLog(clock_text=config.clock_text, id="event-log")
+                events = EventView(self.sup.run_dir / "events.jsonl")
+                log = EventLog(events, clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
             with TabPane("Threads", id="threads"):
                 yield ThreadsPane(ledgers)
@@ -147,8 +151,6 @@ class RunScreen(HordeScreen):
         config = self.horde_app.config
         if config.tick_s > 0:
             self.set_interval(config.tick_s, self.refresh_table)
-        if config.watch_files:
-            self.set_interval(1.0, self.reload_visible_tab)
 
     # -- the model -------------------------------------------------------------------------
 
@@ -156,22 +158,27 @@ class RunScreen(HordeScreen):
         self._ready = True
         early, self._early = self._early, []
         self.apply(early)
+        self.event_log.catch_up()
 
-    def apply(self, events: Iterable[SupervisorEvent | EventLine]) -> None:
-        """Fold one coalesced batch of events (an attached run adds ready-made lines)."""
+    async def files_changed(self, paths: set[Path] | None) -> None:
+        """The app's watcher saw `paths` change under `.horde/` (None: it cannot tell
+        what, so check everything). The Events tab catches up with its log; the visible
+        tab reloads if its files moved. Both cost a `stat` when nothing did."""
+        if not self._ready:
+            return
+        if paths is None or any(p.name == "events.jsonl" for p in paths):
+            self.event_log.catch_up()
+        await self.reload_visible_tab()
+
+    def apply(self, events: Iterable[SupervisorEvent]) -> None:
+        """Fold one coalesced batch of events; the Events tab catches up with the log
+        file, where the supervisor wrote its lifecycle events before emitting them."""
         batch = list(events)
         if not self._ready:
             self._early.extend(batch)
             return
-        lines = [
-            line
-            for event in batch
-            if (line := event if isinstance(event, EventLine) else event_line(event))
-        ]
-        self.event_log.add(lines)
+        self.event_log.catch_up()
         for event in batch:
-            if isinstance(event, EventLine):
-                continue
             if event.kind in ("phase-start", "phase-end") and event.data.get("phase"):
                 verb = "" if event.kind == "phase-start" else "end of "
                 self.phase = f"{verb}{event.data['phase']}"
@@ -179,7 +186,16 @@ class RunScreen(HordeScreen):
                 self.phase = f"ended: {event.data.get('outcome', '?')}"
         self.refresh_table()
         self.show_status()
-        self.refresh_bindings()
+        self.refresh_keys()
+
+    def refresh_keys(self) -> None:
+        """Re-ask `check_action` only when its inputs changed: refreshing bindings
+        rebuilds the footer, which costs more than the rest of a batch together."""
+        state = self.selected_state()
+        inputs = (self.live, self.sup.stop is None, state.status if state else None)
+        if inputs != self._key_inputs:
+            self._key_inputs = inputs
+            self.refresh_bindings()
 
     def run_ended(
         self, summary: RunSummary | None, error: str | None = None, text: str = ""
@@ -215,7 +231,7 @@ class RunScreen(HordeScreen):
         stopping = self.live and self.sup.stop is not None
         if stopping:
             parts.append(f"stopping clean ({self.sup.stop.reason})")
-        self.query_one("#run-status", Static).update(" · ".join(parts))
+        self.query_one("#run-status", StatusLine).show(" · ".join(parts))
         self.set_class(not self.live, "-ended")
         self.set_class(stopping, "-stopping")
 
@@ -375,7 +391,7 @@ class RunScreen(HordeScreen):
             self.open_member(event.row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.refresh_bindings()
+        self.refresh_keys()
 
     # -- the event log -------------------------------------------------------------------------
 

@@ -6,10 +6,13 @@ from its source and sends controls to it. Two sources exist:
 - a hosted `Supervisor` (`tui_bridge.HostedRun`): events arrive through the `TuiBridge`,
   controls are method calls in this process;
 - `AttachedRun`: a run hosted by another process (`horde-tui run --detach`, a headless
-  run in another shell). Everything is read from the run directory (`RunView` for the
-  members, `EventView` for the event log) each `poll()`, and controls go through the
-  run's `control/` folder, which blocks for up to the answer timeout, so the screen sends
-  them from a thread worker (`send`).
+  run in another shell). Members, phase and outcome are read from the run directory
+  (`RunView`, reading only appended bytes) each `poll()`, and its lifecycle events are
+  replayed as the `SupervisorEvent`s a hosted supervisor would have emitted. Controls go
+  through the run's `control/` folder, which blocks for up to the answer timeout, so the
+  screen sends them from a thread worker (`send`).
+
+Either way the Events tab reads `events.jsonl` itself (`widgets/event_log.py`).
 
 One screen, two sources: the keys, the palette and the detail screen stay identical.
 """
@@ -24,12 +27,10 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 from horde_tui.supervisor import controls
+from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import SupervisorEvent
-from horde_tui.view.events import EventView, format_event
 from horde_tui.view.members import MemberRow, epoch
 from horde_tui.view.run import RunView
-from widgets.event_log import EventLine
 
 REMOTE_ACTIONS = {
     "pause": "pause",
@@ -77,25 +78,13 @@ def member_state(row: MemberRow) -> MemberState:
     )
 
 
-def record_item(record: dict[str, Any] | None, line: int) -> SupervisorEvent | EventLine:
-    """One `events.jsonl` record for the event log.
-
-    Lifecycle records become the `SupervisorEvent`s a hosted supervisor would have
-    emitted, so phases, the run end and the log levels read the same in both modes;
-    tool traffic (intents, outcomes) becomes a plain log line.
-    """
-    if record is None:
-        return EventLine(0.0, "", "corrupt", format_event(None, line), "warn")
-    ts = epoch(record.get("ts")) or 0.0
-    if record.get("type") == "lifecycle":
-        data = {k: v for k, v in record.items() if k not in _STRUCTURE}
-        member = record.get("member")
-        return SupervisorEvent(str(record.get("kind") or "?"), member and str(member), data, ts)
-    text = format_event(record, line).split(" ", 3)
-    rest = text[3] if len(text) > 3 else ""
-    action, _, detail = rest.partition(" ")
-    level = "warn" if record.get("type") == "outcome" and not record.get("ok") else "info"
-    return EventLine(ts, str(record.get("actor") or ""), action or "event", detail, level)
+def lifecycle_event(record: dict[str, Any]) -> SupervisorEvent:
+    """A lifecycle record of `events.jsonl` as the event the hosted supervisor emitted,
+    so phases and the run's end read the same in both modes."""
+    data = {k: v for k, v in record.items() if k not in _STRUCTURE}
+    member = record.get("member")
+    kind = str(record.get("kind") or "?")
+    return SupervisorEvent(kind, member and str(member), data, epoch(record.get("ts")) or 0.0)
 
 
 class AttachedRun:
@@ -108,13 +97,10 @@ class AttachedRun:
         self.run_id = self.run_dir.name
         self.answer_timeout_s = answer_timeout_s
         self.view = RunView(self.run_dir)
-        self.events = EventView(self.run_dir / "events.jsonl")
         self.members: dict[str, MemberState] = {}
         self.stop: Any = None
         self.sink: Callable[[SupervisorEvent], None] = lambda event: None
-        self._seen = 0
         self._closed = threading.Event()
-        self._generation = self.events.generation
         self.settings = SimpleNamespace(model="")
         self.request = SimpleNamespace(demo=False)
 
@@ -126,8 +112,8 @@ class AttachedRun:
     def state(self) -> str:
         return self.view.state
 
-    def poll(self) -> list[SupervisorEvent | EventLine]:
-        """Catch up with the disk; return the event log items appended since last time."""
+    def poll(self) -> list[SupervisorEvent]:
+        """Catch up with the disk; return the lifecycle events appended since last time."""
         self.view.refresh()
         info, life = self.view.info, self.view.life
         self.settings.model = life.model or info.model
@@ -135,16 +121,7 @@ class AttachedRun:
         self.members = {row.name: member_state(row) for row in self.view.members()}
         stopping = life.stop_clean is not None and not life.outcome
         self.stop = SimpleNamespace(reason="stop-clean requested") if stopping else None
-        self.events.refresh()
-        if self.events.generation != self._generation:  # the log was replaced
-            self._generation, self._seen = self.events.generation, 0
-        count = len(self.events)
-        items = [
-            record_item(self.events.record(row), self.events.line_no(row))
-            for row in range(min(self._seen, count), count)
-        ]
-        self._seen = count
-        return items
+        return [lifecycle_event(record) for record in self.view.new_events]
 
     def ended_text(self) -> str:
         """The status line of a run that is no longer live."""
@@ -185,4 +162,3 @@ class AttachedRun:
         """Release the file descriptors the views hold; abandon pending waits."""
         self._closed.set()
         self.view.close()
-        self.events.close()

@@ -13,7 +13,6 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from horde_tui.settings import Settings
 from horde_tui.store.ledgers import answers
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
+from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
@@ -44,19 +44,6 @@ from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
 RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "stalled"})
-
-
-@dataclass
-class SupervisorEvent:
-    """What observers see: a lifecycle kind or a member status line, with its data."""
-
-    kind: str
-    member: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-    ts: float = field(default_factory=time.time)
-
-
-Sink = Callable[[SupervisorEvent], None]
 
 
 @dataclass

@@ -30,14 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
-from horde_tui.view.linefile import LineIndex, parse_record
+from horde_tui.view.linefile import BATCH, LineIndex, parse_record
+from horde_tui.view.members import FAILED_CAUSES
 
-BATCH = 8192
-"""Lines classified per `pread` while ingesting."""
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'
     rb'(?:"requestId":"(?:[^"\\]|\\.)*",)?)?"type":"([^"\\]*)"(?:,"kind":"([^"\\]*)")?'
 )
+_MEMBER = re.compile(rb'"member":"([^"\\]*)"')
+"""The member a lifecycle line is about (its `member` field comes after the data)."""
 CORRUPT = "corrupt"
 """The kind and type of a line that is not a JSON object (a filter may ask for it)."""
 _BLANK = "\x00blank"
@@ -60,6 +61,33 @@ class EventFilter:
     @classmethod
     def of(cls, actors: Iterable[str] = (), kinds: Iterable[str] = ()) -> EventFilter:
         return cls(frozenset(actors), frozenset(kinds))
+
+    @classmethod
+    def parse(cls, text: str, actors: Iterable[str], kinds: Iterable[str]) -> EventFilter:
+        """A filter typed as words (`member-2 finding`) against the names seen so far.
+
+        A word naming an actor or kind exactly picks just that one (`member-1` is not
+        `member-12`); any other word picks every actor and kind containing it (`exit`
+        picks `member-exit`). Actor words and kind words combine with "and"; a word
+        that matches nothing stays in the filter, so it shows nothing rather than all.
+        """
+        known_actors, known_kinds = list(actors), list(kinds)
+        want_actors: set[str] = set()
+        want_kinds: set[str] = set()
+        for word in text.lower().split():
+            exact_a = [a for a in known_actors if a.lower() == word]
+            exact_k = [k for k in known_kinds if k.lower() == word]
+            if exact_a or exact_k:
+                want_actors.update(exact_a)
+                want_kinds.update(exact_k)
+                continue
+            some_a = [a for a in known_actors if word in a.lower()]
+            some_k = [k for k in known_kinds if word in k.lower()]
+            want_actors.update(some_a)
+            want_kinds.update(some_k)
+            if not some_a and not some_k:
+                want_kinds.add(word)
+        return cls(frozenset(want_actors), frozenset(want_kinds))
 
 
 @dataclass
@@ -88,9 +116,22 @@ def _facets(record: dict[str, Any] | None) -> tuple[str, str, str]:
     """(actor, kind-or-action, type) of a parsed line; corrupt lines get `CORRUPT`."""
     if record is None:
         return "", CORRUPT, CORRUPT
+    return _who(record), _label(record), str(record.get("type", ""))
+
+
+def _who(record: dict[str, Any]) -> str:
+    """The actor, except that a lifecycle event about a member belongs to that member:
+    filtering on `member-3` shows its spawns, exits and resets with its own writes."""
+    if record.get("type") == "lifecycle" and record.get("member"):
+        return str(record["member"])
+    return str(record.get("actor", ""))
+
+
+def _label(record: dict[str, Any]) -> str:
+    """A lifecycle event's kind, a tool event's action, else its type."""
     typ = str(record.get("type", ""))
-    label = record.get("kind") if typ == "lifecycle" else None
-    return str(record.get("actor", "")), str(label or record.get("action") or typ), typ
+    kind = record.get("kind") if typ == "lifecycle" else None
+    return str(kind or record.get("action") or typ)
 
 
 class EventView:
@@ -181,6 +222,8 @@ class EventView:
             if m is not None:
                 actor, action, typ, kind = m.groups()
                 label = kind if typ == b"lifecycle" and kind else action or typ
+                if typ == b"lifecycle" and (about := _MEMBER.search(raw, m.end())):
+                    actor = about.group(1)
                 actors.append(codes.of_bytes(actor))
                 labels.append(codes.of_bytes(label))
                 types.append(codes.of_bytes(typ))
@@ -367,15 +410,67 @@ def _intent(record: dict[str, Any]) -> list[str]:
     return [str(record.get("action", "?")), "intent", one_line(" ".join(shown), TEXT_CHARS)]
 
 
-def format_event(record: dict[str, Any] | None, line: int, error: str = "") -> str:
-    """One event as one line: `E12 12:03:04 member-2 finding ok F3 recorded ...`,
-    `E7 12:01:00 parent member-spawn member-3 attempt 1`. A corrupt line shows its
-    file line number (`L40`) and why it could not be read."""
+@dataclass(frozen=True)
+class EventParts:
+    """One event split the way a log draws it in columns."""
+
+    ident: str
+    """`E12`, or `L40` (the file line) when the line has no id or is corrupt."""
+    ts: str
+    """The UTC timestamp as written (`2026-01-02T12:03:04.123Z`), or `""`."""
+    actor: str
+    """Who wrote it (`parent` for lifecycle events)."""
+    who: str
+    """Who it is about: the member of a lifecycle event, else the actor."""
+    label: str
+    """The lifecycle kind, tool action or type (what a kind filter matches)."""
+    words: tuple[str, ...]
+    level: str
+    """info, good, warn or error: how loudly a log paints the label."""
+
+    @property
+    def text(self) -> str:
+        return " ".join(w for w in self.words if w)
+
+
+LEVELS = {
+    "run-start": "good",
+    "run-end": "good",
+    "solved": "good",
+    "member-reset": "warn",
+    "pause": "warn",
+    "stop-clean": "warn",
+    "stop-extended": "warn",
+    "solved-unvalidated": "warn",
+    "repair-skipped": "warn",
+    "stop-hard": "error",
+}
+"""Lifecycle kinds painted other than `info`; exits take their level from the cause."""
+
+
+def _level(record: dict[str, Any]) -> str:
+    typ = record.get("type")
+    if typ == "outcome":
+        return "good" if record.get("ok") else "warn"
+    if typ == "lifecycle":
+        kind = str(record.get("kind", ""))
+        if kind == "member-exit":
+            return "error" if record.get("cause") in FAILED_CAUSES else "info"
+        return LEVELS.get(kind, "info")
+    return "info"
+
+
+def event_parts(record: dict[str, Any] | None, line: int, error: str = "") -> EventParts:
+    """`record` (line `line` of the log, parsed; None when corrupt) in columns."""
     if record is None:
-        return f"L{line + 1} !! {error or 'unreadable line'}"
+        return EventParts(
+            f"L{line + 1}", "", "", "", CORRUPT, (error or "unreadable line",), "error"
+        )
     typ = record.get("type")
     if typ == "lifecycle":
         parts = _lifecycle(record)
+        if record.get("member"):
+            del parts[1]  # the member is the `who` column
     elif typ == "outcome":
         parts = _outcome(record)
     elif typ == "intent":
@@ -383,6 +478,23 @@ def format_event(record: dict[str, Any] | None, line: int, error: str = "") -> s
     else:
         parts = [str(typ or record.get("action") or "event")]
         parts += _pairs(record, (k for k in record if k not in _STRUCTURE))
-    head = [str(record.get("id") or f"L{line + 1}"), _clock(record.get("ts"))]
-    head.append(str(record.get("actor") or "?"))
-    return " ".join(p for p in (*head, *parts) if p)
+    return EventParts(
+        ident=str(record.get("id") or f"L{line + 1}"),
+        ts=str(record.get("ts") or ""),
+        actor=str(record.get("actor") or "?"),
+        who=_who(record) or "?",
+        label=parts[0],
+        words=tuple(parts[1:]),
+        level=_level(record),
+    )
+
+
+def format_event(record: dict[str, Any] | None, line: int, error: str = "") -> str:
+    """One event as one line: `E12 12:03:04 member-2 finding ok F3 recorded ...`,
+    `E7 12:01:00 parent member-spawn member-3 attempt 1`. A corrupt line shows its
+    file line number (`L40`) and why it could not be read."""
+    if record is None:
+        return f"L{line + 1} !! {error or 'unreadable line'}"
+    p = event_parts(record, line)
+    about = [p.who] if p.who != p.actor else []
+    return " ".join(x for x in (p.ident, _clock(p.ts), p.actor, p.label, *about, *p.words) if x)

@@ -27,6 +27,9 @@ from typing import Any
 
 from horde_tui.store.jsonl import MORE
 
+BATCH = 8192
+"""Lines a reader walking many of them takes per `raw_lines` call (one `pread` each), so
+a first pass over a long file holds a few MB, never the file."""
 CHUNK = 4 << 20
 """Bytes read per `pread` while indexing: bounds memory on a first build of a big file."""
 _MORE_MARK = b'"more":true'

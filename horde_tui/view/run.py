@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.supervisor import controls
-from horde_tui.view.linefile import LineIndex, parse_record
+from horde_tui.view.linefile import BATCH, LineIndex, parse_record
 from horde_tui.view.members import MemberRow, MemberTable, epoch
 
 RUN_DOCUMENTS = (
@@ -156,12 +156,14 @@ class RunLifecycle:
         elif not added:
             return []
         events = []
-        for raw in self.index.raw_lines(start, len(self.index)):
-            if _LIFECYCLE in raw:
-                ev = parse_record(raw)[0]
-                if ev is not None and ev.get("type") == "lifecycle":
-                    self._apply(ev)
-                    events.append(ev)
+        stop = len(self.index)
+        for first in range(start, stop, BATCH):  # bounded reads: a long log is not loaded whole
+            for raw in self.index.raw_lines(first, min(stop, first + BATCH)):
+                if _LIFECYCLE in raw:
+                    ev = parse_record(raw)[0]
+                    if ev is not None and ev.get("type") == "lifecycle":
+                        self._apply(ev)
+                        events.append(ev)
         return events
 
     def _apply(self, ev: dict[str, Any]) -> None:
@@ -202,6 +204,8 @@ class RunView:
         self.table = MemberTable(self.run_dir, self._manifest)
         self.state = "not started"
         self.files: tuple[Path, ...] = ()
+        self.new_events: list[dict[str, Any]] = []
+        """The lifecycle events the last `refresh` took in, oldest first."""
         self._versions: list[tuple[str, int]] = []
 
     def refresh(self) -> set[str]:
@@ -217,7 +221,7 @@ class RunView:
                 self.info = info
                 changed.add("info")
         generation = self.life.generation
-        events = self.life.refresh()
+        events = self.new_events = self.life.refresh()
         if self.life.generation != generation:
             self.table = MemberTable(self.run_dir, self._manifest)
         if events:
