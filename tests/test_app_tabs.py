@@ -133,7 +133,7 @@ async def test_enter_opens_the_whole_entry_not_the_member(scene: FakeSupervisor)
 async def test_an_appended_record_repaints_only_its_cells(
     scene: FakeSupervisor, tmp_path: Path
 ) -> None:
-    """With file watching on, the visible tab takes in the append within its 1 s tick."""
+    """With file watching on, the app's watcher wakes the visible tab after the append."""
     config = replace(AppConfig.deterministic(NOW), watch_files=True)
     app = HordeApp(scene, config=config)
     async with app.run_test(size=SIZE) as pilot:

@@ -4,8 +4,8 @@ These read `.horde/` (widgets may not) and only what changed: the ledger and thr
 tabs share one `LedgerView` that folds the bytes appended to `ledger.jsonl`, the graph
 feeds the lines appended to `events.jsonl` to its swimlane, and a run document is
 reloaded when its size or mtime changed. The run screen asks the visible pane to check
-at most once a second (`reload_if_changed`), so a ledger rewritten twenty times a
-second costs one repaint a second; a pane that is not visible is checked when its tab
+(`reload_if_changed`) when the app's debounced watcher sees `.horde/` change, so a
+burst of writes costs one repaint; a pane that is not visible is checked when its tab
 is opened.
 """
 
