@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import Horde
-from ledger_scene import fake_run_with_ledgers
+from ledger_scene import fake_run_with_ledgers, lifecycle
 from test_app_support import NOW, RUN_ID, FakeSupervisor, deterministic_app, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Markdown, TabbedContent
@@ -203,21 +203,40 @@ async def test_an_empty_run_says_when_each_tab_fills(tmp_path: Path) -> None:
         assert graph.has_class("-empty")
 
 
-async def test_at_80_columns_the_lanes_scroll_under_fixed_labels(scene: FakeSupervisor) -> None:
+async def test_at_80_columns_the_lanes_follow_the_newest_marks_under_fixed_labels(
+    scene: FakeSupervisor, tmp_path: Path
+) -> None:
     app = deterministic_app(scene)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("9")
         lane = app.screen.query_one(Swimlane)
         await wait_for(pilot, lambda: len(lane.layout_shown.lanes) == 7)
-        before = lane.render_line(1).text
-        assert len(before) == lane.scrollable_content_region.width
-        assert lane.max_scroll_x > 0, "the lanes are wider than 80 columns"
+        await wait_for(
+            pilot, lambda: lane.max_scroll_x > 0 and lane.scroll_offset.x == lane.max_scroll_x
+        )
+        assert lane.following, "opened on the newest marks"
+        newest = lane.render_line(2).text
+        assert newest.startswith("member-2 · member") and "resolve Q2─post" in newest
         await wait_for(pilot, lambda: lane.has_focus)
-        await pilot.press("right", "right", "right")
-        await wait_for(pilot, lambda: lane.scroll_offset.x >= 3)
-        after = lane.render_line(1).text
-        assert after.startswith("member-1 · member"), "labels stay while the marks scroll"
-        assert after[23:] == before[26:] + after[-3:], "the marks moved three columns left"
+        await pilot.press("left", "left", "left")
+        await wait_for(pilot, lambda: lane.scroll_offset.x == lane.max_scroll_x - 3)
+        assert not lane.following
+        after = lane.render_line(2).text
+        assert after.startswith("member-2 · member"), "labels stay while the marks scroll"
+        assert after[26:] == newest[23:-3], "the marks moved three columns right"
+
+        horde, x, widest = Horde(tmp_path), lane.scroll_offset.x, lane.max_scroll_x
+        lifecycle(horde, "phase-end", phase="verify")  # a mark past the right edge
+        await app.screen.reload_visible_tab()  # what the watcher does on a change
+        await wait_for(pilot, lambda: lane.max_scroll_x > widest)
+        assert lane.scroll_offset.x == x, "left where the user was"
+
         await pilot.press("ctrl+pagedown", "ctrl+pagedown")
         await wait_for(pilot, lambda: lane.scroll_offset.x == lane.max_scroll_x)
-        assert "resolve Q2─post" in lane.render_line(2).text, "member-2's last marks in view"
+        assert lane.following, "back at the edge: following again"
+        widest = lane.max_scroll_x
+        lifecycle(horde, "phase-start", phase="repair")
+        await app.screen.reload_visible_tab()
+        await wait_for(pilot, lambda: lane.max_scroll_x > widest)
+        await wait_for(pilot, lambda: lane.scroll_offset.x == lane.max_scroll_x)
+        assert lane.render_line(0).text.rstrip().endswith("verify]─[repair")

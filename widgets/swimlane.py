@@ -4,8 +4,10 @@ The widget draws a `view.swimlane.SwimlaneLayout` it is handed (it reads no file
 It uses the Line API (`ScrollView.render_line`), so a repaint costs the lines in view:
 each lane's line is built once per layout and cached, and a frame crops it to the
 viewport. The lane labels stay put on the left while the marks scroll under them, so
-a lane can be followed at 80 columns. Mark colours are component classes styled with
-theme variables.
+a lane can be followed at 80 columns. Like the event log it follows the tail: while
+the view is at the right edge, new marks scroll into view; once the user scrolls left
+it stays put until they scroll back to the edge. Mark colours are component classes
+styled with theme variables.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Swimlane(ScrollView, can_focus=True):
         self.layout_shown = SwimlaneLayout((), 0, 0)
         self._lines: dict[int, tuple[Strip, Strip]] = {}
         """Lane index -> (label strip, whole marks strip), built once per layout."""
+        self.following = True
+        """Keep the newest marks in view (off while the user looks further left)."""
 
     @property
     def label_width(self) -> int:
@@ -76,6 +80,15 @@ class Swimlane(ScrollView, can_focus=True):
         self._lines.clear()
         self.virtual_size = Size(self.label_width + layout.width, len(layout.lanes))
         self.refresh()
+        if self.following:
+            self.call_after_refresh(self._to_newest)
+
+    def _to_newest(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False, immediate=True)
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        self.following = round(new_value) >= self.max_scroll_x
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
