@@ -159,6 +159,9 @@ async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         log = app.query_one(EventLog)
+        # The member rows first: their arrival shrinks the log, and a resize while
+        # following jumps back to the tail, which would race the pageup below.
+        await wait_for(pilot, lambda: app.query_one(MemberTable).row_count == 6)
         for i in range(60):
             fake.write("member-1", 10 + i, "idea", f"#{i + 1}", f"ok #{i + 1} idea {i}")
         fake.emit("phase-start", at=71, phase="discovery")  # the batch that wakes the screen
