@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from conftest import Horde
 from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
-from textual.widgets import Markdown, OptionList, Static, TabbedContent
+from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent
 
 from horde_tui.app import HordeApp, styles_dir
 from horde_tui.cli import build_parser
@@ -115,18 +116,19 @@ async def test_report_opens_when_the_run_ends_with_d_and_m_one_key_away(tmp_path
     assert app.return_value == 0
 
 
-async def test_ledger_tab_and_files_tab_show_the_markdown_files(tmp_path: Path) -> None:
+async def test_ledger_tab_and_files_tab_read_the_run_files(tmp_path: Path) -> None:
     fake = FakeSupervisor(tmp_path)
-    (tmp_path / ".horde" / "IDEAS.md").write_text("# Ideas\n\n- #1 Check users.py\n")
+    assert Horde(tmp_path)("member-1", "idea", run=fake.run_id, text="Check users.py").ok
     (fake.run_dir / "TASK.md").write_text("# Task\n\nReview the sample target.\n")
     (fake.run_dir / "PLAN.md").write_text("# Plan\n")
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
-        ideas = app.screen.query_one("#ideas Markdown", Markdown)
-        await wait_for(pilot, lambda: "Check users.py" in ideas.source)
+        ideas = app.screen.query_one("#ideas LedgerTable", DataTable)
+        await wait_for(pilot, lambda: ideas.row_count == 1)
+        assert str(ideas.get_cell("#1", "text")) == "Check users.py"
         await pilot.press("1")
-        board = app.screen.query_one("#board .markdown-pane")
+        board = app.screen.query_one("#board .ledger-pane")
         await wait_for(pilot, lambda: board.has_class("-empty"))
         await pilot.press("0")
         listing = app.screen.query_one("#file-list", OptionList)

@@ -56,7 +56,9 @@ def ids(rows: list[LedgerRow]) -> list[str]:
 
 def test_rows_newest_first_by_default_and_oldest_on_request(filled):
     view = LedgerView(filled.root, run="r1")
-    assert view.refresh() == {"ideas", "board", "findings", "facts", "claims", "resources"}
+    assert view.refresh() == {
+        "ideas", "board", "findings", "facts", "claims", "resources", "threads"
+    }  # fmt: skip
 
     assert ids(view.rows("ideas")) == ["#3", "#2", "#1"]
     assert ids(view.rows("ideas", "oldest")) == ["#1", "#2", "#3"]
@@ -88,7 +90,8 @@ def test_a_run_scope_narrows_board_and_findings_and_splits_facts(filled):
     assert len(project.rows("board")) == 2
     assert [r.group for r in project.rows("facts")] == ["", ""]
     assert project.counts() == {
-        "ideas": 3, "board": 2, "findings": 3, "facts": 2, "claims": 1, "resources": 1
+        "ideas": 3, "board": 2, "findings": 3, "facts": 2, "claims": 1, "resources": 1,
+        "threads": 0,
     }  # fmt: skip
 
 

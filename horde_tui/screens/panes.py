@@ -1,22 +1,35 @@
-"""The run screen's tab contents that read files: ledger projections, graph, run files.
+"""The run screen's tab contents that read files: ledgers, threads, graph, run files.
 
-These read `.horde/*.md` and `runs/<id>/*.md` (widgets may not), and reload a file only
-when its size or mtime changed. The run screen asks the visible pane to check at most
-once a second, so a ledger rewritten twenty times a second costs one re-render a second;
-a pane that is not visible is checked when its tab is opened.
+These read `.horde/` (widgets may not) and only what changed: the ledger and thread
+tabs share one `LedgerView` that folds the bytes appended to `ledger.jsonl`, the graph
+feeds the lines appended to `events.jsonl` to its swimlane, and a run document is
+reloaded when its size or mtime changed. The run screen asks the visible pane to check
+(`reload_if_changed`) when the app's debounced watcher sees `.horde/` change, so a
+burst of writes costs one repaint; a pane that is not visible is checked when its tab
+is opened.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import ClassVar
 
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Input, Markdown, OptionList, Static
+from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
+from horde_tui.screens.entry import EntryScreen
+from horde_tui.supervisor.graph import MAX_NODES
+from horde_tui.view.ledgers import LedgerView
+from horde_tui.view.rows import LedgerRow
+from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView
 from widgets.event_log import EventLog
+from widgets.ledger_table import LEDGER_KEYS, LedgerTable
 from widgets.status_line import StatusLine
+from widgets.swimlane import Swimlane
 
 RUN_DOCUMENTS = (
     "REPORT.md",
@@ -184,3 +197,210 @@ class EventsPane(Vertical):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.close_filter(clear=False)
+
+
+EMPTY_LEDGER = {
+    "board": "No posts yet: members post one-line progress notes (`horde post`) as they work.",
+    "ideas": "No ideas yet: members add them in discovery (`horde idea`) and claim one "
+    "before auditing it.",
+    "findings": "No findings in this run yet: a member files one (`horde finding`) once it "
+    "has evidence; reviews and clusters follow.",
+    "facts": "No facts yet: members record what they established (`horde fact`).",
+    "claims": "No claims yet: members assert them (`horde assert`); others confirm or contest.",
+    "resources": "No resources yet: a member registers a shared setup (`horde resource`) "
+    "when it builds one.",
+    "threads": "No threads yet: members open one with `horde message` (question, blocker, "
+    "review-request, handoff, decision); a refuting review opens a challenge.",
+}
+"""What an empty tab says: who fills the ledger, and when."""
+
+
+class LedgerSource:
+    """The ledgers every tab shows, folded once (`LedgerView` over `ledger.jsonl`).
+
+    Folding and row building run in a thread so a big first read never stalls the
+    screen; the lock keeps two of them (the interval and a tab switch) from folding at
+    once, and keeps `rows`/`detail` from reading a fold in progress.
+    """
+
+    def __init__(self, horde_dir: Path, run: str | None) -> None:
+        self.view = LedgerView(horde_dir, run)
+        self._lock = asyncio.Lock()
+
+    async def rows(self, kind: str, view: str, refresh: bool = True) -> list[LedgerRow]:
+        """`kind`'s rows in `view`, after taking in what was appended (if `refresh`)."""
+
+        def read() -> list[LedgerRow]:
+            if refresh:
+                self.view.refresh()
+            return self.view.rows(kind, view)
+
+        async with self._lock:
+            return await asyncio.to_thread(read)
+
+    async def detail(self, kind: str, key: str) -> str:
+        async with self._lock:
+            return await asyncio.to_thread(self.view.detail, kind, key)
+
+
+class LedgerPane(Vertical):
+    """One ledger as a table, in one of the reference's views; Enter opens an entry."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "v",
+            "cycle_view",
+            "View",
+            id="ledger-view",
+            tooltip="next view: newest, oldest, by owner (and clusters for findings)",
+            group=LEDGER_KEYS,
+        ),
+    ]
+
+    def __init__(self, source: LedgerSource, kind: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="ledger-pane")
+        self.source = source
+        self.kind = kind
+        self.view_name = "newest"
+        self._rows: list[LedgerRow] | None = None
+        """The rows on screen (LedgerView hands out the same list until they change)."""
+
+    @property
+    def table(self) -> LedgerTable:
+        return self.query_one(LedgerTable)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="ledger-status", markup=False)
+        with Horizontal(classes="ledger-body"):
+            yield LedgerTable(self.source.view.columns(self.kind))
+            yield from self.compose_side()
+        yield Static(EMPTY_LEDGER[self.kind], classes="empty-state", markup=False)
+
+    def focus_content(self) -> None:
+        self.table.focus()
+
+    def compose_side(self) -> ComposeResult:
+        """Widgets beside the table (none for a ledger)."""
+        yield from ()
+
+    async def reload_if_changed(self) -> bool:
+        """Take in appended records; repaint the rows that changed; return whether any did."""
+        return await self._show(await self.source.rows(self.kind, self.view_name))
+
+    async def _show(self, rows: list[LedgerRow]) -> bool:
+        if rows is self._rows:
+            return False
+        self._rows = rows
+        self.table.show(rows, self.view_name)
+        self.set_class(not rows, "-empty")
+        entries = "entry" if len(rows) == 1 else "entries"
+        self.query_one(".ledger-status", Static).update(
+            f"{len(rows)} {entries} · view: {self.view_name} (v: next) · enter: open · "
+            "escape: members"
+        )
+        self.refresh_bindings()
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cycle_view":
+            return True if self._rows else None
+        return True
+
+    async def action_cycle_view(self) -> None:
+        views = self.source.view.views(self.kind)
+        self.view_name = views[(views.index(self.view_name) + 1) % len(views)]
+        await self._show(await self.source.rows(self.kind, self.view_name, refresh=False))
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()  # the run screen opens a member on its own table's Enter
+        key = self.table.selected_key
+        if key is None:
+            return
+        text = await self.source.detail(self.kind, key)
+        if text:
+            self.app.push_screen(EntryScreen(f"{self.kind}: {key}", text))
+
+
+class ThreadsPane(LedgerPane):
+    """Threads (Q#) with the highlighted one's messages, review scope and acceptance."""
+
+    def __init__(self, source: LedgerSource, *, id: str | None = None) -> None:
+        super().__init__(source, "threads", id=id)
+        self._page_key: str | None = None
+
+    def compose_side(self) -> ComposeResult:
+        with VerticalScroll(id="thread-page"):
+            yield Markdown(open_links=False)
+
+    async def _show(self, rows: list[LedgerRow]) -> bool:
+        changed = await super()._show(rows)
+        if changed:
+            self._page_key = None  # the thread on the page may have moved on
+            await self._show_page()
+        return changed
+
+    async def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        await self._show_page()
+
+    async def _show_page(self) -> None:
+        key = self.table.selected_key
+        if key == self._page_key:
+            return
+        self._page_key = key
+        text = await self.source.detail("threads", key) if key else ""
+        await self.query_one("#thread-page Markdown", Markdown).update(text)
+
+
+SWIMLANE_LEGEND = "[phase] · #idea · F finding · V✓F review (~partial ✗refutes) · ✗refused · ←→"
+"""Fits 80 columns: what each kind of mark means, and that the lanes scroll sideways."""
+
+
+class GraphPane(Vertical):
+    """The run's swimlane, fed from `events.jsonl` as it grows (a live run's too)."""
+
+    def __init__(
+        self, run_dir: Path, members: list[tuple[str, str]], *, id: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes="graph-pane -empty")
+        self.view = SwimlaneView(run_dir, members)
+        self._lock = asyncio.Lock()
+        """One refresh at a time: the index and the builder are not thread-safe."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(SWIMLANE_LEGEND, classes="ledger-status", markup=False)
+        yield Swimlane()
+        yield Static(
+            "No events yet: each member's lane fills as it acts (ideas, findings, reviews), "
+            "with the run's phases in the parent's lane.",
+            classes="empty-state",
+            markup=False,
+        )
+
+    async def reload_if_changed(self) -> bool:
+        def read() -> SwimlaneLayout | None:
+            return self.view.layout() if self.view.refresh() else None
+
+        async with self._lock:
+            layout = await asyncio.to_thread(read)
+        if layout is None:
+            return False
+        self.query_one(Swimlane).show(layout)
+        self.set_class(not any(lane.marks for lane in layout.lanes), "-empty")
+        if layout.dropped:
+            self.query_one(".ledger-status", Static).update(
+                f"cut at {MAX_NODES} marks: {layout.dropped} later events are only in "
+                "events.jsonl (the Events tab)"
+            )
+        return True
+
+    def focus_content(self) -> None:
+        self.query_one(Swimlane).focus()
+
+    def on_unmount(self) -> None:
+        self.view.close()
+
+
+FOCUSABLE_TABS = (LedgerPane, GraphPane)
+"""Tab contents that take the focus when their tab is opened by its key."""
+RELOADABLE = (LedgerPane, GraphPane, FilesPane, MarkdownFilePane)
+"""Tab contents the run screen asks to `reload_if_changed` while they are visible."""

@@ -28,9 +28,17 @@ from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, member_row
 from horde_tui.screens.member import MemberDetailScreen, reset_applies
 from horde_tui.screens.modals import reset_screen, stop_hard_screen
-from horde_tui.screens.panes import EventsPane, FilesPane, MarkdownFilePane
+from horde_tui.screens.panes import (
+    FOCUSABLE_TABS,
+    RELOADABLE,
+    EventsPane,
+    FilesPane,
+    GraphPane,
+    LedgerPane,
+    LedgerSource,
+    ThreadsPane,
+)
 from horde_tui.screens.source import AttachedRun
-from horde_tui.store.paths import LEDGER_FILES
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
@@ -51,11 +59,11 @@ TAB_KEYS = {
     "5": "claims",
     "6": "resources",
     "7": "events",
+    "8": "threads",
     "9": "graph",
     "0": "files",
 }
-"""Digit -> tab. `8` is kept for the Threads tab of the collaboration layer and unbound
-until that tab exists, so the other digits never move."""
+"""Digit -> tab, in the order the tabs are shown."""
 
 TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "reset", "stop_hard", "member_detail", "transcript"})
@@ -120,25 +128,20 @@ class RunScreen(HordeScreen):
         yield Header()
         yield StatusLine(id="run-status")
         yield MemberTable(id="members")
+        ledgers = LedgerSource(horde_dir, self.sup.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
-                name = LEDGER_FILES[tab]
                 with TabPane(tab.capitalize(), id=tab):
-                    yield MarkdownFilePane(
-                        horde_dir / name,
-                        f"Nothing in .horde/{name} yet: members fill it with the horde "
-                        "tool, and it shows here as soon as it exists.",
-                    )
+                    yield LedgerPane(ledgers, tab)
             with TabPane("Events", id="events"):
                 events = EventView(self.sup.run_dir / "events.jsonl")
                 log = EventLog(events, clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
+            with TabPane("Threads", id="threads"):
+                yield ThreadsPane(ledgers)
             with TabPane("Graph", id="graph"):
-                yield MarkdownFilePane(
-                    self.sup.run_dir / "GRAPH.md",
-                    "GRAPH.md (the run as a Mermaid swimlane, one lane per member) is "
-                    "written when the run finalizes.",
-                )
+                lanes = [(state.name, state.role) for state in self.sup.members.values()]
+                yield GraphPane(self.sup.run_dir, lanes)
             with TabPane("Files", id="files"):
                 yield FilesPane(self.sup.run_dir)
         yield Footer(compact=True, show_command_palette=False)
@@ -240,15 +243,23 @@ class RunScreen(HordeScreen):
         pane = tabs.get_pane(tabs.active) if tabs.active else None
         if pane is None:
             return
-        for child in pane.query("MarkdownFilePane, FilesPane"):
-            if isinstance(child, FilesPane | MarkdownFilePane) and child.parent is pane:
+        for child in pane.children:
+            if isinstance(child, RELOADABLE):
                 await child.reload_if_changed()
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         await self.reload_visible_tab()
 
     def action_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        """Show the tab; a ledger, Threads or Graph tab also takes the focus, so the
+        arrows, `v` and Enter act on what is in view (escape goes back to the members)."""
+        tabs = self.query_one(TabbedContent)
+        tabs.active = tab
+        pane = tabs.get_pane(tab)
+        for child in pane.children if pane is not None else ():
+            if isinstance(child, FOCUSABLE_TABS):
+                # The pane becomes visible on the next refresh; focus it then.
+                self.call_after_refresh(child.focus_content)
 
     # -- member actions (keys, the palette and the detail screen share these) --------------
 

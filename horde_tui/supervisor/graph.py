@@ -10,14 +10,16 @@ event ids only, so the same events always give the same graph, and the node coun
 capped so a long run still renders.
 
 `build_graph` returns the model; `render_graph` draws it as Mermaid, and
-`swimlane_rows` hands the same lanes to a terminal view.
+`swimlane_rows` hands the same lanes to a terminal view. `GraphBuilder` is the same walk
+fed in pieces: a live view feeds it only the events appended since its last look and
+takes a finished copy (`graph_so_far()`) whenever it repaints.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -126,17 +128,30 @@ def _ref(raw: Any, prefix: str) -> str | None:
     return entity_node(normalize_id(str(raw), prefix))
 
 
-class _Builder:
-    """Walks the events once, keeping lanes, nodes and edges in first-seen order."""
+class GraphBuilder:
+    """Walks the events once, keeping lanes, nodes and edges in first-seen order.
 
-    def __init__(self, summary: RunSummary, cap: int) -> None:
+    `members` are (name, role) pairs whose lanes come first, in that order, even before
+    they act; other actors get a lane when their first event arrives.
+    """
+
+    def __init__(self, members: Iterable[tuple[str, str]], cap: int = MAX_NODES) -> None:
         self.graph = RunGraph([PARENT], {PARENT: PARENT})
-        for m in summary.members:
-            self._lane(m.name, f"{m.name} · {m.role}" if m.role else m.name)
+        for name, role in members:
+            self._lane(name, f"{name} · {role}" if role else name)
         self.cap = cap
         self.node_ids: set[str] = set()
         self.pending: dict[str, dict[str, Any]] = {}
         self.answers = 0
+        self.fed = 0
+        """Events fed so far: the position of the next one (ids of events without one)."""
+
+    def feed(self, events: Iterable[dict[str, Any]]) -> None:
+        """Walk more events, continuing where the last call stopped."""
+        for ev in events:
+            if isinstance(ev, dict):
+                self.event({**ev, "_pos": self.fed})
+            self.fed += 1
 
     def _lane(self, name: str, label: str | None = None) -> str:
         if name not in self.graph.lane_labels:
@@ -192,7 +207,7 @@ class _Builder:
             return
         entry = ev.get("entry")
         created = entity_node(entry) if action in CREATES else None
-        if created and ev.get("outcome") in ("created", "superseded", None):
+        if created and ev.get("outcome") in ("created", "superseded", "reviewed", None):
             self._created(ev, actor, params, created)
         elif action == "solved":
             self.answers += 1
@@ -239,17 +254,27 @@ class _Builder:
         for target in dict.fromkeys(t for t in targets if t):
             self.edge(node, target)
 
-    def finish(self) -> RunGraph:
-        """Draw entries of earlier runs that edges point at, then drop dangling edges."""
-        for e in list(self.graph.edges):
+    def graph_so_far(self) -> RunGraph:
+        """The graph of the events fed so far, finished: entries of earlier runs that
+        edges point at are drawn, dangling edges dropped. The builder itself is left as
+        it was, so feeding can go on."""
+        graph = replace(
+            self.graph,
+            lanes=list(self.graph.lanes),
+            lane_labels=dict(self.graph.lane_labels),
+            nodes=list(self.graph.nodes),
+        )
+        ids = set(self.node_ids)
+        for e in self.graph.edges:
             for end in (e.src, e.dst):
-                room = len(self.graph.nodes) < self.cap
-                if room and end not in self.node_ids and _is_entity(end):
-                    self.add(Node(end, None, f"{_entity_label(end)} (earlier run)", "ghost"))
-        self.graph.edges = [
-            e for e in self.graph.edges if e.src in self.node_ids and e.dst in self.node_ids
-        ]
-        return self.graph
+                room = len(graph.nodes) < self.cap
+                if room and end not in ids and _is_entity(end):
+                    ids.add(end)
+                    graph.nodes.append(
+                        Node(end, None, f"{_entity_label(end)} (earlier run)", "ghost")
+                    )
+        graph.edges = [e for e in self.graph.edges if e.src in ids and e.dst in ids]
+        return graph
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -286,11 +311,9 @@ def build_graph(
     events: Iterable[dict[str, Any]], summary: RunSummary, cap: int = MAX_NODES
 ) -> RunGraph:
     """The run's lanes, nodes and edges, in event order, at most `cap` nodes."""
-    builder = _Builder(summary, cap)
-    for pos, ev in enumerate(events):
-        if isinstance(ev, dict):
-            builder.event({**ev, "_pos": pos})
-    return builder.finish()
+    builder = GraphBuilder(((m.name, m.role) for m in summary.members), cap)
+    builder.feed(events)
+    return builder.graph_so_far()
 
 
 def swimlane_rows(events: Iterable[dict[str, Any]], summary: RunSummary) -> list[SwimLane]:

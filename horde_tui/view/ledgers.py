@@ -5,6 +5,13 @@ only the appended bytes and says which ledgers changed); rows of a ledger are re
 only when it changed, and each row carries a version that moves only when its content
 did (`rows.Versions`), so the app updates just the cells that differ.
 
+Threads (Q#, the collaboration inspector's list) are rows too, though they have no
+markdown ledger: the fold reports no kind for collaboration records, so a change to
+threads is seen from their entity versions (`LedgerState.stamp` draws them from one
+counter, so the highest moves whenever any thread changes).
+`detail` gives one entry's full text: its ledger entry as Markdown and, for findings and
+threads, the collaboration around it (evidence, reviews with their scope, acceptance).
+
 Views (the reference's `?view=clusters`, `?owner=`, `?order=oldest`): `newest` (the
 default), `oldest`, `owner` (grouped by member) and, for findings, `clusters` (grouped
 like the report, `supervisor.clusters.build_clusters`). Scoped to a run, board and
@@ -20,13 +27,14 @@ from pathlib import Path
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
 from horde_tui.store.ledgers.findings import classify, label
-from horde_tui.store.model import Claim, Fact, Finding, Idea, Post, Resource
-from horde_tui.store.state import LedgerState
+from horde_tui.store.model import Claim, Fact, Finding, Idea, Post, Resource, Thread
+from horde_tui.store.state import ENTRIES, LedgerState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.view.rows import LedgerRow, Versions
+from horde_tui.view.threads import finding_page, thread_detail
 
-KINDS = ("ideas", "board", "findings", "facts", "claims", "resources")
+KINDS = ("ideas", "board", "findings", "facts", "claims", "resources", "threads")
 VIEWS = ("newest", "oldest", "owner", "clusters")
 COLUMNS: dict[str, tuple[str, ...]] = {
     "ideas": ("by", "run", "also raised by", "result"),
@@ -35,8 +43,13 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "facts": ("run", "extends", "confirmed by"),
     "claims": ("run", "confirmed by", "contested by", "supersession"),
     "resources": ("path", "cleanup", "reused by"),
+    "threads": ("message", "replies"),
 }
 """Names of each ledger's `LedgerRow.extra` cells (after id, status, owner, text)."""
+BASE_COLUMNS = {"threads": ("id", "state", "from", "thread")}
+"""Names of the first four cells where `id, status, owner, text` would mislead: a
+thread's text cell says what it is (`challenge -> member-2 about F3 r1`), so a narrow
+table shows that first and the message after it."""
 TEXT_CHARS = 160
 UNOWNED = "(unclaimed)"
 
@@ -83,6 +96,14 @@ def _resource(st: LedgerState, r: Resource, run: str | None) -> LedgerRow:
     return LedgerRow(r.id, r.id, status, r.by, text, (r.path, r.cleanup, _names(r.reusers)))
 
 
+def _thread(st: LedgerState, t: Thread, run: str | None) -> LedgerRow:
+    about = f" about {t.target}" if t.target else ""
+    about += f" r{t.target_revision}" if t.target and t.target_revision else ""
+    replies = str(len(t.notes)) if t.notes else ""
+    what = f"{t.kind} -> {t.to}{about}"
+    return LedgerRow(t.id, t.id, t.state, t.by, what, (_first(t.text), replies))
+
+
 def _first(text: str) -> str:
     lines = text.strip().splitlines()
     return one_line(lines[0], TEXT_CHARS) if lines else ""
@@ -100,6 +121,7 @@ class LedgerView:
         self._cache: dict[tuple[str, str, str | None], list[LedgerRow]] = {}
         self._versions: dict[str, Versions] = {k: Versions() for k in KINDS}
         self._primed = False
+        self._threads_stamp = (0, 0)
 
     @property
     def state(self) -> LedgerState:
@@ -107,7 +129,13 @@ class LedgerView:
 
     def refresh(self) -> set[str]:
         """Fold what was appended to `ledger.jsonl`; return the ledgers that changed."""
+        seq = self.state.seq
         changed = self.store.refresh() & set(KINDS)
+        if self.state.seq != seq:
+            stamp = _threads_stamp(self.state)
+            if stamp != self._threads_stamp:
+                self._threads_stamp = stamp
+                changed.add("threads")
         if not self._primed:
             self._primed, changed = True, set(KINDS)
         for kind in changed:
@@ -120,7 +148,7 @@ class LedgerView:
 
     def columns(self, kind: str) -> tuple[str, ...]:
         """Column names of `kind`'s rows: id, status, owner, text, then its extras."""
-        return ("id", "status", "owner", "text", *COLUMNS[kind])
+        return (*BASE_COLUMNS.get(kind, ("id", "status", "owner", "text")), *COLUMNS[kind])
 
     def views(self, kind: str) -> tuple[str, ...]:
         return VIEWS if kind == "findings" else VIEWS[:3]
@@ -182,7 +210,26 @@ class LedgerView:
             return sorted(rows, key=lambda r: r.group == "carried") if run else rows
         if kind == "claims":
             return [_claim(st, c, run) for c in st.claims.values()]
+        if kind == "threads":
+            return [_thread(st, t, run) for t in st.threads.values()]
         return [_resource(st, r, run) for r in st.resources.values()]
+
+    def detail(self, kind: str, key: str) -> str:
+        """One entry in full, as Markdown ("" when it does not exist (any more))."""
+        if kind == "threads":
+            thread = self.state.threads.get(key)
+            return thread_detail(self.state, thread) if thread else ""
+        source = ENTRIES[kind]
+        table = getattr(self.state, source.table)
+        entity = (
+            next((p for p in table if p.id == key), None) if kind == "board" else table.get(key)
+        )
+        if entity is None:
+            return ""
+        text = source.render(self.state, entity)
+        if kind == "findings":
+            text += "\n" + finding_page(self.state, key)
+        return text
 
     def clusters(self) -> list[Cluster]:
         """Ranked clusters of this scope's current (not superseded) findings."""
@@ -210,6 +257,10 @@ class LedgerView:
         placed = {r.key for r in out}
         out += [_with(r, group="superseded") for r in base if r.key not in placed]
         return out
+
+
+def _threads_stamp(state: LedgerState) -> tuple[int, int]:
+    return len(state.threads), max((t.version for t in state.threads.values()), default=0)
 
 
 def _with(row: LedgerRow, **changes: object) -> LedgerRow:

@@ -1,0 +1,209 @@
+"""`LedgerTable`: ledger rows (`view.rows.LedgerRow`) in a DataTable, repainted by diff.
+
+The table renders the rows it is handed and nothing else (no files). `show(rows, view)`
+removes rows that left, adds rows that came, rewrites only the cells whose text differs
+(skipping rows whose version did not move), and when the order changed (newest first
+puts a new entry on top; another view regroups) re-sorts the rows it has instead of
+rebuilding them. Grouped views (`owner`, `clusters`, carried facts) get a heading row
+before each group; heading rows are not entries and open nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable
+
+from horde_tui.view.rows import LedgerRow
+from widgets.member_table import clip
+
+HEADING = "\x00group:"
+"""Row-key prefix of a group heading (no ledger id starts with a NUL)."""
+TEXT_CHARS = 64
+"""The text column is cut here: Enter shows the whole entry."""
+EXTRA_CHARS = 32
+STATUS_CLASS = {
+    # findings
+    "full": "good",
+    "limited": "note",
+    "disputed": "bad",
+    "unreviewed": "quiet",
+    "superseded": "quiet",
+    # ideas and claims
+    "open": "active",
+    "claimed": "note",
+    "done": "good",
+    "ruled-out": "quiet",
+    "confirmed": "good",
+    "contested": "bad",
+    "retracted": "quiet",
+    # threads
+    "acked": "active",
+    "responded": "active",
+    "deferred": "note",
+    "resolved": "good",
+}
+"""Status -> how it is painted; statuses not listed (carried, reused x2) stay plain."""
+
+LEDGER_KEYS = Binding.Group("open/view")
+"""The group the ledger and thread tabs' keys are listed under (footer and F1 help)."""
+
+Cells = tuple[tuple[str, str], ...]
+"""(text, component class) per column."""
+
+
+def heading_key(group: str) -> str:
+    return HEADING + group
+
+
+class LedgerTable(DataTable[Text]):
+    """One ledger's rows; the cursor row is the entry Enter opens."""
+
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {
+        "ledger-table--heading",
+        "ledger-table--good",
+        "ledger-table--note",
+        "ledger-table--bad",
+        "ledger-table--quiet",
+        "ledger-table--active",
+    }
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "select_cursor",
+            "Open",
+            id="ledger-open",
+            tooltip="the whole entry under the cursor",
+            group=LEDGER_KEYS,
+        ),
+    ]
+
+    DEFAULT_CSS = """
+    LedgerTable {
+        height: 1fr;
+        & > .ledger-table--heading { color: $primary; text-style: bold; }
+        & > .ledger-table--good { color: $success; }
+        & > .ledger-table--note { color: $warning; }
+        & > .ledger-table--bad { color: $error; text-style: bold; }
+        & > .ledger-table--quiet { color: $text-muted; }
+        & > .ledger-table--active { color: $primary; }
+    }
+    """
+
+    def __init__(
+        self, columns: Sequence[str], *, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", cell_padding=1)
+        self.column_names = tuple(columns)
+        self._shown: dict[str, Cells] = {}
+        self._stamps: dict[str, tuple[str, int]] = {}
+        """Row key -> (view, version) of what is on screen: an unmoved version is skipped."""
+        self._order: list[str] = []
+        self.cells_updated = 0
+        """Cells written since mount (tests check that a repaint is a diff)."""
+
+    def on_mount(self) -> None:
+        for name in self.column_names:
+            self.add_column(name, key=name)
+        self.watch(self.app, "theme", self._on_theme_change, init=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "select_cursor":  # a heading row (or no row) has nothing to open
+            return True if self.selected_key else None
+        return True
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()  # Open greys out on a heading row
+
+    @property
+    def selected_key(self) -> str | None:
+        """The entry under the cursor (None on a heading or an empty table)."""
+        if not self.row_count:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        key = row_key.value
+        return None if key is None or key.startswith(HEADING) else key
+
+    def show(self, rows: Sequence[LedgerRow], view: str = "") -> int:
+        """Bring the table up to `rows` (as `view` orders them); return cells written."""
+        selected = self.selected_key
+        wanted = self._with_headings(rows)
+        changed = 0
+        for key in [k for k in self._shown if k not in wanted]:
+            self.remove_row(key)
+            del self._shown[key]
+            self._stamps.pop(key, None)
+        for key, (cells, stamp) in wanted.items():
+            shown = self._shown.get(key)
+            if shown is None:
+                self.add_row(*(self._text(*cell) for cell in cells), key=key)
+                changed += len(cells)
+            elif stamp is None or self._stamps.get(key) != stamp:
+                for name, old, new in zip(self.column_names, shown, cells, strict=True):
+                    if old != new:
+                        self.update_cell(key, name, self._text(*new), update_width=True)
+                        changed += 1
+            self._shown[key] = cells
+            if stamp is not None:
+                self._stamps[key] = stamp
+        order = list(wanted)
+        if order != self._order:
+            self._reorder(order)
+        if selected in wanted:
+            self.move_cursor(row=order.index(selected), animate=False)
+        self.cells_updated += changed
+        return changed
+
+    def _with_headings(
+        self, rows: Sequence[LedgerRow]
+    ) -> dict[str, tuple[Cells, tuple[str, int] | None]]:
+        """Row key -> (cells, stamp) in display order, a heading before each group."""
+        out: dict[str, tuple[Cells, tuple[str, int] | None]] = {}
+        group: str | None = None
+        blank = ("", "")
+        width = len(self.column_names)
+        for row in rows:
+            if row.group and row.group != group:
+                heading = [blank] * width
+                # In the text column: in the id column it would widen that column.
+                heading[min(3, width - 1)] = (row.group, "ledger-table--heading")
+                out[heading_key(row.group)] = (tuple(heading), None)
+            group = row.group
+            out[row.key] = (self._cells(row), (group or "", row.version))
+        return out
+
+    def _cells(self, row: LedgerRow) -> Cells:
+        status = STATUS_CLASS.get(row.status)
+        cells: list[tuple[str, str]] = [
+            (row.id, ""),
+            (row.status, f"ledger-table--{status}" if status else ""),
+            (row.owner, ""),
+            (clip(row.text, TEXT_CHARS), ""),
+        ]
+        cells += [(clip(value, EXTRA_CHARS), "") for value in row.extra]
+        return tuple(cells)
+
+    def _text(self, plain: str, component: str) -> Text:
+        style = self.get_component_rich_style(component, partial=True) if component else ""
+        return Text(plain, style=style, no_wrap=True, overflow="ellipsis")
+
+    def _reorder(self, order: list[str]) -> None:
+        """Put the rows in `order` by sorting the ones on screen; no cell is rebuilt.
+
+        `DataTable.sort` hands the key function a row's cells, not its key; the first
+        cell of each row is a distinct object, so its identity finds the row's place.
+        """
+        first = self.column_names[0]
+        place = {id(self.get_cell(key, first)): i for i, key in enumerate(order)}
+        self.sort(key=lambda cells: place[id(cells[0])])
+        self._order = order
+
+    def _on_theme_change(self) -> None:
+        """A theme change restyles the colours baked into cells: rewrite them all."""
+        for key, cells in self._shown.items():
+            for name, cell in zip(self.column_names, cells, strict=True):
+                self.update_cell(key, name, self._text(*cell))
