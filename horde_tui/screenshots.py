@@ -1,9 +1,11 @@
 """`python -m horde_tui.screenshots`: refresh `screenshots/` from the snapshot tests.
 
-The README's screenshots are the snapshot tests' own scenes (`tests/test_app_snapshots.py`:
+The README's screenshots are the snapshot tests' own scenes (`tests/test_app_snapshots*.py`:
 the scripted run, frozen clock, no animation), so a screenshot can never show a screen
-the tests do not check. This runs those tests at 120x36 (they must pass: an outdated
-snapshot is reported, not copied) and copies each SVG to `screenshots/<scene>.svg`.
+the tests do not check. This runs those tests (they must pass: an outdated snapshot is
+reported, not copied) and copies each 120x36 SVG to `screenshots/<scene>.svg`: a scene
+tested at several sizes is taken at `[120x36]`, one tested at one size (always 120x36
+in these modules) as it is.
 
 It needs a source checkout (the tests are not installed with the package).
 """
@@ -18,38 +20,46 @@ from pathlib import Path
 
 SIZE = "120x36"
 ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOT_TESTS = ROOT / "tests" / "test_app_snapshots.py"
-SNAPSHOTS = ROOT / "tests" / "snapshots" / "test_app_snapshots"
+MODULES = ("test_app_snapshots", "test_app_snapshots_tabs")
+SNAPSHOT_TESTS = [ROOT / "tests" / f"{module}.py" for module in MODULES]
+SNAPSHOTS = [ROOT / "tests" / "snapshots" / module for module in MODULES]
 OUT = ROOT / "screenshots"
 
 
 def scene_name(svg: Path) -> str | None:
-    """`test_live_run_with_six_members[120x36].svg` -> `live-run-with-six-members`."""
-    match = re.fullmatch(rf"test_(.+)\[{SIZE}\]\.svg", svg.name)
+    """`test_live_run_with_six_members[120x36].svg` -> `live-run-with-six-members`;
+    `test_board_tab.svg` -> `board-tab`; another size -> None."""
+    match = re.fullmatch(rf"test_([^\[\]]+)(\[{SIZE}\])?\.svg", svg.name)
     return match.group(1).replace("_", "-") if match else None
 
 
+def snapshot_svgs() -> list[Path]:
+    """Every snapshot SVG of the app's snapshot modules."""
+    return sorted(svg for folder in SNAPSHOTS for svg in folder.glob("*.svg"))
+
+
 def main(argv: list[str] | None = None) -> int:
-    if not SNAPSHOT_TESTS.is_file():
+    missing = [str(path) for path in SNAPSHOT_TESTS if not path.is_file()]
+    if missing:
         print(
-            f"screenshots: {SNAPSHOT_TESTS} not found; run this from a source checkout",
+            f"screenshots: {', '.join(missing)} not found; run this from a source checkout",
             file=sys.stderr,
         )
         return 2
     check = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-W", "ignore", str(SNAPSHOT_TESTS), "-k", SIZE],
+        [sys.executable, "-m", "pytest", "-q", "-W", "ignore", *map(str, SNAPSHOT_TESTS)],
         cwd=ROOT,
     )
     if check.returncode != 0:
         print(
             "screenshots: the snapshot tests failed; update them first "
-            f"(pytest {SNAPSHOT_TESTS.relative_to(ROOT)} --snapshot-update, then review)",
+            "(pytest tests/test_app_snapshots*.py --snapshot-update, then review)",
             file=sys.stderr,
         )
         return 1
     OUT.mkdir(exist_ok=True)
     written = []
-    for svg in sorted(SNAPSHOTS.glob(f"*[[]{SIZE}[]].svg")):
+    for svg in snapshot_svgs():
         name = scene_name(svg)
         if name:
             shutil.copyfile(svg, OUT / f"{name}.svg")

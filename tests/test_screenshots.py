@@ -13,13 +13,12 @@ def test_scene_names_come_from_the_120x36_snapshots() -> None:
         "live-run-with-six-members"
     )
     assert screenshots.scene_name(Path("test_report_screen[80x24].svg")) is None
+    assert screenshots.scene_name(Path("test_board_tab.svg")) == "board-tab"
 
 
 def test_every_120x36_snapshot_is_a_current_screenshot() -> None:
     snapshots = {
-        name: svg
-        for svg in screenshots.SNAPSHOTS.glob("*.svg")
-        if (name := screenshots.scene_name(svg))
+        name: svg for svg in screenshots.snapshot_svgs() if (name := screenshots.scene_name(svg))
     }
     shots = {p.stem: p for p in screenshots.OUT.glob("*.svg")}
     assert snapshots, "no snapshots found"
