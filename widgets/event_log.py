@@ -25,14 +25,13 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import events, work
+from textual import work
 from textual.cache import LRUCache
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from horde_tui.view.events import EventFilter, EventView, event_parts
+from widgets.tail_scroll import TailScrollView
 
 WHO_WIDTH = 9
 KIND_WIDTH = 12
@@ -52,7 +51,7 @@ def epoch_of(stamp: str) -> float | None:
         return None
 
 
-class EventLog(ScrollView, can_focus=True):
+class EventLog(TailScrollView, can_focus=True):
     """The events of one `EventView`, filterable, following the tail."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -98,7 +97,6 @@ class EventLog(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.view = view
         self.clock_text = clock_text
-        self.following = True
         self.filter_text = ""
         self.loading = False
         """A worker is indexing a backlog: the view is not read until it is done."""
@@ -172,7 +170,7 @@ class EventLog(ScrollView, can_focus=True):
         self._count = len(self.view)
         self._resize()
         if self.following:
-            self._tail()
+            self.tail()
         self._announce()
         self.refresh()
 
@@ -188,15 +186,14 @@ class EventLog(ScrollView, can_focus=True):
         self._count = len(view)
         self._resize()
         if self.following:
-            self._tail()
+            self.tail()
         self._announce()
         self.refresh()
 
     def follow(self) -> None:
         """Jump to the tail and keep following it."""
-        self.following = True
-        self.view.follow = True
-        self._tail()
+        self.following = self.view.follow = True
+        self.tail()
         self._announce()
 
     def _forget_rows(self) -> None:
@@ -208,29 +205,9 @@ class EventLog(ScrollView, can_focus=True):
 
     # -- scrolling ---------------------------------------------------------------------------
 
-    def _tail(self) -> None:
-        """Show the last line now, and again after the next layout (a horizontal
-        scrollbar that appears with a long line moves the end by one row)."""
-        self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-        self.call_after_refresh(self._retail)
-
-    def _retail(self) -> None:
-        if self.following and self.scroll_y != self.max_scroll_y:
-            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        at_end = round(new_value) >= self.max_scroll_y
-        if at_end and not self.following:
-            self.following = self.view.follow = True
-            self._announce()
-        elif new_value < old_value and not at_end and self.following:
-            self.following = self.view.follow = False
-            self._announce()
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self.following:
-            self._tail()
+    def following_changed(self) -> None:
+        self.view.follow = self.following
+        self._announce()
 
     # -- rendering ---------------------------------------------------------------------------
 
@@ -274,19 +251,7 @@ class EventLog(ScrollView, can_focus=True):
         self._resize()
 
     def _resize(self) -> None:
-        """Set the scrollable size without a layout of the whole screen.
-
-        `virtual_size` is a layout reactive: assigning it lays out every widget of the
-        screen, which at a few appends a second cost more CPU than everything else the
-        app did. Only this widget's scrollbars depend on it (its own size is fixed by
-        its container), so it is set quietly and the scrollbars are updated directly
-        (Textual's `_scroll_update`, as `_size_updated` does; textual is pinned)."""
-        size = Size(self._width, self._count)
-        if size == self.virtual_size:
-            return
-        self.set_reactive(ScrollView.virtual_size, size)
-        self._scroll_update(size)
-        self.refresh()
+        self.set_rows(self._width, self._count)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -12,11 +12,10 @@ from __future__ import annotations
 from typing import ClassVar, Protocol
 
 from rich.text import Text
-from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from widgets.tail_scroll import TailScrollView
 
 MAX_WIDTH = 1000
 """Columns the view scrolls across at most, so one enormous line cannot make the
@@ -34,7 +33,7 @@ class LineSource(Protocol):
     def line(self, i: int) -> str: ...
 
 
-class LogTail(ScrollView, can_focus=True):
+class LogTail(TailScrollView, can_focus=True):
     """The lines of a `LineSource`, following its end until the user scrolls up."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"log-tail--spawn"}
@@ -50,7 +49,6 @@ class LogTail(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.source: LineSource | None = None
         self.count = 0
-        self.following = True
         self._generation = 0
         self._width = 0
         """Cells of the widest line drawn so far: the scrollable width."""
@@ -64,7 +62,7 @@ class LogTail(ScrollView, can_focus=True):
         self._generation += 1
         self._cache.clear()
         self.count = self._width = 0
-        self.virtual_size = Size(0, 0)
+        self.set_rows(0, 0)
         self.following = True
         self.grew()
 
@@ -79,27 +77,10 @@ class LogTail(ScrollView, can_focus=True):
         if count == self.count:
             return
         self.count = count
-        self.virtual_size = Size(self._width, count)
+        self.set_rows(self._width, count)
         if self.following:
-            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-            self.call_after_refresh(self._retail)
+            self.tail()
         self.refresh()
-
-    def _retail(self) -> None:
-        if self.following and self.scroll_y != self.max_scroll_y:
-            self.scroll_to(y=self.max_scroll_y, animate=False, force=True)
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        at_end = round(new_value) >= self.max_scroll_y
-        if at_end:
-            self.following = True
-        elif new_value < old_value:
-            self.following = False
-
-    def on_resize(self, event: events.Resize) -> None:
-        if self.following:
-            self.call_after_refresh(self._retail)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -125,7 +106,7 @@ class LogTail(ScrollView, can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
 
     def _widen(self) -> None:
-        self.virtual_size = Size(self._width, self.count)
+        self.set_rows(self._width, self.count)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
