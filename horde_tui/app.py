@@ -21,7 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -35,14 +35,20 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
-from horde_tui.settings import Settings
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.setup import RunRequest
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
-from horde_tui.view.coalesce import watch_dir
+from horde_tui.view.coalesce import Coalescer, watch_dir
 from horde_tui.view.run import RunsIndex
-from widgets.event_log import default_clock_text
+from widgets.event_log import BACKLOG_BYTES, default_clock_text
+
+if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
+    from horde_tui.settings import Settings
+    from horde_tui.supervisor.setup import RunRequest
+
+WAKE_RATE = 3.0
+"""Wake-ups a second at most from file changes: a screen following a busy run repaints
+this often, and its idle CPU stays a few percent of a core."""
 
 
 def styles_dir() -> Path:
@@ -167,6 +173,9 @@ class HordeApp(App[int]):
         self._watch_stop = asyncio.Event()
         self._polling = False
         self._poll_again = False
+        self._changes = Coalescer(WAKE_RATE)
+        """File changes seen since the views last woke."""
+        self._wake_pending = False
         self.bridge = TuiBridge(self, self.config.coalesce_s)
         self.live = False
         self.summary: RunSummary | None = None
@@ -239,8 +248,11 @@ class HordeApp(App[int]):
     # -- file changes -----------------------------------------------------------------------
 
     async def _watch(self) -> None:
-        """Wake the views when files under `.horde/` change (debounced by watchfiles, so
-        a burst of writes from twelve members is one wake-up, at most ~5 a second).
+        """Wake the views when files under `.horde/` change, at most `WAKE_RATE` times a
+        second: watchfiles groups a burst of writes, but a steady stream (twelve members
+        writing) still yields about ten sets a second, and every wake costs a repaint.
+        The `Coalescer` merges what arrives between wakes; the first change after a
+        quiet spell wakes the views at once.
 
         Waits for `.horde/` to exist (the first run creates it). If the watcher cannot
         run (no inotify, too many watches) the views are polled once a second instead.
@@ -254,7 +266,10 @@ class HordeApp(App[int]):
                 continue
         try:
             async for paths in watch_dir(horde, self._watch_stop):
-                await self.files_changed(paths)
+                self._changes.note(paths)
+                if not self._wake_pending:
+                    self._wake_pending = True
+                    self._wake_when_due()
         except (OSError, RuntimeError) as exc:
             self.notify(
                 f"watching {horde} failed ({exc}); checking it once a second instead",
@@ -262,6 +277,21 @@ class HordeApp(App[int]):
                 timeout=15,
             )
             self.set_interval(1.0, partial(self.files_changed, None))
+
+    def _wake_when_due(self) -> None:
+        delay = self._changes.delay() or 0.0
+        if delay > 0:
+            self.set_timer(delay, self._wake)
+        else:
+            self.call_later(self._wake)
+
+    async def _wake(self) -> None:
+        paths = self._changes.take()
+        if paths is None:  # not due yet
+            self._wake_when_due()
+            return
+        self._wake_pending = False
+        await self.files_changed(paths)
 
     async def files_changed(self, paths: set[Path] | None) -> None:
         """Hand a batch of changed paths (None: unknown) to whatever shows them."""
@@ -299,8 +329,9 @@ class HordeApp(App[int]):
 
     def poll_attached(self) -> None:
         """Re-read the attached run's files and show what changed; open the report at
-        the end. The reading runs in a thread (the first read of a long run's log takes
-        a while); a poll asked for while one runs is done once it ends."""
+        the end. A large backlog (the first read of a long run's log) is read in a
+        thread, and a poll asked for while one runs is done once it ends; the usual
+        few appended lines cost well under a millisecond and are read here."""
         source, screen = self.attached, self.run_screen
         if source is None or screen is None or screen.sup is not source:
             return
@@ -308,6 +339,9 @@ class HordeApp(App[int]):
             return
         if self._polling:
             self._poll_again = True
+            return
+        if source.backlog() < BACKLOG_BYTES:
+            self._show_attached(source, source.poll())
             return
         self._polling = True
         self.run_worker(

@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import work
 from textual.cache import LRUCache
 from textual.message import Message
@@ -226,26 +227,34 @@ class EventLog(TailScrollView, can_focus=True):
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, index)
 
     def _render_row(self, row: int, base: Style) -> Strip:
+        """One row as segments built directly: a row is four fixed columns on one line,
+        so rich's `Text` layout (wrapping, spans) would only cost time; new rows arrive
+        on every wake of a busy run."""
         view = self.view
         line = view.line_no(row)
         p = event_parts(view.record(row), line, view.index.error(line))
         style = self.get_component_rich_style
         ts = epoch_of(p.ts)
-        text = Text(no_wrap=True, end="")
-        text.append(self.clock_text(ts) if ts is not None else "--:--:--", style("event-log--time"))
-        text.append(" ")
         who = "run" if p.who == "parent" else p.who
-        text.append(f"{who:<{WHO_WIDTH}}", style("event-log--who"))
-        text.append(" ")
         kind = p.label.removeprefix("member-")  # the who column names the member
-        text.append(f"{kind:<{KIND_WIDTH}}", style(f"event-log--{p.level}"))
-        text.append(" ")
-        text.append(" ".join(p.text.split()))
-        text.stylize_before(base)
-        if text.cell_len > self._width:
-            self._width = text.cell_len
+        text = " ".join(p.text.split())
+        segments = [
+            Segment(
+                self.clock_text(ts) if ts is not None else "--:--:--",
+                base + style("event-log--time"),
+            ),
+            Segment(" ", base),
+            Segment(f"{who:<{WHO_WIDTH}}", base + style("event-log--who")),
+            Segment(" ", base),
+            Segment(f"{kind:<{KIND_WIDTH}}", base + style(f"event-log--{p.level}")),
+            Segment(" ", base),
+            Segment(text, base),
+        ]
+        width = sum(cell_len(segment.text) for segment in segments)
+        if width > self._width:
+            self._width = width
             self.call_later(self._widen)
-        return Strip(text.render(self.app.console), text.cell_len)
+        return Strip(segments, width)
 
     def _widen(self) -> None:
         self._resize()

@@ -167,7 +167,9 @@ class RunScreen(HordeScreen):
         tab reloads if its files moved. Both cost a `stat` when nothing did."""
         if not self._ready:
             return
-        if paths is None or any(p.name == "events.jsonl" for p in paths):
+        # An attached run's poll (which the same change started) catches up as it
+        # applies: one catch-up, one repaint per change.
+        if not self.remote and (paths is None or any(p.name == "events.jsonl" for p in paths)):
             self.event_log.catch_up()
         await self.reload_visible_tab()
 

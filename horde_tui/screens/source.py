@@ -125,6 +125,14 @@ class AttachedRun:
         events, self.view.new_events = self.view.new_events, []  # not kept past this call
         return [lifecycle_event(record) for record in events]
 
+    def backlog(self) -> int:
+        """Bytes of the event log not read yet (a first read of a long run is big)."""
+        index = self.view.life.index
+        try:
+            return (self.run_dir / "events.jsonl").stat().st_size - index.size
+        except OSError:
+            return 0
+
     def ended_text(self) -> str:
         """The status line of a run that is no longer live."""
         life = self.view.life

@@ -19,7 +19,7 @@ from watchfiles import Change, DefaultFilter, awatch
 
 DEFAULT_RATE = 10.0
 """Refreshes per second at most."""
-DEBOUNCE_MS = 200
+DEBOUNCE_MS = 300
 """How long watchfiles gathers changes into one set (100-300 ms keeps typing-speed
 updates live without waking the app for every write)."""
 _NOISE = frozenset({".lock", ".lock.holder", ".projecting"})

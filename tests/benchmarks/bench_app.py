@@ -12,7 +12,10 @@ in a child process, headless at 120x36, attached to it with the default configur
 - events shown: process start to the Events tab holding every event of the file;
 - 1,000 appended: one write of 1,000 events to their being in the Events tab;
 - idle CPU: the app's CPU time / wall time while another process appends 50 events a
-  second for `--idle-s` seconds (the app following them on screen);
+  second for `--idle-s` seconds (the app following them on screen): tool events (a
+  member's `horde` writes, which is what a busy run appends), then again with 4% of
+  them lifecycle events about members ("idle+lc": two member spawns, exits or resets a
+  second, far more than a real run, each one repainting the member table);
 - peak RSS of the app process.
 
 Targets (issue 5): first paint < 1.5 s, appended events visible < 0.5 s, idle CPU < 10%
@@ -136,7 +139,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(events: int, idle_s: float) -> dict[str, float]:
+def measure(events: int, idle_s: float, rate: float = 50.0) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         run = write_run(Path(tmp) / ".horde", events)
         log = run / "events.jsonl"
@@ -175,14 +178,17 @@ def measure(events: int, idle_s: float) -> dict[str, float]:
         proc.stdin.write("idle\n")
         proc.stdin.flush()
         time.sleep(1.0)
-        cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
-        n, next_at = 0, wall0
-        while time.monotonic() - wall0 < idle_s:
-            write_events(log, lines + 1 + n, 1, rng)
-            n += 1
-            next_at += 1 / 50
-            time.sleep(max(0.0, next_at - time.monotonic()))
-        result["idle_cpu"] = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
+        for key, share in (("idle_cpu", 0.0), ("idle_cpu_lc", 0.04)):
+            cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
+            n, next_at = 0, wall0
+            while time.monotonic() - wall0 < idle_s:
+                if rate > 0:
+                    write_events(log, lines + 1 + n, 1, rng, lifecycle=share)
+                    n += 1
+                next_at += 1 / rate if rate > 0 else 0.1
+                time.sleep(max(0.0, next_at - time.monotonic()))
+            result[key] = (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - wall0)
+            lines += n
 
         proc.stdin.write("quit\n")
         proc.stdin.flush()
@@ -195,18 +201,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="20000,100000,200000")
     parser.add_argument("--idle-s", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=50.0, help="events a second while idle")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"app attached to a {MEMBERS}-member run, headless 120x36, cpus={os.cpu_count()}\n")
     print(
-        f"{'events':>8} {'paint s':>8} {'shown s':>8} {'+1000 s':>8} {'idle CPU':>9} {'RSS MB':>7}"
+        f"app attached to a {MEMBERS}-member run, headless 120x36, cpus={os.cpu_count()}, "
+        f"{args.rate:g} events/s while idle\n"
+    )
+    print(
+        f"{'events':>8} {'paint s':>8} {'shown s':>8} {'+1000 s':>8} {'idle CPU':>9} "
+        f"{'idle+lc':>8} {'RSS MB':>7}"
     )
     results = {}
     for size in sizes:
-        r = results[size] = measure(size, args.idle_s)
+        r = results[size] = measure(size, args.idle_s, args.rate)
         print(
             f"{size:>8,} {r['paint']:8.2f} {r['shown']:8.2f} {r['batch']:8.2f} "
-            f"{r['idle_cpu'] * 100:8.1f}% {r['rss']:7.0f}",
+            f"{r['idle_cpu'] * 100:8.1f}% {r['idle_cpu_lc'] * 100:7.1f}% {r['rss']:7.0f}",
             flush=True,
         )
     small, large = results[sizes[0]], results[sizes[-1]]

@@ -31,12 +31,13 @@ MEMBERS = 12
 ACTIONS = ("finding", "claim", "idea", "post", "done", "verify", "list", "fact")
 
 
-def event(n: int, rng: random.Random) -> str:
-    """One event line as the store writes it (compact JSON, `ts`/`actor` first)."""
+def event(n: int, rng: random.Random, lifecycle: float = 0.04) -> str:
+    """One event line as the store writes it (compact JSON, `ts`/`actor` first); a
+    `lifecycle` share of them are the parent's lifecycle events about a member."""
     ts = f"2026-01-02T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}.{n % 999999:06d}Z"
     member = f"member-{rng.randint(1, MEMBERS)}"
     roll = rng.random()
-    if roll < 0.04:
+    if roll < lifecycle:
         kind = rng.choice(("member-spawn", "member-exit", "phase-start", "member-reset"))
         ev = {"ts": ts, "actor": "parent", "type": "lifecycle", "kind": kind, "member": member}
     else:
@@ -54,9 +55,11 @@ def event(n: int, rng: random.Random) -> str:
     return json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def write_events(path: Path, start: int, count: int, rng: random.Random) -> None:
+def write_events(
+    path: Path, start: int, count: int, rng: random.Random, lifecycle: float = 0.04
+) -> None:
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write("".join(event(n, rng) for n in range(start, start + count)))
+        fh.write("".join(event(n, rng, lifecycle) for n in range(start, start + count)))
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
