@@ -1,8 +1,10 @@
 """`StatusLine`: a one-line `Static` that repaints only when its text changes.
 
-Screens restate their status after every batch of events, ten times a second at most,
-and nearly always with the same words; `Static.update` would lay the screen out again
-each time. Comparing first makes an unchanged status free.
+Screens restate their status after every batch of events, and nearly always with the
+same words: comparing first makes an unchanged status free. A changed one repaints the
+line without a layout of the screen (`layout=False`): a status line is one row high
+whatever it says (its CSS fixes the height), and on a busy run the tally of member
+states changes with every spawn and exit.
 """
 
 from __future__ import annotations
@@ -22,5 +24,5 @@ class StatusLine(Static):
         if text == self._text:
             return False
         self._text = text
-        self.update(text)
+        self.update(text, layout=False)
         return True

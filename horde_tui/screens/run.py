@@ -13,6 +13,7 @@ not apply to it now.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -111,6 +112,9 @@ class RunScreen(HordeScreen):
         self._ready = False
         self._early: list[SupervisorEvent] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
+        self._table_shown = 0.0
+        """When the member table last repainted (monotonic)."""
+        self._table_due = False
         self._key_inputs: tuple[object, ...] = ()
         """What `check_action` last saw (`refresh_keys`)."""
 
@@ -187,7 +191,7 @@ class RunScreen(HordeScreen):
                 self.phase = f"{verb}{event.data['phase']}"
             elif event.kind == "run-end":
                 self.phase = f"ended: {event.data.get('outcome', '?')}"
-        self.refresh_table()
+        self.refresh_table(soon=True)
         self.show_status()
         self.refresh_keys()
 
@@ -217,11 +221,29 @@ class RunScreen(HordeScreen):
         self.show_status()
         self.refresh_bindings()
 
-    def refresh_table(self) -> None:
+    def refresh_table(self, soon: bool = False) -> None:
+        """Repaint the member table from the source's states. `soon`: a batch of events
+        asks, and the table repaints at most every `table_interval_s` (the last batch
+        of a burst is shown when the interval ends): one changed cell re-renders every
+        row of a `DataTable`, which on a busy run cost more than the rest of a wake."""
         if not self._ready:
             return
-        now = self.horde_app.config.clock()
-        self.table.show([member_row(state, now) for state in self.sup.members.values()])
+        interval = self.horde_app.config.table_interval_s
+        now = time.monotonic()
+        if soon and interval > 0:
+            wait = self._table_shown + interval - now
+            if wait > 0:
+                if not self._table_due:
+                    self._table_due = True
+                    self.set_timer(wait, self._due_table)
+                return
+        self._table_shown = now
+        clock = self.horde_app.config.clock()
+        self.table.show([member_row(state, clock) for state in self.sup.members.values()])
+
+    def _due_table(self) -> None:
+        self._table_due = False
+        self.refresh_table()
 
     def show_status(self) -> None:
         if not self._ready:
