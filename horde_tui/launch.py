@@ -19,15 +19,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.setup import RunRequest, parse_layers
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
-THINKING_LEVELS: tuple[str, ...] = get_args(Settings.model_fields["thinking"].annotation)
-"""The thinking levels `Settings` accepts (the form offers exactly these)."""
 SETTING_OPTIONS = (
     "model",
     "thinking",

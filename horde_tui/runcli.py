@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from horde_tui.launch import THINKING_LEVELS
+from horde_tui.settings import THINKING_LEVELS
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets
 

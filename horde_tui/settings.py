@@ -12,7 +12,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -66,6 +66,11 @@ class Settings(BaseModel):
     remind_ms: int = Field(default=600_000, ge=0, description="0 disables")
     inbox_turns: int = Field(default=12, ge=0)
     continue_cooldown_ms: int = Field(default=60_000, ge=0)
+
+
+THINKING_LEVELS: tuple[str, ...] = get_args(Settings.model_fields["thinking"].annotation)
+"""The thinking levels `Settings` accepts: what `run`, the gateway and the launch form
+offer, so none of them can drift from the model."""
 
 
 ENV_PREFIX = "HORDE_"

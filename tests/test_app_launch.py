@@ -23,12 +23,12 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
 from horde_tui.app import AppConfig, HordeApp
-from horde_tui.launch import THINKING_LEVELS
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
+from horde_tui.settings import THINKING_LEVELS
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls

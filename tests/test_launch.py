@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from test_view_run import RunDir
 
-from horde_tui.launch import THINKING_LEVELS, RunOptions, check_launch, detached_argv
+from horde_tui.launch import RunOptions, check_launch, detached_argv
+from horde_tui.settings import THINKING_LEVELS
 
 MODEL_ENV = {"HORDE_MODEL": "openai/stub"}
 

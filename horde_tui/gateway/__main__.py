@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from horde_tui.gateway import backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.httpserve import serve
-from horde_tui.settings import SettingsError, load_settings
+from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
 from horde_tui.watchdog import parent_pid_from_env, start_watchdog
 
 
@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: pick a free one)")
     p.add_argument("--run-dir", type=Path, help="the run directory (token, usage.jsonl)")
     p.add_argument("--model", help="litellm model string (default: $HORDE_MODEL)")
-    p.add_argument("--thinking", choices=("off", "low", "medium", "high"))
+    p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--api-base")
     p.add_argument("--tool-protocol", choices=("auto", "native", "json"))
     p.add_argument("--max-cost-usd", type=float)

@@ -27,7 +27,6 @@ from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Select, Static
 
 from horde_tui.launch import (
-    THINKING_LEVELS,
     LaunchCheck,
     RunOptions,
     check_launch,
@@ -36,7 +35,7 @@ from horde_tui.launch import (
 )
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.commands import ListedCommands
-from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
 
 FIELD_ERRORS = ("count", "prompt", "layers", "model", "thinking", "max_minutes", "run")
 """Refusal fields with a line of their own; any other (a setting from the config file
