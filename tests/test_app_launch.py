@@ -457,3 +457,15 @@ async def test_the_runs_list_picks_up_a_new_run_and_a_state_change(horde: Path) 
         await wait_for(pilot, lambda: table.get_cell(new.path.name, "state") == "active")
         new.event(30, "phase-start", phase="finalize")
         await wait_for(pilot, lambda: table.get_cell(new.path.name, "state") == "finalizing")
+
+
+async def test_q_on_a_focused_option_keeps_the_form_and_what_was_typed(horde: Path) -> None:
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_form(pilot)
+        await type_into(pilot, "prompt", "quit quietly")  # a q in a text field is text
+        app.screen.query_one("#launch-detach", Checkbox).focus()
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, LaunchScreen)
+        assert app.screen.query_one("#launch-prompt", Input).value == "quit quietly"

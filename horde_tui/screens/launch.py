@@ -69,6 +69,8 @@ class LaunchScreen(HordeScreen):
         Binding("enter", "start", "Start", show=False, id="launch-enter"),
         Binding("ctrl+s", "start", "Start", id="launch-start", tooltip="check and start the run"),
         Binding("escape", "cancel", "Cancel", id="launch-cancel", tooltip="close the form"),
+        # The app's `q` would quit from a focused option and lose what was typed.
+        Binding("q", "quit_hint", "Quit", show=False, id="launch-q"),
     ]
 
     def __init__(self, horde_dir: Path) -> None:
@@ -260,6 +262,9 @@ class LaunchScreen(HordeScreen):
     def action_cancel(self) -> None:
         if not self.busy:
             self.dismiss_form()
+
+    def action_quit_hint(self) -> None:
+        self.notify("q does not quit from the form: escape closes it, ctrl+q quits the app")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
