@@ -230,3 +230,15 @@ def test_invalid_utf8_and_crlf_are_tolerated(path):
     idx = LineIndex(path)
     idx.refresh()
     assert idx.lines(0, 2) == ["caf\ufffd", "ok"]
+
+
+def test_unread_bytes_is_what_the_next_refresh_would_read(path):
+    index = LineIndex(path)
+    assert index.unread_bytes() == 0  # no file yet
+    path.write_bytes(b"one\ntwo\n")
+    assert index.unread_bytes() == 8
+    index.refresh()
+    assert index.unread_bytes() == 0
+    with open(path, "ab") as fh:
+        fh.write(b"three\n")
+    assert index.unread_bytes() == 6

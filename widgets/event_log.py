@@ -18,7 +18,6 @@ that arrived ("N new lines") and follows again when scrolled to the bottom or as
 
 from __future__ import annotations
 
-import datetime as _dt
 import time
 from collections.abc import Callable
 from typing import ClassVar
@@ -32,6 +31,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from horde_tui.view.events import EventFilter, EventView, event_parts
+from horde_tui.view.members import epoch
 from widgets.tail_scroll import TailScrollView
 
 WHO_WIDTH = 9
@@ -42,14 +42,6 @@ BACKLOG_BYTES = 512 * 1024
 
 def default_clock_text(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
-
-
-def epoch_of(stamp: str) -> float | None:
-    """`2026-01-02T12:03:04.123Z` (the store's UTC stamp) as seconds since the epoch."""
-    try:
-        return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class EventLog(TailScrollView, can_focus=True):
@@ -121,7 +113,8 @@ class EventLog(TailScrollView, can_focus=True):
         return self._count
 
     def row_text(self, row: int) -> str:
-        """Row `row` as plain text (`who kind text`): what tests and the clipboard read."""
+        """Row `row` as plain text (`who kind text`), for reading a row without rendering
+        it (tests, and anything that quotes the log)."""
         p = event_parts(self.view.record(row), self.view.line_no(row))
         return f"{p.who} {p.label} {p.text}"
 
@@ -132,12 +125,7 @@ class EventLog(TailScrollView, can_focus=True):
         if self.loading:
             self._again = True
             return
-        index = self.view.index
-        try:
-            backlog = index.path.stat().st_size - index.size
-        except OSError:
-            backlog = 0
-        if backlog > BACKLOG_BYTES:
+        if self.view.index.unread_bytes() > BACKLOG_BYTES:
             self.loading = True
             self._announce()
             self._load_backlog()
@@ -168,12 +156,7 @@ class EventLog(TailScrollView, can_focus=True):
             return
         if replaced:
             self._forget_rows()
-        self._count = len(self.view)
-        self._resize()
-        if self.following:
-            self.tail()
-        self._announce()
-        self.refresh()
+        self._show_rows()
 
     def set_filter(self, text: str) -> None:
         """Show only the events whose actor and kind the words name (see the module)."""
@@ -184,18 +167,22 @@ class EventLog(TailScrollView, can_focus=True):
         view = self.view
         view.filter = EventFilter.parse(self.filter_text, view.actors(), view.kinds())
         self._forget_rows()
-        self._count = len(view)
-        self._resize()
-        if self.following:
-            self.tail()
-        self._announce()
-        self.refresh()
+        self._show_rows()
 
     def follow(self) -> None:
         """Jump to the tail and keep following it."""
         self.following = self.view.follow = True
         self.tail()
         self._announce()
+
+    def _show_rows(self) -> None:
+        """Show the view's rows as they are now: size, tail, indicator, repaint."""
+        self._count = len(self.view)
+        self._resize()
+        if self.following:
+            self.tail()
+        self._announce()
+        self.refresh()
 
     def _forget_rows(self) -> None:
         self._generation += 1
@@ -234,7 +221,7 @@ class EventLog(TailScrollView, can_focus=True):
         line = view.line_no(row)
         p = event_parts(view.record(row), line, view.index.error(line))
         style = self.get_component_rich_style
-        ts = epoch_of(p.ts)
+        ts = epoch(p.ts)
         who = "run" if p.who == "parent" else p.who
         kind = p.label.removeprefix("member-")  # the who column names the member
         text = " ".join(p.text.split())
@@ -253,11 +240,8 @@ class EventLog(TailScrollView, can_focus=True):
         width = sum(cell_len(segment.text) for segment in segments)
         if width > self._width:
             self._width = width
-            self.call_later(self._widen)
+            self.call_later(self._resize)
         return Strip(segments, width)
-
-    def _widen(self) -> None:
-        self._resize()
 
     def _resize(self) -> None:
         self.set_rows(self._width, self._count)

@@ -127,11 +127,7 @@ class AttachedRun:
 
     def backlog(self) -> int:
         """Bytes of the event log not read yet (a first read of a long run is big)."""
-        index = self.view.life.index
-        try:
-            return (self.run_dir / "events.jsonl").stat().st_size - index.size
-        except OSError:
-            return 0
+        return self.view.life.index.unread_bytes()
 
     def ended_text(self) -> str:
         """The status line of a run that is no longer live."""

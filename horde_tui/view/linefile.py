@@ -175,6 +175,14 @@ class LineIndex:
         """Bytes indexed (up to the end of the last visible line)."""
         return self._end
 
+    def unread_bytes(self) -> int:
+        """Bytes of the file past what is indexed: what the next `refresh` would read
+        (readers move a large backlog off the UI thread). 0 when the file is gone."""
+        try:
+            return max(0, os.stat(self.path).st_size - self._end)
+        except OSError:
+            return 0
+
     def offset(self, i: int) -> int:
         """Byte offset where line `i` starts."""
         return self._starts[self._check(i)]
