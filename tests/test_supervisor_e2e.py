@@ -535,8 +535,10 @@ def test_a_verifier_that_stops_owing_high_findings_is_reset_once_to_review_them(
     assert any(r.by == "member-3" and r.target == "F1" for r in store.state.reviews.values())
 
 
-def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Path) -> None:
-    plans = {
+def blocker_answered_in_repair() -> dict[str, list[dict[str, Any]]]:
+    """member-1 sends member-2 a blocker in discovery; member-2 ends discovery without
+    answering it, answers it in repair, and member-1 resolves it in its repair attempt."""
+    return {
         "member-1": [
             {
                 **horde(
@@ -558,6 +560,10 @@ def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Pat
         ],
         **HELPERS,
     }
+
+
+def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Path) -> None:
+    plans = blocker_answered_in_repair()
     with StubThread(policy=AgentPolicy(plans)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False)
         summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
@@ -586,26 +592,7 @@ def test_repair_attempts_at_the_turn_cap_end_with_turns_and_report_their_first_t
 ) -> None:
     """HORDE_REPAIR_TURNS=1: each attempt makes its one tool call and is stopped at the cap
     while it still wants a turn; the thread still gets answered and resolved."""
-    plans = {
-        "member-1": [
-            {
-                **horde("message", to="member-2", kind="blocker", text="Is app.py the only one?"),
-                "until_ok": 20,
-                "delay_ms": 100,
-                "unless": "REPAIR",
-            },
-            {"say": "asked", "unless": "REPAIR"},
-            {**horde("resolve", id="Q1", text="thanks, answered"), "when": "REPAIR"},
-            {"say": "resolved", "when": "REPAIR"},
-        ],
-        "member-2": [
-            {**horde("list"), "hold_ms": 1500, "unless": "REPAIR"},
-            {"say": "done", "unless": "REPAIR"},
-            {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
-            {"say": "answered", "when": "REPAIR"},
-        ],
-        **HELPERS,
-    }
+    plans = blocker_answered_in_repair()
     with StubThread(policy=AgentPolicy(plans)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False, repair_turns=1)
         summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
