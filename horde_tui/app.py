@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -35,11 +36,12 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import Coalescer, watch_dir
-from horde_tui.view.run import RunsIndex
+from horde_tui.view.swarm import RunsAndSwarms
 from widgets.event_log import BACKLOG_BYTES, default_clock_text
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
@@ -148,6 +150,8 @@ class HordeApp(App[int]):
     """Bumped after each batch of supervisor events; live screens watch it to repaint."""
     files_revision: var[int] = var(0)
     """Bumped after each batch of file changes under `.horde/` (`changed_paths`)."""
+    swarm_revision: var[int] = var(0)
+    """Bumped when the hosted swarm reports a lifecycle step (the swarm screen re-reads)."""
 
     def __init__(
         self,
@@ -185,6 +189,9 @@ class HordeApp(App[int]):
         self.summary: RunSummary | None = None
         self.run_error: str | None = None
         self.quit_when_done = False
+        self.swarm: HostedSwarm | None = None
+        """The swarm this app hosts (`start_swarm`), running or ended."""
+        self.swarm_live = False
         if not self.config.animations:
             self.animation_level = "none"
         if supervisor is not None:
@@ -209,7 +216,7 @@ class HordeApp(App[int]):
             return RunScreen(self.sup)
         if self._attach_first is not None:
             return RunScreen(self._attach(self._attach_first))
-        index = RunsIndex(self.horde_dir)
+        index = RunsAndSwarms(self.horde_dir)
         index.refresh()
         if index.rows():
             return RunsScreen(self.horde_dir, index)
@@ -244,6 +251,57 @@ class HordeApp(App[int]):
         self._label_hosted(sup)
         self.push_screen(RunScreen(sup))
         self._start_hosting()
+
+    def start_swarm(self, request: RunRequest, settings: Settings, hordes: int) -> None:
+        """Host a swarm the launch form checked (`H/M`): its `SwarmSupervisor` runs in a
+        worker as `host_new_run`'s supervisor does, and the swarm screen shows it from
+        its files. The supervisor's module loads only now, and a build without it says
+        so instead of failing."""
+        try:
+            from horde_tui.supervisor.swarm import SwarmSupervisor
+        except ModuleNotFoundError as exc:
+            if exc.name != "horde_tui.supervisor.swarm":
+                raise
+            self.notify(
+                "refused: this build of horde-tui has no swarm supervisor; run one horde "
+                "(a count of 1-12 members)",
+                severity="error",
+                timeout=15,
+            )
+            return
+        swarm = SwarmSupervisor(
+            self.horde_dir.parent, request, settings, hordes, sink=self._swarm_event
+        )
+        self.swarm, self.swarm_live, self.quit_when_done = swarm, True, False
+        self.title = f"swarm {swarm.swarm_id}"
+        self.sub_title = f"{'DEMO MODEL · ' if request.demo else ''}{settings.model or 'no model'}"
+        self.push_screen(SwarmScreen(swarm.swarm_dir))
+        self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
+
+    class SwarmStep(Message):
+        """The hosted swarm reported a lifecycle step (posted from any thread)."""
+
+    def _swarm_event(self, event: SupervisorEvent) -> None:
+        """The hosted swarm's sink: lifecycle steps (no member) wake the swarm screen;
+        member traffic is not needed, the screen reads the hordes' files."""
+        if event.member is None:
+            self.post_message(self.SwarmStep())
+
+    def on_horde_app_swarm_step(self, _message: SwarmStep) -> None:
+        self.swarm_revision += 1
+
+    def _swarm_ended(self, worker: Worker[object], state: WorkerState) -> None:
+        self.swarm_live = False
+        if state == WorkerState.ERROR:
+            error = worker.error
+            self.notify(
+                f"the swarm supervisor failed: {type(error).__name__}: {error}",
+                severity="error",
+                timeout=30,
+            )
+        self.swarm_revision += 1
+        if self.quit_when_done:
+            self.exit(0 if state == WorkerState.SUCCESS else 1)
 
     async def _host(self) -> RunSummary:
         assert self.sup is not None
@@ -388,6 +446,9 @@ class HordeApp(App[int]):
         self.revision += 1
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "swarm" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self._swarm_ended(event.worker, event.state)
+            return
         if event.worker.name != "supervisor" or event.state not in (
             WorkerState.SUCCESS,
             WorkerState.ERROR,
@@ -442,6 +503,8 @@ class HordeApp(App[int]):
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
         elif (attached := self.attached_live) is not None:
             self.push_screen(quit_screen(attached.run_id, hosted=False), self._quit_choice)
+        elif self.swarm_live and self.swarm is not None:
+            self.push_screen(quit_screen(self.swarm.swarm_id, hosted=True), self._quit_swarm)
         else:
             self.exit(self.exit_code)
 
@@ -462,6 +525,21 @@ class HordeApp(App[int]):
         elif choice == "stop-hard":
             screen.stop_hard("all")
             self.notify("Stopping hard: the app quits once the report is written.", timeout=30)
+
+    def _quit_swarm(self, choice: str | None) -> None:
+        """A hosted swarm dies with the app: stop it (every horde) and quit once its
+        supervisor has returned."""
+        swarm = self.swarm
+        if choice not in ("stop-clean", "stop-hard") or swarm is None or not self.swarm_live:
+            return
+        self.quit_when_done = True
+        if choice == "stop-clean":
+            self.notify(swarm.stop_clean("all", reason="stopped by user"))
+        else:
+            self.run_worker(swarm.stop_hard("all"), group="controls", exit_on_error=False)
+        self.notify(
+            f"Stopping swarm {swarm.swarm_id}: the app quits once it has ended.", timeout=30
+        )
 
     def _quit_attached(self, source: AttachedRun, choice: str) -> None:
         """Detach quits at once; a stop is sent through `control/` and the app quits

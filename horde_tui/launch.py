@@ -129,9 +129,11 @@ def check_launch(
     horde_dir: Path,
     layers_text: str | None = None,
     environ: Mapping[str, str] | None = None,
+    swarms: bool = False,
 ) -> LaunchCheck:
     """Every rule a new run must pass in `horde_dir`; `layers_text` is `plan`'s "a; b; c"
-    (None: an open run, which needs a prompt)."""
+    (None: an open run, which needs a prompt). `swarms`: the caller can host an `H/M`
+    swarm (the app's launch form), so `H/M` is not refused."""
     env = os.environ if environ is None else environ
     check = LaunchCheck()
     refuse = check.refusals.append
@@ -146,7 +148,7 @@ def check_launch(
         check.count = parse_count(options.count)
     except TargetError as exc:
         refuse(Refusal("count", f"refused: {exc}"))
-    if check.count is not None and check.count.hordes > 1:
+    if check.count is not None and check.count.hordes > 1 and not swarms:
         refuse(
             Refusal(
                 "count",

@@ -6,7 +6,8 @@ CLI's own check, so the form cannot accept what the command refuses or the rever
 Each refusal is one line under its field; what the user typed stays. A passing launch
 is hosted in this app, as `horde-tui run` does, unless "detached" is on: then the
 supervisor starts as its own process (`run --detach`) and the app attaches to it, so
-the run outlives the terminal.
+the run outlives the terminal. A count of `H/M` starts a swarm, hosted in this app
+(`HordeApp.start_swarm`); one live swarm or run at a time.
 
 The check reads `.horde/` and a detached start waits for the run to go live, so both
 run in a thread worker; the form says "starting..." meanwhile and ignores a second enter.
@@ -28,6 +29,7 @@ from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Sele
 
 from horde_tui.launch import (
     LaunchCheck,
+    Refusal,
     RunOptions,
     check_launch,
     detached_argv,
@@ -227,7 +229,9 @@ class LaunchScreen(HordeScreen):
             self.app.call_from_thread(self.start_failed, message)
 
     def start_in_thread(self, options: RunOptions, layers_text: str | None, detached: bool) -> None:
-        check = check_launch(options, self.horde_dir, layers_text)
+        check = check_launch(options, self.horde_dir, layers_text, swarms=True)
+        if check.ok:
+            self.refuse_swarm(check, detached)
         if not check.ok or not detached:
             self.app.call_from_thread(self.checked_result, check)
             return
@@ -239,13 +243,39 @@ class LaunchScreen(HordeScreen):
         else:
             self.app.call_from_thread(self.opened, started.run_dir)
 
+    def refuse_swarm(self, check: LaunchCheck, detached: bool) -> None:
+        """What swarms add to the shared check: a swarm is hosted here (the detached
+        start waits for a run, not a swarm), and nothing starts while this app hosts a
+        live swarm (its hordes' runs are not in `runs/`, where the check looks)."""
+        app = self.horde_app
+        if detached and check.count is not None and check.count.hordes > 1:
+            check.refusals.append(
+                Refusal(
+                    "run",
+                    "refused: a swarm (H/M) starts hosted in this app, not detached; "
+                    "untick detached",
+                )
+            )
+        if app.swarm_live and app.swarm is not None:
+            check.refusals.append(
+                Refusal(
+                    "run",
+                    f"refused: swarm {app.swarm.swarm_id} is live in this app (one at a time); "
+                    "stop it or wait for it",
+                )
+            )
+
     def checked_result(self, check: LaunchCheck) -> None:
         self.set_busy(False)
         self.show_check(check)
         if check.ok:
             assert check.request is not None and check.settings is not None
+            assert check.count is not None
             self.dismiss_form()
-            self.horde_app.host_new_run(check.request, check.settings)
+            if check.count.hordes > 1:
+                self.horde_app.start_swarm(check.request, check.settings, check.count.hordes)
+            else:
+                self.horde_app.host_new_run(check.request, check.settings)
 
     def start_failed(self, error: str) -> None:
         self.set_busy(False)

@@ -64,7 +64,7 @@ def run_files(run_dir: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -100,7 +100,7 @@ def info_stamp(run_dir: Path) -> tuple[int | None, ...]:
 
 def read_info(run_dir: Path) -> tuple[RunInfo, dict[str, Any]]:
     """The run's info and its raw manifest (`{}` for a manual run)."""
-    manifest = _read_json(run_dir / "MANIFEST.json")
+    manifest = read_json(run_dir / "MANIFEST.json")
     try:
         prompt, task = task_prompt((run_dir / "TASK.md").read_text(encoding="utf-8"))
     except OSError:
@@ -270,6 +270,15 @@ class RunRow:
     prompt: str
     files: tuple[str, ...]
     """Names of the run documents present (`REPORT.md`, ...)."""
+    hordes: int = 0
+    """A swarm's horde count (`view.swarm`); 0 for a run."""
+
+    @property
+    def count(self) -> str:
+        """Members as the list shows them: `M` for a run, `H/M` for a swarm."""
+        if self.hordes:
+            return f"{self.hordes}/{self.members or '?'}"
+        return str(self.members or "-")
 
 
 @dataclass
@@ -284,8 +293,8 @@ class RunsIndex:
 
     A refresh lists the folder, and per run stats its event log (reading only what was
     appended) and the state files. Event logs are not held open between refreshes, so a
-    long history costs no file descriptors. Swarm hordes (`swarms/<id>/hN/runs`) are not
-    listed here.
+    long history costs no file descriptors. Swarms (`swarms/<id>/`) are listed beside the
+    runs by `view.swarm.RunsAndSwarms`; their hordes' runs are not listed here.
     """
 
     def __init__(self, horde_dir: Path) -> None:

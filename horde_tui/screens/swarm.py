@@ -1,0 +1,475 @@
+"""The swarm screen: one line per horde, the partition and merge state, the swarm's files.
+
+Everything shown is read from the swarm directory (`view.swarm.SwarmView`), whether
+this app hosts the swarm or another process does: the watcher and a one-second interval
+wake it, and a hosted swarm's lifecycle events wake it at once. Enter (or `1`-`4`, the
+reference's `all | h1 | h2` tabs) opens a horde's run screen on its run directory, as
+`attach` does; escape there comes back here.
+
+Controls act on the horde under the cursor (target `hN`) or, from their dialogs and
+the palette, on the whole swarm (`all`). A hosted swarm takes them as method calls
+(`HostedSwarm`, the `SwarmSupervisor` API); another process's swarm gets them through
+each live horde run's `control/` folder, from a thread worker (an answer can take up
+to 15 s). Keys that do not apply (a finished swarm, a horde not started or not live)
+are greyed out by `check_action`, and the palette offers the same rule per horde.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.command import Provider
+from textual.widgets import DataTable, Footer, Header, Markdown, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from horde_tui.screens.base import HordeScreen
+from horde_tui.screens.commands import SwarmCommands
+from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
+from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.screens.panes import MarkdownFilePane
+from horde_tui.screens.source import AttachedRun
+from horde_tui.view.run import LIVE_STATES
+from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
+from widgets.member_table import clip, format_cost
+from widgets.status_line import StatusLine
+
+COLUMNS = (
+    ("horde", "horde"),
+    ("state", "state"),
+    ("outcome", "outcome"),
+    ("members", "members"),
+    ("findings", "findings"),
+    ("accepted", "accepted"),
+    ("cost", "cost"),
+    ("workstream", "workstream"),
+)
+WORKSTREAM_MIN_WIDTH = 12
+CELL_PADDING = 2
+REFRESH_S = 1.0
+"""The screen re-reads the swarm at most this often when nothing wakes it."""
+FILE_TABS = {
+    "SWARM.md": "the prompt and the partition; the planner writes it before the hordes start",
+    "REPORT.md": "per-horde members, turns, tokens, cost, findings and outcome; written when "
+    "every horde has finished",
+    "DELIVERABLE.md": "the hordes' deliverables merged, each claim attributed to its horde; "
+    "written after the last horde's report",
+}
+TAB_KEYS = {"a": "overview", "w": "swarm-md", "o": "report-md", "d": "deliverable-md"}
+"""Key -> tab: `a` (all) the overview, then the swarm files."""
+HORDE_KEYS = Binding.Group("hordes", compact=True)
+TABS = Binding.Group("tabs", compact=True)
+HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
+
+
+class HostedSwarm(Protocol):
+    """What the screen uses of a `SwarmSupervisor` hosted in this app (the swarm contract)."""
+
+    swarm_id: str
+    swarm_dir: Path
+
+    def pause(self, target: str = "all") -> str: ...
+
+    def resume(self, target: str = "all") -> str: ...
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str: ...
+
+    async def stop_hard(self, target: str = "all") -> str: ...
+
+    async def reset(self, target: str) -> str: ...
+
+
+def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
+    """Whether a control applies to this horde now: the keys' `check_action` and the
+    palette share it, so neither offers what the other greys out."""
+    if action == "open_horde":
+        return line.run_dir is not None
+    if not swarm_live or line.state not in LIVE_STATES:
+        return False
+    if action == "pause":
+        return any(s in LIVE_STATUSES for s in line.statuses)
+    if action == "resume":
+        return "paused" in line.statuses
+    if action == "reset":
+        return any(s in STOPPABLE_STATUSES for s in line.statuses)
+    return action in ("stop_clean", "stop_hard")
+
+
+def stop_screen(horde: str, horde_live: bool, hard: bool) -> ChoiceScreen:
+    """Ask whether a stop is for the selected horde or the whole swarm (cancel focused)."""
+    how = (
+        "Terminates at once (SIGTERM, SIGKILL after 5 s); members lose unsaved work and "
+        "each report is written from what is on disk."
+        if hard
+        else "Members wrap up (90 s grace), then each horde writes its report and "
+        "deliverable; the swarm merges what the hordes delivered."
+    )
+    word = "hard" if hard else "clean"
+    variant = "error" if hard else "warning"
+    return ChoiceScreen(
+        f"Stop {word}?",
+        how,
+        [
+            ("horde", f"Stop {horde} {word}", "warning", horde_live),
+            ("all", f"Stop the swarm {word}", variant, True),
+            ("cancel", "Cancel", "default", True),
+        ],
+    )
+
+
+def reset_horde_screen(horde: str) -> ChoiceScreen:
+    return ChoiceScreen(
+        f"Reset every member of {horde}?",
+        f"Ends the current session of each of {horde}'s members now (unsaved work is lost), "
+        "returns their claimed ideas to the pool and starts fresh attempts; each reset "
+        "counts in that member's resets.",
+        [("reset", f"Reset {horde}", "warning", True), ("cancel", "Cancel", "default", True)],
+    )
+
+
+class SwarmScreen(HordeScreen):
+    """One swarm; see the module docstring."""
+
+    AUTO_FOCUS = "#hordes"
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {SwarmCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_horde", "Open", id="swarm-open", tooltip="the horde's run screen"),
+        Binding("p", "pause", "Pause", id="swarm-pause", tooltip="pause the selected horde"),
+        Binding("r", "resume", "Resume", id="swarm-resume", tooltip="resume the selected horde"),
+        Binding("x", "reset", "Reset", id="swarm-reset", tooltip="reset the horde (asks)"),
+        Binding("s", "stop_clean", "Stop", id="swarm-stop-clean", tooltip="stop clean (asks)"),
+        Binding("S", "stop_hard", "Hard stop", id="swarm-stop-hard", tooltip="stop hard (asks)"),
+        Binding("escape", "back", "Back", show=False, id="swarm-back"),
+        *(
+            Binding(
+                str(n),
+                f"horde('h{n}')",
+                f"h{n}",
+                show=False,
+                id=f"swarm-h{n}",
+                tooltip=f"h{n}'s run screen",
+                group=HORDE_KEYS,
+            )
+            for n in range(1, 5)
+        ),
+        *(
+            Binding(
+                key,
+                f"tab('{tab}')",
+                tab.removesuffix("-md"),
+                show=False,
+                id=f"swarm-tab-{tab}",
+                group=TABS,
+            )
+            for key, tab in TAB_KEYS.items()
+        ),
+    ]
+
+    def __init__(self, swarm_dir: Path) -> None:
+        super().__init__(id="swarm-screen")
+        self.swarm_dir = Path(swarm_dir)
+        self.view = SwarmView(self.swarm_dir)
+        self.lines: list[HordeLine] = []
+        self.columns: tuple[str, ...] = ()
+        self.shown: dict[str, dict[str, str]] = {}
+        """Each horde's cells as last painted: a repaint changes only what differs."""
+        self._lock = asyncio.Lock()
+        self._overview = ""
+
+    # -- composing and reading ------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StatusLine(id="swarm-scope")
+        yield StatusLine(id="swarm-status")
+        yield DataTable(id="hordes", cursor_type="row", zebra_stripes=True)
+        with TabbedContent(initial="overview", id="swarm-tabs"):
+            with TabPane("Overview", id="overview"):
+                yield Markdown(open_links=False, id="swarm-overview", classes="markdown-pane")
+            for name, what in FILE_TABS.items():
+                tab = name.removesuffix(".md")
+                with TabPane(tab, id=f"{tab.lower()}-md"):
+                    yield MarkdownFilePane(
+                        self.swarm_dir / name, f"{name} is not written yet: {what}."
+                    )
+        yield Footer(compact=True)
+
+    async def on_mount(self) -> None:
+        app = self.horde_app
+        self.watch(app, "files_revision", self._woken, init=False)
+        self.watch(app, "swarm_revision", self._woken, init=False)
+        self.set_interval(REFRESH_S, self.reload)
+        await self.reload(force=True)
+
+    async def _woken(self, _revision: int) -> None:
+        await self.reload()
+
+    async def reload(self, force: bool = False) -> None:
+        """Read what changed (in a thread: up to four hordes' logs and ledgers) and
+        repaint; the lock keeps a wake and the interval from reading at once."""
+        if self._lock.locked():
+            return
+        async with self._lock:
+            changed = await asyncio.to_thread(self.view.refresh)
+            if not self.is_mounted:
+                return
+            if changed or force:
+                await self.show()
+            for pane in self.query(MarkdownFilePane):
+                await pane.reload_if_changed()
+
+    async def show(self) -> None:
+        self.lines = self.view.lines()
+        self.show_table()
+        view, info = self.view, self.view.info
+        names = [line.horde for line in self.lines]
+        self.query_one("#swarm-scope", StatusLine).show(
+            "[all] "
+            + " ".join(f"{n + 1}:{h}" for n, h in enumerate(names))
+            + " · enter or 1-4: a horde's run screen"
+        )
+        facts = [f"swarm {view.swarm_id}", view.state]
+        if info is not None:
+            facts += [info.count, info.model or "no model", f"merge {info.merge or 'pending'}"]
+            if info.outcome:
+                facts.append(info.outcome)
+        if self.hosted is not None:
+            facts.append("hosted here")
+        self.query_one("#swarm-status", StatusLine).show(" · ".join(facts))
+        self.set_class(not view.live, "-ended")
+        overview = overview_markdown(view, self.horde_app.config.date_text)
+        if overview != self._overview:
+            self._overview = overview
+            await self.query_one("#swarm-overview", Markdown).update(overview)
+        self.refresh_bindings()
+
+    def show_table(self) -> None:
+        table: DataTable[str] = self.query_one("#hordes", DataTable)
+        keys = tuple(key for key, _ in COLUMNS)
+        cells = {line.horde: self.cells(line, WORKSTREAM_MIN_WIDTH) for line in self.lines}
+        width = table.scrollable_content_region.width or self.size.width
+        others = sum(
+            max([len(label), *(len(c[key]) for c in cells.values())]) + CELL_PADDING
+            for key, label in COLUMNS
+            if key != "workstream"
+        )
+        room = max(WORKSTREAM_MIN_WIDTH, width - others - CELL_PADDING - 1)
+        cells = {line.horde: self.cells(line, room) for line in self.lines}
+        if keys != self.columns or list(cells) != list(self.shown):
+            cursor = table.cursor_row
+            table.clear(columns=keys != self.columns)
+            if keys != self.columns:
+                for key, label in COLUMNS:
+                    table.add_column(label, key=key)
+            for horde, row in cells.items():
+                table.add_row(*(row[k] for k in keys), key=horde)
+            if 0 <= cursor < len(cells):
+                table.move_cursor(row=cursor)
+        else:
+            for horde, row in cells.items():
+                for key in keys:
+                    if row[key] != self.shown[horde][key]:
+                        table.update_cell(horde, key, row[key], update_width=True)
+        self.columns, self.shown = keys, cells
+
+    @staticmethod
+    def cells(line: HordeLine, workstream_width: int) -> dict[str, str]:
+        started = line.run_dir is not None
+        return {
+            "horde": line.horde,
+            "state": line.state,
+            "outcome": line.outcome or "-",
+            "members": str(line.members or "-"),
+            "findings": str(line.findings) if started else "-",
+            "accepted": str(line.accepted) if started else "-",
+            "cost": format_cost(line.cost_usd) if started else "-",
+            "workstream": clip(line.workstream or "-", workstream_width),
+        }
+
+    async def on_resize(self) -> None:
+        if self.lines:
+            self.show_table()
+
+    # -- selection and navigation ---------------------------------------------------------
+
+    def selected_line(self) -> HordeLine | None:
+        table = self.query_one("#hordes", DataTable)
+        if not self.lines or not 0 <= table.cursor_row < len(self.lines):
+            return None
+        return self.lines[table.cursor_row]
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.refresh_bindings()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_horde()
+
+    def open_horde(self, horde: str) -> None:
+        """The horde's run screen, read from its run directory (as `attach` does)."""
+        line = self.view.line(horde)
+        if line is None:
+            self.notify(f"this swarm has no horde {horde}")
+        elif line.run_dir is None:
+            self.notify(f"{horde} has not started yet (hordes start a few seconds apart)")
+        else:
+            self.horde_app.attach_run(line.run_dir)
+
+    def action_open_horde(self) -> None:
+        if line := self.selected_line():
+            self.open_horde(line.horde)
+
+    def action_horde(self, horde: str) -> None:
+        self.open_horde(horde)
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    # -- controls ------------------------------------------------------------------------------
+
+    @property
+    def hosted(self) -> HostedSwarm | None:
+        """The swarm's supervisor when this app hosts it and it is still running."""
+        app = self.horde_app
+        swarm = app.swarm
+        if swarm is None or not app.swarm_live:
+            return None
+        return swarm if Path(swarm.swarm_dir) == self.swarm_dir else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "horde" and parameters:
+            line = self.view.line(str(parameters[0]))
+            return True if line is not None and line.run_dir is not None else None
+        if action in HORDE_ACTIONS:
+            line = self.selected_line()
+            if line is None or not horde_applies(action, self.view.live, line):
+                return None
+        return True
+
+    def control(self, action: str, target: str) -> None:
+        """Send `action` (pause, resume, stop_clean, stop_hard, reset) to `target` (`hN`
+        or `all`): to the hosted supervisor, or through the live hordes' `control/`."""
+        hosted = self.hosted
+        if hosted is None:
+            self.send_remote(action, target)
+        elif action == "stop_hard":
+            self.run_control(f"stop-hard {target}", hosted.stop_hard(target))
+        elif action == "reset":
+            self.run_control(f"reset {target}", hosted.reset(target))
+        elif action == "stop_clean":
+            self.answered(hosted.stop_clean(target, reason="stopped by user"))
+        else:
+            self.answered(getattr(hosted, action)(target))
+
+    def run_control(self, what: str, control: Awaitable[str]) -> None:
+        """A control that waits for processes, off the message loop; its answer (or its
+        failure) becomes a notification."""
+
+        async def work() -> None:
+            try:
+                text = await control
+            except Exception as exc:
+                self.notify(f"{what} failed: {exc}", severity="error", timeout=30)
+                return
+            self.answered(text)
+
+        self.run_worker(work(), group="controls", exit_on_error=False)
+
+    def send_remote(self, action: str, target: str) -> None:
+        """Each addressed live horde's supervisor gets the request in its own `control/`
+        (target `all` there: that run is only the horde); answers come back together."""
+        lines = [
+            line
+            for line in self.lines
+            if line.run_dir is not None
+            and line.state in LIVE_STATES
+            and target in ("all", line.horde)
+        ]
+        if not lines:
+            self.notify(f"no live horde to {action.replace('_', '-')} ({target})")
+            return
+
+        def work() -> None:
+            worker = get_current_worker()
+            answers = []
+            for line in lines:
+                assert line.run_dir is not None
+                source = AttachedRun(line.run_dir)
+                try:
+                    text = source.send(action, "all", lambda: worker.is_cancelled)
+                finally:
+                    source.close()
+                answers.append(f"{line.horde}: {text}")
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self.answered, "\n".join(answers))
+
+        self.run_worker(work, thread=True, group="controls", exit_on_error=False)
+
+    def answered(self, text: str) -> None:
+        self.notify(text, severity="warning" if text.startswith("refused") else "information")
+        self.run_worker(self.reload(), group="reload", exit_on_error=False)
+
+    def pause_horde(self, horde: str) -> None:
+        self.control("pause", horde)
+
+    def resume_horde(self, horde: str) -> None:
+        self.control("resume", horde)
+
+    def confirm_stop(self, horde: str | None, hard: bool) -> None:
+        """Ask whether to stop `horde` or the whole swarm (None: the swarm only)."""
+        line = self.view.line(horde) if horde else None
+        horde_live = line is not None and horde_applies("stop_hard", self.view.live, line)
+        action = "stop_hard" if hard else "stop_clean"
+
+        def chosen(choice: str | None) -> None:
+            if choice == "horde" and horde:
+                self.control(action, horde)
+            elif choice == "all":
+                self.control(action, "all")
+
+        self.app.push_screen(stop_screen(horde or "the horde", horde_live, hard), chosen)
+
+    def confirm_reset(self, horde: str) -> None:
+        def chosen(choice: str | None) -> None:
+            if choice == "reset":
+                self.control("reset", horde)
+
+        self.app.push_screen(reset_horde_screen(horde), chosen)
+
+    def action_pause(self) -> None:
+        if line := self.selected_line():
+            self.pause_horde(line.horde)
+
+    def action_resume(self) -> None:
+        if line := self.selected_line():
+            self.resume_horde(line.horde)
+
+    def action_reset(self) -> None:
+        if line := self.selected_line():
+            self.confirm_reset(line.horde)
+
+    def action_stop_clean(self) -> None:
+        line = self.selected_line()
+        self.confirm_stop(line.horde if line else None, hard=False)
+
+    def action_stop_hard(self) -> None:
+        line = self.selected_line()
+        self.confirm_stop(line.horde if line else None, hard=True)
+
+    def on_unmount(self) -> None:
+        self.view.close()
