@@ -185,6 +185,8 @@ class SwarmScreen(HordeScreen):
         """Each horde's cells as last painted: a repaint changes only what differs."""
         self._lock = asyncio.Lock()
         self._overview = ""
+        self._stale = True
+        """What was read is not on screen yet."""
 
     # -- composing and reading ------------------------------------------------------------
 
@@ -204,26 +206,27 @@ class SwarmScreen(HordeScreen):
                     )
         yield Footer(compact=True)
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         app = self.horde_app
         self.watch(app, "files_revision", self._woken, init=False)
         self.watch(app, "swarm_revision", self._woken, init=False)
         self.set_interval(REFRESH_S, self.reload)
-        await self.reload(force=True)
+        self.call_after_refresh(self.reload)  # mounted by then: the first read is painted
 
     async def _woken(self, _revision: int) -> None:
         await self.reload()
 
-    async def reload(self, force: bool = False) -> None:
+    async def reload(self) -> None:
         """Read what changed (in a thread: up to four hordes' logs and ledgers) and
         repaint; the lock keeps a wake and the interval from reading at once."""
         if self._lock.locked():
             return
         async with self._lock:
-            changed = await asyncio.to_thread(self.view.refresh)
-            if not self.is_mounted:
+            self._stale = await asyncio.to_thread(self.view.refresh) or self._stale
+            if not self.is_mounted:  # mounting (paint on the next wake) or gone
                 return
-            if changed or force:
+            if self._stale:
+                self._stale = False
                 await self.show()
             for pane in self.query(MarkdownFilePane):
                 await pane.reload_if_changed()
