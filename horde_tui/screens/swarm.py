@@ -60,7 +60,8 @@ FILE_TABS = {
     "written after the last horde's report",
 }
 TAB_KEYS = {"a": "overview", "w": "swarm-md", "o": "report-md", "d": "deliverable-md"}
-"""Key -> tab: `a` (all) the overview, then the swarm files."""
+"""Key -> tab: `a` (all) the overview, then the swarm files; each tab's label starts
+with its key, since the footer has no room for them at 80 columns."""
 HORDE_KEYS = Binding.Group("hordes", compact=True)
 TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
@@ -196,11 +197,12 @@ class SwarmScreen(HordeScreen):
         yield StatusLine(id="swarm-status")
         yield DataTable(id="hordes", cursor_type="row", zebra_stripes=True)
         with TabbedContent(initial="overview", id="swarm-tabs"):
-            with TabPane("Overview", id="overview"):
+            with TabPane("a Overview", id="overview"):
                 yield Markdown(open_links=False, id="swarm-overview", classes="markdown-pane")
             for name, what in FILE_TABS.items():
                 tab = name.removesuffix(".md")
-                with TabPane(tab, id=f"{tab.lower()}-md"):
+                key = next(k for k, t in TAB_KEYS.items() if t == f"{tab.lower()}-md")
+                with TabPane(f"{key} {tab}", id=f"{tab.lower()}-md"):
                     yield MarkdownFilePane(
                         self.swarm_dir / name, f"{name} is not written yet: {what}."
                     )
