@@ -75,8 +75,8 @@ def test_swarm_screen(
     line "swarm 20260102-121000-5a5a · active · 3/3 · openai/stub · merge pending", one
     row per horde: h1 active (3 members, 1 finding, 1 accepted artifact, $0.500, "SQL
     and shell injection ..."), h2 finished "completed" ($0.000), h3 pending with "-"
-    for findings, accepted and cost; the tabs "a Overview", "w SWARM", "o REPORT", "d
-    DELIVERABLE" with the overview showing the prompt in bold, the state line, "Merge:
+    for findings, accepted and cost; the tabs "a Overview", "l Ledgers", "w SWARM", "o
+    REPORT", "d DELIVERABLE" with the overview showing the prompt in bold, the state line, "Merge:
     pending", the partition table (horde, workstream, acceptance criterion, layers) and
     the timeline; a footer with p Pause, r Resume greyed (nothing paused), x Reset, s
     Stop and S Hard stop."""
@@ -89,5 +89,30 @@ def test_swarm_screen(
         await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
         overview = screen.query_one("#swarm-overview", Markdown)
         await wait_for(pilot, lambda: "## Timeline" in overview.source)
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
+
+
+@SIZES
+def test_swarm_ledgers_tab(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """`l` on the swarm screen: every horde's findings on one page. A reviewer should see
+    "findings of every horde · v: next ledger (facts)", then the heading "h1 · SQL and
+    shell injection ..." over a table with F1 (unreviewed, member-1, "SQL injection in
+    build_query() via the name parameter"; at 120 columns also its labels, concern
+    sql-injection, idea #1, r1), "h2 · Authentication ..." with "No findings in h2
+    yet.", and "h3 · Template injection ..." with "Not started yet."; the footer has v
+    Ledger."""
+    app = swarm_app(tmp_path, monkeypatch)
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SwarmScreen))
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+        await pilot.press("l")
+        ledgers = screen.query_one("#swarm-ledgers", Markdown)
+        await wait_for(pilot, lambda: "Not started yet." in ledgers.source)
 
     assert snap_compare(app, terminal_size=size, run_before=before)

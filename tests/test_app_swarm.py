@@ -379,3 +379,25 @@ async def test_without_a_swarm_supervisor_the_app_says_so(
 
 class _Settings:
     model = "openai/stub"
+
+
+async def test_the_ledgers_tab_shows_every_hordes_ledger_under_its_heading(horde: Path) -> None:
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_swarm(pilot)
+        assert screen.check_action("next_ledger", ()) is None, "v acts on the Ledgers tab only"
+        await pilot.press("l")
+        ledgers = screen.query_one("#swarm-ledgers", Markdown)
+        await wait_for(pilot, lambda: "## h1" in ledgers.source)
+        text = ledgers.source
+        h1, h2, h3 = (text.index(f"## {h}") for h in ("h1", "h2", "h3"))
+        assert h1 < text.index("| F1 |") < h2 < text.index("No findings in h2 yet.") < h3
+        assert "SQL injection in build_query()" in text
+        assert text.endswith("Not started yet.\n")
+        await pilot.press("v")
+        await wait_for(pilot, lambda: "No facts in h1 yet." in ledgers.source)
+        status = str(screen.query_one("#swarm-ledger-status").render())
+        assert status.startswith("facts of every horde · v: next ledger")
+        await pilot.press("v", "v", "v")  # claims, resources, threads
+        await pilot.press("v")  # ideas: h1's claimed idea
+        await wait_for(pilot, lambda: "Audit app/db/query.py" in ledgers.source)

@@ -33,6 +33,7 @@ from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.source import AttachedRun
+from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from widgets.member_table import clip, format_cost
@@ -50,6 +51,8 @@ COLUMNS = (
 )
 WORKSTREAM_MIN_WIDTH = 12
 CELL_PADDING = 2
+WIDE_LEDGERS = 100
+"""Below this many columns the Ledgers tab shows id, status, owner and text only."""
 REFRESH_S = 1.0
 """The screen re-reads the swarm at most this often when nothing wakes it."""
 FILE_TABS = {
@@ -59,9 +62,15 @@ FILE_TABS = {
     "DELIVERABLE.md": "the hordes' deliverables merged, each claim attributed to its horde; "
     "written after the last horde's report",
 }
-TAB_KEYS = {"a": "overview", "w": "swarm-md", "o": "report-md", "d": "deliverable-md"}
-"""Key -> tab: `a` (all) the overview, then the swarm files; each tab's label starts
-with its key, since the footer has no room for them at 80 columns."""
+TAB_KEYS = {
+    "a": "overview",
+    "l": "ledgers",
+    "w": "swarm-md",
+    "o": "report-md",
+    "d": "deliverable-md",
+}
+"""Key -> tab: `a` (all) the overview, every horde's ledgers, then the swarm files; each
+tab's label starts with its key, since the footer has no room for them at 80 columns."""
 HORDE_KEYS = Binding.Group("hordes", compact=True)
 TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
@@ -151,6 +160,13 @@ class SwarmScreen(HordeScreen):
         Binding("s", "stop_clean", "Stop", id="swarm-stop-clean", tooltip="stop clean (asks)"),
         Binding("S", "stop_hard", "Hard stop", id="swarm-stop-hard", tooltip="stop hard (asks)"),
         Binding("escape", "back", "Back", show=False, id="swarm-back"),
+        Binding(
+            "v",
+            "next_ledger",
+            "Ledger",
+            id="swarm-next-ledger",
+            tooltip="the Ledgers tab: the next ledger (ideas, board, findings, ...)",
+        ),
         *(
             Binding(
                 str(n),
@@ -188,6 +204,9 @@ class SwarmScreen(HordeScreen):
         self._overview = ""
         self._stale = True
         """What was read is not on screen yet."""
+        self.ledger = "findings"
+        """The ledger the Ledgers tab shows (`v` moves on)."""
+        self._ledgers_shown: tuple[str, bool] | None = None
 
     # -- composing and reading ------------------------------------------------------------
 
@@ -199,6 +218,9 @@ class SwarmScreen(HordeScreen):
         with TabbedContent(initial="overview", id="swarm-tabs"):
             with TabPane("a Overview", id="overview"):
                 yield Markdown(open_links=False, id="swarm-overview", classes="markdown-pane")
+            with TabPane("l Ledgers", id="ledgers"):
+                yield StatusLine(id="swarm-ledger-status")
+                yield Markdown(open_links=False, id="swarm-ledgers", classes="markdown-pane")
             for name, what in FILE_TABS.items():
                 tab = name.removesuffix(".md")
                 key = next(k for k, t in TAB_KEYS.items() if t == f"{tab.lower()}-md")
@@ -229,7 +251,10 @@ class SwarmScreen(HordeScreen):
                 return
             if self._stale:
                 self._stale = False
+                self._ledgers_shown = None
                 await self.show()
+            if self.query_one(TabbedContent).active == "ledgers":
+                await self.show_ledgers()
             for pane in self.query(MarkdownFilePane):
                 await pane.reload_if_changed()
 
@@ -257,6 +282,19 @@ class SwarmScreen(HordeScreen):
             self._overview = overview
             await self.query_one("#swarm-overview", Markdown).update(overview)
         self.refresh_bindings()
+
+    async def show_ledgers(self) -> None:
+        """The Ledgers tab: every horde's `self.ledger`, rebuilt only when the swarm or
+        the choice of ledger changed (the caller holds the lock)."""
+        wide = self.size.width >= WIDE_LEDGERS
+        if self._ledgers_shown == (self.ledger, wide):
+            return
+        self._ledgers_shown = (self.ledger, wide)
+        text = await asyncio.to_thread(self.view.ledgers_markdown, self.ledger, wide)
+        following = KINDS[(KINDS.index(self.ledger) + 1) % len(KINDS)]
+        status = f"{self.ledger} of every horde · v: next ledger ({following})"
+        self.query_one("#swarm-ledger-status", StatusLine).show(status)
+        await self.query_one("#swarm-ledgers", Markdown).update(text)
 
     def show_table(self) -> None:
         table: DataTable[str] = self.query_one("#hordes", DataTable)
@@ -304,6 +342,7 @@ class SwarmScreen(HordeScreen):
     async def on_resize(self) -> None:
         if self.lines:
             self.show_table()
+        self._ledgers_shown = None  # the next wake lays the Ledgers tab out again
 
     # -- selection and navigation ---------------------------------------------------------
 
@@ -341,6 +380,15 @@ class SwarmScreen(HordeScreen):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "ledgers":
+            await self.reload()
+        self.refresh_bindings()
+
+    async def action_next_ledger(self) -> None:
+        self.ledger = KINDS[(KINDS.index(self.ledger) + 1) % len(KINDS)]
+        await self.reload()
+
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
@@ -357,6 +405,8 @@ class SwarmScreen(HordeScreen):
         return swarm if Path(swarm.swarm_dir) == self.swarm_dir else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_ledger":
+            return True if self.query_one(TabbedContent).active == "ledgers" else None
         if action == "horde" and parameters:
             line = self.view.line(str(parameters[0]))
             return True if line is not None and line.run_dir is not None else None

@@ -298,6 +298,33 @@ class SwarmView:
     def line(self, horde: str) -> HordeLine | None:
         return next((line for line in self._lines if line.horde == horde), None)
 
+    def ledgers_markdown(self, kind: str, extra: bool = True) -> str:
+        """Every horde's `kind` ledger (a `LedgerView` kind) under its own heading, newest
+        first, as the reference's swarm ledger pages show them; ids repeat per horde.
+        `extra`: the ledger's own columns after id, status, owner and text (a narrow
+        screen leaves them out). Reads what the last `refresh` folded."""
+        if self.info is None:
+            return ""
+        parts = []
+        for horde in self.info.horde_names():
+            share = self.info.workstream(horde)
+            parts.append(f"## {horde}" + (f" · {_cell(share.workstream)}" if share else ""))
+            tracked = self._hordes.get(horde)
+            rows = tracked.ledgers.rows(kind) if tracked is not None else []
+            if tracked is None:
+                parts.append("Not started yet.")
+            elif not rows:
+                parts.append(f"No {kind} in {horde} yet.")
+            else:
+                columns = tracked.ledgers.columns(kind)[: None if extra else 4]
+                table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+                table += [
+                    "| " + " | ".join(_cell(c) for c in r.cells()[: len(columns)]) + " |"
+                    for r in rows
+                ]
+                parts.append("\n".join(table))
+        return "\n\n".join(parts) + "\n"
+
     def close(self) -> None:
         for tracked in self._hordes.values():
             tracked.run.close()
