@@ -47,6 +47,16 @@ def swarm_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HordeApp:
     return HordeApp(horde_dir=Path(".horde"), config=AppConfig.deterministic(NOW))
 
 
+async def open_swarm_screen(pilot: Pilot[Any]) -> SwarmScreen:
+    """Enter on the newest row (the live swarm); wait for its three hordes."""
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, SwarmScreen))
+    screen = pilot.app.screen
+    assert isinstance(screen, SwarmScreen)
+    await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+    return screen
+
+
 @SIZES
 def test_runs_list_with_swarms(
     snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
@@ -83,10 +93,7 @@ def test_swarm_screen(
     app = swarm_app(tmp_path, monkeypatch)
 
     async def before(pilot: Pilot[Any]) -> None:
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SwarmScreen))
-        screen = pilot.app.screen
-        await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+        screen = await open_swarm_screen(pilot)
         overview = screen.query_one("#swarm-overview", Markdown)
         await wait_for(pilot, lambda: "## Timeline" in overview.source)
 
@@ -107,10 +114,7 @@ def test_swarm_ledgers_tab(
     app = swarm_app(tmp_path, monkeypatch)
 
     async def before(pilot: Pilot[Any]) -> None:
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(pilot.app.screen, SwarmScreen))
-        screen = pilot.app.screen
-        await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+        screen = await open_swarm_screen(pilot)
         await pilot.press("l")
         ledgers = screen.query_one("#swarm-ledgers", Markdown)
         await wait_for(pilot, lambda: "Not started yet." in ledgers.source)

@@ -78,6 +78,13 @@ async def open_swarm(pilot: Pilot[object]) -> SwarmScreen:
     return screen
 
 
+async def choose(pilot: Pilot[object], key: str, button: str) -> None:
+    """Press `key`, wait for its dialog, press the dialog's `button`."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ChoiceScreen))
+    await pilot.click(f"#{button}")
+
+
 def notified(app: HordeApp, text: str) -> bool:
     return any(text in n.message for n in app._notifications)
 
@@ -205,9 +212,7 @@ async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
             await pilot.press("p")
             await wait_for(pilot, lambda: remote.requests == [("pause", "all")])
             await wait_for(pilot, lambda: notified(app, "h1: paused all"))
-            await pilot.press("S")
-            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-            await pilot.click("#all")
+            await choose(pilot, "S", "all")
             await wait_for(pilot, lambda: ("stop-hard", "all") in remote.requests)
             assert not list(horde_run_dir(horde, "h2").glob("control/req-*")), "h2 is finished"
             table = screen.query_one("#hordes", DataTable)
@@ -247,13 +252,9 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
         await pilot.press("p")
         await wait_for(pilot, lambda: fake.calls == [("pause", "h1")])
         await wait_for(pilot, lambda: notified(app, "paused h1"))
-        await pilot.press("x")
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-        await pilot.click("#reset")
+        await choose(pilot, "x", "reset")
         await wait_for(pilot, lambda: ("reset", "h1") in fake.calls)
-        await pilot.press("s")
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-        await pilot.click("#horde")
+        await choose(pilot, "s", "horde")
         await wait_for(pilot, lambda: ("stop_clean", "h1") in fake.calls)
         await pilot.press("S")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))

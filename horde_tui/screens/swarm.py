@@ -33,6 +33,7 @@ from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.source import AttachedRun
+from horde_tui.tui_bridge import HordeControls
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
@@ -76,27 +77,11 @@ TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
 
 
-class HostedSwarm(Protocol):
+class HostedSwarm(HordeControls, Protocol):
     """What the screen uses of a `SwarmSupervisor` hosted in this app (the swarm contract)."""
 
     swarm_id: str
     swarm_dir: Path
-
-    def pause(self, target: str = "all") -> str: ...
-
-    def resume(self, target: str = "all") -> str: ...
-
-    def stop_clean(
-        self,
-        target: str = "all",
-        grace_s: float | None = None,
-        postmortem: bool = False,
-        reason: str = "stopped by user",
-    ) -> str: ...
-
-    async def stop_hard(self, target: str = "all") -> str: ...
-
-    async def reset(self, target: str) -> str: ...
 
 
 def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:

@@ -281,6 +281,14 @@ class RunRow:
         return str(self.members or "-")
 
 
+def subfolders(folder: Path) -> list[str]:
+    """Names of the folders in `folder`, sorted; none when it does not exist (yet)."""
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.is_dir())
+    except OSError:
+        return []
+
+
 @dataclass
 class _Tracked:
     life: RunLifecycle
@@ -304,10 +312,7 @@ class RunsIndex:
 
     def refresh(self) -> bool:
         """Catch up; True if any row changed."""
-        try:
-            names = sorted(e.name for e in os.scandir(self.runs_dir) if e.is_dir())
-        except OSError:
-            names = []
+        names = subfolders(self.runs_dir)
         rows = []
         for name in names:
             run_dir = self.runs_dir / name

@@ -22,7 +22,7 @@ from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.view.ledgers import LedgerView
-from horde_tui.view.run import RunRow, RunsIndex, RunView, read_json
+from horde_tui.view.run import RunRow, RunsIndex, RunView, read_json, subfolders
 from horde_tui.watchdog import pid_alive
 
 SWARM_DOCUMENTS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
@@ -350,10 +350,7 @@ class RunsAndSwarms(RunsIndex):
 
     def refresh(self) -> bool:
         super().refresh()
-        try:
-            names = sorted(e.name for e in os.scandir(self.swarms_dir) if e.is_dir())
-        except OSError:
-            names = []
+        names = subfolders(self.swarms_dir)
         swarm_rows = []
         for name in names:
             swarm_dir = self.swarms_dir / name
