@@ -501,10 +501,11 @@ class HordeApp(App[int]):
             return
         if self.live and self.sup is not None:
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
+        elif self.swarm_live and self.swarm is not None:  # before attached: its hordes'
+            # run screens are attached, yet they die with this app
+            self.push_screen(quit_screen(self.swarm.swarm_id, hosted=True), self._quit_swarm)
         elif (attached := self.attached_live) is not None:
             self.push_screen(quit_screen(attached.run_id, hosted=False), self._quit_choice)
-        elif self.swarm_live and self.swarm is not None:
-            self.push_screen(quit_screen(self.swarm.swarm_id, hosted=True), self._quit_swarm)
         else:
             self.exit(self.exit_code)
 

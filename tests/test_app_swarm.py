@@ -260,6 +260,16 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         await pilot.press("escape")  # cancel: nothing sent
         await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("enter")  # h1's run screen is attached, but the swarm is hosted:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await pilot.press("q")  # quitting ends it, so detach is not offered
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        assert app.screen.query_one("#detach", Button).disabled
+        assert str(app.screen.query_one(".dialog-question").render()).startswith(
+            f"Run {SWARM_ID} is hosted in this app"
+        )
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: app.screen is screen)
         assert ("stop_hard", "h1") not in fake.calls and len(fake.calls) == 3
         await pilot.press("ctrl+p")
         palette = app.screen.query_one(CommandList)
