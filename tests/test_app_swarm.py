@@ -30,6 +30,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import SwarmScreen
+from horde_tui.supervisor.observe import SupervisorEvent
 
 SIZE = (140, 36)
 FINISHED = "20260102-120000-aaaa"
@@ -341,6 +342,12 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
             "Audit the web app",
         )
         assert app.swarm is fake and app.swarm_live and fake.sink is not None
+        woken = app.swarm_revision
+        fake.sink(SupervisorEvent("member-status", "member-1", {"horde": "h1"}, 0.0))
+        fake.sink(SupervisorEvent("horde-start", None, {"horde": "h1"}, 0.0))
+        await wait_for(pilot, lambda: app.swarm_revision > woken)
+        await pilot.pause()  # both messages handled, in order
+        assert app.swarm_revision == woken + 1, "member traffic does not wake the swarm screen"
         screen = app.screen
         assert isinstance(screen, SwarmScreen) and screen.swarm_dir == fake.swarm_dir
         await wait_for(pilot, lambda: len(table_rows(app, "#hordes")) == hordes)

@@ -387,7 +387,8 @@ class SwarmScreen(HordeScreen):
         swarm = app.swarm
         if swarm is None or not app.swarm_live:
             return None
-        return swarm if Path(swarm.swarm_dir) == self.swarm_dir else None
+        # resolved: the runs list names the swarm relative to the working directory
+        return swarm if Path(swarm.swarm_dir).resolve() == self.swarm_dir.resolve() else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_ledger":
