@@ -6,6 +6,9 @@ interface (`tui_bridge.HostedRun`); the app swaps the supervisor's sink for a
 coalesced batch of events to the run screen. When the run ends the report screen opens.
 With no run to host it lists the runs on disk (or says how to start one); `attach`
 shows a run hosted by another process, polled from its files (`screens/source.py`).
+A swarm (`H/M`, from the launch form) is hosted the same way (`start_swarm`), but its
+screen reads everything from the swarm's files, so it shows a hosted swarm and another
+process's alike; only its controls differ (`screens/swarm.py`).
 
 `AppConfig` carries every non-deterministic input (clock, time zone, file polling, tick,
 animation, cursor blink) so tests and snapshots can switch them all off at once.

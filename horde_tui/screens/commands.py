@@ -1,8 +1,9 @@
-"""Command palette (ctrl+p) provider: the run screen's member actions, for every member.
+"""Command palette (ctrl+p) providers: the run screen's member actions for every member,
+and the swarm screen's horde actions for every horde.
 
-The keys act on the member under the cursor; the palette reaches any member by name
-("pause member-4") and offers only what applies to it now, the same rule `check_action`
-uses to grey out keys.
+The keys act on the member (horde) under the cursor; the palette reaches any of them by
+name ("pause member-4", "stop h2 hard") and offers only what applies to it now, the same
+rule `check_action` uses to grey out keys.
 """
 
 from __future__ import annotations
