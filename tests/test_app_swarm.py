@@ -29,7 +29,7 @@ from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
-from horde_tui.screens.swarm import SwarmScreen
+from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 
 SIZE = (140, 36)
@@ -213,6 +213,17 @@ async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
             await pilot.press("p")
             await wait_for(pilot, lambda: remote.requests == [("pause", "all")])
             await wait_for(pilot, lambda: notified(app, "h1: paused all"))
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
+            await pilot.press("escape")  # no member picked: nothing sent
+            await wait_for(pilot, lambda: app.screen is screen)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
+            await pilot.press("enter")  # member-1
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            await pilot.click("#reset")
+            await wait_for(pilot, lambda: ("reset", "member-1") in remote.requests)
+            assert len(remote.requests) == 2
             await choose(pilot, "S", "all")
             await wait_for(pilot, lambda: ("stop-hard", "all") in remote.requests)
             assert not list(horde_run_dir(horde, "h2").glob("control/req-*")), "h2 is finished"
@@ -253,8 +264,12 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
         await pilot.press("p")
         await wait_for(pilot, lambda: fake.calls == [("pause", "h1")])
         await wait_for(pilot, lambda: notified(app, "paused h1"))
-        await choose(pilot, "x", "reset")
-        await wait_for(pilot, lambda: ("reset", "h1") in fake.calls)
+        await pilot.press("x")  # a reset is of one member: which?
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#reset")
+        await wait_for(pilot, lambda: ("reset", "h1:member-2") in fake.calls)
         await choose(pilot, "s", "horde")
         await wait_for(pilot, lambda: ("stop_clean", "h1") in fake.calls)
         await pilot.press("S")
@@ -280,6 +295,7 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
             for i in range(palette.option_count)
         }
         assert {"Pause h1", "Stop h1 hard", "Open h2", "Stop the swarm clean"} <= titles
+        assert "Reset h1:member-3" in titles and "Reset h1" not in titles
         assert not {"Pause h2", "Open h3", "Resume h1"} & titles, titles
         await pilot.press(*"pause h1")
         await wait_for(

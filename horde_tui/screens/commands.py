@@ -93,7 +93,10 @@ class SwarmCommands(ListedCommands):
             if horde_applies("resume", live, line):
                 yield f"Resume {h}", partial(screen.resume_horde, h), line.workstream
             if horde_applies("reset", live, line):
-                yield f"Reset {h}", partial(screen.confirm_reset, h), "asks first"
+                for name, status in zip(line.names, line.statuses, strict=True):
+                    if status in STOPPABLE_STATUSES:
+                        target = f"{h}:{name}"
+                        yield f"Reset {target}", partial(screen.confirm_reset, target), "asks"
             if horde_applies("stop_clean", live, line):
                 yield f"Stop {h} clean", partial(screen.control, "stop_clean", h), "wrap up"
                 yield f"Stop {h} hard", partial(screen.confirm_stop, h, True), "asks first"

@@ -7,7 +7,8 @@ reference's `all | h1 | h2` tabs) opens a horde's run screen on its run director
 `attach` does; escape there comes back here.
 
 Controls act on the horde under the cursor (target `hN`) or, from their dialogs and
-the palette, on the whole swarm (`all`). A hosted swarm takes them as method calls
+the palette, on the whole swarm (`all`); a reset is of one member (`hN:member-K`, picked
+from the horde's members), as the swarm supervisor takes it. A hosted swarm takes them as method calls
 (`HostedSwarm`, the `SwarmSupervisor` API); another process's swarm gets them through
 each live horde run's `control/` folder, from a thread worker (an answer can take up
 to 15 s). Keys that do not apply (a finished swarm, a horde not started or not live)
@@ -24,13 +25,25 @@ from typing import ClassVar, Protocol
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
-from textual.widgets import DataTable, Footer, Header, Markdown, TabbedContent, TabPane
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Markdown,
+    OptionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
+from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
-from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.source import AttachedRun
 from horde_tui.tui_bridge import HordeControls
@@ -122,14 +135,30 @@ def stop_screen(horde: str, horde_live: bool, hard: bool) -> ChoiceScreen:
     )
 
 
-def reset_horde_screen(horde: str) -> ChoiceScreen:
-    return ChoiceScreen(
-        f"Reset every member of {horde}?",
-        f"Ends the current session of each of {horde}'s members now (unsaved work is lost), "
-        "returns their claimed ideas to the pool and starts fresh attempts; each reset "
-        "counts in that member's resets.",
-        [("reset", f"Reset {horde}", "warning", True), ("cancel", "Cancel", "default", True)],
-    )
+class MemberPickScreen(ModalScreen[str | None]):
+    """A list of member names; Enter picks one, escape picks none (nothing happens)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="pick-cancel")
+    ]
+
+    def __init__(self, question: str, names: list[str]) -> None:
+        super().__init__(classes="pick-screen")
+        self.question = question
+        self.names = names
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-question", markup=False)
+            yield OptionList(*(Option(name, id=name) for name in self.names), id="pick-list")
+            yield Static("enter: pick · escape: cancel", classes="dialog-detail", markup=False)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class SwarmScreen(HordeScreen):
@@ -141,7 +170,7 @@ class SwarmScreen(HordeScreen):
         Binding("enter", "open_horde", "Open", id="swarm-open", tooltip="the horde's run screen"),
         Binding("p", "pause", "Pause", id="swarm-pause", tooltip="pause the selected horde"),
         Binding("r", "resume", "Resume", id="swarm-resume", tooltip="resume the selected horde"),
-        Binding("x", "reset", "Reset", id="swarm-reset", tooltip="reset the horde (asks)"),
+        Binding("x", "reset", "Reset", id="swarm-reset", tooltip="reset a member of the horde"),
         Binding("s", "stop_clean", "Stop", id="swarm-stop-clean", tooltip="stop clean (asks)"),
         Binding("S", "stop_hard", "Hard stop", id="swarm-stop-hard", tooltip="stop hard (asks)"),
         Binding("escape", "back", "Back", show=False, id="swarm-back"),
@@ -433,13 +462,15 @@ class SwarmScreen(HordeScreen):
 
     def send_remote(self, action: str, target: str) -> None:
         """Each addressed live horde's supervisor gets the request in its own `control/`
-        (target `all` there: that run is only the horde); answers come back together."""
+        (`all`, or the member of `hN:member-K`: that run is only the horde); answers come
+        back together."""
+        horde, _, member = target.partition(":")
         lines = [
             line
             for line in self.lines
             if line.run_dir is not None
             and line.state in LIVE_STATES
-            and target in ("all", line.horde)
+            and horde in ("all", line.horde)
         ]
         if not lines:
             self.notify(f"no live horde to {action.replace('_', '-')} ({target})")
@@ -452,7 +483,7 @@ class SwarmScreen(HordeScreen):
                 assert line.run_dir is not None
                 source = AttachedRun(line.run_dir)
                 try:
-                    text = source.send(action, "all", lambda: worker.is_cancelled)
+                    text = source.send(action, member or "all", lambda: worker.is_cancelled)
                 finally:
                     source.close()
                 answers.append(f"{line.horde}: {text}")
@@ -485,12 +516,34 @@ class SwarmScreen(HordeScreen):
 
         self.app.push_screen(stop_screen(horde or "the horde", horde_live, hard), chosen)
 
-    def confirm_reset(self, horde: str) -> None:
+    def confirm_reset(self, target: str) -> None:
+        """Ask, then reset one member (`hN:member-K`): the member loses its session."""
+
         def chosen(choice: str | None) -> None:
             if choice == "reset":
-                self.control("reset", horde)
+                self.control("reset", target)
 
-        self.app.push_screen(reset_horde_screen(horde), chosen)
+        self.app.push_screen(reset_screen(target), chosen)
+
+    def pick_reset(self, horde: str) -> None:
+        """A reset is of one member (a whole horde is stopped, not reset): pick which of
+        the horde's members whose session can be ended, then confirm."""
+        line = self.view.line(horde)
+        names = (
+            [
+                name
+                for name, status in zip(line.names, line.statuses, strict=True)
+                if status in STOPPABLE_STATUSES
+            ]
+            if line
+            else []
+        )
+
+        def picked(name: str | None) -> None:
+            if name:
+                self.confirm_reset(f"{horde}:{name}")
+
+        self.app.push_screen(MemberPickScreen(f"Reset which member of {horde}?", names), picked)
 
     def action_pause(self) -> None:
         if line := self.selected_line():
@@ -502,7 +555,7 @@ class SwarmScreen(HordeScreen):
 
     def action_reset(self) -> None:
         if line := self.selected_line():
-            self.confirm_reset(line.horde)
+            self.pick_reset(line.horde)
 
     def action_stop_clean(self) -> None:
         line = self.selected_line()

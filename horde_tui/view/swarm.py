@@ -187,6 +187,8 @@ class HordeLine:
     run_dir: Path | None
     statuses: tuple[str, ...] = ()
     """Each member's status (`running`, `paused`, ...): what the controls can act on."""
+    names: tuple[str, ...] = ()
+    """Each member's name, in the order of `statuses`."""
 
 
 @dataclass
@@ -267,6 +269,7 @@ class SwarmView:
                     workstream=workstream,
                     run_dir=run.run_dir,
                     statuses=tuple(m.status for m in members),
+                    names=tuple(m.name for m in members),
                 )
             )
         return out
