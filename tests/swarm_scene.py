@@ -25,6 +25,7 @@ from typing import Any
 from test_view_run import EPOCH_0, RunDir, answer
 
 from horde_tui.protocol import run_action
+from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
 
 SWARM_ID = "20260102-121000-5a5a"
@@ -137,7 +138,7 @@ def swarm_scene(horde: Path) -> Scene:
         concern="sql-injection",
         concernDef="SQL built from untrusted input",
     )
-    (swarm_dir / "poc.py").write_text("print('poc')\n")
+    (HordePaths(root).workdir / "poc.py").write_text("print('poc')\n")  # where members work
     artifact = tool(root, run, "member-1", "artifact", path="poc.py", criteria="prints poc")
     tool(
         root,

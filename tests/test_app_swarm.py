@@ -14,15 +14,17 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from swarm_scene import SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
+from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from test_app_attach import FakeRemote
 from test_app_support import NOW, wait_for
 from test_view_run import RunDir, dead_pid
 from textual.command import CommandList
 from textual.pilot import Pilot
-from textual.widgets import Button, DataTable, Input, Markdown, TabbedContent
+from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
 
 from horde_tui.app import AppConfig, HordeApp
+from horde_tui.launch import DetachedStart
+from horde_tui.screens import launch as launch_screen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.panes import MarkdownFilePane
@@ -56,6 +58,21 @@ def scene(tmp_path: Path) -> Scene:
 @pytest.fixture
 def horde(scene: Scene) -> Path:
     return scene.swarm_dir.parent.parent
+
+
+@pytest.fixture
+def quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `.horde/` with one finished run, nothing live, and a model in its config: what a
+    launch needs."""
+    for name in [n for n in os.environ if n.startswith("HORDE_")]:
+        monkeypatch.delenv(name)
+    horde = tmp_path / ".horde"
+    done = RunDir(horde, FINISHED)
+    done.event(0, "run-start", members=3, model="openai/stub")
+    done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
+    (done.path / "REPORT.md").write_text("# Report\n")
+    (horde / "config.toml").write_text('model = "openai/stub"\n')
+    return horde
 
 
 def app_for(horde: Path) -> HordeApp:
@@ -331,17 +348,13 @@ async def test_a_finished_swarm_greys_every_control(horde: Path) -> None:
 
 @pytest.mark.parametrize(("count", "hordes", "members"), [("2/3", 2, 3), ("3/2", 3, 2)])
 async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
-    horde: Path,
+    quiet: Path,
     fake_swarm_module: list[FakeSwarm],
-    monkeypatch: pytest.MonkeyPatch,
     count: str,
     hordes: int,
     members: int,
 ) -> None:
-    for name in [n for n in os.environ if n.startswith("HORDE_")]:
-        monkeypatch.delenv(name)
-    (horde / "config.toml").write_text('model = "openai/stub"\n')
-    app = app_for(horde)
+    app = app_for(quiet)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
@@ -373,7 +386,7 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
         app.screen.query_one("#launch-prompt", Input).value = "Something else"
         await pilot.press("ctrl+s")
         error = app.screen.query_one("#launch-run-error")
-        await wait_for(pilot, lambda: "is live in this app" in str(error.render()))
+        await wait_for(pilot, lambda: f"swarm {LAUNCHED_ID} is live in this" in str(error.render()))
         assert len(fake_swarm_module) == 1
         await pilot.press("escape")
         await pilot.press("q")  # a hosted swarm dies with the app: the quit dialog asks
@@ -384,20 +397,32 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
     assert app.return_value == 0, "the app quit once the swarm's run() returned"
 
 
-async def test_a_detached_swarm_is_refused_on_the_form(horde: Path) -> None:
-    (horde / "config.toml").write_text('model = "openai/stub"\n')
-    app = app_for(horde)
+async def test_a_detached_swarm_start_opens_the_swarm_screen(
+    quiet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The detached start (its own process, `run --detach 2/3`) reports the swarm it
+    started; the form opens that swarm's screen rather than attaching to a run."""
+    swarm_dir = write_swarm(quiet, LAUNCHED_ID, runs=())
+    argv: list[list[str]] = []
+
+    def started(command: list[str], horde_dir: Path) -> DetachedStart:
+        argv.append(command)
+        return DetachedStart(os.getpid(), horde_dir / "detached.log", swarm_dir)
+
+    monkeypatch.setattr(launch_screen, "start_detached", started)
+    app = app_for(quiet)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         form = app.screen
         form.query_one("#launch-count", Input).value = "2/3"
         form.query_one("#launch-prompt", Input).value = "Audit"
-        form.query_one("#launch-detach").value = True  # type: ignore[attr-defined]
+        form.query_one("#launch-detach", Checkbox).value = True
         await pilot.press("ctrl+s")
-        error = form.query_one("#launch-run-error")
-        await wait_for(pilot, lambda: "not detached; untick detached" in str(error.render()))
-        assert app.screen is form and app.swarm is None
+        await wait_for(pilot, lambda: isinstance(app.screen, SwarmScreen))
+        assert app.screen.swarm_dir == swarm_dir  # type: ignore[attr-defined]
+        assert argv and argv[0][3:7] == ["run", "--headless", "2/3", "Audit"]
+        assert app.swarm is None, "another process hosts it"
 
 
 async def test_without_a_swarm_supervisor_the_app_says_so(

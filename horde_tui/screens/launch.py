@@ -7,7 +7,8 @@ Each refusal is one line under its field; what the user typed stays. A passing l
 is hosted in this app, as `horde-tui run` does, unless "detached" is on: then the
 supervisor starts as its own process (`run --detach`) and the app attaches to it, so
 the run outlives the terminal. A count of `H/M` starts a swarm, hosted in this app
-(`HordeApp.start_swarm`); one live swarm or run at a time.
+(`HordeApp.start_swarm`) or detached, and opens the swarm screen; one live swarm or run
+at a time.
 
 The check reads `.horde/` and a detached start waits for the run to go live, so both
 run in a thread worker; the form says "starting..." meanwhile and ignores a second enter.
@@ -37,6 +38,7 @@ from horde_tui.launch import (
 )
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.commands import ListedCommands
+from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
 
 FIELD_ERRORS = ("count", "prompt", "layers", "model", "thinking", "max_minutes", "run")
@@ -231,7 +233,7 @@ class LaunchScreen(HordeScreen):
     def start_in_thread(self, options: RunOptions, layers_text: str | None, detached: bool) -> None:
         check = check_launch(options, self.horde_dir, layers_text, swarms=True)
         if check.ok:
-            self.refuse_swarm(check, detached)
+            self.refuse_while_hosting(check)
         if not check.ok or not detached:
             self.app.call_from_thread(self.checked_result, check)
             return
@@ -243,19 +245,10 @@ class LaunchScreen(HordeScreen):
         else:
             self.app.call_from_thread(self.opened, started.run_dir)
 
-    def refuse_swarm(self, check: LaunchCheck, detached: bool) -> None:
-        """What swarms add to the shared check: a swarm is hosted here (the detached
-        start waits for a run, not a swarm), and nothing starts while this app hosts a
-        live swarm (its hordes' runs are not in `runs/`, where the check looks)."""
+    def refuse_while_hosting(self, check: LaunchCheck) -> None:
+        """Nothing starts while this app hosts a live swarm (its hordes' runs are not in
+        `runs/`, where the shared check looks for a live run)."""
         app = self.horde_app
-        if detached and check.count is not None and check.count.hordes > 1:
-            check.refusals.append(
-                Refusal(
-                    "run",
-                    "refused: a swarm (H/M) starts hosted in this app, not detached; "
-                    "untick detached",
-                )
-            )
         if app.swarm_live and app.swarm is not None:
             check.refusals.append(
                 Refusal(
@@ -282,8 +275,13 @@ class LaunchScreen(HordeScreen):
         self.show_error("run", f"refused: {error.splitlines()[0]}")
 
     def opened(self, run_dir: Path) -> None:
+        """The detached start went live: a run (attach to it) or a swarm (its screen,
+        which reads the swarm's files whoever hosts it)."""
         self.dismiss_form()
-        self.horde_app.attach_run(run_dir)
+        if (run_dir / "SWARM.json").is_file():
+            self.app.push_screen(SwarmScreen(run_dir))
+        else:
+            self.horde_app.attach_run(run_dir)
 
     def dismiss_form(self) -> None:
         if self.app.screen is self:
