@@ -402,11 +402,13 @@ async def test_a_detached_swarm_start_opens_the_swarm_screen(
 ) -> None:
     """The detached start (its own process, `run --detach 2/3`) reports the swarm it
     started; the form opens that swarm's screen rather than attaching to a run."""
-    swarm_dir = write_swarm(quiet, LAUNCHED_ID, runs=())
+    swarm_dir = quiet / "swarms" / LAUNCHED_ID
     argv: list[list[str]] = []
 
     def started(command: list[str], horde_dir: Path) -> DetachedStart:
+        """The detached process went live: its SWARM.json exists (after the check)."""
         argv.append(command)
+        write_swarm(horde_dir, LAUNCHED_ID, runs=())
         return DetachedStart(os.getpid(), horde_dir / "detached.log", swarm_dir)
 
     monkeypatch.setattr(launch_screen, "start_detached", started)
