@@ -107,8 +107,8 @@ def test_swarm_ledgers_tab(
     """`l` on the swarm screen: every horde's findings on one page. A reviewer should see
     "findings of every horde · v: next ledger (facts)", then the heading "h1 · SQL and
     shell injection ..." over a table with F1 (unreviewed, member-1, "SQL injection in
-    build_query() via the name parameter"; at 120 columns also its labels, concern
-    sql-injection, idea #1, r1), "h2 · Authentication ..." with "No findings in h2
+    build_query() via the name parameter"; the findings' own columns need 160), "h2 ·
+    Authentication ..." with "No findings in h2
     yet.", and "h3 · Template injection ..." with "Not started yet."; the footer has v
     Ledger."""
     app = swarm_app(tmp_path, monkeypatch)

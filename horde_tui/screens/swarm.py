@@ -65,7 +65,7 @@ COLUMNS = (
 )
 WORKSTREAM_MIN_WIDTH = 12
 CELL_PADDING = 2
-WIDE_LEDGERS = 100
+WIDE_LEDGERS = 160
 """Below this many columns the Ledgers tab shows id, status, owner and text only."""
 REFRESH_S = 1.0
 """The screen re-reads the swarm at most this often when nothing wakes it."""

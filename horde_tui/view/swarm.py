@@ -179,10 +179,14 @@ class HordeLine:
     `pending` before the horde started."""
     outcome: str
     members: int
+    """The horde's members (the manifest's; its synthesis and review helpers are not)."""
     findings: int
+    """Current findings of the horde's run (superseded ones are not counted)."""
     accepted: int
-    """Artifacts (A#) of the horde's run whose current revision is accepted."""
+    """Findings and artifacts (F#, A#) of the run whose current revision is accepted
+    (with or without limits): the reference's "accepted artifacts"."""
     cost_usd: float | None
+    """Every session of the horde, its helpers' included; unknown if any one is."""
     workstream: str
     run_dir: Path | None
     statuses: tuple[str, ...] = ()
@@ -262,7 +266,7 @@ class SwarmView:
                     horde=horde,
                     state=run.state,
                     outcome=run.life.outcome,
-                    members=len(members) or run.info.member_count,
+                    members=run.info.member_count or len(members),
                     findings=tracked.findings,
                     accepted=tracked.accepted,
                     cost_usd=member_cost([m.cost_usd for m in members]),
@@ -287,12 +291,9 @@ class SwarmView:
         tracked.run.close()  # no descriptors held between refreshes (up to four hordes)
         if tracked.ledgers.refresh():
             state, run = tracked.ledgers.state, run_dir.name
-            tracked.findings = tracked.ledgers.counts()["findings"]
-            tracked.accepted = sum(
-                1
-                for a in acceptance_all(state, run)
-                if a.target in state.artifacts and a.state in ACCEPTED
-            )
+            rows = tracked.ledgers.rows("findings")
+            tracked.findings = sum(1 for r in rows if r.status != "superseded")
+            tracked.accepted = sum(1 for a in acceptance_all(state, run) if a.state in ACCEPTED)
         return tracked
 
     def lines(self) -> list[HordeLine]:
