@@ -53,7 +53,7 @@ async def open_swarm_screen(pilot: Pilot[Any]) -> SwarmScreen:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, SwarmScreen))
     screen = pilot.app.screen
     assert isinstance(screen, SwarmScreen)
-    await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+    await wait_for(pilot, lambda: len(screen.shown) == 3)  # rows painted
     return screen
 
 

@@ -92,7 +92,7 @@ async def open_swarm(pilot: Pilot[object]) -> SwarmScreen:
     await wait_for(pilot, lambda: isinstance(app.screen, SwarmScreen))
     screen = app.screen
     assert isinstance(screen, SwarmScreen)
-    await wait_for(pilot, lambda: screen.query_one("#hordes", DataTable).row_count == 3)
+    await wait_for(pilot, lambda: len(screen.shown) == 3)  # rows painted
     return screen
 
 
