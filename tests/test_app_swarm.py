@@ -16,8 +16,9 @@ from types import ModuleType
 import pytest
 from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from test_app_attach import FakeRemote
+from test_app_launch import FINISHED, finished_run, no_horde_env  # noqa: F401 (fixture)
 from test_app_support import NOW, wait_for
-from test_view_run import RunDir, dead_pid
+from test_view_run import dead_pid
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
@@ -35,7 +36,6 @@ from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 
 SIZE = (140, 36)
-FINISHED = "20260102-120000-aaaa"
 OLD_SWARM = "20260102-110000-0b0b"
 
 
@@ -44,10 +44,7 @@ def scene(tmp_path: Path) -> Scene:
     """A finished run, the live 3/3 swarm of `swarm_scene`, and an older swarm whose
     host died (SWARM.json still says active)."""
     horde = tmp_path / ".horde"
-    done = RunDir(horde, FINISHED)
-    done.event(0, "run-start", members=3, model="openai/stub")
-    done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
-    (done.path / "REPORT.md").write_text("# Report\n")
+    finished_run(horde)
     scene = swarm_scene(horde)
     write_swarm(
         horde, OLD_SWARM, parent_pid=dead_pid(), hordes=2, members=4, runs=(), started=1.0e9
@@ -61,16 +58,11 @@ def horde(scene: Scene) -> Path:
 
 
 @pytest.fixture
-def quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def quiet(tmp_path: Path) -> Path:
     """A `.horde/` with one finished run, nothing live, and a model in its config: what a
     launch needs."""
-    for name in [n for n in os.environ if n.startswith("HORDE_")]:
-        monkeypatch.delenv(name)
     horde = tmp_path / ".horde"
-    done = RunDir(horde, FINISHED)
-    done.event(0, "run-start", members=3, model="openai/stub")
-    done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
-    (done.path / "REPORT.md").write_text("# Report\n")
+    finished_run(horde)
     (horde / "config.toml").write_text('model = "openai/stub"\n')
     return horde
 

@@ -9,10 +9,10 @@ this module is skipped as a whole. It waits on conditions, never on time.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from test_app_e2e import no_horde_env  # noqa: F401 (fixture)
 from test_app_support import wait_for
 from textual.widgets import DataTable
 
@@ -28,15 +28,8 @@ SWARM_TIMEOUT_S = 300.0
 """A two-horde demo swarm takes ~20 s alone (measured headless); loaded CI boxes more."""
 
 
-@pytest.fixture
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Members inherit the environment: keep the caller's HORDE_* settings out."""
-    for key in list(os.environ):
-        if key.startswith("HORDE_"):
-            monkeypatch.delenv(key)
-
-
-async def test_the_app_hosts_a_real_swarm_to_its_report(tmp_path: Path, no_horde_env: None) -> None:
+@pytest.mark.usefixtures("no_horde_env")
+async def test_the_app_hosts_a_real_swarm_to_its_report(tmp_path: Path) -> None:
     demo = prepare_demo(speed=0.0, parent=tmp_path)
     try:
         app = HordeApp(horde_dir=demo.workdir / ".horde", config=AppConfig(tick_s=0.5))
