@@ -40,8 +40,16 @@ class HordePaths:
 
     @property
     def workdir(self) -> Path:
-        """The directory under study: the parent of `.horde/`."""
-        return self.root.parent
+        """The directory under study: the parent of `.horde/`, also for a swarm's horde
+        (`<workdir>/.horde/swarms/<id>/hN`), whose members work in the same directory."""
+        return self.top.parent
+
+    @property
+    def top(self) -> Path:
+        """The `.horde/` this horde lives in: its own root, or for a swarm's horde the
+        project's `.horde/` that holds `swarms/` (file tools must not write anywhere in it)."""
+        swarms = self.root.parent.parent
+        return swarms.parent if swarms.name == "swarms" else self.root
 
     @property
     def ledger(self) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from horde_tui import prompts
-from horde_tui.store.paths import atomic_write_text
+from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState, spawn_member
@@ -47,7 +47,8 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
 
     run_dir = horde_dir / "runs" / summary.run_id
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
-    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, horde_dir.parent))
+    workdir = HordePaths(horde_dir).workdir
+    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, workdir))
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(read_events(run_dir), summary))
 
 
