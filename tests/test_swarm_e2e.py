@@ -1,0 +1,148 @@
+"""Swarms end to end: a real swarm supervisor, gateways, hordes and helper processes, the
+stub model playing the planner, the members and the merge helper."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde_tui.settings import load_settings
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.swarm import SwarmSupervisor
+
+APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
+PARTITION = (
+    "h1: Audit app.py for hard-coded secrets\n"
+    "acceptance: every secret in app.py is filed with its line\n"
+    "h2: Audit login() for timing attacks\n"
+    "acceptance: the comparison in login() is classified with evidence\n"
+)
+MERGED = (
+    "# Swarm deliverable\n\n- The password is hard-coded [h1 F1: open].\n"
+    "- login() compares in non-constant time [h2 F1: open].\n"
+)
+CONTRACT_KEYS = {
+    "id",
+    "prompt",
+    "hordes",
+    "members",
+    "model",
+    "demo",
+    "layers",
+    "state",
+    "parent_pid",
+    "started",
+    "ended",
+    "outcome",
+    "diagnosis",
+    "partition",
+    "runs",
+    "merge",
+    "timeline",
+}
+
+
+def horde(action: str, **args: Any) -> dict[str, Any]:
+    return {"tool": "horde", "args": {"action": action, **args}}
+
+
+PLANS = {
+    "member-1": [
+        horde("fact", text="app.py defines login(user, password)"),
+        horde("idea", text="Check app.py line 1"),
+        horde("claim", id="$id"),
+        horde(
+            "finding",
+            concern="secrets",
+            concernDef="credentials in source",
+            text="app.py:1 hard-codes a password",
+            evidence="app.py:1",
+            support="tested",
+            importance="high",
+            confidence="high",
+        ),
+        horde("done", id="$I", result="filed $F"),
+        {"say": "Done."},
+    ],
+    "member-2": [horde("facts"), {"say": "Nothing more."}],
+    "synthesis": [{"say": "# Deliverable\n\nF1 holds."}],
+    "postmortem": [{"say": "# Post-mortem\n\nFine."}],
+    "merge": [{"say": MERGED}],
+}
+
+
+def settings(stub: StubThread, **extra: Any) -> Any:
+    env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
+    return load_settings(environ=env, overrides={"swarm_stagger_ms": 100, **extra})
+
+
+@pytest.fixture(autouse=True)
+def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+def run_swarm(sw: SwarmSupervisor) -> Any:
+    return asyncio.run(asyncio.wait_for(sw.run(), 300))
+
+
+def test_a_2_by_2_swarm_plans_runs_both_hordes_merges_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    events: list[SupervisorEvent] = []
+    plans = {**PLANS, "planner": [{"say": PARTITION}]}
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        sw = SwarmSupervisor(
+            tmp_path, RunRequest("Review app.py", 2), settings(stub), 2, sink=events.append
+        )
+        summary = run_swarm(sw)
+
+    data = json.loads((sw.swarm_dir / "SWARM.json").read_text())
+    assert set(data) == CONTRACT_KEYS
+    assert data["state"] == summary.state == "finished"
+    assert data["outcome"] in ("completed", "solved") and summary.exit_code == 0, data
+    assert [w["workstream"] for w in data["partition"]] == [
+        "Audit app.py for hard-coded secrets",
+        "Audit login() for timing attacks",
+    ]
+    assert data["merge"] == "done" and data["ended"] is not None
+    kinds = [(t["kind"], t["horde"]) for t in data["timeline"]]
+    assert kinds[:2] == [("planner-start", None), ("planner-end", None)]
+    for name in ("h1", "h2"):
+        assert ("horde-start", name) in kinds and ("horde-end", name) in kinds
+    assert kinds[-3:] == [("merge-start", None), ("merge-end", None), ("swarm-end", None)]
+
+    for n, name in enumerate(("h1", "h2")):
+        run_dir = sw.swarm_dir / data["runs"][name]
+        assert run_dir == sw.swarm_dir / name / "runs" / f"{sw.swarm_id}-{name}"
+        assert (run_dir / "REPORT.md").is_file() and (run_dir / "DELIVERABLE.md").is_file()
+        task = (run_dir / "TASK.md").read_text()
+        assert data["partition"][n]["workstream"] in task and "Work ONLY" in task
+        other = "h2" if name == "h1" else "h1"
+        assert str(sw.swarm_dir / other) in (run_dir / "SYSTEM.md").read_text()
+        report = (run_dir / "REPORT.md").read_text()
+        assert "app.py:1" in report and "does not exist" not in report  # cited in workdir
+        assert summary.hordes[name].outcome in ("finished", "solved")
+    assert not (tmp_path / ".horde" / "ledger.jsonl").exists()  # project ledgers untouched
+
+    report = (sw.swarm_dir / "REPORT.md").read_text()
+    assert "## h1: " in report and "## h2: " in report
+    assert "Audit login() for timing attacks" in report and "[h1 F1]" in report
+    deliverable = (sw.swarm_dir / "DELIVERABLE.md").read_text()
+    assert deliverable.strip() == MERGED.strip()  # attributed to both: no horde-tui note
+    merge_sessions = list((sw.swarm_dir / "deliverable-sessions" / "merge").glob("*.jsonl"))
+    assert len(merge_sessions) == 1
+    brief = merge_sessions[0].read_text()
+    for name in ("h1", "h2"):
+        assert f"{name}/runs/{sw.swarm_id}-{name}/DELIVERABLE.md" in brief
+    assert list((sw.swarm_dir / "planner-sessions" / "planner").glob("*.jsonl"))
+
+    tagged = {e.data.get("horde") for e in events if e.kind == "member-spawn"}
+    assert {"h1", "h2"} <= tagged
+    swarm_kinds = [e.kind for e in events if e.member is None and e.kind.startswith("horde-")]
+    assert swarm_kinds.count("horde-start") == 2 and swarm_kinds.count("horde-end") == 2
