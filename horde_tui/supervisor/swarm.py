@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -27,13 +26,13 @@ from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.paths import HordePaths, atomic_write_text
-from horde_tui.store.textmatch import TextKey, is_duplicate
-from horde_tui.supervisor import finalize
+from horde_tui.supervisor import controls, finalize
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import GatewayHandle, MemberState, spawn_gateway
 from horde_tui.supervisor.run import Supervisor, gateway_env
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
+from horde_tui.supervisor.swarm_plan import SwarmError, Workstream, deal_layers, parse_partition
 from horde_tui.supervisor.swarm_report import render_report, render_swarm_md
 from horde_tui.supervisor.swarm_state import write_swarm_json
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
@@ -43,84 +42,11 @@ MERGE = "merge"
 SESSIONS = {PLANNER: "planner-sessions", MERGE: "deliverable-sessions"}
 """Where each swarm helper's transcripts go, inside the swarm directory."""
 NORMAL_ENDS = frozenset({"finished", "solved", "solved-unvalidated"})
+CONTROL_POLL_S = 0.25
+"""How often the swarm looks in its own `control/` (a horde's supervisor ticks as often)."""
 ABNORMAL_ORDER = ("stopped by user", "stopped at deadline", "stopped at budget")
 """The swarm outcome when hordes ended abnormally: the first of these any horde has,
 else `failed`."""
-
-
-class SwarmError(ValueError):
-    """The task cannot be partitioned as asked; the message says why in one line."""
-
-
-@dataclass(frozen=True)
-class Workstream:
-    """One horde's share of the task."""
-
-    horde: str
-    workstream: str
-    criterion: str
-    layers: tuple[str, ...] = ()
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "horde": self.horde,
-            "workstream": self.workstream,
-            "criterion": self.criterion,
-            "layers": list(self.layers),
-        }
-
-
-def deal_layers(layers: list[str], hordes: int) -> list[Workstream]:
-    """`plan H/M a; b; c`: layer 1 to h1, layer 2 to h2, ... round-robin; each horde needs
-    at least one layer."""
-    if len(layers) < hordes:
-        raise SwarmError(
-            f"plan {hordes}/M needs at least {hordes} layers (one per horde), got "
-            f"{len(layers)}; add layers or use fewer hordes"
-        )
-    dealt: list[list[str]] = [[] for _ in range(hordes)]
-    for i, layer in enumerate(layers):
-        dealt[i % hordes].append(layer)
-    return [
-        Workstream(
-            f"h{n}",
-            "layers: " + "; ".join(mine),
-            "each layer analysed and reported with evidence: " + "; ".join(mine),
-            tuple(mine),
-        )
-        for n, mine in enumerate(dealt, 1)
-    ]
-
-
-_BLOCK = re.compile(r"^[\s*_`#>-]*h(\d)\s*[:.)]\s*(.+?)\s*$", re.I)
-_CRITERION = re.compile(r"^[\s*_`>-]*acceptance(?: criterion)?\s*:\s*(.+?)\s*$", re.I)
-
-
-def parse_partition(text: str, hordes: int) -> list[Workstream]:
-    """The planner's `hN: ...` / `acceptance: ...` blocks -> exactly `hordes` distinct
-    workstreams, each with a criterion; anything else is refused with the reason."""
-    found: dict[int, list[str]] = {}
-    current: int | None = None
-    for line in text.splitlines():
-        if m := _BLOCK.match(line):
-            current = int(m.group(1))
-            if current in found:
-                raise SwarmError(f"h{current} appears twice")
-            found[current] = [m.group(2).strip("*_` "), ""]
-        elif (m := _CRITERION.match(line)) and current is not None:
-            found[current][1] = m.group(1).strip("*_` ")
-    if sorted(found) != list(range(1, hordes + 1)):
-        named = ", ".join(f"h{n}" for n in sorted(found)) or "none"
-        raise SwarmError(f"expected workstreams h1 to h{hordes}, got {named}")
-    missing = [f"h{n}" for n, (_, crit) in sorted(found.items()) if not crit]
-    if missing:
-        raise SwarmError(f"no acceptance criterion for {', '.join(missing)}")
-    keys = {n: TextKey.of(ws) for n, (ws, _) in found.items()}
-    for a in keys:
-        for b in keys:
-            if a < b and is_duplicate(keys[a], keys[b]):
-                raise SwarmError(f"h{a} and h{b} are the same workstream")
-    return [Workstream(f"h{n}", ws, crit) for n, (ws, crit) in sorted(found.items())]
 
 
 @dataclass
@@ -262,6 +188,7 @@ class SwarmSupervisor:
         self.swarm_dir.mkdir(parents=True, exist_ok=True)
         HordePaths(self.workdir / ".horde").ensure()
         self._write_state()
+        answering = asyncio.create_task(self._answer_controls(), name="swarm-controls")
         try:
             if await self._partition():
                 self.state = "active"
@@ -285,6 +212,7 @@ class SwarmSupervisor:
             )
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         finally:
+            answering.cancel()
             await self._stop_gateway()
             self.state = "not started" if self.state == "pending" else "finished"
             self.ended = time.time()
@@ -476,6 +404,25 @@ class SwarmSupervisor:
         return "\n".join(parts) + "\n"
 
     # -- controls --------------------------------------------------------------------------
+
+    async def _answer_controls(self) -> None:
+        """Stops from another shell for what no horde's `control/` can reach yet: the
+        planner and hordes not started (`horde-tui stop-clean` writes the rest to each
+        started horde's own run)."""
+        while True:
+            for path, request in controls.pending_requests(self.swarm_dir):
+                if isinstance(request, str):
+                    path.unlink(missing_ok=True)
+                    continue
+                if request.action == "stop-clean":
+                    text = self.stop_clean(request.target, request.grace_s, request.postmortem)
+                elif request.action == "stop-hard":
+                    text = await self.stop_hard(request.target)
+                else:
+                    text = f"refused: {request.action} reaches started hordes only"
+                ok = not text.startswith("refused")
+                controls.answer(self.swarm_dir, path, request.id, ok, text)
+            await asyncio.sleep(CONTROL_POLL_S)
 
     def _route(self, target: str) -> dict[str, str]:
         return {f"h{n}": t for n, t in per_horde(parse_targets(target), self.count).items()}
