@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +84,8 @@ PLANS = {
 
 def settings(stub: StubThread, **extra: Any) -> Any:
     env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
-    return load_settings(environ=env, overrides={"swarm_stagger_ms": 100, **extra})
+    overrides = {"swarm_stagger_ms": 100, "postmortem": False, **extra}
+    return load_settings(environ=env, overrides=overrides)
 
 
 @pytest.fixture(autouse=True)
@@ -146,3 +151,103 @@ def test_a_2_by_2_swarm_plans_runs_both_hordes_merges_and_reports(tmp_path: Path
     assert {"h1", "h2"} <= tagged
     swarm_kinds = [e.kind for e in events if e.member is None and e.kind.startswith("horde-")]
     assert swarm_kinds.count("horde-start") == 2 and swarm_kinds.count("horde-end") == 2
+
+
+LOOPING = {
+    "*": [{**horde("list"), "until_ok": 0, "hold_ms": 200}] * 400,
+    "synthesis": [{"say": "# Deliverable\n\nNothing found."}],
+    "postmortem": [{"say": "# Post-mortem\n\nFine."}],
+    "merge": [{"say": "# Swarm deliverable\n\n- [h1: open] nothing\n- [h2: open] nothing\n"}],
+}
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "horde_tui", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 90) -> list[str]:
+    assert proc.stdout is not None
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} not seen in: {''.join(seen)[-3000:]}")
+
+
+def _lifecycle(run_dir: Path) -> list[tuple[str, float]]:
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [(e["kind"], e.get("ts", 0)) for e in events if e.get("type") == "lifecycle"]
+
+
+def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another_shell(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    with StubThread(policy=AgentPolicy(LOOPING)) as stub:
+        env.update(
+            HORDE_MODEL=stub.model,
+            HORDE_API_BASE=stub.api_base,
+            HORDE_API_KEY="stub",
+            HORDE_GATEWAY_BACKOFF_MS="20",
+            HORDE_ACTIVE_GRACE_MS="300",
+            HORDE_SWARM_STAGGER_MS="100",
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui", "plan", "--headless", "2/1", "api; db; ui"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for_line(proc, "h2 [member-spawn] member-1")
+            status = _cli(tmp_path, "status")
+            assert status.returncode == 0, status.stdout + status.stderr
+            assert "\nh1: layers: api; ui\n" in status.stdout
+            assert "\nh2: layers: db\n" in status.stdout and "member-1" in status.stdout
+
+            paused = _cli(tmp_path, "pause", "h2:member-1")
+            assert paused.stdout.strip() == "h2: paused member-1", paused.stdout + paused.stderr
+            resumed = _cli(tmp_path, "resume", "member-1")  # a bare member: every horde
+            assert resumed.stdout.splitlines() == [
+                "h1: resumed nothing (no paused member matched)",
+                "h2: resumed member-1",
+            ]
+            assert _cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
+            one = _cli(tmp_path, "stop-clean", "h2", "--grace", "1")
+            assert one.stdout.startswith("h2: clean stop requested"), one.stdout + one.stderr
+            _wait_for_line(proc, "h2 [run-end]")
+            rest = _cli(tmp_path, "stop-clean", "--grace", "1")
+            assert "h1: clean stop requested" in rest.stdout, rest.stdout + rest.stderr
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, out[-3000:] + err[-3000:]
+    assert "outcome: stopped by user" in out
+    swarm_dir = next((tmp_path / ".horde" / "swarms").iterdir())
+    data = json.loads((swarm_dir / "SWARM.json").read_text())
+    assert [w["layers"] for w in data["partition"]] == [["api", "ui"], ["db"]]
+    assert data["state"] == "finished" and data["outcome"] == "stopped by user"
+    h1, h2 = (swarm_dir / data["runs"][h] for h in ("h1", "h2"))
+    assert "api; ui" in (h1 / "PLAN.md").read_text() and "db" in (h2 / "PLAN.md").read_text()
+    h2_stop = next(ts for kind, ts in _lifecycle(h2) if kind == "stop-clean")
+    h2_end = next(ts for kind, ts in _lifecycle(h2) if kind == "run-end")
+    h1_stop = next(ts for kind, ts in _lifecycle(h1) if kind == "stop-clean")
+    assert h2_stop < h2_end < h1_stop  # `stop-clean h2` reached h2 alone
+    assert (swarm_dir / "REPORT.md").is_file() and (swarm_dir / "DELIVERABLE.md").is_file()

@@ -29,7 +29,12 @@ from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import controls, finalize
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import GatewayHandle, MemberState, spawn_gateway
+from horde_tui.supervisor.processes import (
+    GatewayHandle,
+    GatewayStartError,
+    MemberState,
+    spawn_gateway,
+)
 from horde_tui.supervisor.run import Supervisor, gateway_env
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
 from horde_tui.supervisor.swarm_plan import SwarmError, Workstream, deal_layers, parse_partition
@@ -120,6 +125,7 @@ class SwarmSupervisor:
         self._halt = asyncio.Event()
         self._helper_pid: int | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._gateway_start: asyncio.Task[None] | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -189,6 +195,9 @@ class SwarmSupervisor:
         HordePaths(self.workdir / ".horde").ensure()
         self._write_state()
         answering = asyncio.create_task(self._answer_controls(), name="swarm-controls")
+        if not self.request.layers or self.settings.deliverable:
+            # Started now, so the planner need not wait for it and it is up by the merge.
+            self._gateway_start = asyncio.create_task(self._start_gateway(), name="swarm-gateway")
         try:
             if await self._partition():
                 self.state = "active"
@@ -213,6 +222,8 @@ class SwarmSupervisor:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         finally:
             answering.cancel()
+            if self._gateway_start is not None:
+                await asyncio.gather(self._gateway_start, return_exceptions=True)
             await self._stop_gateway()
             self.state = "not started" if self.state == "pending" else "finished"
             self.ended = time.time()
@@ -255,7 +266,13 @@ class SwarmSupervisor:
         return True
 
     async def _helper(self, name: str, brief: str, timeout_s: float) -> MemberState:
-        await self._start_gateway()
+        """A planner or merge session; a gateway that would not start ends it as the
+        model error it is, with the gateway's own line."""
+        try:
+            await (self._gateway_start or self._start_gateway())
+        except GatewayStartError as exc:
+            failed = MemberState(name, name, exit_cause="model_error", detail=str(exc)[:500])
+            return failed
         return await finalize.run_helper(self, name, brief, timeout_s)
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
