@@ -105,10 +105,10 @@ Markdown; it is saved as POSTMORTEM.md."""
 PLANNER_BRIEF = """\
 You are the PLANNER of a swarm: {hordes} hordes of members will work the task above, each
 horde on its own workstream, in parallel and without talking to each other. Read the
-working directory as far as you need to (read-only), then split the task into exactly
-{hordes} disjoint workstreams that together cover it, each with one acceptance criterion
-(how anyone can check that the workstream is done). Your FINAL message (with no tool call)
-must contain exactly {hordes} blocks, one per horde, in this form and nothing else:
+working directory as far as you need to (read-only), then split the task
+into exactly {hordes} disjoint workstreams that together cover it, each with one acceptance
+criterion (how anyone can check that the workstream is done). Your FINAL message (with no
+tool call) must contain exactly {hordes} blocks, one per horde, in this form and nothing else:
 
 h1: <the workstream, one line>
 acceptance: <its acceptance criterion, one line>
@@ -116,8 +116,8 @@ h2: <the next workstream>
 acceptance: <its criterion>"""
 
 MERGE_BRIEF = """\
-You are the MERGE helper of swarm {swarm}: its hordes have finished, each on its own
-workstream of the task above. Read each horde's deliverable, report and acceptance
+You are the MERGE helper of swarm {swarm}: its {hordes} hordes have finished, each on its
+own workstream of the task above. Read each horde's deliverable, report and acceptance
 (paths relative to the working directory):
 {files}
 Write the swarm's deliverable: the answer to the whole task, built from the hordes'

@@ -292,7 +292,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from horde_tui.demo.run import run_demo
 
-    return run_demo(args.headless, args.speed, args.keep)
+    return run_demo(args.headless, args.speed, args.keep, args.hordes)
 
 
 def add_commands(sub: Any) -> None:
@@ -355,6 +355,13 @@ def add_commands(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep the temporary project with its .horde/ ledgers and reports (default: keep)",
+    )
+    demo.add_argument(
+        "--hordes",
+        type=int,
+        choices=(1, 2, 3, 4),
+        default=1,
+        help="a swarm of this many hordes (headless); the demo model also plans and merges",
     )
     demo.set_defaults(func=cmd_demo)
 

@@ -382,7 +382,9 @@ class SwarmSupervisor:
             )
             for name in self.summaries
         )
-        brief = prompts.MERGE_BRIEF.format(swarm=self.swarm_id, files=files)
+        brief = prompts.MERGE_BRIEF.format(
+            swarm=self.swarm_id, hordes=len(self.summaries), files=files
+        )
         helper = await self._helper(MERGE, brief, self.settings.postmortem_ms / 1000)
         if helper.exit_cause == "completed" and helper.final_message.strip():
             text = (
