@@ -182,7 +182,10 @@ def find_run(
 ) -> Path | None:
     if run:
         path = horde_dir / "runs" / run
-        return path if path.is_dir() else None
+        if path.is_dir():
+            return path
+        # A swarm's horde run (`<swarm>-h2`) lives in its horde's own directory.
+        return next(iter(sorted(horde_dir.glob(f"swarms/*/h[1-4]/runs/{run}"))), None)
     by_state = controls.runs_by_state(horde_dir)
     candidates = [r for s in states for r in by_state.get(s, [])]
     return horde_dir / "runs" / candidates[-1] if candidates else None
@@ -283,7 +286,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     state = controls.run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
-    summary = finalize_from_disk(horde_dir, run_dir.name)
+    summary = finalize_from_disk(run_dir.parent.parent, run_dir.name)
     print(json.dumps({"run": summary.run_id, "outcome": summary.outcome}))
     print(f"report: {run_dir / 'REPORT.md'}")
     return 0

@@ -160,3 +160,29 @@ def test_a_planner_that_cannot_partition_leaves_the_swarm_not_started(
     assert list((sw.swarm_dir / "planner-sessions" / "planner").glob("*.jsonl"))
     assert not (sw.swarm_dir / "h1").exists() and not (sw.swarm_dir / "h2").exists()
     assert [t["kind"] for t in data["timeline"]] == ["planner-start", "planner-end", "swarm-end"]
+
+
+def test_a_stop_while_the_planner_works_ends_it_and_starts_no_horde(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+    plans = {"planner": [{"say": "h1: a\nacceptance: x\nh2: b\nacceptance: y", "hold_ms": 60_000}]}
+
+    async def stop_once_planning(sw: SwarmSupervisor) -> str:
+        while sw._helper_pid is None:  # the planner process is running
+            await asyncio.sleep(0.05)
+        return sw.stop_clean()
+
+    async def main(sw: SwarmSupervisor) -> tuple[object, str]:
+        run = asyncio.create_task(sw.run())
+        answer = await asyncio.wait_for(stop_once_planning(sw), 60)
+        return await asyncio.wait_for(run, 60), answer
+
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "s"}
+        sw = SwarmSupervisor(tmp_path, RunRequest("Audit it", 2), load_settings(environ=env), 2)
+        summary, answer = asyncio.run(main(sw))
+    assert answer == "h1: not started\nh2: not started"
+    assert summary.state == "not started" and summary.outcome == "stopped by user"  # type: ignore[attr-defined]
+    data = json.loads((sw.swarm_dir / "SWARM.json").read_text())
+    assert data["runs"] == {} and "stopped while planning" in data["diagnosis"]

@@ -130,6 +130,10 @@ def test_a_2_by_2_swarm_plans_runs_both_hordes_merges_and_reports(tmp_path: Path
         assert data["partition"][n]["workstream"] in task and "Work ONLY" in task
         other = "h2" if name == "h1" else "h1"
         assert str(sw.swarm_dir / other) in (run_dir / "SYSTEM.md").read_text()
+        # member-2's `horde facts` went through a real member process: its siblings came
+        # with it (HORDE_SIBLINGS), whatever the other horde had recorded by then.
+        transcript = next((run_dir / "sessions" / "member-2").glob("*.jsonl")).read_text()
+        assert "## Sibling hordes' facts (read-only, tagged [hN]" in transcript
         report = (run_dir / "REPORT.md").read_text()
         assert "app.py:1" in report and "does not exist" not in report  # cited in workdir
         assert summary.hordes[name].outcome in ("finished", "solved")

@@ -273,7 +273,10 @@ class SwarmSupervisor:
         except GatewayStartError as exc:
             failed = MemberState(name, name, exit_cause="model_error", detail=str(exc)[:500])
             return failed
-        return await finalize.run_helper(self, name, brief, timeout_s)
+        try:
+            return await finalize.run_helper(self, name, brief, timeout_s)
+        finally:
+            self._helper_pid = None
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
         """A swarm helper's environment: read-only on the project's ledgers, its task the
