@@ -8,11 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_supervisor_e2e import _cli, _wait_for_line
 
 from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
@@ -165,32 +165,6 @@ LOOPING = {
 }
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 90) -> list[str]:
-    assert proc.stdout is not None
-    seen = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if needle in line:
-            return seen
-    raise AssertionError(f"{needle!r} not seen in: {''.join(seen)[-3000:]}")
-
-
 def _lifecycle(run_dir: Path) -> list[tuple[str, float]]:
     lines = (run_dir / "events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines]
@@ -219,7 +193,7 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
             text=True,
         )
         try:
-            _wait_for_line(proc, "h2 [member-spawn] member-1")
+            _wait_for_line(proc, "h2 [member-spawn] member-1", 90)
             status = _cli(tmp_path, "status")
             assert status.returncode == 0, status.stdout + status.stderr
             assert "\nh1: layers: api; ui\n" in status.stdout
@@ -235,7 +209,7 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
             assert _cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
             one = _cli(tmp_path, "stop-clean", "h2", "--grace", "1")
             assert one.stdout.startswith("h2: clean stop requested"), one.stdout + one.stderr
-            _wait_for_line(proc, "h2 [run-end]")
+            _wait_for_line(proc, "h2 [run-end]", 90)
             rest = _cli(tmp_path, "stop-clean", "--grace", "1")
             assert "h1: clean stop requested" in rest.stdout, rest.stdout + rest.stderr
             out, err = proc.communicate(timeout=120)

@@ -97,22 +97,15 @@ def test_the_tool_command_reads_siblings_from_the_environment(swarm) -> None:
         HORDE_RUN="s1-h1",
         HORDE_SIBLINGS=json.dumps({"h2": str(h2)}),
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", "facts"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+    def facts() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "horde_tui", "tool", "facts"]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+    out = facts()
     assert out.returncode == 0, out.stderr
     assert "[h2]" in out.stdout and "port 8443" in out.stdout
 
     env["HORDE_SIBLINGS"] = "[1, 2]"
-    bad = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", "facts"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = facts()
     assert bad.returncode == 2 and "HORDE_SIBLINGS" in bad.stderr

@@ -168,10 +168,16 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True, horde
         code, report = host_in_app(demo) if in_app else host_headless(demo, hordes)
     finally:
         demo.stub.close()
+    # A swarm's hordes keep their own ledgers beside the swarm's REPORT.md.
+    ledgers = (
+        ".horde/FINDINGS.md, .horde/BOARD.md"
+        if hordes == 1
+        else "each horde's FINDINGS.md and BOARD.md (in hN/ beside it)"
+    )
     if keep:
         print(
             f"demo: kept {demo.workdir}; read {report.relative_to(demo.workdir)} and "
-            ".horde/FINDINGS.md, .horde/BOARD.md there (the model was the demo model)"
+            f"{ledgers} there (the model was the demo model)"
         )
     else:
         if report.exists():

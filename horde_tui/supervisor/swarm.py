@@ -139,14 +139,15 @@ class SwarmSupervisor:
     # -- observing -------------------------------------------------------------------------
 
     def emit(self, kind: str, member: str | None = None, record: bool = True, **data: Any) -> None:
-        """Helper lifecycle (`member-spawn`, `member-exit`) for observers; the swarm has
-        no events.jsonl of its own (its timeline is in SWARM.json)."""
+        """Helper lifecycle (`member-spawn`, `member-exit`) for observers, with `horde`
+        None (the swarm's own, as its lifecycle events); the swarm has no events.jsonl of
+        its own (its timeline is in SWARM.json)."""
         if kind == "member-spawn":
             self._helper_pid = data.get("pid")
-        self.sink(SupervisorEvent(kind, member, data))
+        self.sink(SupervisorEvent(kind, member, {**data, "horde": None}))
 
     def _on_status(self, state: MemberState, event: dict[str, Any]) -> None:
-        self.sink(SupervisorEvent("member-status", state.name, event))
+        self.sink(SupervisorEvent("member-status", state.name, {**event, "horde": None}))
 
     def _mark(self, kind: str, horde: str | None = None, **data: Any) -> None:
         """A swarm lifecycle step: the timeline, observers, SWARM.json."""
