@@ -142,6 +142,8 @@ def test_a_2_by_2_swarm_plans_runs_both_hordes_merges_and_reports(tmp_path: Path
     report = (sw.swarm_dir / "REPORT.md").read_text()
     assert "## h1: " in report and "## h2: " in report
     assert "Audit login() for timing attacks" in report and "[h1 F1]" in report
+    helpers = report.split("## Swarm helpers (planner, merge)")[1]
+    assert "| planner | planner | completed | 1 |" in helpers and "| merge | merge |" in helpers
     deliverable = (sw.swarm_dir / "DELIVERABLE.md").read_text()
     assert deliverable.strip() == MERGED.strip()  # attributed to both: no horde-tui note
     merge_sessions = list((sw.swarm_dir / "deliverable-sessions" / "merge").glob("*.jsonl"))

@@ -125,6 +125,8 @@ class SwarmSupervisor:
         self._halt = asyncio.Event()
         self._helper_pid: int | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.helpers: list[MemberState] = []
+        """The planner and merge sessions, for the report's cost of the swarm itself."""
         self._gateway_start: asyncio.Task[None] | None = None
 
     @property
@@ -275,9 +277,11 @@ class SwarmSupervisor:
             failed = MemberState(name, name, exit_cause="model_error", detail=str(exc)[:500])
             return failed
         try:
-            return await finalize.run_helper(self, name, brief, timeout_s)
+            helper = await finalize.run_helper(self, name, brief, timeout_s)
         finally:
             self._helper_pid = None
+        self.helpers.append(helper)
+        return helper
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
         """A swarm helper's environment: read-only on the project's ledgers, its task the

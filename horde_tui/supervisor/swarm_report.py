@@ -98,7 +98,8 @@ def render_report(swarm: SwarmSupervisor) -> str:
             f"{_cell(share.workstream)} |"
         )
         sections += _horde_section(swarm, name, summary, store.state, findings, labels)
-    return "\n".join(lines + sections) + "\n"
+    helpers = ["", "## Swarm helpers (planner, merge)", "", *member_table(swarm.helpers)]
+    return "\n".join(lines + sections + helpers) + "\n"
 
 
 def _horde_section(
