@@ -186,3 +186,57 @@ def test_a_stop_while_the_planner_works_ends_it_and_starts_no_horde(
     assert summary.state == "not started" and summary.outcome == "stopped by user"  # type: ignore[attr-defined]
     data = json.loads((sw.swarm_dir / "SWARM.json").read_text())
     assert data["runs"] == {} and "stopped while planning" in data["diagnosis"]
+
+
+class RecordingHorde:
+    """Stands in for a horde's `Supervisor`: records what the swarm asked of it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls: list[tuple[str, str]] = []
+
+    def _did(self, action: str, target: str) -> str:
+        self.calls.append((action, target))
+        return f"{action} {target}"
+
+    def pause(self, target: str) -> str:
+        return self._did("pause", target)
+
+    def resume(self, target: str) -> str:
+        return self._did("resume", target)
+
+    def stop_clean(self, target: str, *args: object) -> str:
+        return self._did("stop-clean", target)
+
+    async def stop_hard(self, target: str) -> str:
+        return self._did("stop-hard", target)
+
+    async def reset(self, target: str) -> str:
+        return self._did("reset", target)
+
+
+def test_controls_reach_the_hordes_a_target_names_and_hold_back_unstarted_ones(
+    tmp_path: Path,
+) -> None:
+    """h1 is running, h2 has ended, h3 has not started."""
+    sw = SwarmSupervisor(
+        tmp_path, RunRequest("x", 2), load_settings(environ=MODEL_ENV), 3, swarm_id="s1"
+    )
+    h1, h2 = RecordingHorde("h1"), RecordingHorde("h2")
+    sw.hordes = {"h1": h1, "h2": h2}  # type: ignore[dict-item]
+    sw.summaries["h2"] = _summary("finished")
+
+    assert sw.pause("h1:3") == "h1: pause member-3"
+    assert sw.resume("member-2") == (
+        "h1: resume member-2\nh2: nothing to do, it ended (finished)\nh3: not started"
+    )
+    assert sw.pause("h4") == "refused: h4 is not in this swarm; it has h1 to h3"
+    assert sw.stop_clean("h3") == "h3: not started" and sw.skipped == {"h3"}
+    assert not sw.halted  # one horde held back, not the swarm
+    assert asyncio.run(sw.reset("h1")).startswith("refused: reset needs members")
+    assert asyncio.run(sw.reset("h1:2")) == "h1: reset member-2"
+    assert h1.calls == [("pause", "member-3"), ("resume", "member-2"), ("reset", "member-2")]
+    assert h2.calls == []
+
+    assert asyncio.run(sw.stop_hard()).splitlines()[0] == "h1: stop-hard all"
+    assert sw.hard_stopped and sw.halted == "stopped hard by the user"

@@ -18,6 +18,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -454,17 +455,40 @@ class SwarmSupervisor:
     def _route(self, target: str) -> dict[str, str]:
         return {f"h{n}": t for n, t in per_horde(parse_targets(target), self.count).items()}
 
-    def _each(self, target: str, act: Any) -> str:
-        """Apply `act(supervisor, horde_target)` to every horde the target names."""
+    def _split(self, target: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The running hordes a target names (-> their own target) and the others it
+        names (-> why nothing was done there); raises `TargetError`."""
+        running, others = {}, {}
+        for name, sub in self._route(target).items():
+            if name in self.summaries:
+                others[name] = f"nothing to do, it ended ({self.summaries[name].outcome})"
+            elif name not in self.hordes:
+                others[name] = "not started"
+            else:
+                running[name] = sub
+        return running, others
+
+    @staticmethod
+    def _answer(answers: dict[str, str], others: dict[str, str]) -> str:
+        return "\n".join(f"{name}: {text}" for name, text in sorted({**answers, **others}.items()))
+
+    def _each(self, target: str, act: Callable[[Supervisor, str], str]) -> str:
+        """Apply `act(supervisor, horde_target)` to every running horde the target names."""
         try:
-            routed = self._route(target)
+            running, others = self._split(target)
         except TargetError as exc:
             return f"refused: {exc}"
-        lines = []
-        for name, sub in routed.items():
-            sup = self.hordes.get(name)
-            lines.append(f"{name}: {act(sup, sub) if sup is not None else 'not started'}")
-        return "\n".join(lines)
+        return self._answer({n: act(self.hordes[n], sub) for n, sub in running.items()}, others)
+
+    async def _each_async(
+        self, target: str, act: Callable[[Supervisor, str], Awaitable[str]]
+    ) -> str:
+        try:
+            running, others = self._split(target)
+        except TargetError as exc:
+            return f"refused: {exc}"
+        texts = await asyncio.gather(*(act(self.hordes[n], sub) for n, sub in running.items()))
+        return self._answer(dict(zip(running, texts, strict=True)), others)
 
     def pause(self, target: str = "all") -> str:
         return self._each(target, lambda sup, sub: sup.pause(sub))
@@ -483,32 +507,21 @@ class SwarmSupervisor:
         return self._each(target, lambda sup, sub: sup.stop_clean(sub, grace_s, postmortem, reason))
 
     async def stop_hard(self, target: str = "all") -> str:
-        whole = self._hold_back(target, "stopped hard by the user")
-        if whole:
+        if self._hold_back(target, "stopped hard by the user"):
             self.hard_stopped = True
-        try:
-            routed = self._route(target)
-        except TargetError as exc:
-            return f"refused: {exc}"
-        started = {n: sub for n, sub in routed.items() if n in self.hordes}
-        answers = await asyncio.gather(
-            *(self.hordes[n].stop_hard(sub) for n, sub in started.items())
-        )
-        lines = dict(zip(started, answers, strict=True))
-        return "\n".join(f"{n}: {lines.get(n, 'not started')}" for n in routed)
+        return await self._each_async(target, lambda sup, sub: sup.stop_hard(sub))
 
     async def reset(self, target: str) -> str:
         try:
-            routed = self._route(target)
+            whole = [n for n, sub in self._route(target).items() if sub == "all"]
         except TargetError as exc:
             return f"refused: {exc}"
-        if any(sub == "all" for sub in routed.values()):
-            return "refused: reset needs members (reset h2:member-3 or member-3); to end a horde, stop it"
-        lines = []
-        for name, sub in routed.items():
-            sup = self.hordes.get(name)
-            lines.append(f"{name}: {await sup.reset(sub) if sup is not None else 'not started'}")
-        return "\n".join(lines)
+        if whole:
+            return (
+                f"refused: reset needs members, not whole hordes ({', '.join(whole)}); "
+                "reset h2:member-3, or member-3 in every horde; to end a horde, stop it"
+            )
+        return await self._each_async(target, lambda sup, sub: sup.reset(sub))
 
     def _hold_back(self, target: str, reason: str) -> bool:
         """A stop of whole hordes also reaches the ones not started yet (they never start)
