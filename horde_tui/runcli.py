@@ -132,7 +132,10 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     run = started.run_dir.name
     what = "swarm" if started.run_dir.parent.name == "swarms" else "run"
     print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
-    print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
+    if what == "swarm":
+        print("watch it: horde-tui status   (one block per horde)")
+    else:
+        print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
     print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
     return 0
 

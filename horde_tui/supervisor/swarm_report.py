@@ -41,7 +41,8 @@ def render_swarm_md(data: dict[str, Any]) -> str:
         "",
         f"- hordes: {data['hordes']} of {data['members']} members",
         f"- model: {data['model']}{' (demo model: scripted, not a real LLM)' if data['demo'] else ''}",
-        f"- state: {data['state']}" + (f" ({data['outcome']})" if data["outcome"] else ""),
+        f"- state: {data['state']}"
+        + (f" ({data['outcome']})" if data["outcome"] not in (None, data["state"]) else ""),
     ]
     if data["layers"]:
         lines.append(f"- layers: {'; '.join(data['layers'])}")
