@@ -86,6 +86,8 @@ def test_a_swarm_horde_works_in_the_project_directory(tmp_path: Path) -> None:
     paths = HordePaths(tmp_path / ".horde" / "swarms" / "s1" / "h2")
     assert paths.workdir == tmp_path and paths.top == tmp_path / ".horde"
     assert HordePaths(tmp_path / ".horde").workdir == tmp_path
+    project = tmp_path / "swarms" / "proj"  # a project that merely sits in a "swarms" folder
+    assert HordePaths(project / ".horde").workdir == project
 
 
 def test_the_tool_command_reads_siblings_from_the_environment(swarm) -> None:
