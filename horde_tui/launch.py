@@ -26,7 +26,7 @@ from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
-from horde_tui.supervisor.swarm_state import live_swarm
+from horde_tui.supervisor.swarm_state import live_swarm, swarms_by_state
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (
@@ -198,6 +198,10 @@ def check_launch(
         f"note: run {run} was interrupted (its supervisor died); write its report with "
         f"`horde-tui finalize {run}`"
         for run in states.get("interrupted", [])
+    ] + [
+        f"note: swarm {swarm} was interrupted (its supervisor died); write a horde's report "
+        f"with `horde-tui finalize {swarm}-hN`"
+        for swarm in swarms_by_state(horde_dir).get("interrupted", [])
     ]
     if check.refusals or settings is None or check.count is None:
         return check

@@ -137,6 +137,10 @@ def test_a_swarm_whose_host_died_reads_as_interrupted_and_a_live_one_blocks_laun
     check = check_launch(RunOptions("3", "x"), horde_dir, environ=MODEL_ENV)
     assert [r.field for r in check.refusals] == ["run"]
     assert f"swarm {live.name} is live" in check.refusals[0].message
+    assert check.notes == [
+        f"note: swarm {dead.name} was interrupted (its supervisor died); write a horde's "
+        f"report with `horde-tui finalize {dead.name}-hN`"
+    ]
 
 
 def test_a_planner_that_cannot_partition_leaves_the_swarm_not_started(
