@@ -376,7 +376,10 @@ class SwarmSupervisor:
     async def _merge(self) -> None:
         """The merge helper writes DELIVERABLE.md from the hordes' deliverables; when it
         cannot, the hordes' deliverables are put side by side under their hordes."""
-        if not self.settings.deliverable or self.hard_stopped or not self.summaries:
+        written = [n for n in self.summaries if (self._run_path(n) / "DELIVERABLE.md").is_file()]
+        if not self.settings.deliverable or self.hard_stopped or not written:
+            # Nothing to merge: deliverables are off, or every horde was stopped hard
+            # (from here or from another shell) before its synthesis.
             self.merge = "skipped"
             self._write_state()
             return
@@ -386,7 +389,7 @@ class SwarmSupervisor:
             f"- {name} (workstream: {self._share(name).workstream}; outcome: "
             f"{self.summaries[name].outcome}): "
             + ", ".join(
-                str((self.swarm_dir / self.runs[name] / doc).relative_to(self.workdir))
+                str((self._run_path(name) / doc).relative_to(self.workdir))
                 for doc in ("DELIVERABLE.md", "REPORT.md", "ACCEPTANCE.md")
             )
             for name in self.summaries
@@ -406,6 +409,9 @@ class SwarmSupervisor:
         atomic_write_text(self.swarm_dir / "DELIVERABLE.md", text)
         self._mark("merge-end", cause=helper.exit_cause)
 
+    def _run_path(self, name: str) -> Path:
+        return self.swarm_dir / self.runs[name]
+
     def _share(self, name: str) -> Workstream:
         return next(w for w in self.partition if w.horde == name)
 
@@ -423,7 +429,7 @@ class SwarmSupervisor:
     def _side_by_side(self, why: str) -> str:
         parts = [why.rstrip(), "", "The hordes' own deliverables, unmerged:"]
         for name in self.summaries:
-            path = self.swarm_dir / self.runs[name] / "DELIVERABLE.md"
+            path = self._run_path(name) / "DELIVERABLE.md"
             try:
                 body = path.read_text(encoding="utf-8").strip()
             except OSError:
