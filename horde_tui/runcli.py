@@ -22,7 +22,8 @@ from typing import Any
 
 from horde_tui.settings import THINKING_LEVELS
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets
+from horde_tui.supervisor.swarm_state import horde_run_dirs, live_swarm, read_swarm_json
+from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 
@@ -47,7 +48,11 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def print_event(event: Any) -> None:
-    """Headless mode: one line per event, no colour unless stdout is a terminal."""
+    """Headless mode: one line per event, no colour unless stdout is a terminal; a
+    swarm's events start with their horde (`h2 member-1: ...`, `swarm [merge-start]`)."""
+    horde = ""
+    if "horde" in event.data:
+        horde = f"{event.data['horde'] or 'swarm'} "
     if event.kind == "member-status":
         data = event.data
         kind = data.get("type")
@@ -63,16 +68,18 @@ def print_event(event: Any) -> None:
             text += f" ({detail})" if detail else ""
         else:
             text = kind or "?"
-        line = f"{time.strftime('%H:%M:%S')} {event.member}: {text}"
+        line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
     else:
-        extras = " ".join(f"{k}={v}" for k, v in event.data.items() if v not in (None, "", []))
+        extras = " ".join(
+            f"{k}={v}" for k, v in event.data.items() if k != "horde" and v not in (None, "", [])
+        )
         who = f" {event.member}" if event.member else ""
-        line = f"{time.strftime('%H:%M:%S')} [{event.kind}]{who} {extras}".rstrip()
+        line = f"{time.strftime('%H:%M:%S')} {horde}[{event.kind}]{who} {extras}".rstrip()
     print(line, flush=True)
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
-    from horde_tui.launch import RunOptions, check_launch
+    from horde_tui.launch import RunOptions, build_host, check_launch
     from horde_tui.supervisor.run import Supervisor
 
     workdir = Path.cwd()
@@ -88,6 +95,17 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     if getattr(args, "detach", False):
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings
+    assert check.count is not None
+    if check.count.hordes > 1:
+        if not args.headless and sys.stdout.isatty():
+            print("note: the app does not host swarms; running headless", file=sys.stderr)
+        swarm = build_host(check, workdir, sink=print_event)
+        print(
+            f"swarm {swarm.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
+            f"model {settings.model}",
+            flush=True,
+        )
+        return asyncio.run(_host(swarm))
     if not args.headless and sys.stdout.isatty():
         from horde_tui.app import HordeApp
 
@@ -112,8 +130,12 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     if started.run_dir is None:
         return _err(started.error, 1)
     run = started.run_dir.name
-    print(f"run {run} started in the background (pid {started.pid}); log: {started.log}")
-    print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
+    what = "swarm" if started.run_dir.parent.name == "swarms" else "run"
+    print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
+    if what == "swarm":
+        print("watch it: horde-tui status   (one block per horde)")
+    else:
+        print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
     print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
     return 0
 
@@ -163,7 +185,10 @@ def find_run(
 ) -> Path | None:
     if run:
         path = horde_dir / "runs" / run
-        return path if path.is_dir() else None
+        if path.is_dir():
+            return path
+        # A swarm's horde run (`<swarm>-h2`) lives in its horde's own directory.
+        return next(iter(sorted(horde_dir.glob(f"swarms/*/h[1-4]/runs/{run}"))), None)
     by_state = controls.runs_by_state(horde_dir)
     candidates = [r for s in states for r in by_state.get(s, [])]
     return horde_dir / "runs" / candidates[-1] if candidates else None
@@ -180,6 +205,9 @@ def cmd_control(args: argparse.Namespace) -> int:
         parse_targets(target)
     except TargetError as exc:
         return _err(str(exc))
+    swarm = None if args.run else live_swarm(horde_dir)
+    if swarm is not None:
+        return _control_swarm(args, swarm, target, postmortem)
     run_dir = find_run(horde_dir, args.run)
     if run_dir is None or controls.run_state(run_dir) != "active":
         states = controls.runs_by_state(horde_dir)
@@ -190,12 +218,63 @@ def cmd_control(args: argparse.Namespace) -> int:
         return _err(
             f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.command}", 1
         )
-    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
-    answer = controls.wait_response(controls.submit(run_dir, request))
+    answer = _ask(run_dir, args, target, postmortem)
     if answer is None:
         return _err(f"the supervisor of {run_dir.name} did not answer within 15 s", 1)
     print(answer["text"])
     return 0 if answer["ok"] else 1
+
+
+def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) -> Any:
+    """Leave a control request in `folder/control/` and wait for the answer (None: none)."""
+    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
+    return controls.wait_response(controls.submit(folder, request))
+
+
+def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
+    """A control for a live swarm: each started horde gets the request in its own run's
+    `control/` with the member part of the target (`h2:member-3` -> h2 `member-3`);
+    a stop of hordes not started yet goes to the swarm, which keeps them from starting."""
+    data = read_swarm_json(swarm) or {}
+    runs = horde_run_dirs(swarm, data)
+    names = [f"h{n}" for n in range(1, int(data.get("hordes") or 1) + 1)]
+    if args.command == "status":
+        print(
+            f"swarm {swarm.name}: {data.get('state')}, {len(names)} hordes of "
+            f"{data.get('members')} members, merge {data.get('merge')}"
+        )
+        work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
+        for name in names:
+            run_dir = runs.get(name)
+            state = controls.run_state(run_dir) if run_dir else "not started"
+            answer = _ask(run_dir, args, "all", False) if state == "active" and run_dir else None
+            print(f"\n{name}: {work.get(name) or '(not partitioned yet)'}")
+            print(answer["text"] if answer else f"  {state}")
+        return 0
+    try:
+        routed = per_horde(parse_targets(target), len(names))
+    except TargetError as exc:
+        return _err(str(exc))
+    code, unreached = 0, []
+    for n, sub in routed.items():
+        name, run_dir = f"h{n}", runs.get(f"h{n}")
+        if run_dir is not None and controls.run_state(run_dir) == "active":
+            answer = _ask(run_dir, args, sub, postmortem)
+            text = answer["text"] if answer else "its supervisor did not answer within 15 s"
+            code = code or (0 if answer and answer["ok"] else 1)
+            print(f"{name}: {text}")
+        elif run_dir is None and args.command.startswith("stop") and sub == "all":
+            unreached.append(name)
+        else:
+            state = controls.run_state(run_dir) if run_dir else "not started"
+            print(f"{name}: nothing to {args.command} ({state})")
+    if unreached:
+        answer = _ask(swarm, args, ",".join(unreached), postmortem)
+        if answer is None:
+            return _err(f"the swarm {swarm.name} did not answer within 15 s", 1)
+        print(answer["text"])
+        code = code or (0 if answer["ok"] else 1)
+    return code
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:
@@ -210,7 +289,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     state = controls.run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
-    summary = finalize_from_disk(horde_dir, run_dir.name)
+    summary = finalize_from_disk(run_dir.parent.parent, run_dir.name)
     print(json.dumps({"run": summary.run_id, "outcome": summary.outcome}))
     print(f"report: {run_dir / 'REPORT.md'}")
     return 0
@@ -219,12 +298,12 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from horde_tui.demo.run import run_demo
 
-    return run_demo(args.headless, args.speed, args.keep)
+    return run_demo(args.headless, args.speed, args.keep, args.hordes)
 
 
 def add_commands(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a horde of N members on a prompt")
-    run.add_argument("count", help="members: M (1-12)")
+    run = sub.add_parser("run", help="run a horde of M members (or H hordes of M) on a prompt")
+    run.add_argument("count", help="members: M (1-12), or H/M for a swarm of H hordes (1-4)")
     run.add_argument("prompt")
     add_run_arguments(run)
     run.set_defaults(func=cmd_run)
@@ -282,6 +361,13 @@ def add_commands(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep the temporary project with its .horde/ ledgers and reports (default: keep)",
+    )
+    demo.add_argument(
+        "--hordes",
+        type=int,
+        choices=(1, 2, 3, 4),
+        default=1,
+        help="a swarm of this many hordes (headless); the demo model also plans and merges",
     )
     demo.set_defaults(func=cmd_demo)
 

@@ -168,7 +168,7 @@ async def test_tab_walks_the_fields_in_order(horde: Path) -> None:
     [
         ("count", "13", "count", "a horde has 1 to 12 members, not 13"),
         ("count", "0", "count", "a horde has 1 to 12 members, not 0"),
-        ("count", "2/3", "count", "swarms (H/M) are not available yet"),
+        ("count", "5/3", "count", "a swarm has 1 to 4 hordes, not 5"),
         ("prompt", "", "prompt", "the prompt is empty"),
         ("deadline", "soon", "max-minutes", "valid number"),
         ("deadline", "-5", "max-minutes", "greater than 0"),

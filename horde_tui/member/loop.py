@@ -29,6 +29,7 @@ from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.params import tool_schema
 from horde_tui.store import inbox
 from horde_tui.store.lock import LockTimeoutError
+from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
 
 SUMMARY_CHARS = 120
@@ -81,14 +82,17 @@ class MemberLoop:
         self.status = status or StatusStream()
         self.state = LoopState()
         self.store = HordeStore(config.horde_dir, config.name)
-        self.tools = WorkspaceTools(config.workdir, config.horde_dir)
+        self.tools = WorkspaceTools(config.workdir, HordePaths(config.horde_dir).top)
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
         if config.readonly:
             self.definitions = [
                 d for d in self.definitions if d["function"]["name"] in ("read", "horde")
             ]
-        self.transcript = Transcript(config.run_dir, config.name)
-        self.task = _read(config.run_dir / "TASK.md") or "(no TASK.md found for this run)"
+        self.transcript = Transcript(
+            config.sessions_dir or config.run_dir / "sessions", config.name
+        )
+        task_file = config.task_file or config.run_dir / "TASK.md"
+        self.task = _read(task_file) or "(no TASK.md found for this run)"
         self.messages: list[dict[str, Any]] = []
 
     # -- the loop ---------------------------------------------------------------------------
@@ -259,7 +263,13 @@ class MemberLoop:
                 f"use are {', '.join(sorted(READS))}",
                 summarize(name, args),
             )
-        result = run_action(self.store, args, run=self.config.run, role=self.config.role)
+        result = run_action(
+            self.store,
+            args,
+            run=self.config.run,
+            role=self.config.role,
+            siblings=self.config.siblings,
+        )
         if result.ok and result.event:
             self.config.heartbeat.touch()
         return ToolOutput(result.ok, result.text, summarize(name, args))

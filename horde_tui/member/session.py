@@ -38,9 +38,9 @@ class StatusStream:
 class Transcript:
     """Append-only JSONL of one session's messages."""
 
-    def __init__(self, run_dir: Path, name: str, session_id: str | None = None) -> None:
+    def __init__(self, sessions_dir: Path, name: str, session_id: str | None = None) -> None:
         self.session_id = session_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-        folder = run_dir / "sessions" / name
+        folder = sessions_dir / name
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{self.session_id}.jsonl"
         self._fh = open(self.path, "a", encoding="utf-8")

@@ -20,6 +20,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
@@ -71,9 +72,12 @@ class Supervisor:
         sink: Sink | None = None,
         run_id: str | None = None,
         horde: int = 1,
+        horde_dir: Path | None = None,
     ) -> None:
         self.workdir = workdir.resolve()
-        self.horde_dir = self.workdir / ".horde"
+        self.horde_dir = horde_dir.resolve() if horde_dir else self.workdir / ".horde"
+        """Ledgers and runs: `.horde/`, or a swarm's `.horde/swarms/<id>/hN/` while the
+        members still work in `workdir`."""
         self.request = request
         self.settings = settings
         self.sink = sink or (lambda event: None)
@@ -176,20 +180,7 @@ class Supervisor:
             raise
 
     def _gateway_env(self) -> dict[str, str]:
-        s = self.settings
-        env = {
-            "HORDE_MODEL": s.model or "",
-            "HORDE_THINKING": s.thinking,
-            "HORDE_TOOL_PROTOCOL": s.tool_protocol,
-            "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
-            "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
-            "HORDE_PARENT_PID": str(os.getpid()),
-        }
-        if s.api_base:
-            env["HORDE_API_BASE"] = s.api_base
-        if s.api_key:
-            env["HORDE_API_KEY"] = s.api_key
-        return env
+        return gateway_env(self.settings)
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
         """A member's environment: no provider keys, its identity, the gateway."""
@@ -210,6 +201,10 @@ class Supervisor:
         )
         if spec.layers:
             env["HORDE_LAYER"] = "; ".join(spec.layers)
+        if self.request.siblings:
+            env.update(
+                HORDE_HORDE=f"h{self.horde}", HORDE_SIBLINGS=siblings_json(self.request.siblings)
+            )
         env.update(extra)
         return env
 
@@ -556,3 +551,21 @@ class Supervisor:
             )
         state.status, state.ended = "exited", state.ended or time.time()
         self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)
+
+
+def gateway_env(s: Settings) -> dict[str, str]:
+    """The gateway's environment from the settings: the model, its key, a fresh token.
+    A swarm starts its own gateway (for its planner and merge helpers) with the same."""
+    env = {
+        "HORDE_MODEL": s.model or "",
+        "HORDE_THINKING": s.thinking,
+        "HORDE_TOOL_PROTOCOL": s.tool_protocol,
+        "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
+        "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
+        "HORDE_PARENT_PID": str(os.getpid()),
+    }
+    if s.api_base:
+        env["HORDE_API_BASE"] = s.api_base
+    if s.api_key:
+        env["HORDE_API_KEY"] = s.api_key
+    return env
