@@ -38,6 +38,9 @@ class MemberConfig:
     inbox_turns: int = 12
     """Extra turns a session may take because targeted messages arrived after the model
     stopped calling tools (`HORDE_INBOX_TURNS`)."""
+    resume_session: Path | None = None
+    """A transcript to carry on instead of starting a session (`HORDE_RESUME_SESSION`):
+    set by `horde-tui resume` for members whose supervisor stopped while they worked."""
 
     @property
     def workdir(self) -> Path:
@@ -91,4 +94,17 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
         inbox_turns=max(0, _int(e, "HORDE_INBOX_TURNS", 12)),
+        resume_session=_resume_session(e),
     )
+
+
+def _resume_session(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("HORDE_RESUME_SESSION", "").strip()
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file() or path.suffix != ".jsonl":
+        raise MemberConfigError(
+            f"HORDE_RESUME_SESSION={raw!r} is not a transcript file (sessions/<name>/*.jsonl)"
+        )
+    return path
