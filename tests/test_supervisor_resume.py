@@ -1,0 +1,190 @@
+"""`horde-tui resume RUN`: a run whose supervisor died is carried on by a new one.
+
+The end-to-end test SIGKILLs a real headless supervisor in the middle of discovery
+(real gateway and member processes, the scripted stub model), resumes the run from
+another "shell" and checks that it finishes with a report, that the members carried
+their sessions on (the stub saw the earlier conversation again) and that the events
+and REPORT.md record the resume. The refusals run in-process against hand-written runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_supervisor_e2e import HELPERS, _wait_for_line, horde, lifecycle, worker
+from test_view_run import RunDir
+
+from horde_tui import prompts
+from horde_tui.cli import main
+from horde_tui.store.store import HordeStore
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor import controls
+
+RUN = "20260102-120000-aaaa"
+
+
+def stub_env(stub: StubThread) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub",
+        HORDE_ACTIVE_GRACE_MS="300",
+        HORDE_GATEWAY_BACKOFF_MS="20",
+    )
+    return env
+
+
+def slow_worker(idea_text: str, finding: str, concern: str) -> list[dict[str, Any]]:
+    """A member's plan: an idea and its claim, then a slow look around (the supervisor
+    dies during it), then the finding and the close."""
+    idea, claim, filed, done = worker(idea_text, finding, concern)
+    slow = {**horde("list"), "hold_ms": 3000}
+    return [idea, claim, slow, filed, done, {"say": "Filed."}]
+
+
+PLANS = {
+    "member-1": slow_worker(
+        "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
+    ),
+    "member-2": slow_worker(
+        "Check login() in app.py for timing attacks", "login() compares with ==", "timing"
+    ),
+    **HELPERS,
+}
+
+
+def ideas(tmp_path: Path) -> int:
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    return len(store.state.ideas)
+
+
+def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
+    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+        env = stub_env(stub)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for_line(proc, "[member-spawn] member-2")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and ideas(tmp_path) < 2:
+                time.sleep(0.05)
+            assert ideas(tmp_path) == 2, "the members never filed their ideas"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+        assert controls.run_state(run_dir) == "interrupted"
+        before = len(stub.stub.requests)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "resume", run_dir.name, "--headless"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        after = stub.stub.requests[before:]
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"run {run_dir.name} resumed: phase discovery" in resumed.stdout
+    assert "outcome: finished" in resumed.stdout, resumed.stdout[-3000:]
+
+    for member in ("member-1", "member-2"):
+        # The old member may still ask once before its watchdog ends it: look for the
+        # carried-on session's first request, the one ending with the resume notice.
+        carried = [
+            r
+            for r in after
+            if r.member == member and r.body["messages"][-1]["content"] == prompts.RESUMED_NOTICE
+        ]
+        assert len(carried) == 1, f"{member} did not carry its session on"
+        messages = carried[0].body["messages"]
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        assert any("ok #" in text for text in results), "the idea it filed is sent again"
+
+    kinds = lifecycle(run_dir)
+    resume_at = kinds.index(("run-resume", None))
+    spawns_before = [m for k, m in kinds[:resume_at] if k == "member-spawn"]
+    spawns_after = [m for k, m in kinds[resume_at:] if k == "member-spawn"]
+    assert spawns_before == ["member-1", "member-2"]
+    assert spawns_after[:2] == ["member-1", "member-2"]
+    assert kinds[-1] == ("run-end", None)
+    records = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    resume = next(r for r in records if r.get("kind") == "run-resume")
+    assert resume["phase"] == "discovery" and resume["members"] == ["member-1", "member-2"]
+    respawned = [r for r in records[records.index(resume) :] if r.get("kind") == "member-spawn"]
+    assert [r["attempt"] for r in respawned[:2]] == [1, 1], "a carried-on session, not a new one"
+
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert sorted(store.state.findings) == ["F1", "F2"]
+    assert all(i.status == "done" for i in store.state.ideas.values())
+    report = (run_dir / "REPORT.md").read_text()
+    assert "- Resumed: " in report
+    assert "# Run " in report and ": finished" in report.splitlines()[0]
+    assert controls.run_state(run_dir) == "finished"
+    for member in ("member-1", "member-2"):
+        assert len(list((run_dir / "sessions" / member).glob("*.jsonl"))) == 1
+
+
+@pytest.fixture
+def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HORDE_DIR", raising=False)
+    return tmp_path
+
+
+def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_resume_refuses_a_live_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunDir(in_dir / ".horde", RUN)
+    run.event(0, "run-start", members=3)
+    run.live(os.getpid())
+    line = one_line_refusal(capsys, "resume", RUN)
+    assert line == (
+        f"horde-tui: refused: run {RUN} is live (supervisor pid {os.getpid()}); only a run "
+        f"whose supervisor is gone can be resumed; watch it with `horde-tui attach {RUN}`"
+    )
+
+
+def test_resume_refuses_an_ended_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunDir(in_dir / ".horde", RUN)
+    run.event(0, "run-start", members=3)
+    run.event(9, "run-end", outcome="finished")
+    (run.path / "REPORT.md").write_text("# Run report\n")
+    line = one_line_refusal(capsys, "resume", RUN, "--detach")
+    assert line.startswith(f"horde-tui: refused: run {RUN} already ended (finished); ")
+    assert line.endswith("start a new run instead")
+    assert not list((in_dir / ".horde").glob("detached-*.log")), "nothing was started"
+
+
+def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_refusal(capsys, "resume", "20990101-000000-ffff")
+    assert line.startswith("horde-tui: no run named 20990101-000000-ffff in ")
+    assert line.endswith("(nor a member target); `horde-tui app` lists the runs")
