@@ -251,7 +251,7 @@ class HordeApp(App[int]):
         self.push_screen(RunScreen(sup))
         self._start_hosting()
 
-    async def _host(self) -> RunSummary:
+    async def _host(self) -> RunSummary | None:
         assert self.sup is not None
         return await self.sup.run()
 

@@ -184,8 +184,8 @@ def check_launch(
             )
         )
     check.notes = [
-        f"note: run {run} was interrupted (its supervisor died); write its report with "
-        f"`horde-tui finalize {run}`"
+        f"note: run {run} was interrupted (its supervisor died); carry it on with "
+        f"`horde-tui resume {run}` or write its report with `horde-tui finalize {run}`"
         for run in states.get("interrupted", [])
     ]
     if check.refusals or settings is None or check.count is None:
