@@ -188,3 +188,55 @@ def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture
     line = one_line_refusal(capsys, "resume", "20990101-000000-ffff")
     assert line.startswith("horde-tui: no run named 20990101-000000-ffff in ")
     assert line.endswith("(nor a member target); `horde-tui app` lists the runs")
+
+
+def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
+    """Phase, attempts, resets, the clean stop under way, the start the deadline counts
+    from, who is carried on and how, and the budget left, from a hand-written run."""
+    from test_view_run import EPOCH_0
+
+    from horde_tui.supervisor.resume import carried_on, load_resume, resumed_supervisor
+
+    run = RunDir(in_dir / ".horde", RUN)
+    manifest = json.loads((run.path / "MANIFEST.json").read_text())
+    manifest["config"] = {"model": "openai/stub", "max_cost_usd": 1.0, "max_minutes": 30}
+    (run.path / "MANIFEST.json").write_text(json.dumps(manifest))
+    run.event(0, "run-start", members=3)
+    run.event(1, "phase-start", phase="discovery")
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=1)
+    run.event(3, "member-spawn", "member-2", attempt=1, pid=2)
+    run.event(4, "member-exit", "member-2", cause="model_error")
+    run.event(5, "member-reset", "member-2", cause="model_error", resets=1)
+    run.event(6, "member-spawn", "member-3", attempt=1, pid=3)
+    run.event(7, "member-exit", "member-3", cause="completed")
+    run.event(
+        8,
+        "stop-clean",
+        reason="stopped at deadline",
+        grace_s=90,
+        outcome="stopped at deadline",
+        diagnosis="the 30-minute deadline was reached",
+    )
+    run.message(
+        "member-1",
+        "20260102T120002-aaaaaa",
+        role="assistant",
+        content="x",
+        usage={"cost_usd": 0.25},
+    )
+    run.message(
+        "member-3", "20260102T120006-cccccc", role="assistant", content="y", usage={"cost_usd": 0.5}
+    )
+
+    point = load_resume(in_dir / ".horde", RUN, environ={})
+    assert (point.phase, point.canary_passed, point.started) == ("discovery", True, EPOCH_0)
+    assert point.request.prompt == "Find the SQL injections in app/\nand rank them."
+    assert [(m.attempt, m.resets) for m in point.members.values()] == [(1, 0), (1, 1), (1, 0)]
+    sup = resumed_supervisor(in_dir, point)
+    assert sup.started == EPOCH_0 and sup.settings.max_minutes == 30
+    assert sup.stop is not None and sup.stop.reason == "stopped at deadline"
+    assert sup.stop.deadline == EPOCH_0 + 8 + 90
+    assert sup.outcome == "stopped at deadline"
+    assert carried_on(sup, point) == {"member-1": "resume", "member-2": "fresh"}
+    assert sup.members["member-3"].exit_cause == "completed"
+    assert sup.gateway_budget_usd() == pytest.approx(0.25)

@@ -44,6 +44,8 @@ from horde_tui.watchdog import POLL_S, pid_alive
 OLD_MEMBERS_WAIT_S = 5 * POLL_S
 """How long a resume waits for the previous supervisor's members to notice it is gone
 (their watchdogs poll every `POLL_S`) before it ends the ones still there."""
+LEAST_BUDGET_USD = 1e-6
+"""The gateway takes only a positive budget."""
 MEMBER_KINDS = ("member-spawn", "member-exit", "member-reset", "member-continue")
 
 
@@ -206,6 +208,16 @@ class ResumedSupervisor(Supervisor):
         """Carry the run on to its report (None: handed off again)."""
         return await self.carry_on(partial(_restart, self, self.point))
 
+    def gateway_budget_usd(self) -> float | None:
+        """The budget less what the run's sessions have spent so far (their transcripts'
+        priced calls); a spent budget leaves the least the gateway takes, and the run's
+        `.budget-reached` stops it clean as before."""
+        limit = self.settings.max_cost_usd
+        if limit is None:
+            return None
+        spent = sum(m.cost_usd or 0.0 for m in self.members.values())
+        return max(limit - spent, LEAST_BUDGET_USD)
+
 
 def resumed_supervisor(
     workdir: Path, point: ResumePoint, sink: Sink | None = None
@@ -260,7 +272,7 @@ async def _restart(sup: Supervisor, point: ResumePoint) -> str:
     """Record the resume, start a gateway, carry on the members that were at work;
     return the phase the run goes on with."""
     phase = "finalize" if point.hard_stopped else point.phase
-    carry = _carried_on(sup, point) if phase == "discovery" else {}
+    carry = carried_on(sup, point) if phase == "discovery" else {}
     if point.canary_passed:
         sup.canary = "ok"
     if phase != "discovery":
@@ -318,7 +330,7 @@ def _lost_sessions(sup: Supervisor, point: ResumePoint) -> None:
             sup.emit("member-exit", name, cause="killed", detail=state.detail)
 
 
-def _carried_on(sup: Supervisor, point: ResumePoint) -> dict[str, str]:
+def carried_on(sup: Supervisor, point: ResumePoint) -> dict[str, str]:
     """Members to start again and how: `resume` (their session was cut short: running
     when the supervisor died, or handed off), `fresh` (a reset decided but not started,
     or never started after the canary) or `continue` (an --until-stop continuation)."""

@@ -216,8 +216,9 @@ class Supervisor:
         env = dict(os.environ)
         env.update(self._gateway_env())
         args: list[str] = []
-        if self.settings.max_cost_usd is not None:
-            args += ["--max-cost-usd", str(self.settings.max_cost_usd)]
+        budget = self.gateway_budget_usd()
+        if budget is not None:
+            args += ["--max-cost-usd", str(budget)]
         try:
             self.gateway = await spawn_gateway(self.run_dir, env, args)
         except GatewayStartError as exc:
@@ -225,6 +226,11 @@ class Supervisor:
             # missing model) is the diagnosis, without "supervisor error" in front.
             self.diagnosis = str(exc)
             raise
+
+    def gateway_budget_usd(self) -> float | None:
+        """What the gateway may spend: it counts from zero each time it starts, so a
+        resumed run (`resume.ResumedSupervisor`) gives it only what is left."""
+        return self.settings.max_cost_usd
 
     def _gateway_env(self) -> dict[str, str]:
         s = self.settings
