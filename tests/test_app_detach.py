@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_app_support import NOW, wait_for
+from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
 from test_supervisor_e2e import lifecycle, settings
 from test_supervisor_resume import PLANS, ideas
 from textual.widgets import Button
@@ -98,3 +98,32 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     assert sorted(store.state.findings) == ["F1", "F2"]
     report = (run_dir / "REPORT.md").read_text()
     assert "- Resumed: " in report and "partial" not in report
+
+
+class FinalizingRun(FakeSupervisor):
+    """A hosted run already writing its report: too late to hand off."""
+
+    def handoff(self) -> str:
+        self.calls.append(("handoff", "all"))
+        return "refused: the run is finalizing (writing its report); it ends in moments"
+
+
+async def test_detach_of_a_finalizing_run_quits_once_the_report_is_written(
+    tmp_path: Path,
+) -> None:
+    fake = FinalizingRun(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#detach")
+        await wait_for(
+            pilot,
+            lambda: any(
+                "quits once the report is written" in n.message for n in app._notifications
+            ),
+        )
+        assert fake.calls == [("handoff", "all")] and app.is_running
+        fake.finish()
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_value == 0 and app.handed_off is None
