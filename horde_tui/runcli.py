@@ -341,11 +341,12 @@ def add_commands(sub: Any) -> None:
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
         p = sub.add_parser(name, help=text)
+        targets = "all, member-N, N, hN, hN:member-M, or a list"
         p.add_argument(
             "words",
             nargs="*",
             metavar="target",
-            help="all, member-N, N, hN, hN:member-M, or a list",
+            help=f"{targets}; or a run id (resume RUN)" if name == "resume" else targets,
         )
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
