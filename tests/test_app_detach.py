@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
 from test_supervisor_e2e import lifecycle, settings
-from test_supervisor_resume import PLANS, ideas
+from test_supervisor_resume import HeldUntilReleased
 from textual.widgets import Button
 
 from horde_tui.app import AppConfig, HordeApp
@@ -25,7 +25,6 @@ from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.source import AttachedRun
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
-from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
@@ -55,17 +54,20 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     tmp_path: Path, no_horde_env: None
 ) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
-    with StubThread(policy=AgentPolicy(PLANS)) as stub:
-        sup = Supervisor(tmp_path, RunRequest("Review app.py", 2), settings(stub))
+    policy = HeldUntilReleased()
+    with StubThread(policy=policy) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        sup = Supervisor(tmp_path, RunRequest("Review app.py", 2), cfg)
         run_dir = sup.run_dir
         app = HordeApp(sup, config=AppConfig.deterministic(NOW))
         try:
             async with app.run_test(size=SIZE) as pilot:
-                await wait_for(pilot, lambda: ideas(tmp_path) == 2, 120)
+                await wait_for(pilot, lambda: len(policy.holding) == 2, 120)
                 await pilot.press("q")
                 await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
                 assert not app.screen.query_one("#detach", Button).disabled
                 await pilot.click("#detach")
+                policy.released.set()  # the sessions carried on are not held
                 await wait_for(pilot, lambda: not app.is_running, 120)
             assert app.return_value == 0
             assert app.handed_off is not None, "the app quit without handing the run off"

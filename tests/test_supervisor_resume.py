@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from horde_tui.cli import main
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.stubmodel.script import Step
 from horde_tui.supervisor import controls
 
 RUN = "20260102-120000-aaaa"
@@ -40,16 +42,17 @@ def stub_env(stub: StubThread) -> dict[str, str]:
         HORDE_API_KEY="stub",
         HORDE_ACTIVE_GRACE_MS="300",
         HORDE_GATEWAY_BACKOFF_MS="20",
+        HORDE_DELIVERABLE="false",  # the helpers' sessions add time, not coverage, here
+        HORDE_POSTMORTEM="false",
     )
     return env
 
 
 def slow_worker(idea_text: str, finding: str, concern: str) -> list[dict[str, Any]]:
-    """A member's plan: an idea and its claim, then a slow look around (the supervisor
-    dies during it), then the finding and the close."""
+    """A member's plan: an idea and its claim, a look around (held until the test has
+    killed the supervisor, see `HeldUntilReleased`), then the finding and the close."""
     idea, claim, filed, done = worker(idea_text, finding, concern)
-    slow = {**horde("list"), "hold_ms": 3000}
-    return [idea, claim, slow, filed, done, {"say": "Filed."}]
+    return [idea, claim, horde("list"), filed, done, {"say": "Filed."}]
 
 
 PLANS = {
@@ -63,15 +66,32 @@ PLANS = {
 }
 
 
-def ideas(tmp_path: Path) -> int:
-    store = HordeStore(tmp_path / ".horde", "reader")
-    store.refresh()
-    return len(store.state.ideas)
+class HeldUntilReleased:
+    """The agent policy of `PLANS`, whose `list` replies are held until `released` is
+    set: the test knows both members are mid-session (`holding`) when it interrupts
+    their supervisor, and the sessions carried on afterwards are not held."""
+
+    HOLD_MS = 120_000
+
+    def __init__(self) -> None:
+        self.agent = AgentPolicy(PLANS)
+        self.released = threading.Event()
+        self.holding: set[str] = set()
+
+    def __call__(self, member: str, body: dict[str, Any]) -> Step | None:
+        step = self.agent(member, body)
+        if step is None or self.released.is_set() or not step.tool_calls:
+            return step
+        if json.loads(step.tool_calls[0].arguments_json()).get("action") != "list":
+            return step
+        self.holding.add(member)
+        return step.model_copy(update={"delay_ms": self.HOLD_MS})
 
 
 def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
-    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+    policy = HeldUntilReleased()
+    with StubThread(policy=policy) as stub:
         env = stub_env(stub)
         proc = subprocess.Popen(
             [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
@@ -84,11 +104,12 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
         try:
             _wait_for_line(proc, "[member-spawn] member-2")
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and ideas(tmp_path) < 2:
+            while time.monotonic() < deadline and len(policy.holding) < 2:
                 time.sleep(0.05)
-            assert ideas(tmp_path) == 2, "the members never filed their ideas"
+            assert policy.holding == {"member-1", "member-2"}, "the members never got to work"
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
+            policy.released.set()
         finally:
             if proc.poll() is None:
                 proc.kill()
