@@ -536,8 +536,11 @@ class HordeApp(App[int]):
         self.run_worker(send, thread=True, group="controls", exit_on_error=False)
 
     def run_hosted(self, mouse: bool = True) -> int:
-        """Run the app until the user quits; return the run's exit status."""
+        """Run the app until the user quits; return the run's exit status. After a
+        detach, say where the run goes on (the terminal is the shell's again)."""
         self.run(mouse=mouse)
+        if self.handed_off is not None:
+            print(self.handed_off)
         return self.exit_code
 
 

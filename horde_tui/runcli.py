@@ -105,8 +105,7 @@ def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
 
         app = HordeApp(sup)
         code = app.run_hosted(mouse=not getattr(args, "no_mouse", False))
-        if app.handed_off is not None:
-            print(app.handed_off)
+        if app.handed_off is not None:  # run_hosted said where the run goes on
             return code
         if app.summary is not None:
             print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
