@@ -261,3 +261,13 @@ def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
     assert carried_on(sup, point) == {"member-1": "resume", "member-2": "fresh"}
     assert sup.members["member-3"].exit_cause == "completed"
     assert sup.gateway_budget_usd() == pytest.approx(0.25)
+
+
+def test_resume_flags_go_with_a_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`resume member-2 --detach` mixes the two meanings of `resume`: refused, not guessed."""
+    assert main(["resume", "member-2", "--detach"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [
+        "horde-tui: refused: --detach and --headless go with `resume RUN` (a run whose "
+        "supervisor is gone); `resume [target]` resumes paused members"
+    ]
