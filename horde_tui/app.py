@@ -449,6 +449,9 @@ class HordeApp(App[int]):
         hosted one hands it to a detached supervisor first (`_detach_hosted`)."""
         if isinstance(self.screen, ChoiceScreen):
             return
+        if self.handing_off:  # quitting now would leave the run with no supervisor at all
+            self.notify("Detaching: the app quits once the background supervisor has the run.")
+            return
         if self.live and self.sup is not None:
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
         elif (attached := self.attached_live) is not None:
