@@ -8,6 +8,7 @@ was sent.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -142,3 +143,15 @@ def test_resume_of_a_missing_transcript_is_refused_in_one_line(
         f"horde-tui member: HORDE_RESUME_SESSION={str(missing)!r} is not a transcript file "
         "(sessions/<name>/*.jsonl)"
     ]
+
+
+def test_member_help_names_the_resume_variable() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "horde_tui.member", "--help"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("HORDE_")},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert shown.returncode == 0 and shown.stderr == ""
+    assert "HORDE_RESUME_SESSION=PATH" in shown.stdout
