@@ -14,6 +14,7 @@ animation, cursor blink) so tests and snapshots can switch them all off at once.
 from __future__ import annotations
 
 import asyncio
+import os
 import sysconfig
 import time
 from collections.abc import Callable
@@ -185,6 +186,11 @@ class HordeApp(App[int]):
         self.summary: RunSummary | None = None
         self.run_error: str | None = None
         self.quit_when_done = False
+        self.handing_off = False
+        """Detach was chosen for the hosted run: once its supervisor has let go, a
+        detached `horde-tui resume` takes it over and the app quits."""
+        self.handed_off: str | None = None
+        """What to tell the shell after a detach: where the run goes on."""
         if not self.config.animations:
             self.animation_level = "none"
         if supervisor is not None:
@@ -245,7 +251,7 @@ class HordeApp(App[int]):
         self.push_screen(RunScreen(sup))
         self._start_hosting()
 
-    async def _host(self) -> RunSummary:
+    async def _host(self) -> RunSummary | None:
         assert self.sup is not None
         return await self.sup.run()
 
@@ -395,6 +401,11 @@ class HordeApp(App[int]):
             return
         self.bridge.flush()
         self.live = False
+        if self.handing_off and event.state == WorkerState.SUCCESS and event.worker.result is None:
+            self.run_worker(
+                self._resume_detached, thread=True, group="handoff", exit_on_error=False
+            )
+            return
         if event.state == WorkerState.SUCCESS:
             self.summary = event.worker.result
         else:
@@ -432,11 +443,14 @@ class HordeApp(App[int]):
         return source
 
     async def action_quit(self) -> None:
-        """Quit; with a live run on screen, first ask whether to stop it.
+        """Quit; with a live run on screen, first ask whether to stop it or detach.
 
-        A hosted run dies with the app, so detaching is not offered for it; an attached
-        run belongs to another process, so detaching (quitting, the run goes on) is."""
+        Detaching an attached run just quits (another process hosts it); detaching a
+        hosted one hands it to a detached supervisor first (`_detach_hosted`)."""
         if isinstance(self.screen, ChoiceScreen):
+            return
+        if self.handing_off:  # quitting now would leave the run with no supervisor at all
+            self.notify("Detaching: the app quits once the background supervisor has the run.")
             return
         if self.live and self.sup is not None:
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
@@ -456,12 +470,58 @@ class HordeApp(App[int]):
         if screen is None or not self.live:
             return
         self.quit_when_done = True
-        if choice == "stop-clean":
+        if choice == "detach":
+            self._detach_hosted()
+        elif choice == "stop-clean":
             screen.stop_run_clean()
             self.notify("Stopping clean: the app quits once the report is written.", timeout=30)
         elif choice == "stop-hard":
             screen.stop_hard("all")
             self.notify("Stopping hard: the app quits once the report is written.", timeout=30)
+
+    def _detach_hosted(self) -> None:
+        """Hand the hosted run off: its supervisor stops the members and the gateway
+        without finalizing (`Supervisor.handoff`); when its worker ends, a detached
+        `horde-tui resume` carries the sessions on and the app quits. A run already
+        finalizing cannot be handed off: the app quits once its report is written."""
+        assert self.sup is not None
+        answer = self.sup.handoff()
+        if answer.startswith("refused"):
+            self.notify(f"{answer}; the app quits once the report is written.", timeout=30)
+            return
+        self.handing_off = True
+        self.notify(f"Detaching run {self.sup.run_id}: {answer}.", timeout=60)
+
+    def _resume_detached(self) -> None:
+        """Thread worker: start the detached resume and wait until it has the run."""
+        from horde_tui.runcli import resume_detached, watch_lines
+
+        assert self.sup is not None
+        run = self.sup.run_id
+        env = dict(os.environ)
+        key = getattr(self.sup.settings, "api_key", None)
+        if key:  # given on this command line: never written down, so passed along
+            env["HORDE_API_KEY"] = key
+        started = resume_detached(self.horde_dir, run, env)
+        if started.run_dir is None:
+            message = (
+                f"the run could not be handed off ({started.error.strip()}); it is "
+                f"interrupted: carry it on with `horde-tui resume {run}`"
+            )
+            self.call_from_thread(self._handoff_failed, message)
+            return
+        self.handed_off = (
+            f"run {run} goes on in the background (pid {started.pid}); log: {started.log}\n"
+            f"{watch_lines(run)}"
+        )
+        self.call_from_thread(self.exit, 0)
+
+    def _handoff_failed(self, message: str) -> None:
+        self.handing_off = self.quit_when_done = False
+        self.notify(message, severity="error", timeout=60)
+        screen = self.run_screen
+        if screen is not None:
+            screen.run_ended(None, message)
 
     def _quit_attached(self, source: AttachedRun, choice: str) -> None:
         """Detach quits at once; a stop is sent through `control/` and the app quits
@@ -479,8 +539,11 @@ class HordeApp(App[int]):
         self.run_worker(send, thread=True, group="controls", exit_on_error=False)
 
     def run_hosted(self, mouse: bool = True) -> int:
-        """Run the app until the user quits; return the run's exit status."""
+        """Run the app until the user quits; return the run's exit status. After a
+        detach, say where the run goes on (the terminal is the shell's again)."""
         self.run(mouse=mouse)
+        if self.handed_off is not None:
+            print(self.handed_off)
         return self.exit_code
 
 

@@ -195,8 +195,8 @@ def check_launch(
             )
         )
     check.notes = [
-        f"note: run {run} was interrupted (its supervisor died); write its report with "
-        f"`horde-tui finalize {run}`"
+        f"note: run {run} was interrupted (its supervisor died); carry it on with "
+        f"`horde-tui resume {run}` or write its report with `horde-tui finalize {run}`"
         for run in states.get("interrupted", [])
     ] + [
         f"note: swarm {swarm} was interrupted (its supervisor died); write a horde's report "
@@ -261,9 +261,12 @@ class DetachedStart:
     error: str = ""
 
 
-def start_detached(argv: list[str], horde_dir: Path) -> DetachedStart:
+def start_detached(
+    argv: list[str], horde_dir: Path, run_dir: Path | None = None, env: dict[str, str] | None = None
+) -> DetachedStart:
     """Start the supervisor as its own session (it outlives this process and its
-    terminal), output to a log in `.horde/`; wait until its run is live.
+    terminal), output to a log in `.horde/`; wait until its run is live: a new run, or
+    `run_dir` (a resume) once the new process has marked it.
 
     Blocks up to `DETACH_WAIT_S`: the app calls it from a thread worker."""
     runs, swarms = horde_dir / "runs", horde_dir / "swarms"
@@ -279,17 +282,23 @@ def start_detached(argv: list[str], horde_dir: Path) -> DetachedStart:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
     deadline = time.monotonic() + DETACH_WAIT_S
     while time.monotonic() < deadline:
-        fresh = sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
-        live = [p for p in fresh if controls.live_file(p).is_file()]
-        if swarms.is_dir():  # a swarm is under way once its SWARM.json is written
-            live += sorted(
-                p
-                for p in swarms.glob("*")
-                if p.name not in swarms_before and (p / "SWARM.json").is_file()
+        if run_dir is not None:
+            live = [run_dir] if controls.supervisor_pid(run_dir) == proc.pid else []
+        else:
+            fresh = (
+                sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
             )
+            live = [p for p in fresh if controls.live_file(p).is_file()]
+            if swarms.is_dir():  # a swarm is under way once its SWARM.json is written
+                live += sorted(
+                    p
+                    for p in swarms.glob("*")
+                    if p.name not in swarms_before and (p / "SWARM.json").is_file()
+                )
         if live:
             return DetachedStart(proc.pid, log, live[-1])
         if proc.poll() is not None:

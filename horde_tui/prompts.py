@@ -151,6 +151,16 @@ board, the findings and the run's ANSWER.md first. Then add ideas that extend,
 stress-test or deepen the work (not repeats), claim one, and work it. A materially better
 answer may be proposed with `solved` even after an earlier one was validated."""
 
+RESUMED_NOTICE = """\
+[the run's supervisor was restarted: this session continues where it stopped. Anything
+marked "interrupted" did not report a result: check its effect (read the file, `list`
+the ledger) before repeating it. Then go on with your work.]"""
+
+INTERRUPTED_RESULT = (
+    "interrupted: the session stopped before this call reported a result, so it may or "
+    "may not have taken effect; check before repeating it"
+)
+
 ROLE_TEXT = {
     "member": "You are a regular member: claim ideas, investigate, file findings.",
     "verifier": (

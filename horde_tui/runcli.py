@@ -1,6 +1,9 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
 `resume`, `reset`, `finalize`. Imported lazily by `cli.py`.
 
+`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`); with a
+member target (or none) `resume` resumes paused members of the live run.
+
 `run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
 or with `--detach` start a headless one as its own process and return; `attach` opens
 the app on a run another process hosts.
@@ -106,18 +109,28 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
             flush=True,
         )
         return asyncio.run(_host(swarm))
+    sup = Supervisor(workdir, request, settings)
+    return host_here(
+        sup, args, f"run {sup.run_id}: {request.count} members, model {settings.model}"
+    )
+
+
+def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
+    """Host a supervisor in this process: in the app on a terminal, else headless (one
+    line per event after `intro`)."""
     if not args.headless and sys.stdout.isatty():
         from horde_tui.app import HordeApp
 
-        sup = Supervisor(workdir, request, settings)
         app = HordeApp(sup)
         code = app.run_hosted(mouse=not getattr(args, "no_mouse", False))
+        if app.handed_off is not None:  # run_hosted said where the run goes on
+            return code
         if app.summary is not None:
             print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
         print(f"report: {sup.run_dir / 'REPORT.md'}")
         return code
-    sup = Supervisor(workdir, request, settings, sink=print_event)
-    print(f"run {sup.run_id}: {request.count} members, model {settings.model}", flush=True)
+    sup.sink = print_event
+    print(intro, flush=True)
     return asyncio.run(_host(sup))
 
 
@@ -134,17 +147,82 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
     if what == "swarm":
         print("watch it: horde-tui status   (one block per horde)")
+        print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
     else:
-        print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
-    print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+        print(watch_lines(run))
     return 0
+
+
+def watch_lines(run: str) -> str:
+    """How to watch and stop a run that goes on in the background."""
+    return (
+        f"watch it: horde-tui attach {run}   (or horde-tui status)\n"
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+    )
+
+
+def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> Any:
+    """Start `horde-tui resume RUN --headless` as its own session (as `run --detach`
+    starts a run) and wait until it has taken the run; returns the `DetachedStart`."""
+    from horde_tui.launch import start_detached
+
+    argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
+    return start_detached(argv, horde_dir, horde_dir / "runs" / run, env)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """`resume [target]` resumes paused members of the live run; `resume RUN` carries on
+    a run whose supervisor is gone (run ids never parse as member targets)."""
+    horde_dir = _horde_dir()
+    words = list(args.words)
+    run = words[0] if len(words) == 1 and not _is_target(words[0]) else None
+    if run is None:
+        if args.detach or args.headless:
+            return _err(
+                "refused: --detach and --headless go with `resume RUN` (a run whose "
+                "supervisor is gone); `resume [target]` resumes paused members"
+            )
+        return cmd_control(args)
+    if not (horde_dir / "runs" / run).is_dir():
+        return _err(
+            f"no run named {run} in {horde_dir} (nor a member target); `horde-tui app` lists the runs",
+            1,
+        )
+    from horde_tui.supervisor.resume import ResumeRefused, load_resume, resumed_supervisor
+
+    try:
+        point = load_resume(horde_dir, run)
+    except ResumeRefused as exc:
+        return _err(str(exc), 1)
+    if args.detach:
+        started = resume_detached(horde_dir, run)
+        if started.run_dir is None:
+            return _err(started.error, 1)
+        print(f"run {run} resumed in the background (pid {started.pid}); log: {started.log}")
+        print(watch_lines(run))
+        return 0
+    sup = resumed_supervisor(horde_dir.parent, point)
+    intro = f"run {run} resumed: phase {point.phase}, model {point.settings.model}"
+    return host_here(sup, args, intro)
+
+
+def _is_target(word: str) -> bool:
+    try:
+        parse_targets(word)
+    except TargetError:
+        return False
+    return True
+
+
+def _horde_dir() -> Path:
+    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
     """Open the app on a run hosted by another process (default: the live one)."""
     from horde_tui.app import attach_app
 
-    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    horde_dir = _horde_dir()
     run_dir = find_run(horde_dir, args.run)
     if run_dir is None:
         what = f"no run named {args.run}" if args.run else "no run is live"
@@ -174,6 +252,9 @@ async def _host(sup: Any) -> int:
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     loop.add_signal_handler(signal.SIGTERM, hard)
     summary = await sup.run()
+    if summary is None:  # handed off: another process carries the run on
+        print(f"\nrun {sup.run_id} handed off; {watch_lines(sup.run_id).splitlines()[0]}")
+        return 0
     report = sup.run_dir / "REPORT.md"
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
     print(f"report: {report}")
@@ -195,7 +276,7 @@ def find_run(
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    horde_dir = _horde_dir()
     words = list(args.words)
     postmortem = False
     if args.command == "stop-clean" and words and words[0] == "postmortem":
@@ -330,20 +411,34 @@ def add_commands(sub: Any) -> None:
         ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s)"),
         ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
         ("pause", "suspend members (SIGSTOP of their process groups)"),
-        ("resume", "resume paused members"),
+        (
+            "resume",
+            "resume paused members (resume [target]), or carry on a run whose supervisor is "
+            "gone (resume RUN [--detach] [--headless])",
+        ),
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
         p = sub.add_parser(name, help=text)
+        targets = "all, member-N, N, hN, hN:member-M, or a list"
         p.add_argument(
             "words",
             nargs="*",
             metavar="target",
-            help="all, member-N, N, hN, hN:member-M, or a list",
+            help=f"{targets}; or a run id (resume RUN)" if name == "resume" else targets,
         )
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
             p.add_argument("--grace", type=float, help="seconds before escalating (default 90)")
         p.set_defaults(func=cmd_control)
+        if name == "resume":
+            p.add_argument(
+                "--detach", action="store_true", help="resume RUN as a background process"
+            )
+            p.add_argument(
+                "--headless", action="store_true", help="print one line per event (no app)"
+            )
+            p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
+            p.set_defaults(func=cmd_resume)
 
     demo = sub.add_parser(
         "demo",

@@ -57,7 +57,12 @@ class HostedRun(Protocol):
 
     async def reset(self, target: str) -> str: ...
 
-    async def run(self) -> RunSummary: ...
+    def handoff(self) -> str:
+        """Let go of the run so a detached supervisor can carry it on (`run()` then
+        returns None); a line starting "refused" when it cannot."""
+        ...
+
+    async def run(self) -> RunSummary | None: ...
 
 
 class SupervisorUpdate(Message):

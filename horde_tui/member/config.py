@@ -41,6 +41,9 @@ class MemberConfig:
     inbox_turns: int = 12
     """Extra turns a session may take because targeted messages arrived after the model
     stopped calling tools (`HORDE_INBOX_TURNS`)."""
+    resume_session: Path | None = None
+    """A transcript to carry on instead of starting a session (`HORDE_RESUME_SESSION`):
+    set by `horde-tui resume` for members whose supervisor stopped while they worked."""
 
     siblings: dict[str, Path] = field(default_factory=dict)
     """A swarm's other hordes (`h2` -> their horde directories), read but never written
@@ -103,6 +106,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
         inbox_turns=max(0, _int(e, "HORDE_INBOX_TURNS", 12)),
+        resume_session=_resume_session(e),
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
@@ -119,3 +123,15 @@ def _siblings(env: Mapping[str, str]) -> dict[str, Path]:
         return parse_siblings(env.get("HORDE_SIBLINGS", ""))
     except ValueError as exc:
         raise MemberConfigError(f"HORDE_SIBLINGS: {exc}") from None
+
+
+def _resume_session(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("HORDE_RESUME_SESSION", "").strip()
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file() or path.suffix != ".jsonl":
+        raise MemberConfigError(
+            f"HORDE_RESUME_SESSION={raw!r} is not a transcript file (sessions/<name>/*.jsonl)"
+        )
+    return path
