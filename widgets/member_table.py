@@ -179,29 +179,23 @@ class MemberTable(ScrollView, can_focus=True):
     }
     """
 
-    class Highlighted(Message):
+    class MemberMessage(Message):
+        """Something happened to the row of `member`."""
+
+        def __init__(self, table: MemberTable, member: str) -> None:
+            super().__init__()
+            self.table = table
+            self.member = member
+
+        @property
+        def control(self) -> MemberTable:
+            return self.table
+
+    class Highlighted(MemberMessage):
         """The cursor came to rest on another member (or on the first one to arrive)."""
 
-        def __init__(self, table: MemberTable, member: str) -> None:
-            super().__init__()
-            self.table = table
-            self.member = member
-
-        @property
-        def control(self) -> MemberTable:
-            return self.table
-
-    class Selected(Message):
+    class Selected(MemberMessage):
         """Enter, or a click on the cursor row: the member is to be opened."""
-
-        def __init__(self, table: MemberTable, member: str) -> None:
-            super().__init__()
-            self.table = table
-            self.member = member
-
-        @property
-        def control(self) -> MemberTable:
-            return self.table
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
