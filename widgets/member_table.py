@@ -206,7 +206,7 @@ class MemberTable(ScrollView, can_focus=True):
         self._shown: dict[str, dict[str, Cell]] = {}
         """Each row's cells as drawn, keyed by column: what `show` diffs against."""
         self._widths = {key: width for key, _, width in COLUMNS}
-        self._widths["tool"] = 30
+        self._widths["tool"] = 30  # until the first fit to the laid-out width (`_fit`)
         self._strips: dict[tuple[str, bool], Strip] = {}
         """Rendered rows by (member, under the cursor), at full width, unscrolled."""
         self._header: Strip | None = None
@@ -312,13 +312,14 @@ class MemberTable(ScrollView, can_focus=True):
         self._strips.pop((member, False), None)
         self._strips.pop((member, True), None)
         y = self._index[member] + 1 - round(self.scroll_y)
-        start = end = x = 0
+        spans = []
+        x = 0
         for key, _, _ in COLUMNS:
-            width = self._widths[key] + 1
+            width = self._widths[key] + 1  # each cell leads with a space
             if key in keys:
-                start = start if end else x
-                end = x + width
+                spans.append((x, x + width))
             x += width
+        start, end = spans[0][0], spans[-1][1]
         view = self.scrollable_content_region.size.region
         span = Region(start - round(self.scroll_x), y, end - start, 1).intersection(view)
         if y >= 1 and span:
