@@ -261,6 +261,7 @@ async def test_f1_lists_the_keys_and_what_applies(tmp_path: Path) -> None:
         assert "Stop the whole run clean" in cells
         assert "Help" in cells and "Quit" in cells
         assert "Board tab" in cells
+        assert "Next member" in cells and "member table" in cells, "the table's own keys"
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
 

@@ -48,6 +48,9 @@ elapsed time) widens it for good."""
 
 MIN_TOOL_WIDTH = 12
 
+MOVE = Binding.Group("member table")
+"""The cursor keys, one section of the F1 help."""
+
 Cell = tuple[str, str]
 """A cell as drawn: its text (unpadded) and its component class ("" for the row's)."""
 
@@ -140,12 +143,17 @@ class MemberTable(ScrollView, can_focus=True):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select_cursor", "Detail", id="member-detail"),
-        Binding("up", "cursor(-1)", "Previous member", show=False, id="member-table-up"),
-        Binding("down", "cursor(1)", "Next member", show=False, id="member-table-down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="member-table-pageup"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="member-table-pagedown"),
-        Binding("home", "first", "First member", show=False, id="member-table-home"),
-        Binding("end", "last", "Last member", show=False, id="member-table-end"),
+        *(
+            Binding(key, action, description, show=False, id=f"member-table-{key}", group=MOVE)
+            for key, action, description in (
+                ("up", "cursor(-1)", "Previous member"),
+                ("down", "cursor(1)", "Next member"),
+                ("pageup", "page(-1)", "A page of members up"),
+                ("pagedown", "page(1)", "A page of members down"),
+                ("home", "first", "First member"),
+                ("end", "last", "Last member"),
+            )
+        ),
     ]
 
     DEFAULT_CSS = """
