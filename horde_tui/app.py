@@ -104,9 +104,6 @@ class AppConfig:
     """At most one UI update per this many seconds from the supervisor's events."""
     animations: bool = True
     cursor_blink: bool = True
-    table_interval_s: float = 0.5
-    """The member table repaints at most this often for batches of events (0: every
-    batch); keys and ticks repaint it at once."""
     attach_poll_s: float = 0.2
     """An attached run's files are re-read this often (at most 10 a second)."""
 
@@ -119,7 +116,6 @@ class AppConfig:
             date_text=utc_date_text,
             watch_files=False,
             tick_s=0.0,
-            table_interval_s=0.0,
             animations=False,
             cursor_blink=False,
         )
