@@ -20,7 +20,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,24 +135,35 @@ def backoff_s(attempt: int, base_s: float) -> float:
 
 _KNOWN: dict[str, bool] = {}
 _NO_TOOLS: dict[str, bool] = {}
+_REASONING: dict[str, bool] = {}
+
+
+def _looked_up_once(cache: dict[str, bool], model: str, lookup: Callable[[], bool]) -> bool:
+    """`lookup()` for `model`, asked of litellm's map once per gateway process.
+
+    The map does not change while the gateway runs, and litellm answers these questions
+    by searching its map afresh on every call: for a model it does not know, it tries
+    several spellings and provider fallbacks before it gives up. Asked per request, that
+    search would be paid on every call. A lookup that raises counts as False.
+    """
+    answer = cache.get(model)
+    if answer is None:
+        try:
+            answer = bool(lookup())
+        except Exception:
+            answer = False
+        cache[model] = answer
+    return answer
 
 
 def known_model(litellm: Any, model: str) -> bool:
-    """Whether litellm's local map has the model, looked up once per model.
+    """Whether litellm's local map has the model (its price and capabilities)."""
 
-    The map does not change while the gateway runs, and a miss is costly (litellm tries
-    several spellings and provider fallbacks before it gives up), so per-call lookups
-    would be paid on every request of a local model.
-    """
-    known = _KNOWN.get(model)
-    if known is None:
-        try:
-            litellm.get_model_info(model)
-            known = True
-        except Exception:
-            known = False
-        _KNOWN[model] = known
-    return known
+    def lookup() -> bool:
+        litellm.get_model_info(model)
+        return True
+
+    return _looked_up_once(_KNOWN, model, lookup)
 
 
 def price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -172,14 +183,17 @@ def knows_no_tools(litellm: Any, model: str) -> bool:
     """True only when litellm's map *knows* the model and says it has no function calling."""
     if not known_model(litellm, model):
         return False  # unknown (e.g. a local server): native tool calls stay the default
-    cached = _NO_TOOLS.get(model)
-    if cached is None:
-        try:
-            cached = not litellm.supports_function_calling(model=model)
-        except Exception:
-            cached = False
-        _NO_TOOLS[model] = cached
-    return cached
+    return _looked_up_once(
+        _NO_TOOLS, model, lambda: not litellm.supports_function_calling(model=model)
+    )
+
+
+def supports_reasoning(litellm: Any, model: str) -> bool:
+    """Whether `--thinking` can be sent as `reasoning_effort` to this model.
+
+    False for a model litellm does not know: thinking cannot be mapped, so it is not sent.
+    """
+    return _looked_up_once(_REASONING, model, lambda: litellm.supports_reasoning(model=model))
 
 
 def rejects_tools(exc: BaseException) -> bool:
@@ -232,12 +246,8 @@ def call_kwargs(
         kwargs["api_base"] = opts.api_base
     if opts.api_key:
         kwargs["api_key"] = opts.api_key
-    if opts.thinking != "off":
-        try:
-            if litellm.supports_reasoning(model=opts.model):
-                kwargs["reasoning_effort"] = opts.thinking
-        except Exception:
-            pass  # unknown model: thinking cannot be mapped, so it is not sent
+    if opts.thinking != "off" and supports_reasoning(litellm, opts.model):
+        kwargs["reasoning_effort"] = opts.thinking
     return kwargs
 
 
