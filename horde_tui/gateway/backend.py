@@ -23,6 +23,7 @@ Facts about litellm 1.110.2 this module is built around:
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import os
 import random
@@ -84,6 +85,7 @@ class LiteLLM:
             litellm.suppress_debug_info = True
             litellm.drop_params = True
             litellm.telemetry = False
+            freeze_import_heap()
             self._module = litellm
         except BaseException as exc:  # surfaced to every request, never swallowed
             self._error = exc
@@ -101,6 +103,21 @@ class LiteLLM:
         if self._module is None:
             raise ProviderError(500, f"litellm failed to import: {self._error}", "gateway_error")
         return self._module
+
+
+def freeze_import_heap() -> None:
+    """Take what litellm's import left on the heap out of the garbage collector's scans.
+
+    The import leaves about 370,000 objects the collector tracks (its price map, provider
+    configs, pydantic models), and every full collection walks them all: 0.2 s each
+    here, with the GIL held, so every member's call in flight stalls behind it. The
+    first came a few hundred calls into a run, measured as 0.5 ms more CPU per call
+    over the 480 calls of `bench_members.py`. Those objects live as long as the
+    process, so they are collected once now (dropping the import's own garbage) and
+    frozen (`gc.freeze`): later collections walk only what the calls allocate.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def status_of(exc: BaseException) -> int:
