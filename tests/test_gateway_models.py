@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ def price_map_entry(model: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def gw(stub_model: StubThread, tmp_path_factory: pytest.TempPathFactory) -> GatewayProcess:
+def gw(
+    stub_model: StubThread, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
     """A gateway whose run model is priced, with one member on the stub's unpriced model."""
     gw = start_gateway(
         stub_model,
