@@ -17,6 +17,7 @@ animation, cursor blink) so tests and snapshots can switch them all off at once.
 from __future__ import annotations
 
 import asyncio
+import os
 import sysconfig
 import time
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
-from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
+from horde_tui.screens.swarm import HostedSwarm, SwarmScreen, swarm_quit_screen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
@@ -108,9 +109,6 @@ class AppConfig:
     """At most one UI update per this many seconds from the supervisor's events."""
     animations: bool = True
     cursor_blink: bool = True
-    table_interval_s: float = 0.5
-    """The member table repaints at most this often for batches of events (0: every
-    batch); keys and ticks repaint it at once."""
     attach_poll_s: float = 0.2
     """An attached run's files are re-read this often (at most 10 a second)."""
 
@@ -123,7 +121,6 @@ class AppConfig:
             date_text=utc_date_text,
             watch_files=False,
             tick_s=0.0,
-            table_interval_s=0.0,
             animations=False,
             cursor_blink=False,
         )
@@ -195,6 +192,11 @@ class HordeApp(App[int]):
         self.swarm: HostedSwarm | None = None
         """The swarm this app hosts (`start_swarm`), running or ended."""
         self.swarm_live = False
+        self.handing_off = False
+        """Detach was chosen for the hosted run: once its supervisor has let go, a
+        detached `horde-tui resume` takes it over and the app quits."""
+        self.handed_off: str | None = None
+        """What to tell the shell after a detach: where the run goes on."""
         if not self.config.animations:
             self.animation_level = "none"
         if supervisor is not None:
@@ -258,20 +260,9 @@ class HordeApp(App[int]):
     def start_swarm(self, request: RunRequest, settings: Settings, hordes: int) -> None:
         """Host a swarm the launch form checked (`H/M`): its `SwarmSupervisor` runs in a
         worker as `host_new_run`'s supervisor does, and the swarm screen shows it from
-        its files. The supervisor's module loads only now, and a build without it says
-        so instead of failing."""
-        try:
-            from horde_tui.supervisor.swarm import SwarmSupervisor
-        except ModuleNotFoundError as exc:
-            if exc.name != "horde_tui.supervisor.swarm":
-                raise
-            self.notify(
-                "refused: this build of horde-tui has no swarm supervisor; run one horde "
-                "(a count of 1-12 members)",
-                severity="error",
-                timeout=15,
-            )
-            return
+        its files. The supervisor's module loads only when a swarm is hosted."""
+        from horde_tui.supervisor.swarm import SwarmSupervisor
+
         swarm = SwarmSupervisor(
             self.horde_dir.parent, request, settings, hordes, sink=self._swarm_event
         )
@@ -306,7 +297,7 @@ class HordeApp(App[int]):
         if self.quit_when_done:
             self.exit(0 if state == WorkerState.SUCCESS else 1)
 
-    async def _host(self) -> RunSummary:
+    async def _host(self) -> RunSummary | None:
         assert self.sup is not None
         return await self.sup.run()
 
@@ -459,6 +450,11 @@ class HordeApp(App[int]):
             return
         self.bridge.flush()
         self.live = False
+        if self.handing_off and event.state == WorkerState.SUCCESS and event.worker.result is None:
+            self.run_worker(
+                self._resume_detached, thread=True, group="handoff", exit_on_error=False
+            )
+            return
         if event.state == WorkerState.SUCCESS:
             self.summary = event.worker.result
         else:
@@ -496,17 +492,20 @@ class HordeApp(App[int]):
         return source
 
     async def action_quit(self) -> None:
-        """Quit; with a live run on screen, first ask whether to stop it.
+        """Quit; with a live run on screen, first ask whether to stop it or detach.
 
-        A hosted run dies with the app, so detaching is not offered for it; an attached
-        run belongs to another process, so detaching (quitting, the run goes on) is."""
+        Detaching an attached run just quits (another process hosts it); detaching a
+        hosted one hands it to a detached supervisor first (`_detach_hosted`)."""
         if isinstance(self.screen, ChoiceScreen):
+            return
+        if self.handing_off:  # quitting now would leave the run with no supervisor at all
+            self.notify("Detaching: the app quits once the background supervisor has the run.")
             return
         if self.live and self.sup is not None:
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
         elif self.swarm_live and self.swarm is not None:  # before attached: its hordes'
             # run screens are attached, yet they die with this app
-            self.push_screen(quit_screen(self.swarm.swarm_id, hosted=True), self._quit_swarm)
+            self.push_screen(swarm_quit_screen(self.swarm.swarm_id), self._quit_swarm)
         elif (attached := self.attached_live) is not None:
             self.push_screen(quit_screen(attached.run_id, hosted=False), self._quit_choice)
         else:
@@ -523,7 +522,9 @@ class HordeApp(App[int]):
         if screen is None or not self.live:
             return
         self.quit_when_done = True
-        if choice == "stop-clean":
+        if choice == "detach":
+            self._detach_hosted()
+        elif choice == "stop-clean":
             screen.stop_run_clean()
             self.notify("Stopping clean: the app quits once the report is written.", timeout=30)
         elif choice == "stop-hard":
@@ -545,6 +546,50 @@ class HordeApp(App[int]):
             f"Stopping swarm {swarm.swarm_id}: the app quits once it has ended.", timeout=30
         )
 
+    def _detach_hosted(self) -> None:
+        """Hand the hosted run off: its supervisor stops the members and the gateway
+        without finalizing (`Supervisor.handoff`); when its worker ends, a detached
+        `horde-tui resume` carries the sessions on and the app quits. A run already
+        finalizing cannot be handed off: the app quits once its report is written."""
+        assert self.sup is not None
+        answer = self.sup.handoff()
+        if answer.startswith("refused"):
+            self.notify(f"{answer}; the app quits once the report is written.", timeout=30)
+            return
+        self.handing_off = True
+        self.notify(f"Detaching run {self.sup.run_id}: {answer}.", timeout=60)
+
+    def _resume_detached(self) -> None:
+        """Thread worker: start the detached resume and wait until it has the run."""
+        from horde_tui.runcli import resume_detached, watch_lines
+
+        assert self.sup is not None
+        run = self.sup.run_id
+        env = dict(os.environ)
+        key = getattr(self.sup.settings, "api_key", None)
+        if key:  # given on this command line: never written down, so passed along
+            env["HORDE_API_KEY"] = key
+        started = resume_detached(self.horde_dir, run, env)
+        if started.run_dir is None:
+            message = (
+                f"the run could not be handed off ({started.error.strip()}); it is "
+                f"interrupted: carry it on with `horde-tui resume {run}`"
+            )
+            self.call_from_thread(self._handoff_failed, message)
+            return
+        self.handed_off = (
+            f"run {run} goes on in the background (pid {started.pid}); log: {started.log}\n"
+            f"{watch_lines(run)}"
+        )
+        self.call_from_thread(self.exit, 0)
+
+    def _handoff_failed(self, message: str) -> None:
+        self.handing_off = self.quit_when_done = False
+        self.notify(message, severity="error", timeout=60)
+        screen = self.run_screen
+        if screen is not None:
+            screen.run_ended(None, message)
+
     def _quit_attached(self, source: AttachedRun, choice: str) -> None:
         """Detach quits at once; a stop is sent through `control/` and the app quits
         when the run's supervisor has answered (or the answer timed out)."""
@@ -561,8 +606,11 @@ class HordeApp(App[int]):
         self.run_worker(send, thread=True, group="controls", exit_on_error=False)
 
     def run_hosted(self, mouse: bool = True) -> int:
-        """Run the app until the user quits; return the run's exit status."""
+        """Run the app until the user quits; return the run's exit status. After a
+        detach, say where the run goes on (the terminal is the shell's again)."""
         self.run(mouse=mouse)
+        if self.handed_off is not None:
+            print(self.handed_off)
         return self.exit_code
 
 

@@ -72,6 +72,7 @@ def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[st
 def cmd_tool(args: argparse.Namespace) -> int:
     from horde_tui.protocol import run_action
     from horde_tui.store.paths import default_horde_dir, valid_run_id
+    from horde_tui.store.siblings import parse_siblings
     from horde_tui.store.store import MANUAL_RUN, HordeStore
 
     try:
@@ -85,8 +86,13 @@ def cmd_tool(args: argparse.Namespace) -> int:
         return 2
     actor = os.environ.get("HORDE_MEMBER") or "user"
     role = os.environ.get("HORDE_ROLE") or "member"
+    try:
+        siblings = parse_siblings(os.environ.get("HORDE_SIBLINGS", ""))
+    except ValueError as exc:
+        print(f"horde-tui tool: HORDE_SIBLINGS: {exc}", file=sys.stderr)
+        return 2
     store = HordeStore(default_horde_dir(), actor)
-    result = run_action(store, raw, run=run, role=role)
+    result = run_action(store, raw, run=run, role=role, siblings=siblings)
     if args.output == "json":
         print(json.dumps(result.as_json(), ensure_ascii=False))
     elif result.usage_error:

@@ -23,7 +23,10 @@ from typing import Any
 
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.supervisor import controls
+from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
+from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
+from horde_tui.supervisor.swarm_state import live_swarm, swarms_by_state
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (
@@ -129,11 +132,9 @@ def check_launch(
     horde_dir: Path,
     layers_text: str | None = None,
     environ: Mapping[str, str] | None = None,
-    swarms: bool = False,
 ) -> LaunchCheck:
     """Every rule a new run must pass in `horde_dir`; `layers_text` is `plan`'s "a; b; c"
-    (None: an open run, which needs a prompt). `swarms`: the caller can host an `H/M`
-    swarm (the app's launch form), so `H/M` is not refused."""
+    (None: an open run, which needs a prompt)."""
     env = os.environ if environ is None else environ
     check = LaunchCheck()
     refuse = check.refusals.append
@@ -148,13 +149,6 @@ def check_launch(
         check.count = parse_count(options.count)
     except TargetError as exc:
         refuse(Refusal("count", f"refused: {exc}"))
-    if check.count is not None and check.count.hordes > 1 and not swarms:
-        refuse(
-            Refusal(
-                "count",
-                "refused: swarms (H/M) are not available yet; run a single horde of 1-12 members",
-            )
-        )
     layers = parse_layers(layers_text) if layers_text is not None else []
     if layers_text is not None and not layers:
         refuse(
@@ -162,6 +156,11 @@ def check_launch(
                 "layers", 'refused: plan needs layers separated by ";", e.g. "parser; type checker"'
             )
         )
+    elif layers and check.count is not None and check.count.hordes > 1:
+        try:
+            deal_layers(layers, check.count.hordes)
+        except SwarmError as exc:
+            refuse(Refusal("layers", f"refused: {exc}"))
     prompt = options.prompt.strip()
     if not prompt and layers_text is None:
         refuse(
@@ -185,10 +184,24 @@ def check_launch(
                 1,
             )
         )
+    swarm = live_swarm(horde_dir)
+    if swarm is not None:
+        refuse(
+            Refusal(
+                "run",
+                f"refused: swarm {swarm.name} is live in this directory (one run or swarm at a "
+                "time); stop it with `horde-tui stop-clean` or wait for it",
+                1,
+            )
+        )
     check.notes = [
-        f"note: run {run} was interrupted (its supervisor died); write its report with "
-        f"`horde-tui finalize {run}`"
+        f"note: run {run} was interrupted (its supervisor died); carry it on with "
+        f"`horde-tui resume {run}` or write its report with `horde-tui finalize {run}`"
         for run in states.get("interrupted", [])
+    ] + [
+        f"note: swarm {swarm} was interrupted (its supervisor died); write a horde's report "
+        f"with `horde-tui finalize {swarm}-hN`"
+        for swarm in swarms_by_state(horde_dir).get("interrupted", [])
     ]
     if check.refusals or settings is None or check.count is None:
         return check
@@ -204,6 +217,21 @@ def check_launch(
         demo=options.demo,
     )
     return check
+
+
+def build_host(check: LaunchCheck, workdir: Path, sink: Sink | None = None) -> Any:
+    """The supervisor a passed check asks for: a `Supervisor` for `M` (and `1/M`), a
+    `SwarmSupervisor` for `H/M`. Both have `run()` and the same controls, so a host
+    (the CLI, the app) treats them alike."""
+    assert check.ok and check.request is not None and check.settings is not None
+    assert check.count is not None
+    if check.count.hordes > 1:
+        from horde_tui.supervisor.swarm import SwarmSupervisor
+
+        return SwarmSupervisor(workdir, check.request, check.settings, check.count.hordes, sink)
+    from horde_tui.supervisor.run import Supervisor
+
+    return Supervisor(workdir, check.request, check.settings, sink)
 
 
 def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[str]:
@@ -225,7 +253,7 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
 
 @dataclass(frozen=True)
 class DetachedStart:
-    """A detached run's start: the run that went live, or why none did."""
+    """A detached run's start: the run (or swarm) that went live, or why none did."""
 
     pid: int
     log: Path
@@ -233,13 +261,17 @@ class DetachedStart:
     error: str = ""
 
 
-def start_detached(argv: list[str], horde_dir: Path) -> DetachedStart:
+def start_detached(
+    argv: list[str], horde_dir: Path, run_dir: Path | None = None, env: dict[str, str] | None = None
+) -> DetachedStart:
     """Start the supervisor as its own session (it outlives this process and its
-    terminal), output to a log in `.horde/`; wait until its run is live.
+    terminal), output to a log in `.horde/`; wait until its run is live: a new run, or
+    `run_dir` (a resume) once the new process has marked it.
 
     Blocks up to `DETACH_WAIT_S`: the app calls it from a thread worker."""
-    runs = horde_dir / "runs"
+    runs, swarms = horde_dir / "runs", horde_dir / "swarms"
     before = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
+    swarms_before = {p.name for p in swarms.iterdir()} if swarms.is_dir() else set()
     horde_dir.mkdir(parents=True, exist_ok=True)
     log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
     with open(log, "ab") as out:
@@ -250,11 +282,23 @@ def start_detached(argv: list[str], horde_dir: Path) -> DetachedStart:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
     deadline = time.monotonic() + DETACH_WAIT_S
     while time.monotonic() < deadline:
-        fresh = sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
-        live = [p for p in fresh if controls.live_file(p).is_file()]
+        if run_dir is not None:
+            live = [run_dir] if controls.supervisor_pid(run_dir) == proc.pid else []
+        else:
+            fresh = (
+                sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
+            )
+            live = [p for p in fresh if controls.live_file(p).is_file()]
+            if swarms.is_dir():  # a swarm is under way once its SWARM.json is written
+                live += sorted(
+                    p
+                    for p in swarms.glob("*")
+                    if p.name not in swarms_before and (p / "SWARM.json").is_file()
+                )
         if live:
             return DetachedStart(proc.pid, log, live[-1])
         if proc.poll() is not None:

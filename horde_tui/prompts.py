@@ -8,6 +8,7 @@ supervisor writes it to `runs/<id>/SYSTEM.md`; a member started without one (tes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 AGENTS_MD_CAP = 8_000
@@ -65,6 +66,25 @@ Stop (reply without a tool call) only when you hold no claimed idea and have not
 left to add. Before stopping, post a one-line summary to the board with `post`.
 """
 
+SIBLINGS_SECTION = """
+## Sibling hordes (this run is one horde of a swarm)
+Other hordes work other workstreams of the same task, each with its own ledgers:
+{listing}
+Shared read, local write: `horde facts` and `horde resources` append their entries and
+`horde list` their done and ruled-out ideas, tagged [hN]. Reuse what a sibling
+established instead of re-deriving it, and reuse a sibling's resource by its path, not
+its R#. You can `read` their ledger files; never write to a sibling's directory.
+"""
+
+
+def system_prompt(siblings: Mapping[str, Path] | None = None) -> str:
+    """SYSTEM.md: the protocol, plus the sibling hordes' directories in a swarm."""
+    if not siblings:
+        return SYSTEM_PROMPT
+    listing = "\n".join(f"- {name}: {path}" for name, path in siblings.items())
+    return SYSTEM_PROMPT + SIBLINGS_SECTION.format(listing=listing)
+
+
 DELIVERABLE_BRIEF = """\
 You are the SYNTHESIS helper of run {run}: the members have finished. Write the run's
 deliverable: the answer to the task, built from the findings. Read
@@ -82,6 +102,43 @@ refusals and what they reveal, unverified claims, and concrete fixes to the prot
 prompt. Your FINAL message (with no tool call) must be the complete post-mortem in
 Markdown; it is saved as POSTMORTEM.md."""
 
+PLANNER_BRIEF = """\
+You are the PLANNER of a swarm: {hordes} hordes of members will work the task above, each
+horde on its own workstream, in parallel and without talking to each other. Read the
+working directory as far as you need to (read-only), then split the task
+into exactly {hordes} disjoint workstreams that together cover it, each with one acceptance
+criterion (how anyone can check that the workstream is done). Your FINAL message (with no
+tool call) must contain exactly {hordes} blocks, one per horde, in this form and nothing else:
+
+h1: <the workstream, one line>
+acceptance: <its acceptance criterion, one line>
+h2: <the next workstream>
+acceptance: <its criterion>"""
+
+MERGE_BRIEF = """\
+You are the MERGE helper of swarm {swarm}: its {hordes} hordes have finished, each on its
+own workstream of the task above. Read each horde's deliverable, report and acceptance
+(paths relative to the working directory):
+{files}
+Write the swarm's deliverable: the answer to the whole task, built from the hordes'
+deliverables. Keep every claim attributed to its horde and to that horde's acceptance
+label for it, written like [h1 F3: accepted] or [h2: unreviewed] (labels from that
+horde's ACCEPTANCE.md); never merge claims of different hordes into one unattributed
+statement; say where hordes agree or conflict and what no horde covered. Your FINAL
+message (with no tool call) must be the complete deliverable in Markdown; it is saved as
+the swarm's DELIVERABLE.md."""
+
+WORKSTREAM_SECTION = """\
+
+## Your horde's workstream ({horde} of {hordes} hordes in swarm {swarm})
+
+Work ONLY on this workstream; the other hordes cover the rest of the task:
+
+{workstream}
+
+Acceptance criterion: {criterion}
+"""
+
 VERIFIER_OWES = """\
 Your previous session ended while these critical or high-importance findings were still
 unreviewed at their current revision: {findings}. Review each one now (reproduce it,
@@ -94,6 +151,16 @@ board, the findings and the run's ANSWER.md first. Then add ideas that extend,
 stress-test or deepen the work (not repeats), claim one, and work it. A materially better
 answer may be proposed with `solved` even after an earlier one was validated."""
 
+RESUMED_NOTICE = """\
+[the run's supervisor was restarted: this session continues where it stopped. Anything
+marked "interrupted" did not report a result: check its effect (read the file, `list`
+the ledger) before repeating it. Then go on with your work.]"""
+
+INTERRUPTED_RESULT = (
+    "interrupted: the session stopped before this call reported a result, so it may or "
+    "may not have taken effect; check before repeating it"
+)
+
 ROLE_TEXT = {
     "member": "You are a regular member: claim ideas, investigate, file findings.",
     "verifier": (
@@ -104,6 +171,8 @@ ROLE_TEXT = {
     ),
     "synthesis": "You are a read-only helper: you write the run's deliverable.",
     "postmortem": "You are a read-only helper: you review how the run went.",
+    "planner": "You are a read-only helper: you split a swarm's task into workstreams.",
+    "merge": "You are a read-only helper: you merge a swarm's deliverables into one.",
 }
 
 

@@ -1,6 +1,9 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
 `resume`, `reset`, `finalize`. Imported lazily by `cli.py`.
 
+`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`); with a
+member target (or none) `resume` resumes paused members of the live run.
+
 `run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
 or with `--detach` start a headless one as its own process and return; `attach` opens
 the app on a run another process hosts.
@@ -22,7 +25,8 @@ from typing import Any
 
 from horde_tui.settings import THINKING_LEVELS
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets
+from horde_tui.supervisor.swarm_state import horde_run_dirs, live_swarm, read_swarm_json
+from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 
@@ -47,7 +51,11 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def print_event(event: Any) -> None:
-    """Headless mode: one line per event, no colour unless stdout is a terminal."""
+    """Headless mode: one line per event, no colour unless stdout is a terminal; a
+    swarm's events start with their horde (`h2 member-1: ...`, `swarm [merge-start]`)."""
+    horde = ""
+    if "horde" in event.data:
+        horde = f"{event.data['horde'] or 'swarm'} "
     if event.kind == "member-status":
         data = event.data
         kind = data.get("type")
@@ -63,16 +71,18 @@ def print_event(event: Any) -> None:
             text += f" ({detail})" if detail else ""
         else:
             text = kind or "?"
-        line = f"{time.strftime('%H:%M:%S')} {event.member}: {text}"
+        line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
     else:
-        extras = " ".join(f"{k}={v}" for k, v in event.data.items() if v not in (None, "", []))
+        extras = " ".join(
+            f"{k}={v}" for k, v in event.data.items() if k != "horde" and v not in (None, "", [])
+        )
         who = f" {event.member}" if event.member else ""
-        line = f"{time.strftime('%H:%M:%S')} [{event.kind}]{who} {extras}".rstrip()
+        line = f"{time.strftime('%H:%M:%S')} {horde}[{event.kind}]{who} {extras}".rstrip()
     print(line, flush=True)
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
-    from horde_tui.launch import RunOptions, check_launch
+    from horde_tui.launch import RunOptions, build_host, check_launch
     from horde_tui.supervisor.run import Supervisor
 
     workdir = Path.cwd()
@@ -88,18 +98,39 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     if getattr(args, "detach", False):
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings
+    assert check.count is not None
+    if check.count.hordes > 1:
+        if not args.headless and sys.stdout.isatty():
+            print("note: the app does not host swarms; running headless", file=sys.stderr)
+        swarm = build_host(check, workdir, sink=print_event)
+        print(
+            f"swarm {swarm.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
+            f"model {settings.model}",
+            flush=True,
+        )
+        return asyncio.run(_host(swarm))
+    sup = Supervisor(workdir, request, settings)
+    return host_here(
+        sup, args, f"run {sup.run_id}: {request.count} members, model {settings.model}"
+    )
+
+
+def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
+    """Host a supervisor in this process: in the app on a terminal, else headless (one
+    line per event after `intro`)."""
     if not args.headless and sys.stdout.isatty():
         from horde_tui.app import HordeApp
 
-        sup = Supervisor(workdir, request, settings)
         app = HordeApp(sup)
         code = app.run_hosted(mouse=not getattr(args, "no_mouse", False))
+        if app.handed_off is not None:  # run_hosted said where the run goes on
+            return code
         if app.summary is not None:
             print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
         print(f"report: {sup.run_dir / 'REPORT.md'}")
         return code
-    sup = Supervisor(workdir, request, settings, sink=print_event)
-    print(f"run {sup.run_id}: {request.count} members, model {settings.model}", flush=True)
+    sup.sink = print_event
+    print(intro, flush=True)
     return asyncio.run(_host(sup))
 
 
@@ -112,17 +143,86 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     if started.run_dir is None:
         return _err(started.error, 1)
     run = started.run_dir.name
-    print(f"run {run} started in the background (pid {started.pid}); log: {started.log}")
-    print(f"watch it: horde-tui attach {run}   (or horde-tui status)")
-    print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+    what = "swarm" if started.run_dir.parent.name == "swarms" else "run"
+    print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
+    if what == "swarm":
+        print("watch it: horde-tui status   (one block per horde)")
+        print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+    else:
+        print(watch_lines(run))
     return 0
+
+
+def watch_lines(run: str) -> str:
+    """How to watch and stop a run that goes on in the background."""
+    return (
+        f"watch it: horde-tui attach {run}   (or horde-tui status)\n"
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+    )
+
+
+def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> Any:
+    """Start `horde-tui resume RUN --headless` as its own session (as `run --detach`
+    starts a run) and wait until it has taken the run; returns the `DetachedStart`."""
+    from horde_tui.launch import start_detached
+
+    argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
+    return start_detached(argv, horde_dir, horde_dir / "runs" / run, env)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """`resume [target]` resumes paused members of the live run; `resume RUN` carries on
+    a run whose supervisor is gone (run ids never parse as member targets)."""
+    horde_dir = _horde_dir()
+    words = list(args.words)
+    run = words[0] if len(words) == 1 and not _is_target(words[0]) else None
+    if run is None:
+        if args.detach or args.headless:
+            return _err(
+                "refused: --detach and --headless go with `resume RUN` (a run whose "
+                "supervisor is gone); `resume [target]` resumes paused members"
+            )
+        return cmd_control(args)
+    if not (horde_dir / "runs" / run).is_dir():
+        return _err(
+            f"no run named {run} in {horde_dir} (nor a member target); `horde-tui app` lists the runs",
+            1,
+        )
+    from horde_tui.supervisor.resume import ResumeRefused, load_resume, resumed_supervisor
+
+    try:
+        point = load_resume(horde_dir, run)
+    except ResumeRefused as exc:
+        return _err(str(exc), 1)
+    if args.detach:
+        started = resume_detached(horde_dir, run)
+        if started.run_dir is None:
+            return _err(started.error, 1)
+        print(f"run {run} resumed in the background (pid {started.pid}); log: {started.log}")
+        print(watch_lines(run))
+        return 0
+    sup = resumed_supervisor(horde_dir.parent, point)
+    intro = f"run {run} resumed: phase {point.phase}, model {point.settings.model}"
+    return host_here(sup, args, intro)
+
+
+def _is_target(word: str) -> bool:
+    try:
+        parse_targets(word)
+    except TargetError:
+        return False
+    return True
+
+
+def _horde_dir() -> Path:
+    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
     """Open the app on a run hosted by another process (default: the live one)."""
     from horde_tui.app import attach_app
 
-    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    horde_dir = _horde_dir()
     run_dir = find_run(horde_dir, args.run)
     if run_dir is None:
         what = f"no run named {args.run}" if args.run else "no run is live"
@@ -152,6 +252,9 @@ async def _host(sup: Any) -> int:
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     loop.add_signal_handler(signal.SIGTERM, hard)
     summary = await sup.run()
+    if summary is None:  # handed off: another process carries the run on
+        print(f"\nrun {sup.run_id} handed off; {watch_lines(sup.run_id).splitlines()[0]}")
+        return 0
     report = sup.run_dir / "REPORT.md"
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
     print(f"report: {report}")
@@ -163,14 +266,17 @@ def find_run(
 ) -> Path | None:
     if run:
         path = horde_dir / "runs" / run
-        return path if path.is_dir() else None
+        if path.is_dir():
+            return path
+        # A swarm's horde run (`<swarm>-h2`) lives in its horde's own directory.
+        return next(iter(sorted(horde_dir.glob(f"swarms/*/h[1-4]/runs/{run}"))), None)
     by_state = controls.runs_by_state(horde_dir)
     candidates = [r for s in states for r in by_state.get(s, [])]
     return horde_dir / "runs" / candidates[-1] if candidates else None
 
 
 def cmd_control(args: argparse.Namespace) -> int:
-    horde_dir = Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+    horde_dir = _horde_dir()
     words = list(args.words)
     postmortem = False
     if args.command == "stop-clean" and words and words[0] == "postmortem":
@@ -180,6 +286,9 @@ def cmd_control(args: argparse.Namespace) -> int:
         parse_targets(target)
     except TargetError as exc:
         return _err(str(exc))
+    swarm = None if args.run else live_swarm(horde_dir)
+    if swarm is not None:
+        return _control_swarm(args, swarm, target, postmortem)
     run_dir = find_run(horde_dir, args.run)
     if run_dir is None or controls.run_state(run_dir) != "active":
         states = controls.runs_by_state(horde_dir)
@@ -190,12 +299,63 @@ def cmd_control(args: argparse.Namespace) -> int:
         return _err(
             f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.command}", 1
         )
-    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
-    answer = controls.wait_response(controls.submit(run_dir, request))
+    answer = _ask(run_dir, args, target, postmortem)
     if answer is None:
         return _err(f"the supervisor of {run_dir.name} did not answer within 15 s", 1)
     print(answer["text"])
     return 0 if answer["ok"] else 1
+
+
+def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) -> Any:
+    """Leave a control request in `folder/control/` and wait for the answer (None: none)."""
+    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
+    return controls.wait_response(controls.submit(folder, request))
+
+
+def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
+    """A control for a live swarm: each started horde gets the request in its own run's
+    `control/` with the member part of the target (`h2:member-3` -> h2 `member-3`);
+    a stop of hordes not started yet goes to the swarm, which keeps them from starting."""
+    data = read_swarm_json(swarm) or {}
+    runs = horde_run_dirs(swarm, data)
+    names = [f"h{n}" for n in range(1, int(data.get("hordes") or 1) + 1)]
+    if args.command == "status":
+        print(
+            f"swarm {swarm.name}: {data.get('state')}, {len(names)} hordes of "
+            f"{data.get('members')} members, merge {data.get('merge')}"
+        )
+        work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
+        for name in names:
+            run_dir = runs.get(name)
+            state = controls.run_state(run_dir) if run_dir else "not started"
+            answer = _ask(run_dir, args, "all", False) if state == "active" and run_dir else None
+            print(f"\n{name}: {work.get(name) or '(not partitioned yet)'}")
+            print(answer["text"] if answer else f"  {state}")
+        return 0
+    try:
+        routed = per_horde(parse_targets(target), len(names))
+    except TargetError as exc:
+        return _err(str(exc))
+    code, unreached = 0, []
+    for n, sub in routed.items():
+        name, run_dir = f"h{n}", runs.get(f"h{n}")
+        if run_dir is not None and controls.run_state(run_dir) == "active":
+            answer = _ask(run_dir, args, sub, postmortem)
+            text = answer["text"] if answer else "its supervisor did not answer within 15 s"
+            code = code or (0 if answer and answer["ok"] else 1)
+            print(f"{name}: {text}")
+        elif run_dir is None and args.command.startswith("stop") and sub == "all":
+            unreached.append(name)
+        else:
+            state = controls.run_state(run_dir) if run_dir else "not started"
+            print(f"{name}: nothing to {args.command} ({state})")
+    if unreached:
+        answer = _ask(swarm, args, ",".join(unreached), postmortem)
+        if answer is None:
+            return _err(f"the swarm {swarm.name} did not answer within 15 s", 1)
+        print(answer["text"])
+        code = code or (0 if answer["ok"] else 1)
+    return code
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:
@@ -210,7 +370,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     state = controls.run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
-    summary = finalize_from_disk(horde_dir, run_dir.name)
+    summary = finalize_from_disk(run_dir.parent.parent, run_dir.name)
     print(json.dumps({"run": summary.run_id, "outcome": summary.outcome}))
     print(f"report: {run_dir / 'REPORT.md'}")
     return 0
@@ -219,12 +379,12 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from horde_tui.demo.run import run_demo
 
-    return run_demo(args.headless, args.speed, args.keep)
+    return run_demo(args.headless, args.speed, args.keep, args.hordes)
 
 
 def add_commands(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a horde of N members on a prompt")
-    run.add_argument("count", help="members: M (1-12)")
+    run = sub.add_parser("run", help="run a horde of M members (or H hordes of M) on a prompt")
+    run.add_argument("count", help="members: M (1-12), or H/M for a swarm of H hordes (1-4)")
     run.add_argument("prompt")
     add_run_arguments(run)
     run.set_defaults(func=cmd_run)
@@ -251,20 +411,34 @@ def add_commands(sub: Any) -> None:
         ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s)"),
         ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
         ("pause", "suspend members (SIGSTOP of their process groups)"),
-        ("resume", "resume paused members"),
+        (
+            "resume",
+            "resume paused members (resume [target]), or carry on a run whose supervisor is "
+            "gone (resume RUN [--detach] [--headless])",
+        ),
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
         p = sub.add_parser(name, help=text)
+        targets = "all, member-N, N, hN, hN:member-M, or a list"
         p.add_argument(
             "words",
             nargs="*",
             metavar="target",
-            help="all, member-N, N, hN, hN:member-M, or a list",
+            help=f"{targets}; or a run id (resume RUN)" if name == "resume" else targets,
         )
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
             p.add_argument("--grace", type=float, help="seconds before escalating (default 90)")
         p.set_defaults(func=cmd_control)
+        if name == "resume":
+            p.add_argument(
+                "--detach", action="store_true", help="resume RUN as a background process"
+            )
+            p.add_argument(
+                "--headless", action="store_true", help="print one line per event (no app)"
+            )
+            p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
+            p.set_defaults(func=cmd_resume)
 
     demo = sub.add_parser(
         "demo",
@@ -282,6 +456,13 @@ def add_commands(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep the temporary project with its .horde/ ledgers and reports (default: keep)",
+    )
+    demo.add_argument(
+        "--hordes",
+        type=int,
+        choices=(1, 2, 3, 4),
+        default=1,
+        help="a swarm of this many hordes (headless); the demo model also plans and merges",
     )
     demo.set_defaults(func=cmd_demo)
 

@@ -62,7 +62,12 @@ class HostedRun(HordeControls, Protocol):
     stop: Any
     """None until a clean stop of the whole run begins."""
 
-    async def run(self) -> RunSummary: ...
+    def handoff(self) -> str:
+        """Let go of the run so a detached supervisor can carry it on (`run()` then
+        returns None); a line starting "refused" when it cannot."""
+        ...
+
+    async def run(self) -> RunSummary | None: ...
 
 
 class SupervisorUpdate(Message):

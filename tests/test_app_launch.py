@@ -172,6 +172,7 @@ async def test_tab_walks_the_fields_in_order(horde: Path) -> None:
     [
         ("count", "13", "count", "a horde has 1 to 12 members, not 13"),
         ("count", "0", "count", "a horde has 1 to 12 members, not 0"),
+        ("count", "5/3", "count", "a swarm has 1 to 4 hordes, not 5"),
         ("prompt", "", "prompt", "the prompt is empty"),
         ("deadline", "soon", "max-minutes", "valid number"),
         ("deadline", "-5", "max-minutes", "greater than 0"),
@@ -265,7 +266,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         assert app.screen.sup is app.sup and app.attached is None
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-        assert app.screen.query_one("#detach", Button).disabled
+        assert not app.screen.query_one("#detach", Button).disabled
         await pilot.click("#stop-hard")
         await wait_for(pilot, lambda: not app.is_running, 60)
     assert app.return_value == 130
@@ -310,7 +311,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
 # -- the quit dialog ---------------------------------------------------------------------
 
 
-async def test_quitting_a_hosted_run_offers_detach_disabled_with_the_reason(
+async def test_quitting_a_hosted_run_offers_detach_and_says_what_it_does(
     tmp_path: Path,
 ) -> None:
     fake = FakeSupervisor(tmp_path)
@@ -320,10 +321,11 @@ async def test_quitting_a_hosted_run_offers_detach_disabled_with_the_reason(
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         dialog = app.screen
-        assert dialog.query_one("#detach", Button).disabled
+        assert not dialog.query_one("#detach", Button).disabled
         assert dialog.query_one("#cancel", Button).has_focus
         detail = str(dialog.query_one(".dialog-detail", Static).render())
-        assert "stops with the app" in detail and "horde-tui run --detach" in detail
+        assert "a background supervisor carries them on" in detail
+        assert f"horde-tui attach {fake.run_id}" in detail
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         assert fake.calls == [] and app.is_running

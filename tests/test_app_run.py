@@ -6,6 +6,7 @@ events, and waits (`wait_for`) for the screen to show them; no test sleeps.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
@@ -69,10 +70,14 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
 
         # The tool column's fit to the laid-out screen may still be pending: let it land.
         await wait_for(pilot, lambda: not table._fit())
-        before = table.cells_updated
+        await pilot.pause()
+        before, rendered = table.cells_updated, table.lines_rendered.copy()
         fake.tool("member-2", 150, "bash", "bash: pytest -q")
         await wait_for(pilot, lambda: cell(app, "member-2", "tool") == "bash: pytest -q")
         assert table.cells_updated - before == 1, "a repaint rewrites only changed cells"
+        await wait_for(pilot, lambda: table.lines_rendered["member-2"] > rendered["member-2"])
+        await pilot.pause()
+        assert table.lines_rendered - rendered == Counter({"member-2": 1}), "and one line"
 
 
 async def test_member_keys_call_controls_with_the_selected_member(tmp_path: Path) -> None:
@@ -256,6 +261,7 @@ async def test_f1_lists_the_keys_and_what_applies(tmp_path: Path) -> None:
         assert "Stop the whole run clean" in cells
         assert "Help" in cells and "Quit" in cells
         assert "Board tab" in cells
+        assert "Next member" in cells and "member table" in cells, "the table's own keys"
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
 

@@ -291,7 +291,7 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         assert app.screen.query_one("#detach", Button).disabled
         assert str(app.screen.query_one(".dialog-question").render()).startswith(
-            f"Run {SWARM_ID} is hosted in this app"
+            f"Swarm {SWARM_ID} is hosted in this app"
         )
         await pilot.press("escape", "escape")
         await wait_for(pilot, lambda: app.screen is screen)
@@ -417,21 +417,6 @@ async def test_a_detached_swarm_start_opens_the_swarm_screen(
         assert app.screen.swarm_dir == swarm_dir  # type: ignore[attr-defined]
         assert argv and argv[0][3:7] == ["run", "--headless", "2/3", "Audit"]
         assert app.swarm is None, "another process hosts it"
-
-
-async def test_without_a_swarm_supervisor_the_app_says_so(
-    horde: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "horde_tui.supervisor.swarm", None)
-    app = app_for(horde)
-    async with app.run_test(size=SIZE) as pilot:
-        app.start_swarm(_Request(), _Settings(), 2)  # type: ignore[arg-type]
-        await wait_for(pilot, lambda: notified(app, "has no swarm supervisor"))
-        assert app.swarm is None and isinstance(app.screen, RunsScreen)
-
-
-class _Settings:
-    model = "openai/stub"
 
 
 async def test_the_ledgers_tab_shows_every_hordes_ledger_under_its_heading(horde: Path) -> None:

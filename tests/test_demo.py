@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from horde_tui import prompts
 from horde_tui.cli import main
 from horde_tui.demo.policy import (
     ANSWER,
@@ -29,17 +30,19 @@ from horde_tui.demo.policy import (
     VERIFY_GREP,
     Timing,
     build_plans,
+    demo_policy,
 )
 from horde_tui.demo.run import prepare_demo, sample_files
 from horde_tui.member.tools import TOOL_DEFINITIONS
 from horde_tui.protocol.dispatch import READS, parse_params
 from horde_tui.supervisor.summary import DEMO_MODEL
+from horde_tui.supervisor.swarm_plan import parse_partition
 
 SAMPLE = Path(str(sample_files()))
 EVIDENCE_LINE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): (?P<code>.+)$")
 PLACEHOLDERS = {"$id": "#1", "$I": "#1", "$F": "F1"}
 PROVIDER_KEY = re.compile(r"(API_KEY|_TOKEN|SECRET|^AWS_|^AZURE_|^GOOGLE_|^VERTEX)", re.I)
-ITEM_KEYS = {"tool", "args", "hold_ms", "until_ok", "delay_ms", "say"}
+ITEM_KEYS = {"tool", "args", "hold_ms", "until_ok", "delay_ms", "say", "when"}
 SCHEMAS = {d["function"]["name"]: d["function"]["parameters"] for d in TOOL_DEFINITIONS}
 
 
@@ -125,7 +128,16 @@ def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize("speed", [0.0, 1.0, 2.5])
 def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
     plans = build_plans(speed)
-    assert set(plans) == {"member-1", "member-2", "member-3", "member-4", "synthesis", "postmortem"}
+    assert set(plans) == {
+        "member-1",
+        "member-2",
+        "member-3",
+        "member-4",
+        "synthesis",
+        "postmortem",
+        "planner",
+        "merge",
+    }
     for member, plan in plans.items():
         assert "say" in plan[-1], f"{member} must end with a final message"
         for item in plan:
@@ -137,7 +149,7 @@ def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
             args = substituted(item["args"])
             if item["tool"] == "horde":
                 params = parse_params(args)  # raises UsageError on any bad field
-                if member in ("synthesis", "postmortem"):
+                if member in ("synthesis", "postmortem", "planner", "merge"):
                     assert params.action in READS, "helpers are read-only"
                 continue
             schema = SCHEMAS[item["tool"]]
@@ -247,3 +259,28 @@ def test_prepare_demo_ignores_the_users_model_settings(
 def test_bad_speed_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--headless", "--speed", "-1"]) == 2
     assert "speed must be" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("hordes", [2, 3, 4])
+def test_the_demo_model_plans_and_merges_a_swarm_of_any_size(hordes: int) -> None:
+    """The planner and merge helpers answer for the number of hordes their briefs name:
+    a partition the swarm accepts, and a deliverable attributing every defect to every
+    horde."""
+    policy = demo_policy(0)
+    planner_brief = prompts.PLANNER_BRIEF.format(hordes=hordes)
+    merge_brief = prompts.MERGE_BRIEF.format(swarm="s1", hordes=hordes, files="- h1: ...")
+
+    def final(member: str, brief: str) -> str:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": f"# Task\n\nx\n\n{brief}"}]
+        step = policy(member, {"messages": messages})
+        assert step is not None and step.tool_calls  # a read-only look first
+        messages.append({"role": "tool", "content": "[horde result: data]\nok"})
+        step = policy(member, {"messages": messages})
+        assert step is not None and not step.tool_calls
+        return step.content or ""
+
+    shares = parse_partition(final("planner", planner_brief), hordes)
+    assert [s.horde for s in shares] == [f"h{n}" for n in range(1, hordes + 1)]
+    merged = final("merge", merge_brief)
+    for n in range(1, hordes + 1):
+        assert merged.count(f"[h{n} F") == len(DEFECTS)

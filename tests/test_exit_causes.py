@@ -13,7 +13,7 @@ import pytest
 from horde_tui.member.session import EXIT_CAUSES
 from horde_tui.runcli import print_event
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES
+from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import RESET_CAUSES
 from horde_tui.supervisor.summary import end_label, is_partial
@@ -51,6 +51,19 @@ def test_a_cause_maps_the_same_in_table_log_report_and_resets(cause: str):
     assert is_partial(member) is partial
     assert end_label(member) == (f"{cause}, partial" if partial else cause)
     assert (cause in RESET_CAUSES) is reset
+
+
+def test_a_handed_off_session_is_neither_failed_nor_reset_nor_partial():
+    """`handoff` is recorded by the supervisor (the member never names it): the session
+    goes on in another process, so it is painted and logged as an ordinary end."""
+    member = MemberState("member-2", "member", turns=3, exit_cause=HANDOFF, status="exited")
+    record = {"type": "lifecycle", "kind": "member-exit", "member": "member-2", "cause": HANDOFF}
+
+    assert HANDOFF not in EXIT_CAUSES
+    assert status_class("exited", HANDOFF) == "done"
+    assert event_parts(record, 0).level == "info"
+    assert not is_partial(member) and end_label(member) == HANDOFF
+    assert HANDOFF not in RESET_CAUSES | FINISHED_CAUSES | ABNORMAL_CAUSES
 
 
 def test_headless_prints_a_capped_session_with_its_cause_and_why(capsys):

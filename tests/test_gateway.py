@@ -452,3 +452,33 @@ def test_sigterm_ends_the_gateway_promptly_with_usage_on_disk(
     assert elapsed < 1.0, f"took {elapsed:.2f} s to exit after SIGTERM"
     (line,) = usage_lines(gw, member)
     assert line["prompt_tokens"] == 9
+
+
+def test_litellm_import_heap_is_frozen_out_of_garbage_collection() -> None:
+    """After the gateway's import, a full collection no longer walks litellm's heap.
+
+    Run in a fresh interpreter: freezing is process-wide, and pytest's own process
+    must keep collecting normally.
+    """
+    script = (
+        "import asyncio, gc, json, litellm\n"
+        "from horde_tui.gateway.backend import LiteLLM\n"
+        "lite = LiteLLM()\n"
+        "lite.start_import()\n"
+        "module = asyncio.run(lite.module())\n"
+        "collectable = gc.get_objects()\n"
+        "print(json.dumps({\n"
+        "    'frozen': gc.get_freeze_count(),\n"
+        "    'collectable': len(collectable),\n"
+        "    'litellm_collectable': any(o is vars(module) for o in collectable),\n"
+        "}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HORDE_", "LITELLM_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    heap = json.loads(proc.stdout)
+    assert heap["litellm_collectable"] is False, "litellm's module state is still scanned"
+    assert heap["frozen"] > 100_000
+    assert heap["collectable"] < heap["frozen"] // 10

@@ -47,7 +47,8 @@ def test_plan_layers_give_the_plan_prompt_when_none_is_typed(tmp_path: Path) -> 
     [
         (RunOptions("13", "x"), None, "count", "a horde has 1 to 12 members, not 13"),
         (RunOptions("three", "x"), None, "count", "is not M or H/M"),
-        (RunOptions("2/3", "x"), None, "count", "swarms (H/M) are not available yet"),
+        (RunOptions("5/3", "x"), None, "count", "a swarm has 1 to 4 hordes, not 5"),
+        (RunOptions("3/2"), "a; b", "layers", "plan 3/M needs at least 3 layers"),
         (RunOptions("3", "   "), None, "prompt", "the prompt is empty"),
         (RunOptions("3"), " ; ", "layers", 'plan needs layers separated by ";"'),
         (RunOptions("3", "x", max_minutes="soon"), None, "max_minutes", "valid number"),
@@ -126,7 +127,7 @@ def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env["HORDE_MODEL"] = "openai/stub"
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "2/3", " "],
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "7/3", " "],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -136,12 +137,12 @@ def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert lines == [
-        "horde-tui: refused: swarms (H/M) are not available yet; run a single horde of "
-        "1-12 members",
+        "horde-tui: refused: a swarm has 1 to 4 hordes, not 7",
         "horde-tui: refused: the prompt is empty; a run needs a task: say what the members "
         "should do",
     ]
     assert not (tmp_path / ".horde" / "runs").exists()
+    assert not (tmp_path / ".horde" / "swarms").exists()
 
 
 def test_a_plan_with_its_own_prompt_survives_the_detached_command_line(tmp_path: Path) -> None:

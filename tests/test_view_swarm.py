@@ -26,7 +26,6 @@ def test_swarm_json_missing_keys_and_wrong_types_read_as_empty(tmp_path: Path) -
     )
     assert info is not None
     assert (info.hordes, info.partition, info.runs, info.state) == (0, (), (), "")
-    assert swarm_state(info) == "not started"
     (tmp_path / "SWARM.json").write_text("{ torn")
     assert read_swarm(tmp_path) is None
 

@@ -180,6 +180,68 @@ POSTMORTEM = """\
   `horde-tui run 4 "<your task>" --model <litellm model>` in your own project."""
 
 
+WORKSTREAMS: dict[int, list[tuple[str, str]]] = {
+    2: [
+        (
+            "app.py: the hard-coded admin token and SQL built from user input",
+            "each secret and each query in app.py is filed with file:line evidence",
+        ),
+        (
+            "auth.py: how tokens are compared and who may delete users",
+            "each comparison and privilege check in auth.py is classified with evidence",
+        ),
+    ],
+    3: [
+        ("app.py: secrets committed in the source", "every committed secret is filed"),
+        ("app.py: SQL queries built from request input", "every query is classified"),
+        (
+            "auth.py: token comparison and the admin check of delete_user",
+            "both checks are classified with file:line evidence",
+        ),
+    ],
+    4: [
+        ("app.py: secrets committed in the source", "every committed secret is filed"),
+        ("app.py: SQL queries built from request input", "every query is classified"),
+        ("auth.py: constant-time token comparison", "check_token is classified"),
+        ("auth.py: authorization of delete_user", "delete_user's admin check is classified"),
+    ],
+}
+"""The planner's partition of the demo task for a swarm of 2, 3 or 4 hordes."""
+
+
+def partition_reply(hordes: int) -> str:
+    """The planner's final message for `hordes`, in the format the swarm parses."""
+    return "\n".join(
+        f"h{n}: {work}\nacceptance: {criterion}"
+        for n, (work, criterion) in enumerate(WORKSTREAMS[hordes], 1)
+    )
+
+
+DEFECT_LINES = (
+    "Hard-coded admin token, `app.py:13`",
+    "SQL injection in `find_user`, `app.py:24`",
+    "Timing-unsafe token check, `auth.py:6`",
+    "Missing admin check in `delete_user`, `auth.py:14-16`",
+)
+
+
+def merged_reply(hordes: int) -> str:
+    """The merge helper's swarm deliverable for `hordes` hordes: every horde ran the same
+    scripted review, so each defect is attributed to each horde's own F#."""
+    lines = [
+        "# Swarm deliverable: security review of userdir (demo model)",
+        "",
+        "> Merged by the horde-tui **demo model** (scripted, not a real LLM) from the",
+        "> hordes' deliverables; labels are each horde's acceptance labels.",
+        "",
+    ]
+    for i, defect in enumerate(DEFECT_LINES, 1):
+        tags = " ".join(f"[h{n} F{i}: accepted]" for n in range(1, hordes + 1))
+        lines.append(f"{i}. {defect} {tags}.")
+    lines += ["", "The hordes agree on every defect; none reported a conflict."]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Timing:
     """Converts the script's base pauses (ms at speed 1) into this run's pauses."""
@@ -327,6 +389,22 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
         VERIFIER: verifier,
         "synthesis": [horde("findings", t.hold(800)), {"say": DELIVERABLE}],
         "postmortem": [read(".horde/BOARD.md", t.hold(800)), {"say": POSTMORTEM}],
+        # A swarm's helpers: the planner answers for the number of hordes its brief
+        # names; the merge helper lists the hordes' deliverables first.
+        "planner": [
+            horde("list", t.hold(800)),
+            *[
+                {"say": partition_reply(n), "when": f"into exactly {n} disjoint"}
+                for n in sorted(WORKSTREAMS)
+            ],
+        ],
+        "merge": [
+            horde("facts", t.hold(800)),
+            *[
+                {"say": merged_reply(n), "when": f"its {n} hordes have finished"}
+                for n in range(2, 5)
+            ],
+        ],
     }
 
 

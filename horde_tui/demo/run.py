@@ -109,13 +109,21 @@ def _err(message: str, code: int = 2) -> int:
     return code
 
 
-def host_headless(demo: PreparedDemo) -> tuple[int, Path]:
+def host_headless(demo: PreparedDemo, hordes: int = 1) -> tuple[int, Path]:
     """Run the prepared demo with one printed line per event; return (exit code, REPORT.md).
 
     The full-screen app replaces only this step: it hosts a `Supervisor` built on the
-    same `PreparedDemo` and closes `demo.stub` when the run ends.
+    same `PreparedDemo` and closes `demo.stub` when the run ends. With `hordes` > 1 the
+    demo is a swarm: the demo model also plays the planner and the merge helper.
     """
     from horde_tui.runcli import _host, print_event
+
+    if hordes > 1:
+        from horde_tui.supervisor.swarm import SwarmSupervisor
+
+        swarm = SwarmSupervisor(demo.workdir, demo.request, demo.settings, hordes, sink=print_event)
+        print(f"swarm {swarm.swarm_id}: {hordes} hordes of {MEMBERS} members, model {DEMO_MODEL}")
+        return asyncio.run(_host(swarm)), swarm.swarm_dir / "REPORT.md"
     from horde_tui.supervisor.run import Supervisor
 
     sup = Supervisor(demo.workdir, demo.request, demo.settings, sink=print_event)
@@ -136,10 +144,11 @@ def host_in_app(demo: PreparedDemo) -> tuple[int, Path]:
     return code, sup.run_dir / "REPORT.md"
 
 
-def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> int:
+def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True, hordes: int = 1) -> int:
     """Run the demo; return the run's exit code (0 when it solved or finished).
 
-    The app hosts it when standard output is a terminal and `headless` is not asked for.
+    The app hosts it when standard output is a terminal and `headless` is not asked for;
+    a swarm demo (`hordes` > 1) always runs headless.
     """
     if os.environ.get("HORDE_GATEWAY_URL") and os.environ.get("HORDE_RUN"):
         return _err("refused: a member may not start a nested horde", 1)
@@ -147,7 +156,7 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> in
         Timing(speed)
     except ValueError as exc:
         return _err(str(exc))
-    in_app = not headless and sys.stdout.isatty()
+    in_app = not headless and sys.stdout.isatty() and hordes == 1
     demo = prepare_demo(speed)
     print(f"demo: sample project copied to {demo.workdir}", flush=True)
     print(
@@ -156,13 +165,19 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True) -> in
         flush=True,
     )
     try:
-        code, report = host_in_app(demo) if in_app else host_headless(demo)
+        code, report = host_in_app(demo) if in_app else host_headless(demo, hordes)
     finally:
         demo.stub.close()
+    # A swarm's hordes keep their own ledgers beside the swarm's REPORT.md.
+    ledgers = (
+        ".horde/FINDINGS.md, .horde/BOARD.md"
+        if hordes == 1
+        else "each horde's FINDINGS.md and BOARD.md (in hN/ beside it)"
+    )
     if keep:
         print(
             f"demo: kept {demo.workdir}; read {report.relative_to(demo.workdir)} and "
-            ".horde/FINDINGS.md, .horde/BOARD.md there (the model was the demo model)"
+            f"{ledgers} there (the model was the demo model)"
         )
     else:
         if report.exists():

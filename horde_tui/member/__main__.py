@@ -52,7 +52,25 @@ def _orphaned() -> None:
     exit_group()
 
 
+USAGE = """\
+usage: python -m horde_tui.member   (configured by the environment; no arguments)
+
+One member session against a run's gateway. The supervisor sets, for each member:
+  HORDE_NAME / HORDE_MEMBER   the member's name (member-N)
+  HORDE_DIR, HORDE_RUN        the .horde directory and the run id
+  HORDE_GATEWAY_URL, HORDE_GATEWAY_TOKEN   the run's gateway
+  HORDE_ROLE, HORDE_ATTEMPT, HORDE_LAYER, HORDE_PARENT_PID, HORDE_BRIEF
+  HORDE_MAX_TURNS, HORDE_REMIND_CALLS, HORDE_REMIND_MS, HORDE_INBOX_TURNS
+  HORDE_TOOLS=readonly        a read-only helper session
+  HORDE_RESUME_SESSION=PATH   carry on the session in this transcript instead of
+                              starting one (`horde-tui resume` sets it)
+Status lines (JSON) go to stdout, the transcript to runs/<run>/sessions/<name>/."""
+
+
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(USAGE)
+        return 0
     try:
         config = load_member_config()
     except MemberConfigError as exc:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.siblings import parse_siblings
 
 
 class MemberConfigError(ValueError):
@@ -38,10 +41,22 @@ class MemberConfig:
     inbox_turns: int = 12
     """Extra turns a session may take because targeted messages arrived after the model
     stopped calling tools (`HORDE_INBOX_TURNS`)."""
+    resume_session: Path | None = None
+    """A transcript to carry on instead of starting a session (`HORDE_RESUME_SESSION`):
+    set by `horde-tui resume` for members whose supervisor stopped while they worked."""
+
+    siblings: dict[str, Path] = field(default_factory=dict)
+    """A swarm's other hordes (`h2` -> their horde directories), read but never written
+    (`HORDE_SIBLINGS`, a JSON object)."""
+    sessions_dir: Path | None = None
+    """Where session transcripts go (`HORDE_SESSIONS`); default the run's `sessions/`.
+    A swarm's planner and merge helpers keep theirs in the swarm directory."""
+    task_file: Path | None = None
+    """The task document (`HORDE_TASK_FILE`); default the run's TASK.md."""
 
     @property
     def workdir(self) -> Path:
-        return self.horde_dir.parent
+        return HordePaths(self.horde_dir).workdir
 
     @property
     def run_dir(self) -> Path:
@@ -91,4 +106,32 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
         inbox_turns=max(0, _int(e, "HORDE_INBOX_TURNS", 12)),
+        resume_session=_resume_session(e),
+        siblings=_siblings(e),
+        sessions_dir=_path(e, "HORDE_SESSIONS"),
+        task_file=_path(e, "HORDE_TASK_FILE"),
     )
+
+
+def _path(env: Mapping[str, str], key: str) -> Path | None:
+    raw = env.get(key, "").strip()
+    return Path(raw) if raw else None
+
+
+def _siblings(env: Mapping[str, str]) -> dict[str, Path]:
+    try:
+        return parse_siblings(env.get("HORDE_SIBLINGS", ""))
+    except ValueError as exc:
+        raise MemberConfigError(f"HORDE_SIBLINGS: {exc}") from None
+
+
+def _resume_session(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("HORDE_RESUME_SESSION", "").strip()
+    if not raw:
+        return None
+    path = Path(raw)
+    if not path.is_file() or path.suffix != ".jsonl":
+        raise MemberConfigError(
+            f"HORDE_RESUME_SESSION={raw!r} is not a transcript file (sessions/<name>/*.jsonl)"
+        )
+    return path

@@ -17,18 +17,26 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from horde_tui import prompts
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
-from horde_tui.member.session import EXIT_CAUSES, StatusStream, Transcript
+from horde_tui.member.session import (
+    EXIT_CAUSES,
+    StatusStream,
+    Transcript,
+    interrupted_results,
+    load_conversation,
+)
 from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.params import tool_schema
 from horde_tui.store import inbox
 from horde_tui.store.lock import LockTimeoutError
+from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
 
 SUMMARY_CHARS = 120
@@ -81,27 +89,29 @@ class MemberLoop:
         self.status = status or StatusStream()
         self.state = LoopState()
         self.store = HordeStore(config.horde_dir, config.name)
-        self.tools = WorkspaceTools(config.workdir, config.horde_dir)
+        self.tools = WorkspaceTools(config.workdir, HordePaths(config.horde_dir).top)
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
         if config.readonly:
             self.definitions = [
                 d for d in self.definitions if d["function"]["name"] in ("read", "horde")
             ]
-        self.transcript = Transcript(config.run_dir, config.name)
-        self.task = _read(config.run_dir / "TASK.md") or "(no TASK.md found for this run)"
+        sessions = config.sessions_dir or config.run_dir / "sessions"
+        self.transcript = (
+            Transcript.resume(config.resume_session)
+            if config.resume_session
+            else Transcript(sessions, config.name)
+        )
+        task_file = config.task_file or config.run_dir / "TASK.md"
+        self.task = _read(task_file) or "(no TASK.md found for this run)"
         self.messages: list[dict[str, Any]] = []
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> Exit:
-        system = _read(self.config.run_dir / "SYSTEM.md") or prompts.SYSTEM_PROMPT
-        first = prompts.first_message(
-            self.task, self.config.name, self.config.role, self.config.workdir, self.config.layer
-        )
-        self._add({"role": "system", "content": system})
-        if self.config.brief:
-            first += "\n\n" + self.config.brief
-        self._add({"role": "user", "content": first})
+        if self.config.resume_session:
+            self._resume(self.config.resume_session)
+        else:
+            self._open()
         while True:
             if self.state.stop_requested:
                 return Exit("killed", self.state.last_text, "stopped by the parent")
@@ -129,6 +139,34 @@ class MemberLoop:
                 if self.state.stop_requested:
                     return Exit("killed", self.state.last_text, "stopped by the parent")
                 self._run_call(call)
+
+    def _open(self) -> None:
+        system = _read(self.config.run_dir / "SYSTEM.md") or prompts.SYSTEM_PROMPT
+        first = prompts.first_message(
+            self.task, self.config.name, self.config.role, self.config.workdir, self.config.layer
+        )
+        self._add({"role": "system", "content": system})
+        if self.config.brief:
+            first += "\n\n" + self.config.brief
+        self._add({"role": "user", "content": first})
+
+    def _resume(self, path: Path) -> None:
+        """Carry on the session in `path` after its process ended (the supervisor was
+        restarted): the model gets the conversation so far, calls that never reported a
+        result answered as interrupted, and a notice that the session was resumed. The
+        turn cap counts the turns already taken."""
+        conv = load_conversation(path)
+        self.messages = conv.messages
+        for result in interrupted_results(conv.unanswered):
+            self._add(result)
+        self._add({"role": "user", "content": prompts.RESUMED_NOTICE})
+        st = self.state
+        st.turns, st.tool_calls, st.last_text = conv.turns, conv.tool_calls, conv.last_text
+        st.prompt_tokens, st.completion_tokens = conv.prompt_tokens, conv.completion_tokens
+        st.cost_usd = conv.cost_usd
+        self.status.emit(
+            "resumed", turns=conv.turns, messages=len(conv.messages), transcript=str(path)
+        )
 
     def deliver_inbox(self) -> bool:
         """Insert undelivered targeted messages as one user message; True when any came.
@@ -259,7 +297,13 @@ class MemberLoop:
                 f"use are {', '.join(sorted(READS))}",
                 summarize(name, args),
             )
-        result = run_action(self.store, args, run=self.config.run, role=self.config.role)
+        result = run_action(
+            self.store,
+            args,
+            run=self.config.run,
+            role=self.config.role,
+            siblings=self.config.siblings,
+        )
         if result.ok and result.event:
             self.config.heartbeat.touch()
         return ToolOutput(result.ok, result.text, summarize(name, args))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from horde_tui.store.state import LedgerState, normalize_id
@@ -17,6 +18,8 @@ class ActionContext:
     store: HordeStore
     run: str
     role: str = "member"
+    siblings: Mapping[str, Path] = field(default_factory=dict)
+    """A swarm's other hordes (`h2` -> directory): reads append their entries, tagged."""
 
     @property
     def actor(self) -> str:

@@ -9,8 +9,9 @@ Errors come in two kinds, because callers act on them differently:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -163,9 +164,15 @@ def parse_params(raw: dict[str, Any]) -> Params:
 
 
 def run_action(
-    store: HordeStore, raw: dict[str, Any], *, run: str, role: str = "member"
+    store: HordeStore,
+    raw: dict[str, Any],
+    *,
+    run: str,
+    role: str = "member",
+    siblings: Mapping[str, Path] | None = None,
 ) -> ToolResult:
-    """Validate and perform one `horde` action as `store.actor` in `run`."""
+    """Validate and perform one `horde` action as `store.actor` in `run`; `siblings`
+    (a swarm's other hordes) are only ever read."""
     try:
         params = parse_params(raw)
         if not valid_run_id(run):
@@ -175,7 +182,7 @@ def run_action(
             )
     except UsageError as exc:
         return ToolResult(False, None, f"usage: {exc}", usage_error=True)
-    ctx = ActionContext(store, run, role)
+    ctx = ActionContext(store, run, role, siblings or {})
     action = params.action
     try:
         if action in READS:

@@ -30,7 +30,6 @@ from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Sele
 
 from horde_tui.launch import (
     LaunchCheck,
-    Refusal,
     RunOptions,
     check_launch,
     detached_argv,
@@ -231,9 +230,7 @@ class LaunchScreen(HordeScreen):
             self.app.call_from_thread(self.start_failed, message)
 
     def start_in_thread(self, options: RunOptions, layers_text: str | None, detached: bool) -> None:
-        check = check_launch(options, self.horde_dir, layers_text, swarms=True)
-        if check.ok:
-            self.refuse_while_hosting(check)
+        check = check_launch(options, self.horde_dir, layers_text)
         if not check.ok or not detached:
             self.app.call_from_thread(self.checked_result, check)
             return
@@ -244,19 +241,6 @@ class LaunchScreen(HordeScreen):
             self.app.call_from_thread(self.start_failed, failed)
         else:
             self.app.call_from_thread(self.opened, started.run_dir)
-
-    def refuse_while_hosting(self, check: LaunchCheck) -> None:
-        """Nothing starts while this app hosts a live swarm (its hordes' runs are not in
-        `runs/`, where the shared check looks for a live run)."""
-        app = self.horde_app
-        if app.swarm_live and app.swarm is not None:
-            check.refusals.append(
-                Refusal(
-                    "run",
-                    f"refused: swarm {app.swarm.swarm_id} is live in this app (one at a time); "
-                    "stop it or wait for it",
-                )
-            )
 
     def checked_result(self, check: LaunchCheck) -> None:
         self.set_busy(False)

@@ -67,23 +67,22 @@ def quit_screen(run_id: str, hosted: bool) -> ChoiceScreen:
     """Asked when quitting with a live run on screen: stop it clean, stop it hard, or
     detach (quit and leave it going).
 
-    A hosted run cannot outlive the app (its members watch this process and their pipes
-    end here), so for it Detach is shown disabled and the text says how to start a run
-    that can be left going."""
+    A hosted run's members are this process's children, so detaching it is a handoff:
+    they stop where they are, and a detached `horde-tui resume` carries their sessions
+    on in a process of its own (the run's report is written there, not here)."""
     stops = (
         "Stop clean: members wrap up and the report is written, then the app quits. "
         "Stop hard: members are terminated now, the report is written from what is on disk."
     )
     if hosted:
         return ChoiceScreen(
-            f"Run {run_id} is hosted in this app. Quitting ends it.",
-            f"{stops}\nDetach is not possible: a run hosted here stops with the app. To leave "
-            "a run going (over SSH), start it with the launch form's detached switch or "
-            "horde-tui run --detach.",
+            f"Run {run_id} is hosted in this app.",
+            f"{stops}\nDetach: members pause their sessions, a background supervisor carries "
+            f"them on, the app quits (horde-tui attach {run_id} comes back to it).",
             [
                 ("stop-clean", "Stop clean", "primary", True),
                 ("stop-hard", "Stop hard", "error", True),
-                ("detach", "Detach", "default", False),
+                ("detach", "Detach", "warning", True),
                 ("cancel", "Cancel", "default", True),
             ],
         )

@@ -2,18 +2,17 @@
 
 The app hands it each coalesced batch of supervisor events (`apply`) and each set of
 files its watcher saw change (`files_changed`); the table repaints from the source's
-`MemberState`s (diffed cell by cell), the Events tab catches up with `events.jsonl`
-(reading only the appended bytes) and the visible tab reloads if its files moved. The
-source is a hosted supervisor or an `AttachedRun` read from another process's run files
-(`screens/source.py`); only the controls differ: an attached run's go through `control/`
-from a thread worker, and the answer comes back as a notification. Keys act on the
-member under the table cursor and are greyed out (`check_action` -> None) when they do
-not apply to it now.
+`MemberState`s (diffed cell by cell: only the changed cells' lines are repainted), the
+Events tab catches up with `events.jsonl` (reading only the appended bytes) and the
+visible tab reloads if its files moved. The source is a hosted supervisor or an
+`AttachedRun` read from another process's run files (`screens/source.py`); only the
+controls differ: an attached run's go through `control/` from a thread worker, and the
+answer comes back as a notification. Keys act on the member under the table cursor and
+are greyed out (`check_action` -> None) when they do not apply to it now.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
-from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
@@ -112,9 +111,6 @@ class RunScreen(HordeScreen):
         self._ready = False
         self._early: list[SupervisorEvent] = []
         """Events that arrived before the tabs finished mounting, applied once they have."""
-        self._table_shown = 0.0
-        """When the member table last repainted (monotonic)."""
-        self._table_due = False
         self._key_inputs: tuple[object, ...] = ()
         """What `check_action` last saw (`refresh_keys`)."""
 
@@ -191,7 +187,7 @@ class RunScreen(HordeScreen):
                 self.phase = f"{verb}{event.data['phase']}"
             elif event.kind == "run-end":
                 self.phase = f"ended: {event.data.get('outcome', '?')}"
-        self.refresh_table(soon=True)
+        self.refresh_table()
         self.show_status()
         self.refresh_keys()
 
@@ -221,29 +217,15 @@ class RunScreen(HordeScreen):
         self.show_status()
         self.refresh_bindings()
 
-    def refresh_table(self, soon: bool = False) -> None:
-        """Repaint the member table from the source's states. `soon`: a batch of events
-        asks, and the table repaints at most every `table_interval_s` (the last batch
-        of a burst is shown when the interval ends): one changed cell re-renders every
-        row of a `DataTable`, which on a busy run cost more than the rest of a wake."""
+    def refresh_table(self) -> None:
+        """Repaint the member table from the source's states: after every batch of
+        events (at most ~10 a second, the bridge's coalescing) and every clock tick. The
+        table diffs each row and repaints only the lines (and cells) that changed, so
+        this costs a line per changed member, never the table."""
         if not self._ready:
             return
-        interval = self.horde_app.config.table_interval_s
-        now = time.monotonic()
-        if soon and interval > 0:
-            wait = self._table_shown + interval - now
-            if wait > 0:
-                if not self._table_due:
-                    self._table_due = True
-                    self.set_timer(wait, self._due_table)
-                return
-        self._table_shown = now
         clock = self.horde_app.config.clock()
         self.table.show([member_row(state, clock) for state in self.sup.members.values()])
-
-    def _due_table(self) -> None:
-        self._table_due = False
-        self.refresh_table()
 
     def show_status(self) -> None:
         if not self._ready:
@@ -438,11 +420,10 @@ class RunScreen(HordeScreen):
         if name := self._selected():
             self.show_transcript(name)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
-            self.open_member(event.row_key.value)
+    def on_member_table_selected(self, event: MemberTable.Selected) -> None:
+        self.open_member(event.member)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_member_table_highlighted(self, event: MemberTable.Highlighted) -> None:
         self.refresh_keys()
 
     # -- the event log -------------------------------------------------------------------------

@@ -113,6 +113,25 @@ def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
     return action in ("stop_clean", "stop_hard")
 
 
+def swarm_quit_screen(swarm_id: str) -> ChoiceScreen:
+    """Asked when quitting while this app hosts a live swarm: its hordes' members are
+    this process's children, and a swarm cannot be handed to a background supervisor
+    (as a hosted run can), so only a stop or cancel is offered."""
+    return ChoiceScreen(
+        f"Swarm {swarm_id} is hosted in this app. Quitting ends it.",
+        "Stop clean: every horde wraps up and writes its report, the swarm merges them, "
+        "then the app quits. Stop hard: members are terminated now.\nDetach is not "
+        "possible for a swarm hosted here; to leave a swarm going, start it with the launch "
+        "form's detached switch.",
+        [
+            ("stop-clean", "Stop clean", "primary", True),
+            ("stop-hard", "Stop hard", "error", True),
+            ("detach", "Detach", "default", False),
+            ("cancel", "Cancel", "default", True),
+        ],
+    )
+
+
 def stop_screen(horde: str, horde_live: bool, hard: bool) -> ChoiceScreen:
     """Ask whether a stop is for the selected horde or the whole swarm (cancel focused)."""
     how = (

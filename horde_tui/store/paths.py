@@ -24,6 +24,8 @@ LEDGER_FILES: dict[str, str] = {
 
 GITIGNORE_TEXT = "runs/\nswarms/\n"
 
+_HORDE_NAME = re.compile(r"^h[1-4]$")
+"""A swarm's horde directory name (`swarms/<id>/h2`)."""
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
@@ -40,8 +42,17 @@ class HordePaths:
 
     @property
     def workdir(self) -> Path:
-        """The directory under study: the parent of `.horde/`."""
-        return self.root.parent
+        """The directory under study: the parent of `.horde/`, also for a swarm's horde
+        (`<workdir>/.horde/swarms/<id>/hN`), whose members work in the same directory."""
+        return self.top.parent
+
+    @property
+    def top(self) -> Path:
+        """The `.horde/` this horde lives in: its own root, or for a swarm's horde the
+        project's `.horde/` that holds `swarms/` (file tools must not write anywhere in it)."""
+        swarms = self.root.parent.parent
+        in_swarm = swarms.name == "swarms" and _HORDE_NAME.match(self.root.name) is not None
+        return swarms.parent if in_swarm else self.root
 
     @property
     def ledger(self) -> Path:

@@ -11,10 +11,10 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from horde_tui import prompts
-from horde_tui.store.paths import atomic_write_text
+from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState, spawn_member
@@ -47,11 +47,30 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
 
     run_dir = horde_dir / "runs" / summary.run_id
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
-    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, horde_dir.parent))
+    workdir = HordePaths(horde_dir).workdir
+    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, workdir))
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(read_events(run_dir), summary))
 
 
-async def run_helper(sup: Supervisor, name: str, brief: str, timeout_s: float) -> MemberState:
+class HelperHost(Protocol):
+    """What hosts a helper session: a run's `Supervisor`, or a swarm's supervisor for
+    its planner and merge helpers."""
+
+    workdir: Path
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]: ...
+
+    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None: ...
+
+    def emit(
+        self, kind: str, member: str | None = None, record: bool = True, **data: Any
+    ) -> None: ...
+
+
+async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -> MemberState:
     """One read-only helper session; its final message is the document it was asked for."""
     spec = MemberSpec(name, name)
     state = MemberState(name, name)
@@ -72,7 +91,7 @@ async def run_helper(sup: Supervisor, name: str, brief: str, timeout_s: float) -
     return state
 
 
-def _helper_document(title: str, state: MemberState) -> str:
+def helper_document(title: str, state: MemberState) -> str:
     if state.exit_cause == "completed" and state.final_message.strip():
         return state.final_message.strip() + "\n"
     why = state.detail or state.exit_cause or "no output"
@@ -87,7 +106,7 @@ async def _helper_phase(
     helper = await run_helper(
         sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000
     )
-    atomic_write_text(sup.run_dir / filename, _helper_document(title, helper))
+    atomic_write_text(sup.run_dir / filename, helper_document(title, helper))
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
 
 

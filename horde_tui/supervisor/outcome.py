@@ -28,6 +28,11 @@ ABNORMAL_CAUSES = frozenset(
     {"model_error", "no_output", "killed", "exit_nonzero", "stopped by user"}
 )
 
+HANDOFF = "handoff"
+"""The end the supervisor records for a session it stopped to hand the run to another
+process (`Supervisor.handoff`): `horde-tui resume` carries the same session on, so it is
+neither a failure nor a finish: no reset, no `partial` marker."""
+
 FINISHED_CAUSES = frozenset({"completed", "turns"})
 """A session that ended on its own: it stopped calling tools (`completed`), or it was
 stopped at its turn cap while it still wanted a turn (`turns`, a repair attempt's cap).
@@ -51,6 +56,8 @@ class RunSummary:
     stop_clean_at: float | None = None
     """When a clean stop began: board posts after it are reported as late."""
     layers: list[str] = field(default_factory=list)
+    resumed_at: list[float] = field(default_factory=list)
+    """When `horde-tui resume` carried the run on after its supervisor stopped."""
 
     @property
     def exit_code(self) -> int:

@@ -81,6 +81,7 @@ def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
         demo=bool(manifest.get("demo_model")),
         members=rebuild_members(manifest, events),
         layers=list(manifest.get("request", {}).get("layers", [])),
+        resumed_at=[_parse_ts(e.get("ts")) for e in events if e.get("kind") == "run-resume"],
     )
     parent = HordeStore(horde_dir, "parent")
     lifecycle.release_ideas(parent, run_id)

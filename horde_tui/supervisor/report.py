@@ -106,6 +106,9 @@ def _header(state: LedgerState, summary: RunSummary) -> str:
         lines.append(f"- Plan layers: {'; '.join(summary.layers)}")
     if summary.stop_clean_at is not None:
         lines.append(f"- Clean stop began: {fmt_time(summary.stop_clean_at)}")
+    if summary.resumed_at:
+        times = ", ".join(fmt_time(t) for t in summary.resumed_at)
+        lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
     return "\n".join([*lines, ""])
 
 

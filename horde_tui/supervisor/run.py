@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
@@ -71,9 +73,12 @@ class Supervisor:
         sink: Sink | None = None,
         run_id: str | None = None,
         horde: int = 1,
+        horde_dir: Path | None = None,
     ) -> None:
         self.workdir = workdir.resolve()
-        self.horde_dir = self.workdir / ".horde"
+        self.horde_dir = horde_dir.resolve() if horde_dir else self.workdir / ".horde"
+        """Ledgers and runs: `.horde/`, or a swarm's `.horde/swarms/<id>/hN/` while the
+        members still work in `workdir`."""
         self.request = request
         self.settings = settings
         self.sink = sink or (lambda event: None)
@@ -102,6 +107,11 @@ class Supervisor:
         self._wake = asyncio.Event()
         self._supervising = False
         """True while `_supervise` runs: the only phase whose exits lead to resets."""
+        self._phases: asyncio.Task[None] | None = None
+        self.handing_off = False
+        """Set by `handoff`: the phases were ended to let another process carry on."""
+        self.resumed_at: list[float] = []
+        """When `horde-tui resume` carried this run on (its report says so)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -121,26 +131,61 @@ class Supervisor:
 
     # -- the lifecycle ------------------------------------------------------------------------
 
-    async def run(self) -> RunSummary:
-        """Set up, canary, fan out, supervise, finalize; return the run's summary."""
+    async def run(self) -> RunSummary | None:
+        """Set up, canary, fan out, supervise, finalize; return the run's summary (None:
+        handed off to another process, see `handoff`)."""
         write_run_files(self.horde_dir, self.run_id, self.request, self.settings, self.specs)
+        return await self.carry_on(self._open)
+
+    async def _open(self) -> str:
+        """A new run's start: the plan, the gateway, the canary, the fan-out. Returns the
+        phase the run goes on with (`discovery`, or `finalize` after a failed canary)."""
+        if self.request.layers:
+            seed_plan(self.horde_dir, self.run_id, self.specs)
+        self.emit(
+            "run-start",
+            members=len(self.specs),
+            model=self.settings.model,
+            layers=self.request.layers,
+        )
+        await self._start_gateway()
+        self.emit("phase-start", phase="discovery")
+        if not await self._canary():
+            self.emit("phase-end", phase="discovery")
+            return "finalize"
+        for spec in self.specs[1:]:
+            await self._spawn(spec.name)
+        return "discovery"
+
+    async def carry_on(self, start: Callable[[], Awaitable[str]]) -> RunSummary | None:
+        """Run the lifecycle from `start` (a new run's `_open`, or a resume's) to the
+        report. The phases run as their own task so that `handoff` can end them without
+        finalizing; anything else that ends them (an error, this coroutine cancelled)
+        still finalizes, so a report is written."""
         controls.mark_live(self.run_dir)
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
+        phases = self._phases = asyncio.create_task(self._through_repair(start))
+        summary: RunSummary | None = None
         try:
-            if self.request.layers:
-                seed_plan(self.horde_dir, self.run_id, self.specs)
-            self.emit(
-                "run-start",
-                members=len(self.specs),
-                model=self.settings.model,
-                layers=self.request.layers,
-            )
-            await self._start_gateway()
-            self.emit("phase-start", phase="discovery")
-            if await self._canary():
-                for spec in self.specs[1:]:
-                    await self._spawn(spec.name)
+            await asyncio.wait({phases})
+        finally:
+            if not phases.done():  # this coroutine was cancelled: end the phases, report
+                phases.cancel()
+                await asyncio.wait({phases})
+            if self.handing_off and phases.cancelled():
+                from horde_tui.supervisor.resume import release_for_handoff
+
+                await release_for_handoff(self)
+            else:
+                summary = await self._finalize()
+            controls.clear_live(self.run_dir)
+        return summary
+
+    async def _through_repair(self, start: Callable[[], Awaitable[str]]) -> None:
+        try:
+            phase = await start()
+            if phase == "discovery":
                 self._supervising = True
                 try:
                     await self._supervise()
@@ -148,25 +193,36 @@ class Supervisor:
                     self._supervising = False
                 self._settle_answer()
                 self.emit("phase-end", phase="discovery")
+                phase = "repair"
+            if phase == "repair":
                 await repair.run_repair(self)
                 self._settle_answer()  # repair may have validated the pending answer
-            else:
-                self.emit("phase-end", phase="discovery")
         except Exception as exc:  # a supervisor bug must still leave a report
             self.outcome = self.outcome or "failed"
             self.diagnosis = self.diagnosis or f"supervisor error: {type(exc).__name__}: {exc}"
             await self._stop_all_hard()
-        finally:
-            summary = await self._finalize()
-            controls.clear_live(self.run_dir)
-        return summary
+
+    def handoff(self) -> str:
+        """End this process's part in the run without ending the run, so a detached
+        `horde-tui resume` can carry it on: the phases stop, members and the gateway are
+        stopped and recorded as handed off (`resume.release_for_handoff`), and nothing is
+        finalized. `run()` then returns None."""
+        phases = self._phases
+        if self.handing_off:
+            return "a handoff is already under way"
+        if phases is None or phases.done():
+            return "refused: the run is finalizing (writing its report); it ends in moments"
+        self.handing_off = True
+        phases.cancel()
+        return "handing the run off: members stop now and carry on in a detached supervisor"
 
     async def _start_gateway(self) -> None:
         env = dict(os.environ)
         env.update(self._gateway_env())
         args: list[str] = []
-        if self.settings.max_cost_usd is not None:
-            args += ["--max-cost-usd", str(self.settings.max_cost_usd)]
+        budget = self.gateway_budget_usd()
+        if budget is not None:
+            args += ["--max-cost-usd", str(budget)]
         try:
             self.gateway = await spawn_gateway(self.run_dir, env, args)
         except GatewayStartError as exc:
@@ -175,21 +231,13 @@ class Supervisor:
             self.diagnosis = str(exc)
             raise
 
+    def gateway_budget_usd(self) -> float | None:
+        """What the gateway may spend: it counts from zero each time it starts, so a
+        resumed run (`resume.ResumedSupervisor`) gives it only what is left."""
+        return self.settings.max_cost_usd
+
     def _gateway_env(self) -> dict[str, str]:
-        s = self.settings
-        env = {
-            "HORDE_MODEL": s.model or "",
-            "HORDE_THINKING": s.thinking,
-            "HORDE_TOOL_PROTOCOL": s.tool_protocol,
-            "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
-            "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
-            "HORDE_PARENT_PID": str(os.getpid()),
-        }
-        if s.api_base:
-            env["HORDE_API_BASE"] = s.api_base
-        if s.api_key:
-            env["HORDE_API_KEY"] = s.api_key
-        return env
+        return gateway_env(self.settings)
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
         """A member's environment: no provider keys, its identity, the gateway."""
@@ -210,6 +258,10 @@ class Supervisor:
         )
         if spec.layers:
             env["HORDE_LAYER"] = "; ".join(spec.layers)
+        if self.request.siblings:
+            env.update(
+                HORDE_HORDE=f"h{self.horde}", HORDE_SIBLINGS=siblings_json(self.request.siblings)
+            )
         env.update(extra)
         return env
 
@@ -466,7 +518,14 @@ class Supervisor:
         self.stop = StopState(reason, time.time() + grace, postmortem)
         self._cancel_continuations()
         lifecycle.request_wind_down(self.parent, self.run_id, reason, grace)
-        self.emit("stop-clean", reason=reason, grace_s=grace)
+        self.emit(
+            "stop-clean",
+            reason=reason,
+            grace_s=grace,
+            postmortem=postmortem,
+            outcome=self.outcome,
+            diagnosis=self.diagnosis,
+        )
         self._wake.set()
         return f"clean stop requested ({reason}); members have {grace:g}s to wrap up"
 
@@ -479,7 +538,7 @@ class Supervisor:
             if self.outcome is None:
                 self.outcome = "stopped by user"
                 self.diagnosis = "stopped hard by the user"
-        self.emit("stop-hard", targets=names)
+        self.emit("stop-hard", targets=names, whole_run=targets == ALL)
         await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
         self._wake.set()
         return f"stopped {', '.join(names) or 'nothing running'}"
@@ -534,17 +593,21 @@ class Supervisor:
             members=list(self.members.values()),
             stop_clean_at=self.stop.started if self.stop else None,
             layers=self.request.layers,
+            resumed_at=self.resumed_at,
         )
         try:
             await finalize.finalize(self, summary)
         finally:
-            if self.gateway is not None and self.gateway.proc.returncode is None:
-                self.gateway.proc.terminate()
-                try:
-                    await asyncio.wait_for(self.gateway.proc.wait(), 10)
-                except TimeoutError:
-                    self.gateway.proc.kill()
+            await self.stop_gateway()
         return summary
+
+    async def stop_gateway(self) -> None:
+        if self.gateway is not None and self.gateway.proc.returncode is None:
+            self.gateway.proc.terminate()
+            try:
+                await asyncio.wait_for(self.gateway.proc.wait(), 10)
+            except TimeoutError:
+                self.gateway.proc.kill()
 
     async def _on_exit_final(self, name: str, code: int) -> None:
         state = self.members[name]
@@ -556,3 +619,21 @@ class Supervisor:
             )
         state.status, state.ended = "exited", state.ended or time.time()
         self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)
+
+
+def gateway_env(s: Settings) -> dict[str, str]:
+    """The gateway's environment from the settings: the model, its key, a fresh token.
+    A swarm starts its own gateway (for its planner and merge helpers) with the same."""
+    env = {
+        "HORDE_MODEL": s.model or "",
+        "HORDE_THINKING": s.thinking,
+        "HORDE_TOOL_PROTOCOL": s.tool_protocol,
+        "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
+        "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
+        "HORDE_PARENT_PID": str(os.getpid()),
+    }
+    if s.api_base:
+        env["HORDE_API_BASE"] = s.api_base
+    if s.api_key:
+        env["HORDE_API_KEY"] = s.api_key
+    return env

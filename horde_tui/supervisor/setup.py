@@ -20,7 +20,7 @@ from typing import Any
 
 from horde_tui import __version__, prompts
 from horde_tui.settings import Settings
-from horde_tui.store.paths import atomic_write_text
+from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 
@@ -44,6 +44,9 @@ class RunRequest:
     verifier: bool = True
     until_stop: bool = False
     demo: bool = False
+    siblings: dict[str, Path] = field(default_factory=dict)
+    """In a swarm: the other hordes' directories (`h2` -> path), listed in SYSTEM.md and
+    given to members to read."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -140,7 +143,7 @@ def write_run_files(
     (run_dir / "control").mkdir(parents=True, exist_ok=True)
     (run_dir / "sessions").mkdir(exist_ok=True)
     atomic_write_text(run_dir / "TASK.md", task_text(request, settings, specs))
-    atomic_write_text(run_dir / "SYSTEM.md", prompts.SYSTEM_PROMPT)
+    atomic_write_text(run_dir / "SYSTEM.md", prompts.system_prompt(request.siblings))
     if request.layers:
         atomic_write_text(run_dir / "PLAN.md", plan_text(specs))
     if request.until_stop:
@@ -157,7 +160,7 @@ def write_run_files(
         "hashes": {
             "TASK.md": sha256_file(run_dir / "TASK.md"),
             "SYSTEM.md": sha256_file(run_dir / "SYSTEM.md"),
-            "AGENTS.md": sha256_file(horde_dir.parent / "AGENTS.md"),
+            "AGENTS.md": sha256_file(HordePaths(horde_dir).workdir / "AGENTS.md"),
         },
         "config": config,
         "request": {

@@ -106,3 +106,25 @@ def parse_count(text: str) -> Count:
     if not 1 <= hordes <= 4:
         raise TargetError(f"a swarm has 1 to 4 hordes, not {hordes}")
     return Count(hordes, members)
+
+
+def per_horde(targets: tuple[Target, ...], hordes: int) -> dict[int, str]:
+    """Split a swarm target into one target per horde, in the syntax a horde's own
+    supervisor takes: `all` for a whole horde, else its members (`member-3,member-5`).
+
+    `h2` -> {2: "all"}; `member-3` -> every horde's member-3; `h2:3` -> {2: "member-3"}.
+    A horde the swarm does not have is refused rather than silently matching nothing.
+    """
+    picked: dict[int, list[str] | None] = {}
+    for t in targets:
+        if t.horde is not None and t.horde > hordes:
+            raise TargetError(f"h{t.horde} is not in this swarm; it has h1 to h{hordes}")
+        for h in [t.horde] if t.horde is not None else range(1, hordes + 1):
+            if t.member is None:
+                picked[h] = None
+            elif (members := picked.setdefault(h, [])) is not None:
+                members.append(f"member-{t.member}")
+    return {
+        h: "all" if members is None else ",".join(dict.fromkeys(members))
+        for h, members in sorted(picked.items())
+    }

@@ -64,7 +64,7 @@ def run_files(run_dir: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -100,7 +100,7 @@ def info_stamp(run_dir: Path) -> tuple[int | None, ...]:
 
 def read_info(run_dir: Path) -> tuple[RunInfo, dict[str, Any]]:
     """The run's info and its raw manifest (`{}` for a manual run)."""
-    manifest = read_json(run_dir / "MANIFEST.json")
+    manifest = _read_json(run_dir / "MANIFEST.json")
     try:
         prompt, task = task_prompt((run_dir / "TASK.md").read_text(encoding="utf-8"))
     except OSError:

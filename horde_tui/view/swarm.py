@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.supervisor.swarm_state import LIVE_STATES as LIVE_SWARM_STATES
+from horde_tui.supervisor.swarm_state import read_swarm_json
+from horde_tui.supervisor.swarm_state import swarm_state as shown_state
 from horde_tui.view.ledgers import LedgerView
-from horde_tui.view.run import RunRow, RunsIndex, RunView, read_json, subfolders
-from horde_tui.watchdog import pid_alive
+from horde_tui.view.run import RunRow, RunsIndex, RunView, subfolders
 
 SWARM_DOCUMENTS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
 """The swarm's own documents, in the order the swarm screen offers them."""
-LIVE_SWARM_STATES = frozenset({"pending", "active", "finalizing"})
-"""SWARM.json states in which its supervisor should be running."""
 ACCEPTED = frozenset({"accepted", "accepted-with-limits"})
 
 
@@ -146,15 +146,13 @@ def swarm_json_stamp(swarm_dir: Path) -> int | None:
 
 
 def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
-    return parse_swarm(read_json(Path(swarm_dir) / "SWARM.json"))
+    return parse_swarm(read_swarm_json(Path(swarm_dir)) or {})
 
 
 def swarm_state(info: SwarmInfo) -> str:
-    """The state to show: as written, or `interrupted` when its host process is gone."""
-    if info.state in LIVE_SWARM_STATES:
-        alive = info.parent_pid is not None and pid_alive(info.parent_pid)
-        return info.state if alive else "interrupted"
-    return info.state or "not started"
+    """The state to show, by the supervisor's own rule (`supervisor.swarm_state`): as
+    written, or `interrupted` when its host process is gone."""
+    return shown_state({"state": info.state, "parent_pid": info.parent_pid})
 
 
 def swarm_files(swarm_dir: Path) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """Benchmark: the app on a long run (`horde-tui attach` on a 12-member run's files).
 
     python tests/benchmarks/bench_app.py [--sizes 20000,100000,200000] [--idle-s 10]
+        [--rate 50] [--lifecycle 0.04]
     BENCH_PROFILE=/tmp/idle.prof python tests/benchmarks/bench_app.py --sizes 20000
 
 For each size a fixture run is written (MANIFEST of 12 members, their spawns, then
@@ -13,9 +14,10 @@ in a child process, headless at 120x36, attached to it with the default configur
 - 1,000 appended: one write of 1,000 events to their being in the Events tab;
 - idle CPU: the app's CPU time / wall time while another process appends 50 events a
   second for `--idle-s` seconds (the app following them on screen): tool events (a
-  member's `horde` writes, which is what a busy run appends), then again with 4% of
-  them lifecycle events about members ("idle+lc": two member spawns, exits or resets a
-  second, far more than a real run, each one repainting the member table);
+  member's `horde` writes, which is what a busy run appends), then again with a share
+  `--lifecycle` (default 0.04) of them lifecycle events about members ("idle+lc": at
+  4%, two member spawns, exits or resets a second, far more than a real run, each one
+  repainting a row of the member table);
 - peak RSS of the app process.
 
 Targets (issue 5): first paint < 1.5 s, appended events visible < 0.5 s, idle CPU < 10%
@@ -139,7 +141,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(events: int, idle_s: float, rate: float = 50.0) -> dict[str, float]:
+def measure(
+    events: int, idle_s: float, rate: float = 50.0, lifecycle: float = 0.04
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         run = write_run(Path(tmp) / ".horde", events)
         log = run / "events.jsonl"
@@ -178,7 +182,7 @@ def measure(events: int, idle_s: float, rate: float = 50.0) -> dict[str, float]:
         proc.stdin.write("idle\n")
         proc.stdin.flush()
         time.sleep(1.0)
-        for key, share in (("idle_cpu", 0.0), ("idle_cpu_lc", 0.04)):
+        for key, share in (("idle_cpu", 0.0), ("idle_cpu_lc", lifecycle)):
             cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
             n, next_at = 0, wall0
             while time.monotonic() - wall0 < idle_s:
@@ -202,11 +206,17 @@ def main() -> None:
     parser.add_argument("--sizes", default="20000,100000,200000")
     parser.add_argument("--idle-s", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=50.0, help="events a second while idle")
+    parser.add_argument(
+        "--lifecycle",
+        type=float,
+        default=0.04,
+        help="share of lifecycle events about members in the idle+lc phase",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         f"app attached to a {MEMBERS}-member run, headless 120x36, cpus={os.cpu_count()}, "
-        f"{args.rate:g} events/s while idle\n"
+        f"{args.rate:g} events/s while idle, idle+lc with {args.lifecycle:.0%} lifecycle events\n"
     )
     print(
         f"{'events':>8} {'paint s':>8} {'shown s':>8} {'+1000 s':>8} {'idle CPU':>9} "
@@ -214,7 +224,7 @@ def main() -> None:
     )
     results = {}
     for size in sizes:
-        r = results[size] = measure(size, args.idle_s, args.rate)
+        r = results[size] = measure(size, args.idle_s, args.rate, args.lifecycle)
         print(
             f"{size:>8,} {r['paint']:8.2f} {r['shown']:8.2f} {r['batch']:8.2f} "
             f"{r['idle_cpu'] * 100:8.1f}% {r['idle_cpu_lc'] * 100:7.1f}% {r['rss']:7.0f}",

@@ -7,13 +7,20 @@ Measures (issue 3 targets in brackets):
 - member start-up: process start to its first request at the model endpoint [< 0.5 s],
   and the member's peak RSS [< 60 MB];
 - gateway overhead: the gateway process's CPU time per chat call while serving 12
-  concurrent clients against a zero-latency stub [< 5 ms], and, for the record, the median
+  concurrent clients against a zero-latency stub [< 5 ms], for the stub's own model, which
+  litellm has no price for (as with a local server: the target is held against this one,
+  the costlier case, since litellm searches its price map in vain on every call), and for
+  a model it prices (as with a cloud provider), with the load average, since CPU time
+  per call on a shared 2-core machine rises with the load; and, for the record, the median
   latency through the gateway against a direct call to the same stub (against a
   zero-latency stub, 12 concurrent clients queue on the gateway's one event loop, so that
   latency is CPU per call times the queue, not a per-call cost); the CPU is split into the
   event loop's thread and litellm's worker threads (it builds each request in a thread
   pool), and measured once more with `litellm.acompletion` answering instantly with a
   canned reply, which leaves the gateway's own share (HTTP, routing, limiter, accounting);
+- the Python function calls per chat call in the gateway process (all threads), counted
+  by a profile hook in a separate gateway: a figure that does not move with the load, to
+  compare litellm settings, call parameters or versions by;
 - 12 real member processes x 20 turns through one gateway (zero-latency stub): wall time
   and member-turns per second; litellm's import is paid once, by the gateway.
 """
@@ -211,8 +218,17 @@ def own_share(clients: int = 12, calls: int = 200) -> float:
         gateway.wait(10)
 
 
+UNPRICED_MODEL = "openai/stub"
+"""A model litellm has no price for, as with a local OpenAI-compatible server."""
+PRICED_MODEL = "openai/gpt-4o-mini"
+"""A model in litellm's price map, as with a cloud provider; the stub answers it alike."""
+
+
 def _stub_and_gateway(
-    tmp: Path, steps: list[dict[str, Any]]
+    tmp: Path,
+    steps: list[dict[str, Any]],
+    model: str = UNPRICED_MODEL,
+    gateway_cmd: tuple[str, ...] = (sys.executable, "-m", "horde_tui.gateway"),
 ) -> tuple[subprocess.Popen[str], str, subprocess.Popen[str], str]:
     """A stub model process playing `steps` for every member, and a gateway in front."""
     script = tmp / "script.json"
@@ -221,20 +237,21 @@ def _stub_and_gateway(
         [sys.executable, "-m", "horde_tui.stubmodel", "--script", str(script)], _clean_env()
     )
     gw_env = _clean_env(
-        HORDE_MODEL="openai/stub",
+        HORDE_MODEL=model,
         HORDE_API_BASE=stub_url + "/v1",
         HORDE_API_KEY="x",
         HORDE_GATEWAY_TOKEN="bench-token",
+        BENCH_CALLS_FILE=str(tmp / "calls"),
     )
-    gateway, gw_url = _start(
-        [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(tmp)], gw_env
-    )
+    gateway, gw_url = _start([*gateway_cmd, "--run-dir", str(tmp)], gw_env)
     return stub, stub_url, gateway, gw_url
 
 
-def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str, float]:
+def gateway_overhead(
+    tmp: Path, model: str = UNPRICED_MODEL, clients: int = 12, calls: int = 40
+) -> dict[str, float]:
     stub, stub_url, gateway, gw_url = _stub_and_gateway(
-        tmp, [{"content": "ok", "repeat": 1_000_000}]
+        tmp, [{"content": "ok", "repeat": 1_000_000}], model
     )
     try:
         _latencies(gw_url, "bench-token", 1, 3)  # waits for litellm's import; warms up
@@ -258,6 +275,67 @@ def gateway_overhead(tmp: Path, clients: int = 12, calls: int = 40) -> dict[str,
         "worker_threads_ms": cpu_per_call_ms - loop_ms,
         "litellm_import_s": import_s,
     }
+
+
+def serve_counting(argv: list[str]) -> None:
+    """The real gateway, counting the Python function calls of all its threads.
+
+    Run as a child (`--serve-counting`, then the gateway's own arguments) by
+    `calls_per_chat_call`; SIGUSR1 writes the count so far to $BENCH_CALLS_FILE. Unlike
+    CPU time, a call count does not move with the load of a shared machine, so it is the
+    figure to compare litellm settings, call parameters or versions by. Counting slows
+    the process several-fold, so its CPU time means nothing and is not read.
+    """
+    from horde_tui.gateway.__main__ import main as gateway_main
+
+    calls = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    path = Path(os.environ["BENCH_CALLS_FILE"])
+
+    def report(*_: Any) -> None:
+        path.with_suffix(".part").write_text(str(calls))
+        path.with_suffix(".part").replace(path)
+
+    signal.signal(signal.SIGUSR1, report)
+    threading.setprofile(count)
+    sys.setprofile(count)
+    gateway_main(argv)
+
+
+def _calls_so_far(gateway: subprocess.Popen[str], path: Path) -> int:
+    path.unlink(missing_ok=True)
+    gateway.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("the counting gateway did not report its calls")
+        time.sleep(0.01)
+    return int(path.read_text())
+
+
+def calls_per_chat_call(tmp: Path, model: str, clients: int = 12, calls: int = 10) -> float:
+    """Python function calls (all threads of the gateway process) per chat call."""
+    stub, _, gateway, gw_url = _stub_and_gateway(
+        tmp,
+        [{"content": "ok", "repeat": 1_000_000}],
+        model,
+        (sys.executable, str(Path(__file__).resolve()), "--serve-counting"),
+    )
+    try:
+        _latencies(gw_url, "bench-token", 1, 3)  # waits for litellm's import; warms up
+        before = _calls_so_far(gateway, tmp / "calls")
+        served = len(_latencies(gw_url, "bench-token", clients, calls))
+        return (_calls_so_far(gateway, tmp / "calls") - before) / served
+    finally:
+        gateway.terminate()
+        stub.terminate()
+        gateway.wait(10)
+        stub.wait(10)
 
 
 def members_through_gateway(tmp: Path, members: int = 12, turns: int = 20) -> dict[str, float]:
@@ -321,21 +399,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="gateway overhead runs (median)")
     parser.add_argument("--serve-instant", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--serve-counting", action="store_true", help=argparse.SUPPRESS)
+    args, gateway_args = parser.parse_known_args()
     if args.serve_instant:
         serve_with_instant_litellm()
         return 0
+    if args.serve_counting:
+        serve_counting(gateway_args)
+        return 0
+    if gateway_args:
+        parser.error(f"unrecognized arguments: {' '.join(gateway_args)}")
     startup_s, rss_mb = member_startup()
     print(
         f"member start-up (median of 7, to first request): {startup_s * 1000:.0f} ms "
         f"(target < 500); peak RSS {rss_mb:.1f} MB (target < 60)"
     )
     runs: list[dict[str, float]] = []
+    priced: list[float] = []
     own: list[float] = []
-    for _ in range(args.runs):  # interleaved, so a burst of load elsewhere hits both
+    load_before = os.getloadavg()[0]
+    for _ in range(args.runs):  # interleaved, so a burst of load elsewhere hits all three
         with tempfile.TemporaryDirectory() as tmp:
             runs.append(gateway_overhead(Path(tmp)))
+        with tempfile.TemporaryDirectory() as tmp:
+            priced.append(gateway_overhead(Path(tmp), PRICED_MODEL)["cpu_per_call_ms"])
         own.append(own_share())
+    load_after = os.getloadavg()[0]
+    counted = {}
+    for model in (UNPRICED_MODEL, PRICED_MODEL):
+        with tempfile.TemporaryDirectory() as tmp:
+            counted[model] = calls_per_chat_call(Path(tmp), model)
 
     def series(key: str) -> list[float]:
         return [r[key] for r in runs]
@@ -343,12 +436,17 @@ def main() -> int:
     cpu = statistics.median(series("cpu_per_call_ms"))
     direct, via = statistics.median(series("direct_ms")), statistics.median(series("gateway_ms"))
     print(
-        f"gateway CPU per chat call, 12 concurrent clients, median of {args.runs} runs: "
+        f"gateway CPU per chat call, 12 concurrent clients, median of {args.runs} runs "
+        f"(load average {load_before:.1f} before, {load_after:.1f} after):\n"
+        f"  model without a price ({UNPRICED_MODEL}): "
         f"{_spread(series('cpu_per_call_ms'))} (target < 5)\n"
         f"  event-loop thread {_spread(series('loop_thread_ms'))}, litellm's worker threads "
         f"{_spread(series('worker_threads_ms'))}\n"
+        f"  model litellm prices ({PRICED_MODEL}): {_spread(priced)}\n"
         f"  with litellm.acompletion answering instantly (the gateway's own share): "
         f"{_spread(own)}\n"
+        f"Python function calls per chat call in the gateway (all threads; load-independent): "
+        f"{counted[UNPRICED_MODEL]:,.0f} without a price, {counted[PRICED_MODEL]:,.0f} priced\n"
         f"median latency: direct {direct:.2f} ms, via gateway {via:.2f} ms ({via / direct:.0f}x: "
         f"queueing on one event loop)\n"
         f"litellm import in the gateway {statistics.median(series('litellm_import_s')):.1f} s, "

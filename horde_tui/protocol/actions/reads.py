@@ -20,6 +20,7 @@ from horde_tui.protocol.params import (
 from horde_tui.store.ledgers import answers, claims, concerns, facts, ideas, resources
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.ledgers.findings import classify, label, render_finding
+from horde_tui.store.siblings import sibling_states, tagged
 from horde_tui.store.state import LedgerState, normalize_id
 from horde_tui.store.store import ActionRefused
 
@@ -41,8 +42,35 @@ def list_ideas(ctx: ActionContext, p: ListParams, state: LedgerState) -> str:
     )
     cache = state.render_cache("ideas")
     body = "\n".join(cache.get(i, ideas.render_idea) for i in items)  # type: ignore[arg-type]
+    closed = [
+        (horde, [ideas.render_idea(i) for i in s.ideas.values() if i.status in CLOSED])
+        for horde, s in sibling_states(ctx.siblings)
+    ]
     return _with_warnings(
-        state, head + (body + "\n" if body else "No ideas yet; add one with `idea`.\n")
+        state,
+        head
+        + (body + "\n" if body else "No ideas yet; add one with `idea`.\n")
+        + _sibling_section(ctx, "done and ruled-out ideas", closed),
+    )
+
+
+CLOSED = frozenset({"done", "ruled-out"})
+"""The sibling ideas a member sees: settled work, not open or claimed ideas (those stay
+within their horde's coverage)."""
+SIBLING_HEAD = (
+    "\n## Sibling hordes' {what} (read-only, tagged [hN]; ids repeat per horde; reuse "
+    "a sibling's resource by its path, not its R#)\n"
+)
+
+
+def _sibling_section(ctx: ActionContext, what: str, groups: list[tuple[str, list[str]]]) -> str:
+    """What the swarm's other hordes recorded, each entry tagged with its horde; empty
+    outside a swarm."""
+    if not ctx.siblings:
+        return ""
+    lines = [line for horde, entries in groups for line in tagged(horde, entries)]
+    return SIBLING_HEAD.format(what=what) + (
+        "\n".join(lines) + "\n" if lines else f"_None yet in {', '.join(ctx.siblings)}._\n"
     )
 
 
@@ -64,16 +92,22 @@ def list_findings(ctx: ActionContext, p: FindingsParams, state: LedgerState) -> 
     return _with_warnings(state, f"{len(items)} findings:\n" + body)
 
 
-def _ledger(render):  # type: ignore[no-untyped-def]
+def _ledger(render, shared: str | None = None):  # type: ignore[no-untyped-def]
+    """A whole-ledger read; `shared` (a ledger kind) also appends the siblings' entries."""
+
     def read(ctx: ActionContext, p: ReadParams, state: LedgerState) -> str:
-        return _with_warnings(state, render(state))
+        text = render(state)
+        if shared is not None:
+            groups = [(h, list(s.entry_texts(shared))) for h, s in sibling_states(ctx.siblings)]
+            text += _sibling_section(ctx, shared, groups)
+        return _with_warnings(state, text)
 
     return read
 
 
-list_facts = _ledger(facts.render)
+list_facts = _ledger(facts.render, "facts")
 list_claims = _ledger(claims.render)
-list_resources = _ledger(resources.render)
+list_resources = _ledger(resources.render, "resources")
 list_concerns = _ledger(concerns.render)
 
 _ = (FactsParams, ClaimsParams, ResourcesParams, ConcernsParams)

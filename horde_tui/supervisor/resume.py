@@ -1,0 +1,407 @@
+"""Carry a run on after its supervisor is gone: `horde-tui resume RUN`, and the handoff
+that lets the app leave a run it hosts to a detached supervisor.
+
+Everything a new supervisor needs is on disk: the request and settings in MANIFEST.json
+and TASK.md, the lifecycle so far in `events.jsonl` (phase, each member's attempts and
+resets, a clean stop under way, the start time that deadlines count from), and each
+member's conversation in its newest transcript. `load_resume` reads them, `resume_run`
+records `run-resume`, starts a new gateway, carries on every member that had not
+finished (`HORDE_RESUME_SESSION`: the same session, not a fresh one) and goes on with
+the normal lifecycle; a run interrupted after discovery goes straight to repair or
+finalize, as its events say.
+
+A handoff (`Supervisor.handoff`, then `release_for_handoff`) is the hosted side of the
+same path: the hosting process stops its members and gateway, records them as handed
+off (neither failed nor finished), clears its live marker and does not finalize; the
+detached `horde-tui resume RUN` it then starts picks the sessions up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from horde_tui import prompts
+from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.supervisor import controls
+from horde_tui.supervisor.finalize import read_events
+from horde_tui.supervisor.observe import Sink
+from horde_tui.supervisor.outcome import HANDOFF, RunSummary
+from horde_tui.supervisor.run import StopState, Supervisor
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.view.members import SessionStats, epoch
+from horde_tui.view.transcript import sessions
+from horde_tui.watchdog import POLL_S, pid_alive
+
+OLD_MEMBERS_WAIT_S = 5 * POLL_S
+"""How long a resume waits for the previous supervisor's members to notice it is gone
+(their watchdogs poll every `POLL_S`) before it ends the ones still there."""
+LEAST_BUDGET_USD = 1e-6
+"""The gateway takes only a positive budget."""
+MEMBER_KINDS = ("member-spawn", "member-exit", "member-reset", "member-continue")
+
+
+class ResumeRefused(ValueError):
+    """The run cannot be resumed; the message is the one line to show."""
+
+
+@dataclass
+class MemberPoint:
+    """Where one member stood when its supervisor stopped."""
+
+    attempt: int = 0
+    resets: int = 0
+    last: str = ""
+    """Its last lifecycle kind (`member-spawn`: it was running), "" if never spawned."""
+    cause: str | None = None
+    pid: int | None = None
+
+
+@dataclass
+class ResumePoint:
+    """A run's position in its lifecycle, read from its events."""
+
+    run_id: str
+    request: RunRequest
+    settings: Settings
+    started: float
+    phase: str = "discovery"
+    """discovery, repair or finalize: where the run goes on."""
+    canary_passed: bool = False
+    members: dict[str, MemberPoint] = field(default_factory=dict)
+    stop: dict[str, Any] | None = None
+    """The last whole-run `stop-clean` event, if one was under way."""
+    hard_stopped: bool = False
+    solved_seen: dict[str, float] = field(default_factory=dict)
+    resumed_at: list[float] = field(default_factory=list)
+
+
+def check_resumable(run_dir: Path) -> None:
+    """Refuse a run that is live, ended, or not a supervisor's run (one line each)."""
+    run = run_dir.name
+    if not (run_dir / "MANIFEST.json").is_file():
+        raise ResumeRefused(
+            f"refused: {run_dir} is not a run a supervisor started (no MANIFEST.json); "
+            "`horde-tui app` lists the runs"
+        )
+    if controls.run_state(run_dir) == "active":
+        pid = controls.supervisor_pid(run_dir)
+        raise ResumeRefused(
+            f"refused: run {run} is live (supervisor pid {pid}); only a run whose "
+            f"supervisor is gone can be resumed; watch it with `horde-tui attach {run}`"
+        )
+    ended = [e for e in read_events(run_dir) if e.get("kind") == "run-end"]
+    if ended:
+        raise ResumeRefused(
+            f"refused: run {run} already ended ({ended[-1].get('outcome')}); its report is "
+            f"{run_dir / 'REPORT.md'}; start a new run instead"
+        )
+
+
+def load_resume(
+    horde_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
+) -> ResumePoint:
+    """Read a resumable run's request, settings and lifecycle position from disk."""
+    run_dir = horde_dir / "runs" / run_id
+    check_resumable(run_dir)
+    try:
+        manifest = json.loads((run_dir / "MANIFEST.json").read_text(encoding="utf-8"))
+        task = (run_dir / "TASK.md").read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise ResumeRefused(
+            f"refused: run {run_id}'s MANIFEST.json or TASK.md is unreadable: {exc}"
+        ) from None
+    asked = manifest.get("request") or {}
+    request = RunRequest(
+        prompt=_prompt_of(task),
+        count=int(asked.get("count") or len(manifest.get("members") or [])),
+        layers=list(asked.get("layers") or []),
+        verifier=bool(asked.get("verifier", True)),
+        until_stop=bool(asked.get("until_stop", False)),
+        demo=bool(manifest.get("demo_model")),
+    )
+    point = ResumePoint(
+        run_id,
+        request,
+        _settings(horde_dir, manifest, environ),
+        started=float(manifest.get("created") or time.time()),
+        members={m["name"]: MemberPoint() for m in manifest.get("members") or []},
+    )
+    for ev in read_events(run_dir):
+        if ev.get("type") == "lifecycle":
+            _fold(point, ev)
+    return point
+
+
+def _prompt_of(task: str) -> str:
+    """The prompt inside TASK.md (`setup.task_text`: the text between the title and the
+    configuration)."""
+    body = task.removeprefix("# Task\n\n")
+    return body.rpartition("\n\n## Configuration\n")[0].strip() or body.strip()
+
+
+def _settings(
+    horde_dir: Path, manifest: dict[str, Any], environ: Mapping[str, str] | None
+) -> Settings:
+    """The run's own settings (MANIFEST.json keeps all but the key); the key, which is
+    never written down, comes from this environment or the config file as for any run."""
+    try:
+        key = load_settings(horde_dir / "config.toml", environ).api_key
+        return Settings.model_validate({**(manifest.get("config") or {}), "api_key": key})
+    except (SettingsError, ValueError) as exc:
+        raise ResumeRefused(f"refused: the run's settings cannot be read again: {exc}") from None
+
+
+def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
+    kind, member = ev.get("kind"), ev.get("member")
+    when = epoch(ev.get("ts")) or time.time()
+    if kind == "run-start":
+        point.started = when
+    elif kind == "run-resume":
+        point.resumed_at.append(when)
+    elif kind == "phase-end" and ev.get("phase") == "discovery":
+        point.phase = "repair"
+    elif (kind == "phase-end" and ev.get("phase") == "repair") or (
+        kind == "repair-skipped" and member is None
+    ):
+        point.phase = "finalize"
+    elif kind == "phase-start" and ev.get("phase") not in ("discovery", "repair"):
+        point.phase = "finalize"  # finalize or a helper phase began
+    elif kind == "stop-clean":
+        point.stop = ev
+    elif kind == "stop-hard" and ev.get("whole_run"):
+        point.hard_stopped = True
+    elif isinstance(kind, str) and kind.startswith("solved-") and member is not None:
+        status = kind.removeprefix("solved-")
+        point.solved_seen[f"{ev.get('round')}:{status}"] = when
+    elif kind in MEMBER_KINDS and member in point.members:
+        m = point.members[member]
+        m.last = kind
+        if kind == "member-spawn":
+            m.attempt = int(ev.get("attempt") or m.attempt + 1)
+            m.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
+            if member != next(iter(point.members)):
+                point.canary_passed = True
+        elif kind == "member-exit":
+            m.cause = ev.get("cause")
+        elif kind == "member-reset":
+            m.resets = int(ev.get("resets") or m.resets + 1)
+
+
+class ResumedSupervisor(Supervisor):
+    """A supervisor whose `run()` carries an existing run on from `point` instead of
+    setting up a new one, so the app and headless mode host it like any other."""
+
+    def __init__(self, workdir: Path, point: ResumePoint, sink: Sink | None = None) -> None:
+        super().__init__(workdir, point.request, point.settings, sink, run_id=point.run_id)
+        self.point = point
+
+    async def run(self) -> RunSummary | None:
+        """Carry the run on to its report (None: handed off again)."""
+        return await self.carry_on(partial(_restart, self, self.point))
+
+    def gateway_budget_usd(self) -> float | None:
+        """The budget less what the run's sessions have spent so far (their transcripts'
+        priced calls); a spent budget leaves the least the gateway takes, and the run's
+        `.budget-reached` stops it clean as before."""
+        limit = self.settings.max_cost_usd
+        if limit is None:
+            return None
+        spent = sum(m.cost_usd or 0.0 for m in self.members.values())
+        return max(limit - spent, LEAST_BUDGET_USD)
+
+
+def resumed_supervisor(
+    workdir: Path, point: ResumePoint, sink: Sink | None = None
+) -> ResumedSupervisor:
+    """A supervisor for the run, standing where its events left it."""
+    sup = ResumedSupervisor(workdir, point, sink)
+    sup.started = point.started
+    sup.resumed_at = [*point.resumed_at, time.time()]
+    sup._solved_seen = dict(point.solved_seen)
+    sup.hard_stopped = point.hard_stopped
+    if point.stop is not None:
+        ev = point.stop
+        began = epoch(ev.get("ts")) or time.time()
+        sup.stop = StopState(
+            str(ev.get("reason") or "stopped by user"),
+            began + float(ev.get("grace_s") or 0),
+            bool(ev.get("postmortem")),
+            started=began,
+        )
+        sup.outcome = ev.get("outcome") or None
+        sup.diagnosis = str(ev.get("diagnosis") or "")
+    if point.hard_stopped:
+        sup.outcome = sup.outcome or "stopped by user"
+        sup.diagnosis = sup.diagnosis or "stopped hard by the user"
+    for name, state in sup.members.items():
+        m = point.members.get(name, MemberPoint())
+        state.attempt, state.resets = m.attempt, m.resets
+        if m.last in ("member-exit", "member-continue"):
+            state.status, state.exit_cause = "exited", m.cause
+        _count_sessions(sup.run_dir, state)
+    return sup
+
+
+def _count_sessions(run_dir: Path, state: Any) -> None:
+    """A member's turns, tokens and cost so far, from all its transcripts: the report
+    adds up every session, and the resumed ones continue from these."""
+    for path in sessions(run_dir, state.name):
+        stats = SessionStats(path)
+        stats.refresh()
+        stats.close()
+        state.transcripts.append(str(path))
+        state.turns += stats.turns
+        state.prompt_tokens += stats.prompt_tokens
+        state.completion_tokens += stats.completion_tokens
+        if stats.cost_usd is None or state.cost_usd is None:
+            state.cost_usd = None
+        else:
+            state.cost_usd += stats.cost_usd
+
+
+async def _restart(sup: Supervisor, point: ResumePoint) -> str:
+    """Record the resume, start a gateway, carry on the members that were at work;
+    return the phase the run goes on with."""
+    phase = "finalize" if point.hard_stopped else point.phase
+    carry = carried_on(sup, point) if phase == "discovery" else {}
+    if point.canary_passed:
+        sup.canary = "ok"
+    if phase != "discovery":
+        _lost_sessions(sup, point)
+    sup.emit(
+        "run-resume",
+        phase=phase,
+        members=sorted(carry),
+        interrupted_at=_last_event_time(sup.run_dir),
+    )
+    await _end_old_members(point)
+    if phase == "finalize":
+        if not sup.hard_stopped:
+            await sup._start_gateway()  # the deliverable and post-mortem helpers need it
+        return phase
+    await sup._start_gateway()
+    if phase == "repair":
+        return phase
+    first = sup.specs[0].name
+    if not point.canary_passed:
+        # The canary may not have answered yet: member-1 carries on alone first, and a
+        # session that stays silent gets the canary's fresh attempts.
+        if first in carry:
+            await _carry_on_member(sup, first, carry.pop(first))
+            if await sup._await_output(first, sup.settings.canary_ms / 1000):
+                sup.canary = "ok"
+            elif not await _canary_again(sup, first):
+                return "finalize"
+        elif not await _canary_again(sup, first):
+            return "finalize"
+        carry.update({s.name: "fresh" for s in sup.specs[1:] if s.name not in carry})
+    for name, how in carry.items():
+        await _carry_on_member(sup, name, how)
+    return "discovery"
+
+
+async def _canary_again(sup: Supervisor, first: str) -> bool:
+    if first in sup.tasks and not sup.tasks[first].done():
+        await sup.procs[first].stop_hard()
+        await sup.tasks[first]
+    if await sup._canary():
+        return True
+    sup.emit("phase-end", phase="discovery")
+    return False
+
+
+def _lost_sessions(sup: Supervisor, point: ResumePoint) -> None:
+    """After discovery nothing is carried on (repair starts its own sessions): a session
+    that was running when the supervisor stopped ended with it."""
+    for name, m in point.members.items():
+        if m.last == "member-spawn" and name in sup.members:
+            state = sup.members[name]
+            state.status, state.exit_cause = "exited", "killed"
+            state.detail = "its supervisor stopped while this session ran"
+            sup.emit("member-exit", name, cause="killed", detail=state.detail)
+
+
+def carried_on(sup: Supervisor, point: ResumePoint) -> dict[str, str]:
+    """Members to start again and how: `resume` (their session was cut short: running
+    when the supervisor died, or handed off), `fresh` (a reset decided but not started,
+    or never started after the canary) or `continue` (an --until-stop continuation)."""
+    carry: dict[str, str] = {}
+    for spec in sup.specs:
+        m = point.members.get(spec.name, MemberPoint())
+        if m.last == "member-spawn" or (m.last == "member-exit" and m.cause == HANDOFF):
+            carry[spec.name] = "resume"
+        elif m.last == "member-reset" or (m.last == "" and point.canary_passed):
+            carry[spec.name] = "fresh"
+        elif m.last == "member-continue" and sup.stop is None:
+            carry[spec.name] = "continue"
+    return carry
+
+
+async def _carry_on_member(sup: Supervisor, name: str, how: str) -> None:
+    if how == "continue":
+        await sup._spawn(name, prompts.CONTINUATION_BRIEF)
+        return
+    latest = sessions(sup.run_dir, name)
+    if how == "resume" and latest:
+        sup.members[name].attempt -= 1  # the same session, carried on: not a new attempt
+        await sup._spawn(name, HORDE_RESUME_SESSION=str(latest[-1]))
+        return
+    await sup._spawn(name)
+
+
+def _last_event_time(run_dir: Path) -> float | None:
+    events = read_events(run_dir)
+    return epoch(events[-1].get("ts")) if events else None
+
+
+async def _end_old_members(point: ResumePoint) -> None:
+    """Wait for the previous supervisor's members to exit (their watchdogs end them
+    once it is gone); end those still running a member after the wait, so no session
+    is carried on by two processes."""
+    pids = [m.pid for m in point.members.values() if m.pid and m.last == "member-spawn"]
+    deadline = time.monotonic() + OLD_MEMBERS_WAIT_S
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        await asyncio.sleep(0.1)
+    for pid in pids:
+        if pid_alive(pid) and _is_member(pid):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _is_member(pid: int) -> bool:
+    """The process is a horde member (not an unrelated one that reused the pid)."""
+    try:
+        return b"horde_tui.member" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+async def release_for_handoff(sup: Supervisor) -> None:
+    """The hosting side of a handoff, once the phases are ended: stop members and the
+    gateway, record each session that was at work as handed off, clear the live marker
+    so `horde-tui resume` may take the run. Nothing is finalized."""
+    sup._cancel_continuations()
+    at_work = [
+        n
+        for n, m in sup.members.items()
+        if n in sup.tasks and m.status not in ("exited", "stopped")
+    ]
+    await asyncio.gather(*(sup.procs[n].stop_hard() for n in sup._running()))
+    for name in at_work:
+        code = await sup.tasks[name]
+        sup.members[name].exit_cause = HANDOFF
+        await sup._on_exit_final(name, code)
+    await sup.stop_gateway()
+    sup.emit("run-handoff", members=at_work)
+    controls.clear_live(sup.run_dir)

@@ -1,0 +1,273 @@
+"""`horde-tui resume RUN`: a run whose supervisor died is carried on by a new one.
+
+The end-to-end test SIGKILLs a real headless supervisor in the middle of discovery
+(real gateway and member processes, the scripted stub model), resumes the run from
+another "shell" and checks that it finishes with a report, that the members carried
+their sessions on (the stub saw the earlier conversation again) and that the events
+and REPORT.md record the resume. The refusals run in-process against hand-written runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_supervisor_e2e import HELPERS, _wait_for_line, horde, lifecycle, worker
+from test_view_run import RunDir
+
+from horde_tui import prompts
+from horde_tui.cli import main
+from horde_tui.store.store import HordeStore
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.stubmodel.script import Step
+from horde_tui.supervisor import controls
+
+RUN = "20260102-120000-aaaa"
+
+
+def stub_env(stub: StubThread) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub",
+        HORDE_ACTIVE_GRACE_MS="300",
+        HORDE_GATEWAY_BACKOFF_MS="20",
+        HORDE_DELIVERABLE="false",  # the helpers' sessions add time, not coverage, here
+        HORDE_POSTMORTEM="false",
+    )
+    return env
+
+
+def slow_worker(idea_text: str, finding: str, concern: str) -> list[dict[str, Any]]:
+    """A member's plan: an idea and its claim, a look around (held until the test has
+    killed the supervisor, see `HeldUntilReleased`), then the finding and the close."""
+    idea, claim, filed, done = worker(idea_text, finding, concern)
+    return [idea, claim, horde("list"), filed, done, {"say": "Filed."}]
+
+
+PLANS = {
+    "member-1": slow_worker(
+        "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
+    ),
+    "member-2": slow_worker(
+        "Check login() in app.py for timing attacks", "login() compares with ==", "timing"
+    ),
+    **HELPERS,
+}
+
+
+class HeldUntilReleased:
+    """The agent policy of `PLANS`, whose `list` replies are held until `released` is
+    set: the test knows both members are mid-session (`holding`) when it interrupts
+    their supervisor, and the sessions carried on afterwards are not held."""
+
+    HOLD_MS = 120_000
+
+    def __init__(self) -> None:
+        self.agent = AgentPolicy(PLANS)
+        self.released = threading.Event()
+        self.holding: set[str] = set()
+
+    def __call__(self, member: str, body: dict[str, Any]) -> Step | None:
+        step = self.agent(member, body)
+        if step is None or self.released.is_set() or not step.tool_calls:
+            return step
+        if json.loads(step.tool_calls[0].arguments_json()).get("action") != "list":
+            return step
+        self.holding.add(member)
+        return step.model_copy(update={"delay_ms": self.HOLD_MS})
+
+
+def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
+    policy = HeldUntilReleased()
+    with StubThread(policy=policy) as stub:
+        env = stub_env(stub)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for_line(proc, "[member-spawn] member-2")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(policy.holding) < 2:
+                time.sleep(0.05)
+            assert policy.holding == {"member-1", "member-2"}, "the members never got to work"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            policy.released.set()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+        assert controls.run_state(run_dir) == "interrupted"
+        before = len(stub.stub.requests)
+        resumed = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "resume", run_dir.name, "--headless"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        after = stub.stub.requests[before:]
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"run {run_dir.name} resumed: phase discovery" in resumed.stdout
+    assert "outcome: finished" in resumed.stdout, resumed.stdout[-3000:]
+
+    for member in ("member-1", "member-2"):
+        # The old member may still ask once before its watchdog ends it: look for the
+        # carried-on session's first request, the one ending with the resume notice.
+        carried = [
+            r
+            for r in after
+            if r.member == member and r.body["messages"][-1]["content"] == prompts.RESUMED_NOTICE
+        ]
+        assert len(carried) == 1, f"{member} did not carry its session on"
+        messages = carried[0].body["messages"]
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        assert any("ok #" in text for text in results), "the idea it filed is sent again"
+
+    kinds = lifecycle(run_dir)
+    resume_at = kinds.index(("run-resume", None))
+    spawns_before = [m for k, m in kinds[:resume_at] if k == "member-spawn"]
+    spawns_after = [m for k, m in kinds[resume_at:] if k == "member-spawn"]
+    assert spawns_before == ["member-1", "member-2"]
+    assert spawns_after[:2] == ["member-1", "member-2"]
+    assert kinds[-1] == ("run-end", None)
+    records = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    resume = next(r for r in records if r.get("kind") == "run-resume")
+    assert resume["phase"] == "discovery" and resume["members"] == ["member-1", "member-2"]
+    respawned = [r for r in records[records.index(resume) :] if r.get("kind") == "member-spawn"]
+    assert [r["attempt"] for r in respawned[:2]] == [1, 1], "a carried-on session, not a new one"
+
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert sorted(store.state.findings) == ["F1", "F2"]
+    assert all(i.status == "done" for i in store.state.ideas.values())
+    report = (run_dir / "REPORT.md").read_text()
+    assert "- Resumed: " in report
+    assert "# Run " in report and ": finished" in report.splitlines()[0]
+    assert controls.run_state(run_dir) == "finished"
+    for member in ("member-1", "member-2"):
+        assert len(list((run_dir / "sessions" / member).glob("*.jsonl"))) == 1
+
+
+@pytest.fixture
+def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HORDE_DIR", raising=False)
+    return tmp_path
+
+
+def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_resume_refuses_a_live_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunDir(in_dir / ".horde", RUN)
+    run.event(0, "run-start", members=3)
+    run.live(os.getpid())
+    line = one_line_refusal(capsys, "resume", RUN)
+    assert line == (
+        f"horde-tui: refused: run {RUN} is live (supervisor pid {os.getpid()}); only a run "
+        f"whose supervisor is gone can be resumed; watch it with `horde-tui attach {RUN}`"
+    )
+
+
+def test_resume_refuses_an_ended_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = RunDir(in_dir / ".horde", RUN)
+    run.event(0, "run-start", members=3)
+    run.event(9, "run-end", outcome="finished")
+    (run.path / "REPORT.md").write_text("# Run report\n")
+    line = one_line_refusal(capsys, "resume", RUN, "--detach")
+    assert line.startswith(f"horde-tui: refused: run {RUN} already ended (finished); ")
+    assert line.endswith("start a new run instead")
+    assert not list((in_dir / ".horde").glob("detached-*.log")), "nothing was started"
+
+
+def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_refusal(capsys, "resume", "20990101-000000-ffff")
+    assert line.startswith("horde-tui: no run named 20990101-000000-ffff in ")
+    assert line.endswith("(nor a member target); `horde-tui app` lists the runs")
+
+
+def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
+    """Phase, attempts, resets, the clean stop under way, the start the deadline counts
+    from, who is carried on and how, and the budget left, from a hand-written run."""
+    from test_view_run import EPOCH_0
+
+    from horde_tui.supervisor.resume import carried_on, load_resume, resumed_supervisor
+
+    run = RunDir(in_dir / ".horde", RUN)
+    manifest = json.loads((run.path / "MANIFEST.json").read_text())
+    manifest["config"] = {"model": "openai/stub", "max_cost_usd": 1.0, "max_minutes": 30}
+    (run.path / "MANIFEST.json").write_text(json.dumps(manifest))
+    run.event(0, "run-start", members=3)
+    run.event(1, "phase-start", phase="discovery")
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=1)
+    run.event(3, "member-spawn", "member-2", attempt=1, pid=2)
+    run.event(4, "member-exit", "member-2", cause="model_error")
+    run.event(5, "member-reset", "member-2", cause="model_error", resets=1)
+    run.event(6, "member-spawn", "member-3", attempt=1, pid=3)
+    run.event(7, "member-exit", "member-3", cause="completed")
+    run.event(
+        8,
+        "stop-clean",
+        reason="stopped at deadline",
+        grace_s=90,
+        outcome="stopped at deadline",
+        diagnosis="the 30-minute deadline was reached",
+    )
+    run.message(
+        "member-1",
+        "20260102T120002-aaaaaa",
+        role="assistant",
+        content="x",
+        usage={"cost_usd": 0.25},
+    )
+    run.message(
+        "member-3", "20260102T120006-cccccc", role="assistant", content="y", usage={"cost_usd": 0.5}
+    )
+
+    point = load_resume(in_dir / ".horde", RUN, environ={})
+    assert (point.phase, point.canary_passed, point.started) == ("discovery", True, EPOCH_0)
+    assert point.request.prompt == "Find the SQL injections in app/\nand rank them."
+    assert [(m.attempt, m.resets) for m in point.members.values()] == [(1, 0), (1, 1), (1, 0)]
+    sup = resumed_supervisor(in_dir, point)
+    assert sup.started == EPOCH_0 and sup.settings.max_minutes == 30
+    assert sup.stop is not None and sup.stop.reason == "stopped at deadline"
+    assert sup.stop.deadline == EPOCH_0 + 8 + 90
+    assert sup.outcome == "stopped at deadline"
+    assert carried_on(sup, point) == {"member-1": "resume", "member-2": "fresh"}
+    assert sup.members["member-3"].exit_cause == "completed"
+    assert sup.gateway_budget_usd() == pytest.approx(0.25)
+
+
+def test_resume_flags_go_with_a_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`resume member-2 --detach` mixes the two meanings of `resume`: refused, not guessed."""
+    assert main(["resume", "member-2", "--detach"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [
+        "horde-tui: refused: --detach and --headless go with `resume RUN` (a run whose "
+        "supervisor is gone); `resume [target]` resumes paused members"
+    ]

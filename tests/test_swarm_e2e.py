@@ -1,0 +1,233 @@
+"""Swarms end to end: a real swarm supervisor, gateways, hordes and helper processes, the
+stub model playing the planner, the members and the merge helper."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_supervisor_e2e import _cli, _wait_for_line
+
+from horde_tui.settings import load_settings
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.swarm import SwarmSupervisor
+
+APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
+PARTITION = (
+    "h1: Audit app.py for hard-coded secrets\n"
+    "acceptance: every secret in app.py is filed with its line\n"
+    "h2: Audit login() for timing attacks\n"
+    "acceptance: the comparison in login() is classified with evidence\n"
+)
+MERGED = (
+    "# Swarm deliverable\n\n- The password is hard-coded [h1 F1: open].\n"
+    "- login() compares in non-constant time [h2 F1: open].\n"
+)
+CONTRACT_KEYS = {
+    "id",
+    "prompt",
+    "hordes",
+    "members",
+    "model",
+    "demo",
+    "layers",
+    "state",
+    "parent_pid",
+    "started",
+    "ended",
+    "outcome",
+    "diagnosis",
+    "partition",
+    "runs",
+    "merge",
+    "timeline",
+}
+
+
+def horde(action: str, **args: Any) -> dict[str, Any]:
+    return {"tool": "horde", "args": {"action": action, **args}}
+
+
+PLANS = {
+    "member-1": [
+        horde("fact", text="app.py defines login(user, password)"),
+        horde("idea", text="Check app.py line 1"),
+        horde("claim", id="$id"),
+        horde(
+            "finding",
+            concern="secrets",
+            concernDef="credentials in source",
+            text="app.py:1 hard-codes a password",
+            evidence="app.py:1",
+            support="tested",
+            importance="high",
+            confidence="high",
+        ),
+        horde("done", id="$I", result="filed $F"),
+        {"say": "Done."},
+    ],
+    "member-2": [horde("facts"), {"say": "Nothing more."}],
+    "synthesis": [{"say": "# Deliverable\n\nF1 holds."}],
+    "postmortem": [{"say": "# Post-mortem\n\nFine."}],
+    "merge": [{"say": MERGED}],
+}
+
+
+def settings(stub: StubThread, **extra: Any) -> Any:
+    env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
+    overrides = {"swarm_stagger_ms": 100, "postmortem": False, **extra}
+    return load_settings(environ=env, overrides=overrides)
+
+
+@pytest.fixture(autouse=True)
+def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+def run_swarm(sw: SwarmSupervisor) -> Any:
+    return asyncio.run(asyncio.wait_for(sw.run(), 300))
+
+
+def test_a_2_by_2_swarm_plans_runs_both_hordes_merges_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    events: list[SupervisorEvent] = []
+    plans = {**PLANS, "planner": [{"say": PARTITION}]}
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        sw = SwarmSupervisor(
+            tmp_path, RunRequest("Review app.py", 2), settings(stub), 2, sink=events.append
+        )
+        summary = run_swarm(sw)
+
+    data = json.loads((sw.swarm_dir / "SWARM.json").read_text())
+    assert set(data) == CONTRACT_KEYS
+    assert data["state"] == summary.state == "finished"
+    assert data["outcome"] in ("completed", "solved") and summary.exit_code == 0, data
+    assert [w["workstream"] for w in data["partition"]] == [
+        "Audit app.py for hard-coded secrets",
+        "Audit login() for timing attacks",
+    ]
+    assert data["merge"] == "done" and data["ended"] is not None
+    kinds = [(t["kind"], t["horde"]) for t in data["timeline"]]
+    assert kinds[:2] == [("planner-start", None), ("planner-end", None)]
+    for name in ("h1", "h2"):
+        assert ("horde-start", name) in kinds and ("horde-end", name) in kinds
+    assert kinds[-3:] == [("merge-start", None), ("merge-end", None), ("swarm-end", None)]
+
+    for n, name in enumerate(("h1", "h2")):
+        run_dir = sw.swarm_dir / data["runs"][name]
+        assert run_dir == sw.swarm_dir / name / "runs" / f"{sw.swarm_id}-{name}"
+        assert (run_dir / "REPORT.md").is_file() and (run_dir / "DELIVERABLE.md").is_file()
+        task = (run_dir / "TASK.md").read_text()
+        assert data["partition"][n]["workstream"] in task and "Work ONLY" in task
+        other = "h2" if name == "h1" else "h1"
+        assert str(sw.swarm_dir / other) in (run_dir / "SYSTEM.md").read_text()
+        # member-2's `horde facts` went through a real member process: its siblings came
+        # with it (HORDE_SIBLINGS), whatever the other horde had recorded by then.
+        transcript = next((run_dir / "sessions" / "member-2").glob("*.jsonl")).read_text()
+        assert "## Sibling hordes' facts (read-only, tagged [hN]" in transcript
+        report = (run_dir / "REPORT.md").read_text()
+        assert "app.py:1" in report and "does not exist" not in report  # cited in workdir
+        assert summary.hordes[name].outcome in ("finished", "solved")
+    assert not (tmp_path / ".horde" / "ledger.jsonl").exists()  # project ledgers untouched
+
+    report = (sw.swarm_dir / "REPORT.md").read_text()
+    assert "## h1: " in report and "## h2: " in report
+    assert "Audit login() for timing attacks" in report and "[h1 F1]" in report
+    helpers = report.split("## Swarm helpers (planner, merge)")[1]
+    assert "| planner | planner | completed | 1 |" in helpers and "| merge | merge |" in helpers
+    deliverable = (sw.swarm_dir / "DELIVERABLE.md").read_text()
+    assert deliverable.strip() == MERGED.strip()  # attributed to both: no horde-tui note
+    merge_sessions = list((sw.swarm_dir / "deliverable-sessions" / "merge").glob("*.jsonl"))
+    assert len(merge_sessions) == 1
+    brief = merge_sessions[0].read_text()
+    for name in ("h1", "h2"):
+        assert f"{name}/runs/{sw.swarm_id}-{name}/DELIVERABLE.md" in brief
+    assert list((sw.swarm_dir / "planner-sessions" / "planner").glob("*.jsonl"))
+
+    tagged = {e.data.get("horde") for e in events if e.kind == "member-spawn"}
+    assert {"h1", "h2"} <= tagged
+    swarm_kinds = [e.kind for e in events if e.member is None and e.kind.startswith("horde-")]
+    assert swarm_kinds.count("horde-start") == 2 and swarm_kinds.count("horde-end") == 2
+
+
+LOOPING = {
+    "*": [{**horde("list"), "until_ok": 0, "hold_ms": 200}] * 400,
+    "synthesis": [{"say": "# Deliverable\n\nNothing found."}],
+    "postmortem": [{"say": "# Post-mortem\n\nFine."}],
+    "merge": [{"say": "# Swarm deliverable\n\n- [h1: open] nothing\n- [h2: open] nothing\n"}],
+}
+
+
+def _lifecycle(run_dir: Path) -> list[tuple[str, float]]:
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    return [(e["kind"], e.get("ts", 0)) for e in events if e.get("type") == "lifecycle"]
+
+
+def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another_shell(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    with StubThread(policy=AgentPolicy(LOOPING)) as stub:
+        env.update(
+            HORDE_MODEL=stub.model,
+            HORDE_API_BASE=stub.api_base,
+            HORDE_API_KEY="stub",
+            HORDE_GATEWAY_BACKOFF_MS="20",
+            HORDE_ACTIVE_GRACE_MS="300",
+            HORDE_SWARM_STAGGER_MS="100",
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui", "plan", "--headless", "2/1", "api; db; ui"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _wait_for_line(proc, "h2 [member-spawn] member-1", 90)
+            status = _cli(tmp_path, "status")
+            assert status.returncode == 0, status.stdout + status.stderr
+            assert "\nh1: layers: api; ui\n" in status.stdout
+            assert "\nh2: layers: db\n" in status.stdout and "member-1" in status.stdout
+
+            paused = _cli(tmp_path, "pause", "h2:member-1")
+            assert paused.stdout.strip() == "h2: paused member-1", paused.stdout + paused.stderr
+            resumed = _cli(tmp_path, "resume", "member-1")  # a bare member: every horde
+            assert resumed.stdout.splitlines() == [
+                "h1: resumed nothing (no paused member matched)",
+                "h2: resumed member-1",
+            ]
+            assert _cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
+            one = _cli(tmp_path, "stop-clean", "h2", "--grace", "1")
+            assert one.stdout.startswith("h2: clean stop requested"), one.stdout + one.stderr
+            _wait_for_line(proc, "h2 [run-end]", 90)
+            rest = _cli(tmp_path, "stop-clean", "--grace", "1")
+            assert "h1: clean stop requested" in rest.stdout, rest.stdout + rest.stderr
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, out[-3000:] + err[-3000:]
+    assert "outcome: stopped by user" in out
+    swarm_dir = next((tmp_path / ".horde" / "swarms").iterdir())
+    data = json.loads((swarm_dir / "SWARM.json").read_text())
+    assert [w["layers"] for w in data["partition"]] == [["api", "ui"], ["db"]]
+    assert data["state"] == "finished" and data["outcome"] == "stopped by user"
+    h1, h2 = (swarm_dir / data["runs"][h] for h in ("h1", "h2"))
+    assert "api; ui" in (h1 / "PLAN.md").read_text() and "db" in (h2 / "PLAN.md").read_text()
+    h2_stop = next(ts for kind, ts in _lifecycle(h2) if kind == "stop-clean")
+    h2_end = next(ts for kind, ts in _lifecycle(h2) if kind == "run-end")
+    h1_stop = next(ts for kind, ts in _lifecycle(h1) if kind == "stop-clean")
+    assert h2_stop < h2_end < h1_stop  # `stop-clean h2` reached h2 alone
+    assert (swarm_dir / "REPORT.md").is_file() and (swarm_dir / "DELIVERABLE.md").is_file()
