@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
@@ -215,7 +215,11 @@ async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
     horde: Path, scene: Scene
 ) -> None:
     app = app_for(horde)
-    with FakeRemote(scene.runs["h1"]) as remote:  # h1's supervisor, another process
+    swarm_folder = SimpleNamespace(path=scene.swarm_dir, event=lambda *a, **k: None)
+    with (
+        FakeRemote(scene.runs["h1"]) as remote,  # h1's supervisor, another process
+        FakeRemote(swarm_folder) as swarm_remote,  # the swarm's, for hordes not started
+    ):
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_swarm(pilot)
             assert screen.hosted is None
@@ -235,6 +239,8 @@ async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
             assert len(remote.requests) == 2
             await choose(pilot, "S", "all")
             await wait_for(pilot, lambda: ("stop-hard", "all") in remote.requests)
+            await wait_for(pilot, lambda: swarm_remote.requests == [("stop-hard", "h3")])
+            await wait_for(pilot, lambda: notified(app, "swarm: stop-hard h3"))
             assert not list(horde_run_dir(horde, "h2").glob("control/req-*")), "h2 is finished"
             table = screen.query_one("#hordes", DataTable)
             table.move_cursor(row=1)  # h2: finished, nothing applies but open
@@ -242,6 +248,13 @@ async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
             for action in ("pause", "resume", "reset", "stop_clean", "stop_hard"):
                 assert screen.check_action(action, ()) is None, action
             assert screen.check_action("open_horde", ()) is True
+            table.move_cursor(row=2)  # h3: not started; a stop keeps it from starting
+            await pilot.pause()
+            assert screen.check_action("stop_clean", ()) is True
+            assert screen.check_action("pause", ()) is None
+            await choose(pilot, "s", "horde")
+            await wait_for(pilot, lambda: ("stop-clean", "h3") in swarm_remote.requests)
+            assert len(remote.requests) == 3, "h1 was not addressed"
 
 
 @pytest.fixture

@@ -88,6 +88,7 @@ tab's label starts with its key, since the footer has no room for them at 80 col
 HORDE_KEYS = Binding.Group("hordes", compact=True)
 TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
+STOPS = frozenset({"stop_clean", "stop_hard"})
 
 
 class HostedSwarm(HordeControls, Protocol):
@@ -102,6 +103,8 @@ def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
     palette share it, so neither offers what the other greys out."""
     if action == "open_horde":
         return line.run_dir is not None
+    if action in STOPS and swarm_live and line.run_dir is None:
+        return True  # not started yet: a stop keeps it from starting
     if not swarm_live or line.state not in LIVE_STATES:
         return False
     if action == "pause":
@@ -481,31 +484,34 @@ class SwarmScreen(HordeScreen):
 
     def send_remote(self, action: str, target: str) -> None:
         """Each addressed live horde's supervisor gets the request in its own `control/`
-        (`all`, or the member of `hN:member-K`: that run is only the horde); answers come
-        back together."""
+        (`all`, or the member of `hN:member-K`: that run is only the horde); a stop of
+        hordes not started yet goes to the swarm's own `control/`, whose supervisor keeps
+        them from starting (as `horde-tui stop-clean hN` does). Answers come back
+        together."""
         horde, _, member = target.partition(":")
-        lines = [
-            line
-            for line in self.lines
-            if line.run_dir is not None
-            and line.state in LIVE_STATES
-            and horde in ("all", line.horde)
+        addressed = [line for line in self.lines if horde in ("all", line.horde)]
+        sends = [
+            (line.horde, line.run_dir, member or "all")
+            for line in addressed
+            if line.run_dir is not None and line.state in LIVE_STATES
         ]
-        if not lines:
+        unstarted = [line.horde for line in addressed if line.run_dir is None]
+        if action in STOPS and unstarted and self.view.live:
+            sends.append(("swarm", self.swarm_dir, ",".join(unstarted)))
+        if not sends:
             self.notify(f"no live horde to {action.replace('_', '-')} ({target})")
             return
 
         def work() -> None:
             worker = get_current_worker()
             answers = []
-            for line in lines:
-                assert line.run_dir is not None
-                source = AttachedRun(line.run_dir)
+            for name, folder, sub in sends:
+                source = AttachedRun(folder)  # a request and its answer, in `folder/control/`
                 try:
-                    text = source.send(action, member or "all", lambda: worker.is_cancelled)
+                    text = source.send(action, sub, lambda: worker.is_cancelled)
                 finally:
                     source.close()
-                answers.append(f"{line.horde}: {text}")
+                answers.append(f"{name}: {text}")
             if not worker.is_cancelled:
                 self.app.call_from_thread(self.answered, "\n".join(answers))
 
