@@ -160,7 +160,10 @@ class HordeApp(App[int]):
         horde_dir: Path | None = None,
         config: AppConfig | None = None,
         attach: Path | None = None,
+        swarm: tuple[RunRequest, Settings, int] | None = None,
     ) -> None:
+        """`swarm`: (request, settings, hordes) of a checked `H/M` launch to host at once
+        (`horde-tui run H/M` in a terminal), as the launch form's `start_swarm` does."""
         super().__init__()
         self.sup = supervisor
         self.config = config or AppConfig()
@@ -192,6 +195,9 @@ class HordeApp(App[int]):
         self.swarm: HostedSwarm | None = None
         """The swarm this app hosts (`start_swarm`), running or ended."""
         self.swarm_live = False
+        self.swarm_exit_code: int | None = None
+        """The hosted swarm's exit status once it ended (as its `SwarmSummary` says)."""
+        self._swarm_first = swarm
         self.handing_off = False
         """Detach was chosen for the hosted run: once its supervisor has let go, a
         detached `horde-tui resume` takes it over and the app quits."""
@@ -230,6 +236,8 @@ class HordeApp(App[int]):
     def on_mount(self) -> None:
         if self.config.watch_files:
             self.run_worker(self._watch(), name="watcher", group="watcher", exit_on_error=False)
+        if self._swarm_first is not None:  # over the first screen, once it has mounted
+            self.call_after_refresh(self.start_swarm, *self._swarm_first)
         if self.sup is None:
             if self.attached is not None:
                 self.poll_attached()
@@ -286,6 +294,8 @@ class HordeApp(App[int]):
 
     def _swarm_ended(self, worker: Worker[object], state: WorkerState) -> None:
         self.swarm_live = False
+        success = state == WorkerState.SUCCESS
+        self.swarm_exit_code = getattr(worker.result, "exit_code", 0) if success else 1
         if state == WorkerState.ERROR:
             error = worker.error
             self.notify(
@@ -295,7 +305,7 @@ class HordeApp(App[int]):
             )
         self.swarm_revision += 1
         if self.quit_when_done:
-            self.exit(0 if state == WorkerState.SUCCESS else 1)
+            self.exit(self.swarm_exit_code)
 
     async def _host(self) -> RunSummary | None:
         assert self.sup is not None
@@ -477,6 +487,8 @@ class HordeApp(App[int]):
         """The run's exit status (0 finished/solved, 130 stopped by the user, 1 else)."""
         if self.summary is not None:
             return self.summary.exit_code
+        if self.swarm_exit_code is not None:
+            return self.swarm_exit_code
         return 1 if self.run_error else 0
 
     def action_help(self) -> None:

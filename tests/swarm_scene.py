@@ -222,4 +222,4 @@ class FakeSwarm:
 
     async def run(self) -> SimpleNamespace:
         await self._done.wait()
-        return SimpleNamespace(swarm_id=self.swarm_id, outcome="stopped by user")
+        return SimpleNamespace(swarm_id=self.swarm_id, outcome="stopped by user", exit_code=130)

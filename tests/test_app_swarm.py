@@ -34,6 +34,7 @@ from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.setup import RunRequest
 
 SIZE = (140, 36)
 OLD_SWARM = "20260102-110000-0b0b"
@@ -399,7 +400,26 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
         assert app.screen.query_one("#detach", Button).disabled
         await pilot.click("#stop-clean")
         await wait_for(pilot, lambda: ("stop_clean", "all") in fake.calls)
-    assert app.return_value == 0, "the app quit once the swarm's run() returned"
+    assert app.return_value == 130, "the app quit with the swarm's status once run() returned"
+
+
+async def test_run_h_m_in_a_terminal_opens_the_app_hosting_the_swarm(
+    quiet: Path, fake_swarm_module: list[FakeSwarm]
+) -> None:
+    """`horde-tui run 2/3 ...` in a terminal: the app starts with the swarm to host."""
+    request = RunRequest("Audit the web app", 3)
+    settings = SimpleNamespace(model="openai/stub")
+    app = HordeApp(
+        horde_dir=quiet, config=AppConfig.deterministic(NOW), swarm=(request, settings, 2)
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SwarmScreen))
+        assert [(f.count, f.request) for f in fake_swarm_module] == [(2, request)]
+        assert app.swarm_live and app.title == f"swarm {LAUNCHED_ID}"
+        fake_swarm_module[0].finish()
+        await wait_for(pilot, lambda: not app.swarm_live)
+        await pilot.press("q")  # nothing live any more: quits at once
+    assert app.return_value == 130 and app.exit_code == 130
 
 
 async def test_a_detached_swarm_start_opens_the_swarm_screen(
