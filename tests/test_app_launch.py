@@ -53,13 +53,17 @@ def finished_run(horde: Path) -> None:
     (done.path / "REPORT.md").write_text("# Report\n")
 
 
-@pytest.fixture
-def horde(tmp_path: Path) -> Path:
+def ready_to_launch(tmp_path: Path) -> Path:
     """A `.horde/` with one finished run and a model in its config."""
     horde = tmp_path / ".horde"
     finished_run(horde)
     (horde / "config.toml").write_text('model = "openai/stub"\n')
     return horde
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    return ready_to_launch(tmp_path)
 
 
 def app_for(horde: Path) -> HordeApp:

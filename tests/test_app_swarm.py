@@ -16,7 +16,12 @@ from types import ModuleType, SimpleNamespace
 import pytest
 from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from test_app_attach import FakeRemote
-from test_app_launch import FINISHED, finished_run, no_horde_env  # noqa: F401 (fixture)
+from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
+    FINISHED,
+    finished_run,
+    no_horde_env,
+    ready_to_launch,
+)
 from test_app_support import NOW, wait_for
 from test_view_run import dead_pid
 from textual.command import CommandList
@@ -60,12 +65,8 @@ def horde(scene: Scene) -> Path:
 
 @pytest.fixture
 def quiet(tmp_path: Path) -> Path:
-    """A `.horde/` with one finished run, nothing live, and a model in its config: what a
-    launch needs."""
-    horde = tmp_path / ".horde"
-    finished_run(horde)
-    (horde / "config.toml").write_text('model = "openai/stub"\n')
-    return horde
+    """Nothing live, a finished run and a model: what a launch needs."""
+    return ready_to_launch(tmp_path)
 
 
 def app_for(horde: Path) -> HordeApp:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.supervisor.swarm_plan import Workstream
 from horde_tui.supervisor.swarm_state import LIVE_STATES as LIVE_SWARM_STATES
 from horde_tui.supervisor.swarm_state import read_swarm_json
 from horde_tui.supervisor.swarm_state import swarm_state as shown_state
@@ -30,16 +31,6 @@ from horde_tui.view.run import RunRow, RunsIndex, RunView, subfolders
 SWARM_DOCUMENTS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
 """The swarm's own documents, in the order the swarm screen offers them."""
 ACCEPTED = frozenset({"accepted", "accepted-with-limits"})
-
-
-@dataclass(frozen=True)
-class Workstream:
-    """One horde's share of the task, as the planner (or the plan's layers) cut it."""
-
-    horde: str
-    workstream: str
-    criterion: str
-    layers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
