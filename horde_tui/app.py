@@ -6,6 +6,9 @@ interface (`tui_bridge.HostedRun`); the app swaps the supervisor's sink for a
 coalesced batch of events to the run screen. When the run ends the report screen opens.
 With no run to host it lists the runs on disk (or says how to start one); `attach`
 shows a run hosted by another process, polled from its files (`screens/source.py`).
+A swarm (`H/M`, from the launch form) is hosted the same way (`start_swarm`), but its
+screen reads everything from the swarm's files, so it shows a hosted swarm and another
+process's alike; only its controls differ (`screens/swarm.py`).
 
 `AppConfig` carries every non-deterministic input (clock, time zone, file polling, tick,
 animation, cursor blink) so tests and snapshots can switch them all off at once.
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -36,11 +40,12 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.screens.swarm import HostedSwarm, SwarmScreen, swarm_quit_screen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import Coalescer, watch_dir
-from horde_tui.view.run import RunsIndex
+from horde_tui.view.swarm import RunsAndSwarms
 from widgets.event_log import BACKLOG_BYTES, default_clock_text
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
@@ -145,6 +150,8 @@ class HordeApp(App[int]):
     """Bumped after each batch of supervisor events; live screens watch it to repaint."""
     files_revision: var[int] = var(0)
     """Bumped after each batch of file changes under `.horde/` (`changed_paths`)."""
+    swarm_revision: var[int] = var(0)
+    """Bumped when the hosted swarm reports a lifecycle step (the swarm screen re-reads)."""
 
     def __init__(
         self,
@@ -153,7 +160,10 @@ class HordeApp(App[int]):
         horde_dir: Path | None = None,
         config: AppConfig | None = None,
         attach: Path | None = None,
+        swarm: tuple[RunRequest, Settings, int] | None = None,
     ) -> None:
+        """`swarm`: (request, settings, hordes) of a checked `H/M` launch to host at once
+        (`horde-tui run H/M` in a terminal), as the launch form's `start_swarm` does."""
         super().__init__()
         self.sup = supervisor
         self.config = config or AppConfig()
@@ -182,6 +192,12 @@ class HordeApp(App[int]):
         self.summary: RunSummary | None = None
         self.run_error: str | None = None
         self.quit_when_done = False
+        self.swarm: HostedSwarm | None = None
+        """The swarm this app hosts (`start_swarm`), running or ended."""
+        self.swarm_live = False
+        self.swarm_exit_code: int | None = None
+        """The hosted swarm's exit status once it ended (as its `SwarmSummary` says)."""
+        self._swarm_first = swarm
         self.handing_off = False
         """Detach was chosen for the hosted run: once its supervisor has let go, a
         detached `horde-tui resume` takes it over and the app quits."""
@@ -211,7 +227,7 @@ class HordeApp(App[int]):
             return RunScreen(self.sup)
         if self._attach_first is not None:
             return RunScreen(self._attach(self._attach_first))
-        index = RunsIndex(self.horde_dir)
+        index = RunsAndSwarms(self.horde_dir)
         index.refresh()
         if index.rows():
             return RunsScreen(self.horde_dir, index)
@@ -220,6 +236,8 @@ class HordeApp(App[int]):
     def on_mount(self) -> None:
         if self.config.watch_files:
             self.run_worker(self._watch(), name="watcher", group="watcher", exit_on_error=False)
+        if self._swarm_first is not None:  # over the first screen, once it has mounted
+            self.call_after_refresh(self.start_swarm, *self._swarm_first)
         if self.sup is None:
             if self.attached is not None:
                 self.poll_attached()
@@ -246,6 +264,48 @@ class HordeApp(App[int]):
         self._label_hosted(sup)
         self.push_screen(RunScreen(sup))
         self._start_hosting()
+
+    def start_swarm(self, request: RunRequest, settings: Settings, hordes: int) -> None:
+        """Host a swarm the launch form checked (`H/M`): its `SwarmSupervisor` runs in a
+        worker as `host_new_run`'s supervisor does, and the swarm screen shows it from
+        its files. The supervisor's module loads only when a swarm is hosted."""
+        from horde_tui.supervisor.swarm import SwarmSupervisor
+
+        swarm = SwarmSupervisor(
+            self.horde_dir.parent, request, settings, hordes, sink=self._swarm_event
+        )
+        self.swarm, self.swarm_live, self.quit_when_done = swarm, True, False
+        self.title = f"swarm {swarm.swarm_id}"
+        self.sub_title = f"{'DEMO MODEL · ' if request.demo else ''}{settings.model or 'no model'}"
+        self.push_screen(SwarmScreen(swarm.swarm_dir))
+        self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
+
+    class SwarmStep(Message):
+        """The hosted swarm reported a lifecycle step (posted from any thread)."""
+
+    def _swarm_event(self, event: SupervisorEvent) -> None:
+        """The hosted swarm's sink: lifecycle steps (no member) wake the swarm screen;
+        member traffic is not needed, the screen reads the hordes' files."""
+        if event.member is None:
+            self.post_message(self.SwarmStep())
+
+    def on_horde_app_swarm_step(self, _message: SwarmStep) -> None:
+        self.swarm_revision += 1
+
+    def _swarm_ended(self, worker: Worker[object], state: WorkerState) -> None:
+        self.swarm_live = False
+        success = state == WorkerState.SUCCESS
+        self.swarm_exit_code = getattr(worker.result, "exit_code", 0) if success else 1
+        if state == WorkerState.ERROR:
+            error = worker.error
+            self.notify(
+                f"the swarm supervisor failed: {type(error).__name__}: {error}",
+                severity="error",
+                timeout=30,
+            )
+        self.swarm_revision += 1
+        if self.quit_when_done:
+            self.exit(self.swarm_exit_code)
 
     async def _host(self) -> RunSummary | None:
         assert self.sup is not None
@@ -390,6 +450,9 @@ class HordeApp(App[int]):
         self.revision += 1
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "swarm" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self._swarm_ended(event.worker, event.state)
+            return
         if event.worker.name != "supervisor" or event.state not in (
             WorkerState.SUCCESS,
             WorkerState.ERROR,
@@ -424,6 +487,8 @@ class HordeApp(App[int]):
         """The run's exit status (0 finished/solved, 130 stopped by the user, 1 else)."""
         if self.summary is not None:
             return self.summary.exit_code
+        if self.swarm_exit_code is not None:
+            return self.swarm_exit_code
         return 1 if self.run_error else 0
 
     def action_help(self) -> None:
@@ -450,6 +515,9 @@ class HordeApp(App[int]):
             return
         if self.live and self.sup is not None:
             self.push_screen(quit_screen(self.sup.run_id, hosted=True), self._quit_choice)
+        elif self.swarm_live and self.swarm is not None:  # before attached: its hordes'
+            # run screens are attached, yet they die with this app
+            self.push_screen(swarm_quit_screen(self.swarm.swarm_id), self._quit_swarm)
         elif (attached := self.attached_live) is not None:
             self.push_screen(quit_screen(attached.run_id, hosted=False), self._quit_choice)
         else:
@@ -474,6 +542,21 @@ class HordeApp(App[int]):
         elif choice == "stop-hard":
             screen.stop_hard("all")
             self.notify("Stopping hard: the app quits once the report is written.", timeout=30)
+
+    def _quit_swarm(self, choice: str | None) -> None:
+        """A hosted swarm dies with the app: stop it (every horde) and quit once its
+        supervisor has returned."""
+        swarm = self.swarm
+        if choice not in ("stop-clean", "stop-hard") or swarm is None or not self.swarm_live:
+            return
+        self.quit_when_done = True
+        if choice == "stop-clean":
+            self.notify(swarm.stop_clean("all", reason="stopped by user"))
+        else:
+            self.run_worker(swarm.stop_hard("all"), group="controls", exit_on_error=False)
+        self.notify(
+            f"Stopping swarm {swarm.swarm_id}: the app quits once it has ended.", timeout=30
+        )
 
     def _detach_hosted(self) -> None:
         """Hand the hosted run off: its supervisor stops the members and the gateway

@@ -101,7 +101,11 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     assert check.count is not None
     if check.count.hordes > 1:
         if not args.headless and sys.stdout.isatty():
-            print("note: the app does not host swarms; running headless", file=sys.stderr)
+            from horde_tui.app import HordeApp
+
+            hosted = (request, settings, check.count.hordes)
+            app = HordeApp(horde_dir=workdir / ".horde", swarm=hosted)
+            return app.run_hosted(mouse=not getattr(args, "no_mouse", False))
         swarm = build_host(check, workdir, sink=print_event)
         print(
             f"swarm {swarm.swarm_id}: {check.count.hordes} hordes of {request.count} members, "

@@ -27,19 +27,9 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 
 
-class HostedRun(Protocol):
-    """The part of `Supervisor` the app reads and drives."""
-
-    run_id: str
-    run_dir: Path
-    members: dict[str, MemberState]
-    sink: Callable[[SupervisorEvent], None]
-    settings: Any
-    """Has `.model` (the litellm model string)."""
-    request: Any
-    """Has `.demo` (True when the scripted demo model answers)."""
-    stop: Any
-    """None until a clean stop of the whole run begins."""
+class HordeControls(Protocol):
+    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax)."""
 
     def pause(self, target: str = "all") -> str: ...
 
@@ -56,6 +46,21 @@ class HostedRun(Protocol):
     async def stop_hard(self, target: str = "all") -> str: ...
 
     async def reset(self, target: str) -> str: ...
+
+
+class HostedRun(HordeControls, Protocol):
+    """The part of `Supervisor` the app reads and drives."""
+
+    run_id: str
+    run_dir: Path
+    members: dict[str, MemberState]
+    sink: Callable[[SupervisorEvent], None]
+    settings: Any
+    """Has `.model` (the litellm model string)."""
+    request: Any
+    """Has `.demo` (True when the scripted demo model answers)."""
+    stop: Any
+    """None until a clean stop of the whole run begins."""
 
     def handoff(self) -> str:
         """Let go of the run so a detached supervisor can carry it on (`run()` then

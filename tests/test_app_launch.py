@@ -45,17 +45,25 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-@pytest.fixture
-def horde(tmp_path: Path) -> Path:
-    """A `.horde/` with one finished run (so the app opens on the runs list) and a model
-    in its config."""
-    horde = tmp_path / ".horde"
+def finished_run(horde: Path) -> None:
+    """One finished run in `horde`, so the app opens on the runs list."""
     done = RunDir(horde, FINISHED)
     done.event(0, "run-start", members=3, model="openai/stub")
     done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
     (done.path / "REPORT.md").write_text("# Report\n")
+
+
+def ready_to_launch(tmp_path: Path) -> Path:
+    """A `.horde/` with one finished run and a model in its config."""
+    horde = tmp_path / ".horde"
+    finished_run(horde)
     (horde / "config.toml").write_text('model = "openai/stub"\n')
     return horde
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    return ready_to_launch(tmp_path)
 
 
 def app_for(horde: Path) -> HordeApp:

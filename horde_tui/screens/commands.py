@@ -1,8 +1,9 @@
-"""Command palette (ctrl+p) provider: the run screen's member actions, for every member.
+"""Command palette (ctrl+p) providers: the run screen's member actions for every member,
+and the swarm screen's horde actions for every horde.
 
-The keys act on the member under the cursor; the palette reaches any member by name
-("pause member-4") and offers only what applies to it now, the same rule `check_action`
-uses to grey out keys.
+The keys act on the member (horde) under the cursor; the palette reaches any of them by
+name ("pause member-4", "stop h2 hard") and offers only what applies to it now, the same
+rule `check_action` uses to grey out keys.
 """
 
 from __future__ import annotations
@@ -65,3 +66,39 @@ class MemberCommands(ListedCommands):
                 )
             yield f"Open {name}", partial(screen.open_member, name), "live activity"
             yield f"Transcript of {name}", partial(screen.show_transcript, name), "paged inline"
+
+
+class SwarmCommands(ListedCommands):
+    """Per horde of a swarm: pause, resume, reset, stop clean or hard, open its run
+    screen; stop the whole swarm. Only what applies now (`swarm.horde_applies`)."""
+
+    def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
+        from horde_tui.screens.swarm import SwarmScreen, horde_applies
+
+        screen = self.screen
+        if not isinstance(screen, SwarmScreen):
+            return
+        live = screen.view.live
+        if live:
+            yield (
+                "Stop the swarm clean",
+                partial(screen.control, "stop_clean", "all"),
+                "every horde",
+            )
+            yield "Stop the swarm hard", partial(screen.confirm_stop, None, True), "asks first"
+        for line in screen.lines:
+            h = line.horde
+            if horde_applies("pause", live, line):
+                yield f"Pause {h}", partial(screen.pause_horde, h), line.workstream
+            if horde_applies("resume", live, line):
+                yield f"Resume {h}", partial(screen.resume_horde, h), line.workstream
+            if horde_applies("reset", live, line):
+                for name, status in zip(line.names, line.statuses, strict=True):
+                    if status in STOPPABLE_STATUSES:
+                        target = f"{h}:{name}"
+                        yield f"Reset {target}", partial(screen.confirm_reset, target), "asks"
+            if horde_applies("stop_clean", live, line):
+                yield f"Stop {h} clean", partial(screen.control, "stop_clean", h), "wrap up"
+                yield f"Stop {h} hard", partial(screen.confirm_stop, h, True), "asks first"
+            if horde_applies("open_horde", live, line):
+                yield f"Open {h}", partial(screen.open_horde, h), "its run screen"

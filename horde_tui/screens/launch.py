@@ -6,7 +6,9 @@ CLI's own check, so the form cannot accept what the command refuses or the rever
 Each refusal is one line under its field; what the user typed stays. A passing launch
 is hosted in this app, as `horde-tui run` does, unless "detached" is on: then the
 supervisor starts as its own process (`run --detach`) and the app attaches to it, so
-the run outlives the terminal.
+the run outlives the terminal. A count of `H/M` starts a swarm, hosted in this app
+(`HordeApp.start_swarm`) or detached, and opens the swarm screen; one live swarm or run
+at a time.
 
 The check reads `.horde/` and a detached start waits for the run to go live, so both
 run in a thread worker; the form says "starting..." meanwhile and ignores a second enter.
@@ -35,6 +37,7 @@ from horde_tui.launch import (
 )
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.commands import ListedCommands
+from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
 
 FIELD_ERRORS = ("count", "prompt", "layers", "model", "thinking", "max_minutes", "run")
@@ -244,16 +247,25 @@ class LaunchScreen(HordeScreen):
         self.show_check(check)
         if check.ok:
             assert check.request is not None and check.settings is not None
+            assert check.count is not None
             self.dismiss_form()
-            self.horde_app.host_new_run(check.request, check.settings)
+            if check.count.hordes > 1:
+                self.horde_app.start_swarm(check.request, check.settings, check.count.hordes)
+            else:
+                self.horde_app.host_new_run(check.request, check.settings)
 
     def start_failed(self, error: str) -> None:
         self.set_busy(False)
         self.show_error("run", f"refused: {error.splitlines()[0]}")
 
     def opened(self, run_dir: Path) -> None:
+        """The detached start went live: a run (attach to it) or a swarm (its screen,
+        which reads the swarm's files whoever hosts it)."""
         self.dismiss_form()
-        self.horde_app.attach_run(run_dir)
+        if (run_dir / "SWARM.json").is_file():
+            self.app.push_screen(SwarmScreen(run_dir))
+        else:
+            self.horde_app.attach_run(run_dir)
 
     def dismiss_form(self) -> None:
         if self.app.screen is self:

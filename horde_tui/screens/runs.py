@@ -1,8 +1,10 @@
-"""The runs list: every run under `.horde/runs`, newest first, with its state.
+"""The runs list: every run under `.horde/runs` and every swarm under `.horde/swarms`,
+newest first, with its state.
 
 What bare `horde-tui` (and `horde-tui app`) opens when the app hosts no run and there
-is at least one run on disk. Enter opens a finished run's report, or attaches to a live
-run hosted by another process. The list re-reads `RunsIndex` when the app's watcher sees
+is at least one run on disk. Enter opens a finished run's report, attaches to a live
+run hosted by another process, or opens a swarm's screen (its hordes, `H/M` in the
+members column). The list re-reads `RunsIndex` when the app's watcher sees
 files change and once a second; the index reads only what each event log gained, so a
 long history stays cheap.
 """
@@ -22,7 +24,9 @@ from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.view.run import LIVE_STATES, RunRow, RunsIndex
+from horde_tui.screens.swarm import SwarmScreen
+from horde_tui.view.run import LIVE_STATES, RunRow
+from horde_tui.view.swarm import LIVE_SWARM_STATES, RunsAndSwarms
 from widgets.member_table import clip
 
 COLUMNS = (
@@ -53,7 +57,7 @@ def row_cells(row: RunRow, date_text: Callable[[float], str], prompt_width: int)
         "run": row.run_id,
         "state": row.state,
         "started": date_text(row.started) if row.started else "-",
-        "members": str(row.members or "-"),
+        "members": row.count,
         "model": clip(row.model or "-", MODEL_WIDTH),
         "outcome": row.outcome or "-",
         "prompt": clip(row.prompt, prompt_width),
@@ -63,13 +67,15 @@ def row_cells(row: RunRow, date_text: Callable[[float], str], prompt_width: int)
 def detail_text(row: RunRow, date_text: Callable[[float], str]) -> str:
     """The highlighted run in full: what the table clips or leaves out."""
     started = f"started {date_text(row.started)}" if row.started else "not started"
-    facts = [row.run_id, row.state, started, f"{row.members or '?'} members"]
+    members = f"{row.hordes} hordes of {row.members or '?'}" if row.hordes else row.members or "?"
+    facts = [row.run_id, row.state, started, f"{members} members"]
     facts += [row.model or "no model", row.outcome or "no outcome yet"]
     return " · ".join(facts) + "\n" + (row.prompt or "(no prompt)")
 
 
 class RunsScreen(HordeScreen):
-    """Every run in a `.horde/`; enter opens its report or attaches to it, n starts one."""
+    """Every run and swarm in a `.horde/`; enter opens a report, a live run or a swarm;
+    n starts one."""
 
     AUTO_FOCUS = "#runs"
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {LaunchCommands}
@@ -78,10 +84,10 @@ class RunsScreen(HordeScreen):
         Binding("n", "new_run", "New run", id="runs-new", tooltip="the launch form"),
     ]
 
-    def __init__(self, horde_dir: Path, index: RunsIndex | None = None) -> None:
+    def __init__(self, horde_dir: Path, index: RunsAndSwarms | None = None) -> None:
         super().__init__(id="runs-screen")
         self.horde_dir = horde_dir
-        self.index = index or RunsIndex(horde_dir)
+        self.index = index or RunsAndSwarms(horde_dir)
         self.rows: list[RunRow] = []
         self.columns: tuple[str, ...] = ()
         """The column keys on screen now (`started` only when the terminal is wide)."""
@@ -146,9 +152,13 @@ class RunsScreen(HordeScreen):
                     if row[key] != self.shown[run_id][key]:
                         table.update_cell(run_id, key, row[key], update_width=True)
         self.columns, self.shown, self.rows = keys, cells, rows
-        live = sum(1 for r in rows if r.state in LIVE_STATES)
+        live = sum(1 for r in rows if r.state in LIVE_STATES | LIVE_SWARM_STATES)
+        swarms = sum(1 for r in rows if r.hordes)
+        counted = f"{len(rows) - swarms} runs" + (
+            f" and {swarms} swarm{'s' if swarms != 1 else ''}" if swarms else ""
+        )
         self.query_one("#runs-status", Static).update(
-            f"{len(rows)} runs in {shown_path(self.horde_dir)} · {live} live · "
+            f"{counted} in {shown_path(self.horde_dir)} · {live} live · "
             "enter: report or attach · n: new run"
         )
         self.show_detail()
@@ -170,6 +180,9 @@ class RunsScreen(HordeScreen):
         return self.rows[table.cursor_row]
 
     def open_run(self, row: RunRow) -> None:
+        if self.index.is_swarm(row):
+            self.app.push_screen(SwarmScreen(self.index.swarm_dir(row)))
+            return
         run_dir = self.index.runs_dir / row.run_id
         hosted = self.horde_app.sup
         if hosted is not None and hosted.run_id == row.run_id and self.horde_app.live:

@@ -270,6 +270,23 @@ class RunRow:
     prompt: str
     files: tuple[str, ...]
     """Names of the run documents present (`REPORT.md`, ...)."""
+    hordes: int = 0
+    """A swarm's horde count (`view.swarm`); 0 for a run."""
+
+    @property
+    def count(self) -> str:
+        """Members as the list shows them: `M` for a run, `H/M` for a swarm."""
+        if self.hordes:
+            return f"{self.hordes}/{self.members or '?'}"
+        return str(self.members or "-")
+
+
+def subfolders(folder: Path) -> list[str]:
+    """Names of the folders in `folder`, sorted; none when it does not exist (yet)."""
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.is_dir())
+    except OSError:
+        return []
 
 
 @dataclass
@@ -284,8 +301,8 @@ class RunsIndex:
 
     A refresh lists the folder, and per run stats its event log (reading only what was
     appended) and the state files. Event logs are not held open between refreshes, so a
-    long history costs no file descriptors. Swarm hordes (`swarms/<id>/hN/runs`) are not
-    listed here.
+    long history costs no file descriptors. Swarms (`swarms/<id>/`) are listed beside the
+    runs by `view.swarm.RunsAndSwarms`; their hordes' runs are not listed here.
     """
 
     def __init__(self, horde_dir: Path) -> None:
@@ -295,10 +312,7 @@ class RunsIndex:
 
     def refresh(self) -> bool:
         """Catch up; True if any row changed."""
-        try:
-            names = sorted(e.name for e in os.scandir(self.runs_dir) if e.is_dir())
-        except OSError:
-            names = []
+        names = subfolders(self.runs_dir)
         rows = []
         for name in names:
             run_dir = self.runs_dir / name
