@@ -7,11 +7,14 @@ Measures (issue 3 targets in brackets):
 - member start-up: process start to its first request at the model endpoint [< 0.5 s],
   and the member's peak RSS [< 60 MB];
 - gateway overhead: the gateway process's CPU time per chat call while serving 12
-  concurrent clients against a zero-latency stub [< 5 ms], for the stub's own model, which
-  litellm has no price for (as with a local server: the target is held against this one,
-  the costlier case, since litellm searches its price map in vain on every call), and for
-  a model it prices (as with a cloud provider), with the load average, since CPU time
-  per call on a shared 2-core machine rises with the load; and, for the record, the median
+  concurrent clients against a zero-latency stub [< 5 ms for each model], for the stub's
+  own model, which litellm has no price for (as with a local server), and for a model it
+  prices (as with a cloud provider): the target is held against both, since which one
+  costs more depends on what litellm does per call (before the gateway skipped litellm's
+  own per-call pricing, gateway/lean.py, the unpriced model was dearer; now the priced
+  one is, mostly by the gateway's own `litellm.cost_per_token`); with the load average,
+  since CPU time per call on a shared 2-core machine rises with the load; and, for the
+  record, the median
   latency through the gateway against a direct call to the same stub (against a
   zero-latency stub, 12 concurrent clients queue on the gateway's one event loop, so that
   latency is CPU per call times the queue, not a per-call cost); the CPU is split into the
@@ -442,7 +445,7 @@ def main() -> int:
         f"{_spread(series('cpu_per_call_ms'))} (target < 5)\n"
         f"  event-loop thread {_spread(series('loop_thread_ms'))}, litellm's worker threads "
         f"{_spread(series('worker_threads_ms'))}\n"
-        f"  model litellm prices ({PRICED_MODEL}): {_spread(priced)}\n"
+        f"  model litellm prices ({PRICED_MODEL}): {_spread(priced)} (target < 5)\n"
         f"  with litellm.acompletion answering instantly (the gateway's own share): "
         f"{_spread(own)}\n"
         f"Python function calls per chat call in the gateway (all threads; load-independent): "
@@ -458,7 +461,7 @@ def main() -> int:
         f"{m['members']} members x 20 turns through one gateway: {m['turns']} turns in "
         f"{m['wall_s']:.1f} s ({m['turns_per_s']:.1f} member-turns/s)"
     )
-    ok = startup_s < 0.5 and rss_mb < 60 and cpu < 5
+    ok = startup_s < 0.5 and rss_mb < 60 and max(cpu, statistics.median(priced)) < 5
     print("targets met" if ok else "targets NOT met")
     return 0 if ok else 1
 
