@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,12 +131,6 @@ def probe_report(gw: GatewayProcess, until: str, at_least: int) -> dict[str, Any
         assert time.monotonic() < deadline, f"{until}: {done} of {at_least} after 30 s"
 
 
-@pytest.fixture
-def stub() -> Iterator[StubThread]:
-    with StubThread() as stub:
-        yield stub
-
-
 def chat_both_ways(gw: GatewayProcess, member: str, tokens: tuple[int, int]) -> list[Any]:
     """One plain and one streamed call as `member`; the `usage` of each reply."""
     prompt, completion = tokens
@@ -169,9 +162,9 @@ def expected_price(prompt: int, completion: int) -> float:
 
 
 def test_the_gateway_skips_litellms_pricing_and_payload_and_still_accounts_every_call(
-    stub: StubThread, tmp_path: Path
+    stub_model: StubThread, tmp_path: Path
 ) -> None:
-    gw = probed_gateway(stub, tmp_path)
+    gw = probed_gateway(stub_model, tmp_path)
     try:
         priced = chat_both_ways(gw, PRICED_MEMBER, (1000, 200))
         unpriced = chat_both_ways(gw, UNPRICED_MEMBER, (500, 50))
@@ -208,9 +201,9 @@ def test_the_gateway_skips_litellms_pricing_and_payload_and_still_accounts_every
 
 
 def test_with_a_litellm_callback_registered_litellm_prices_and_builds_its_payload(
-    stub: StubThread, tmp_path: Path
+    stub_model: StubThread, tmp_path: Path
 ) -> None:
-    gw = probed_gateway(stub, tmp_path, LEAN_PROBE_CALLBACK="1")
+    gw = probed_gateway(stub_model, tmp_path, LEAN_PROBE_CALLBACK="1")
     try:
         priced = chat_both_ways(gw, PRICED_MEMBER, (1000, 200))
         unpriced = chat_both_ways(gw, UNPRICED_MEMBER, (500, 50))
@@ -228,7 +221,7 @@ def test_with_a_litellm_callback_registered_litellm_prices_and_builds_its_payloa
     # fills in its own way, untouched here).
     cost = expected_price(1000, 200)
     priced_seen = [x for x in saw if x["model"] == PRICED.split("/", 1)[1]]
-    unpriced_seen = [x for x in saw if x["model"] == stub.model.split("/", 1)[1]]
+    unpriced_seen = [x for x in saw if x["model"] == stub_model.model.split("/", 1)[1]]
     assert len(priced_seen) == len(unpriced_seen) == 2
     assert [x["response_cost"] for x in priced_seen] == [pytest.approx(cost, rel=1e-12)] * 2
     assert [x["payload"] for x in priced_seen] == [{"response_cost": pytest.approx(cost)}] * 2
