@@ -28,7 +28,10 @@ litellm already records for a model it cannot price; never 0), and the payload i
 built. Each replacement runs litellm's original whenever anyone could read the result:
 a callback registered with litellm (global or per call, e.g. a user's) or litellm's
 `LITELLM_PRINT_STANDARD_LOGGING_PAYLOAD` debug print. Measured with
-`tests/benchmarks/bench_members.py`: see /work/notes/gatewaylean-readme.md.
+`tests/benchmarks/bench_members.py` (12 clients, the stub; 2026-11-30): Python calls
+per chat call in the gateway fell from about 12,500 to 8,700 for an unpriced model and
+from 11,600 to 9,550 for a priced one; CPU per call, paired with the gateway without
+this module, fell by 1.2-1.5 ms (unpriced) and 1.0-1.5 ms (priced), to about 3.7-4.3 ms.
 
 These are litellm internals. `apply` checks each one exists with the signature read
 in 1.110.2 and otherwise changes nothing (the gateway works, only slower) and says so;
