@@ -17,7 +17,7 @@ Facts about litellm 1.110.2 this module is built around:
   `litellm.logging = False`, `disable_streaming_logging`, `drop_params = False` or the
   payload's excluded fields; 12,580 with `turn_off_message_logging` (it redacts a copy)
   and 10,500 with a shared `client=` (an httpx client instead of litellm's cached
-  aiohttp one); so none of them is set.
+  aiohttp one); so none of them is set, and `lean` skips both pieces of work instead.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ import math
 import os
 import random
 import re
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from horde_tui.gateway import lean
 from horde_tui.gateway.limiter import AdaptiveLimiter
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -85,6 +87,7 @@ class LiteLLM:
             litellm.suppress_debug_info = True
             litellm.drop_params = True
             litellm.telemetry = False
+            skip_unread_bookkeeping(litellm)
             freeze_import_heap()
             self._module = litellm
         except BaseException as exc:  # surfaced to every request, never swallowed
@@ -103,6 +106,23 @@ class LiteLLM:
         if self._module is None:
             raise ProviderError(500, f"litellm failed to import: {self._error}", "gateway_error")
         return self._module
+
+
+def skip_unread_bookkeeping(litellm: Any) -> None:
+    """Apply `lean` (litellm's per-call pricing and logging payload, which nothing reads).
+
+    When this litellm's internals differ from what `lean` was written against, nothing is
+    replaced: calls work as before, only with that CPU cost, and one line says so.
+    """
+    refused = lean.apply(litellm)
+    if refused:
+        print(
+            f"horde-tui gateway: litellm's per-call pricing and logging payload are not "
+            f"skipped (calls cost more CPU), its internals differ from lean.py's: {refused}; "
+            "re-check horde_tui/gateway/lean.py against this litellm",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def freeze_import_heap() -> None:
