@@ -20,12 +20,19 @@ from typing import Any
 
 import pytest
 from swarm_scene import SWARM_ID, write_swarm
+from test_app_support import NOW, wait_for
 from test_supervisor_e2e import _wait_for_line, lifecycle
 from test_supervisor_resume import HeldUntilReleased, in_dir, one_line_refusal, slow_worker
+from textual.widgets import Button
 
 from horde_tui import prompts
+from horde_tui.app import AppConfig, HordeApp
+from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.swarm import SwarmSupervisor
 from horde_tui.supervisor.swarm_state import read_swarm_json, swarm_state
 
 __all__ = ["in_dir"]  # the fixture, used by name
@@ -172,3 +179,60 @@ def test_resume_refuses_a_live_an_ended_and_an_unknown_swarm(
         "target); `horde-tui app` lists them"
     )
     assert json.loads((swarm_dir / "SWARM.json").read_text())["state"] == "finished"
+
+
+@pytest.fixture
+def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Members and the detached supervisor inherit the environment: keep HORDE_* out."""
+    for key in list(os.environ):
+        if key.startswith("HORDE_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it(
+    tmp_path: Path, no_horde_env: None
+) -> None:
+    (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
+    policy = swarm_policy()
+    with StubThread(policy=policy) as stub:
+        env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
+        overrides = {"postmortem": False, "swarm_stagger_ms": 600_000, "active_grace_ms": 300}
+        cfg = load_settings(environ=env, overrides=overrides)
+        swarm = SwarmSupervisor(tmp_path, RunRequest("Review app.py", 1), cfg, 2)
+        swarm_dir = swarm.swarm_dir
+
+        def finished() -> bool:
+            return (read_swarm_json(swarm_dir) or {}).get("state") == "finished"
+
+        app = HordeApp(
+            horde_dir=tmp_path / ".horde", swarm=swarm, config=AppConfig.deterministic(NOW)
+        )
+        try:
+            async with app.run_test(size=(120, 30)) as pilot:
+                await wait_for(pilot, lambda: "member-1" in policy.holding, 120)
+                await pilot.press("q")
+                await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+                assert not app.screen.query_one("#detach", Button).disabled
+                before = len(stub.stub.requests)
+                await pilot.click("#detach")
+                policy.released.set()  # the session carried on is not held
+                await wait_for(pilot, lambda: not app.is_running, 120)
+            assert app.return_value == 0
+            assert app.handed_off is not None, "the app quit without handing the swarm off"
+            assert f"swarm {swarm.swarm_id} goes on in the background" in app.handed_off
+            assert f"horde-tui attach {swarm.swarm_id}-h2" in app.handed_off
+            data = read_swarm_json(swarm_dir)
+            assert data is not None and data["parent_pid"] != os.getpid()
+            assert swarm_state(data) == "active", "the swarm goes on after the app"
+            assert wait_until(finished, 240), "the detached resume did not finish the swarm"
+            after = stub.stub.requests[before:]
+        finally:
+            host = (read_swarm_json(swarm_dir) or {}).get("parent_pid")
+            if isinstance(host, int) and host != os.getpid() and not finished():
+                os.killpg(host, signal.SIGKILL)
+    data = assert_swarm_carried_on(swarm_dir, after)
+    kinds = [t["kind"] for t in data["timeline"]]
+    assert kinds.index("swarm-handoff") < kinds.index("swarm-resume")
+    h1 = lifecycle(swarm_dir / data["runs"]["h1"])
+    assert h1.index(("run-handoff", None)) < h1.index(("run-resume", None))
