@@ -1,8 +1,9 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
 `resume`, `reset`, `finalize`. Imported lazily by `cli.py`.
 
-`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`); with a
-member target (or none) `resume` resumes paused members of the live run.
+`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`), `resume
+SWARM` a swarm whose host is gone (`supervisor/swarm_resume.py`); with a member target
+(or none) `resume` resumes paused members of the live run.
 
 `run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
 or with `--detach` start a headless one as its own process and return; `attach` opens
@@ -464,8 +465,8 @@ def add_commands(sub: Any) -> None:
         ("pause", "suspend members (SIGSTOP of their process groups)"),
         (
             "resume",
-            "resume paused members (resume [target]), or carry on a run whose supervisor is "
-            "gone (resume RUN [--detach] [--headless])",
+            "resume paused members (resume [target]), or carry on a run or swarm whose "
+            "supervisor is gone (resume RUN|SWARM [--detach] [--headless])",
         ),
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
@@ -475,7 +476,7 @@ def add_commands(sub: Any) -> None:
             "words",
             nargs="*",
             metavar="target",
-            help=f"{targets}; or a run id (resume RUN)" if name == "resume" else targets,
+            help=f"{targets}; or a run or swarm id (resume RUN)" if name == "resume" else targets,
         )
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
@@ -483,7 +484,7 @@ def add_commands(sub: Any) -> None:
         p.set_defaults(func=cmd_control)
         if name == "resume":
             p.add_argument(
-                "--detach", action="store_true", help="resume RUN as a background process"
+                "--detach", action="store_true", help="resume RUN|SWARM as a background process"
             )
             p.add_argument(
                 "--headless", action="store_true", help="print one line per event (no app)"

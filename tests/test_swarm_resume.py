@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from swarm_scene import SWARM_ID, write_swarm
+from swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from test_app_support import NOW, wait_for
 from test_supervisor_e2e import _wait_for_line, lifecycle
 from test_supervisor_resume import HeldUntilReleased, in_dir, one_line_refusal, slow_worker
@@ -236,3 +237,32 @@ async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it
     assert kinds.index("swarm-handoff") < kinds.index("swarm-resume")
     h1 = lifecycle(swarm_dir / data["runs"]["h1"])
     assert h1.index(("run-handoff", None)) < h1.index(("run-resume", None))
+
+
+class MergingSwarm(FakeSwarm):
+    """A hosted swarm already merging its hordes' deliverables: too late to hand off."""
+
+    def handoff(self) -> str:
+        self.calls.append(("handoff", "all"))
+        return "refused: the swarm is merging (writing its deliverable); it ends in moments"
+
+
+async def test_detach_of_a_merging_swarm_says_so_and_quits_once_it_has_ended(
+    tmp_path: Path,
+) -> None:
+    settings = SimpleNamespace(model="openai/stub")
+    fake = MergingSwarm(tmp_path, RunRequest("Audit the web app", 3), settings, 2)
+    app = HordeApp(horde_dir=tmp_path / ".horde", config=AppConfig.deterministic(NOW), swarm=fake)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.swarm_live and fake.sink is not None)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#detach")
+        await wait_for(
+            pilot,
+            lambda: any("the swarm is merging" in n.message for n in app._notifications),
+        )
+        assert fake.calls == [("handoff", "all")] and app.is_running
+        fake.finish()
+        await wait_for(pilot, lambda: not app.is_running)
+    assert app.return_value == 130 and app.handed_off is None
