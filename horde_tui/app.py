@@ -34,6 +34,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from horde_tui.runcli import swarm_watch_lines, watch_lines
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen, quit_screen
 from horde_tui.screens.report import ReportScreen
@@ -160,10 +161,11 @@ class HordeApp(App[int]):
         horde_dir: Path | None = None,
         config: AppConfig | None = None,
         attach: Path | None = None,
-        swarm: tuple[RunRequest, Settings, int] | None = None,
+        swarm: tuple[RunRequest, Settings, int] | HostedSwarm | None = None,
     ) -> None:
         """`swarm`: (request, settings, hordes) of a checked `H/M` launch to host at once
-        (`horde-tui run H/M` in a terminal), as the launch form's `start_swarm` does."""
+        (`horde-tui run H/M` in a terminal), as the launch form's `start_swarm` does, or
+        a swarm supervisor ready to host (`horde-tui resume SWARM` in a terminal)."""
         super().__init__()
         self.sup = supervisor
         self.config = config or AppConfig()
@@ -199,8 +201,8 @@ class HordeApp(App[int]):
         """The hosted swarm's exit status once it ended (as its `SwarmSummary` says)."""
         self._swarm_first = swarm
         self.handing_off = False
-        """Detach was chosen for the hosted run: once its supervisor has let go, a
-        detached `horde-tui resume` takes it over and the app quits."""
+        """Detach was chosen for the hosted run or swarm: once its supervisor has let go,
+        a detached `horde-tui resume` takes it over and the app quits."""
         self.handed_off: str | None = None
         """What to tell the shell after a detach: where the run goes on."""
         if not self.config.animations:
@@ -236,8 +238,11 @@ class HordeApp(App[int]):
     def on_mount(self) -> None:
         if self.config.watch_files:
             self.run_worker(self._watch(), name="watcher", group="watcher", exit_on_error=False)
-        if self._swarm_first is not None:  # over the first screen, once it has mounted
-            self.call_after_refresh(self.start_swarm, *self._swarm_first)
+        first = self._swarm_first
+        if isinstance(first, tuple):  # over the first screen, once it has mounted
+            self.call_after_refresh(self.start_swarm, *first)
+        elif first is not None:
+            self.call_after_refresh(self.host_swarm, first)
         if self.sup is None:
             if self.attached is not None:
                 self.poll_attached()
@@ -271,12 +276,15 @@ class HordeApp(App[int]):
         its files. The supervisor's module loads only when a swarm is hosted."""
         from horde_tui.supervisor.swarm import SwarmSupervisor
 
-        swarm = SwarmSupervisor(
-            self.horde_dir.parent, request, settings, hordes, sink=self._swarm_event
-        )
+        self.host_swarm(SwarmSupervisor(self.horde_dir.parent, request, settings, hordes))
+
+    def host_swarm(self, swarm: HostedSwarm) -> None:
+        """Run a swarm supervisor (new or resumed) in a worker, its swarm screen on top."""
+        swarm.sink = self._swarm_event
         self.swarm, self.swarm_live, self.quit_when_done = swarm, True, False
         self.title = f"swarm {swarm.swarm_id}"
-        self.sub_title = f"{'DEMO MODEL · ' if request.demo else ''}{settings.model or 'no model'}"
+        demo = "DEMO MODEL · " if swarm.request.demo else ""
+        self.sub_title = f"{demo}{swarm.settings.model or 'no model'}"
         self.push_screen(SwarmScreen(swarm.swarm_dir))
         self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
 
@@ -295,6 +303,16 @@ class HordeApp(App[int]):
     def _swarm_ended(self, worker: Worker[object], state: WorkerState) -> None:
         self.swarm_live = False
         success = state == WorkerState.SUCCESS
+        if self.handing_off and success and worker.result is None and self.swarm is not None:
+            swarm = self.swarm
+            watch = swarm_watch_lines(swarm.swarm_id, swarm.count)
+            self.run_worker(
+                partial(self._resume_detached, "swarm", swarm.swarm_id, swarm.settings, watch),
+                thread=True,
+                group="handoff",
+                exit_on_error=False,
+            )
+            return
         self.swarm_exit_code = getattr(worker.result, "exit_code", 0) if success else 1
         if state == WorkerState.ERROR:
             error = worker.error
@@ -460,9 +478,19 @@ class HordeApp(App[int]):
             return
         self.bridge.flush()
         self.live = False
-        if self.handing_off and event.state == WorkerState.SUCCESS and event.worker.result is None:
+        if (
+            self.handing_off
+            and event.state == WorkerState.SUCCESS
+            and event.worker.result is None
+            and self.sup is not None
+        ):
+            sup = self.sup
+            watch = watch_lines(sup.run_id)
             self.run_worker(
-                self._resume_detached, thread=True, group="handoff", exit_on_error=False
+                partial(self._resume_detached, "run", sup.run_id, sup.settings, watch),
+                thread=True,
+                group="handoff",
+                exit_on_error=False,
             )
             return
         if event.state == WorkerState.SUCCESS:
@@ -547,9 +575,17 @@ class HordeApp(App[int]):
         """A hosted swarm dies with the app: stop it (every horde) and quit once its
         supervisor has returned."""
         swarm = self.swarm
-        if choice not in ("stop-clean", "stop-hard") or swarm is None or not self.swarm_live:
+        if choice is None or swarm is None or not self.swarm_live:
             return
         self.quit_when_done = True
+        if choice == "detach":
+            answer = swarm.handoff()
+            if answer.startswith("refused"):
+                self.notify(f"{answer}; the app quits once it has ended.", timeout=30)
+                return
+            self.handing_off = True
+            self.notify(f"Detaching swarm {swarm.swarm_id}: {answer}.", timeout=60)
+            return
         if choice == "stop-clean":
             self.notify(swarm.stop_clean("all", reason="stopped by user"))
         else:
@@ -571,27 +607,26 @@ class HordeApp(App[int]):
         self.handing_off = True
         self.notify(f"Detaching run {self.sup.run_id}: {answer}.", timeout=60)
 
-    def _resume_detached(self) -> None:
-        """Thread worker: start the detached resume and wait until it has the run."""
-        from horde_tui.runcli import resume_detached, watch_lines
+    def _resume_detached(self, what: str, run: str, settings: object, watch: str) -> None:
+        """Thread worker: start the detached resume of the run or swarm (`what`) and
+        wait until it has taken it over."""
+        from horde_tui.runcli import resume_detached
 
-        assert self.sup is not None
-        run = self.sup.run_id
         env = dict(os.environ)
-        key = getattr(self.sup.settings, "api_key", None)
+        key = getattr(settings, "api_key", None)
         if key:  # given on this command line: never written down, so passed along
             env["HORDE_API_KEY"] = key
         started = resume_detached(self.horde_dir, run, env)
         if started.run_dir is None:
             message = (
-                f"the run could not be handed off ({started.error.strip()}); it is "
+                f"the {what} could not be handed off ({started.error.strip()}); it is "
                 f"interrupted: carry it on with `horde-tui resume {run}`"
             )
             self.call_from_thread(self._handoff_failed, message)
             return
         self.handed_off = (
-            f"run {run} goes on in the background (pid {started.pid}); log: {started.log}\n"
-            f"{watch_lines(run)}"
+            f"{what} {run} goes on in the background (pid {started.pid}); "
+            f"log: {started.log}\n{watch}"
         )
         self.call_from_thread(self.exit, 0)
 

@@ -26,7 +26,7 @@ from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
-from horde_tui.supervisor.swarm_state import live_swarm, swarms_by_state
+from horde_tui.supervisor.swarm_state import live_swarm, read_swarm_json, swarms_by_state
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (
@@ -261,6 +261,13 @@ class DetachedStart:
     error: str = ""
 
 
+def _host_pid(run_dir: Path) -> int | None:
+    """The process that has taken a run (its live marker) or a swarm (its SWARM.json)."""
+    if run_dir.parent.name == "swarms":
+        return (read_swarm_json(run_dir) or {}).get("parent_pid")
+    return controls.supervisor_pid(run_dir)
+
+
 def start_detached(
     argv: list[str], horde_dir: Path, run_dir: Path | None = None, env: dict[str, str] | None = None
 ) -> DetachedStart:
@@ -287,7 +294,7 @@ def start_detached(
     deadline = time.monotonic() + DETACH_WAIT_S
     while time.monotonic() < deadline:
         if run_dir is not None:
-            live = [run_dir] if controls.supervisor_pid(run_dir) == proc.pid else []
+            live = [run_dir] if _host_pid(run_dir) == proc.pid else []
         else:
             fresh = (
                 sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []

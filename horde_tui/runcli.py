@@ -1,8 +1,9 @@
 """The run commands: `run`, `plan`, `status`, `stop-hard`, `stop-clean`, `pause`,
 `resume`, `reset`, `finalize`. Imported lazily by `cli.py`.
 
-`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`); with a
-member target (or none) `resume` resumes paused members of the live run.
+`resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`), `resume
+SWARM` a swarm whose host is gone (`supervisor/swarm_resume.py`); with a member target
+(or none) `resume` resumes paused members of the live run.
 
 `run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
 or with `--detach` start a headless one as its own process and return; `attach` opens
@@ -150,8 +151,8 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     what = "swarm" if started.run_dir.parent.name == "swarms" else "run"
     print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
     if what == "swarm":
-        print("watch it: horde-tui status   (one block per horde)")
-        print("stop it:  horde-tui stop-clean   (or horde-tui stop-hard)")
+        hordes = (read_swarm_json(started.run_dir) or {}).get("hordes")
+        print(swarm_watch_lines(run, hordes if isinstance(hordes, int) else 1))
     else:
         print(watch_lines(run))
     return 0
@@ -165,13 +166,26 @@ def watch_lines(run: str) -> str:
     )
 
 
+def swarm_watch_lines(swarm: str, hordes: int) -> str:
+    """How to watch and stop a swarm that goes on in the background."""
+    attach = "   ".join(f"horde-tui attach {swarm}-h{n}" for n in range(1, hordes + 1))
+    return (
+        "watch it: horde-tui status   (one block per horde)\n"
+        f"a horde:  {attach}\n"
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+    )
+
+
 def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> Any:
-    """Start `horde-tui resume RUN --headless` as its own session (as `run --detach`
-    starts a run) and wait until it has taken the run; returns the `DetachedStart`."""
+    """Start `horde-tui resume RUN --headless` (a run or a swarm) as its own session (as
+    `run --detach` starts a run) and wait until it has taken it; returns the
+    `DetachedStart`."""
     from horde_tui.launch import start_detached
 
     argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
-    return start_detached(argv, horde_dir, horde_dir / "runs" / run, env)
+    swarm_dir = horde_dir / "swarms" / run
+    taken = swarm_dir if swarm_dir.is_dir() else horde_dir / "runs" / run
+    return start_detached(argv, horde_dir, taken, env)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -187,9 +201,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 "supervisor is gone); `resume [target]` resumes paused members"
             )
         return cmd_control(args)
+    if (horde_dir / "swarms" / run).is_dir():
+        return _resume_swarm(args, horde_dir, run)
     if not (horde_dir / "runs" / run).is_dir():
         return _err(
-            f"no run named {run} in {horde_dir} (nor a member target); `horde-tui app` lists the runs",
+            f"no run or swarm named {run} in {horde_dir} (nor a member target); "
+            "`horde-tui app` lists them",
             1,
         )
     from horde_tui.supervisor.resume import ResumeRefused, load_resume, resumed_supervisor
@@ -208,6 +225,36 @@ def cmd_resume(args: argparse.Namespace) -> int:
     sup = resumed_supervisor(horde_dir.parent, point)
     intro = f"run {run} resumed: phase {point.phase}, model {point.settings.model}"
     return host_here(sup, args, intro)
+
+
+def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> int:
+    """`resume SWARM`: carry on a swarm whose host is gone, here or detached."""
+    from horde_tui.supervisor.resume import ResumeRefused
+    from horde_tui.supervisor.swarm_resume import load_swarm
+
+    try:
+        swarm = load_swarm(horde_dir.parent, swarm_id)
+    except ResumeRefused as exc:
+        return _err(str(exc), 1)
+    if args.detach:
+        started = resume_detached(horde_dir, swarm_id)
+        if started.run_dir is None:
+            return _err(started.error, 1)
+        print(f"swarm {swarm_id} resumed in the background (pid {started.pid}); log: {started.log}")
+        print(swarm_watch_lines(swarm_id, swarm.count))
+        return 0
+    if not args.headless and sys.stdout.isatty():
+        from horde_tui.app import HordeApp
+
+        app = HordeApp(horde_dir=horde_dir, swarm=swarm)
+        return app.run_hosted(mouse=not getattr(args, "no_mouse", False))
+    swarm.sink = print_event
+    print(
+        f"swarm {swarm_id} resumed: {len(swarm.standing)} hordes ended, "
+        f"{len(swarm.carried)} carried on, model {swarm.settings.model}",
+        flush=True,
+    )
+    return asyncio.run(_host(swarm))
 
 
 def _is_target(word: str) -> bool:
@@ -257,7 +304,8 @@ async def _host(sup: Any) -> int:
     loop.add_signal_handler(signal.SIGTERM, hard)
     summary = await sup.run()
     if summary is None:  # handed off: another process carries the run on
-        print(f"\nrun {sup.run_id} handed off; {watch_lines(sup.run_id).splitlines()[0]}")
+        what = f"swarm {sup.swarm_id}" if hasattr(sup, "swarm_id") else f"run {sup.run_id}"
+        print(f"\n{what} handed off")
         return 0
     report = sup.run_dir / "REPORT.md"
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
@@ -417,8 +465,8 @@ def add_commands(sub: Any) -> None:
         ("pause", "suspend members (SIGSTOP of their process groups)"),
         (
             "resume",
-            "resume paused members (resume [target]), or carry on a run whose supervisor is "
-            "gone (resume RUN [--detach] [--headless])",
+            "resume paused members (resume [target]), or carry on a run or swarm whose "
+            "supervisor is gone (resume RUN|SWARM [--detach] [--headless])",
         ),
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
@@ -428,7 +476,7 @@ def add_commands(sub: Any) -> None:
             "words",
             nargs="*",
             metavar="target",
-            help=f"{targets}; or a run id (resume RUN)" if name == "resume" else targets,
+            help=f"{targets}; or a run or swarm id (resume RUN)" if name == "resume" else targets,
         )
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
@@ -436,7 +484,7 @@ def add_commands(sub: Any) -> None:
         p.set_defaults(func=cmd_control)
         if name == "resume":
             p.add_argument(
-                "--detach", action="store_true", help="resume RUN as a background process"
+                "--detach", action="store_true", help="resume RUN|SWARM as a background process"
             )
             p.add_argument(
                 "--headless", action="store_true", help="print one line per event (no app)"

@@ -302,9 +302,9 @@ async def test_controls_of_a_hosted_swarm_are_calls_on_its_supervisor(
         await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("enter")  # h1's run screen is attached, but the swarm is hosted:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        await pilot.press("q")  # quitting ends it, so detach is not offered
+        await pilot.press("q")  # the swarm is hosted here: detaching is a handoff
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-        assert app.screen.query_one("#detach", Button).disabled
+        assert not app.screen.query_one("#detach", Button).disabled
         assert str(app.screen.query_one(".dialog-question").render()).startswith(
             f"Swarm {SWARM_ID} is hosted in this app"
         )
@@ -398,7 +398,7 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
         await pilot.press("escape")
         await pilot.press("q")  # a hosted swarm dies with the app: the quit dialog asks
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-        assert app.screen.query_one("#detach", Button).disabled
+        assert not app.screen.query_one("#detach", Button).disabled
         await pilot.click("#stop-clean")
         await wait_for(pilot, lambda: ("stop_clean", "all") in fake.calls)
     assert app.return_value == 130, "the app quit with the swarm's status once run() returned"

@@ -207,8 +207,8 @@ def test_resume_refuses_an_ended_run(in_dir: Path, capsys: pytest.CaptureFixture
 
 def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     line = one_line_refusal(capsys, "resume", "20990101-000000-ffff")
-    assert line.startswith("horde-tui: no run named 20990101-000000-ffff in ")
-    assert line.endswith("(nor a member target); `horde-tui app` lists the runs")
+    assert line.startswith("horde-tui: no run or swarm named 20990101-000000-ffff in ")
+    assert line.endswith("(nor a member target); `horde-tui app` lists them")
 
 
 def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:

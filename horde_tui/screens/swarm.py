@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -52,6 +52,11 @@ from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from widgets.member_table import clip, format_cost
 from widgets.status_line import StatusLine
+
+if TYPE_CHECKING:  # the supervisor loads only when a swarm is hosted
+    from horde_tui.settings import Settings
+    from horde_tui.supervisor.observe import Sink
+    from horde_tui.supervisor.setup import RunRequest
 
 COLUMNS = (
     ("horde", "horde"),
@@ -96,6 +101,12 @@ class HostedSwarm(HordeControls, Protocol):
 
     swarm_id: str
     swarm_dir: Path
+    count: int
+    request: RunRequest
+    settings: Settings
+    sink: Sink
+
+    def handoff(self) -> str: ...
 
 
 def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
@@ -118,18 +129,19 @@ def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
 
 def swarm_quit_screen(swarm_id: str) -> ChoiceScreen:
     """Asked when quitting while this app hosts a live swarm: its hordes' members are
-    this process's children, and a swarm cannot be handed to a background supervisor
-    (as a hosted run can), so only a stop or cancel is offered."""
+    this process's children, so detaching it is a handoff (`SwarmSupervisor.handoff`):
+    running hordes stop where they are and a detached `horde-tui resume` carries the
+    whole swarm on (hordes not started yet start there, the merge happens there)."""
     return ChoiceScreen(
-        f"Swarm {swarm_id} is hosted in this app. Quitting ends it.",
+        f"Swarm {swarm_id} is hosted in this app.",
         "Stop clean: every horde wraps up and writes its report, the swarm merges them, "
-        "then the app quits. Stop hard: members are terminated now.\nDetach is not "
-        "possible for a swarm hosted here; to leave a swarm going, start it with the launch "
-        "form's detached switch.",
+        "then the app quits. Stop hard: members are terminated now.\nDetach: members "
+        "pause their sessions, a background supervisor carries the swarm on, the app "
+        "quits (horde-tui status watches it).",
         [
             ("stop-clean", "Stop clean", "primary", True),
             ("stop-hard", "Stop hard", "error", True),
-            ("detach", "Detach", "default", False),
+            ("detach", "Detach", "warning", True),
             ("cancel", "Cancel", "default", True),
         ],
     )

@@ -131,7 +131,7 @@ def load_resume(
     point = ResumePoint(
         run_id,
         request,
-        _settings(horde_dir, manifest, environ),
+        recorded_settings(horde_dir, manifest, environ),
         started=float(manifest.get("created") or time.time()),
         members={m["name"]: MemberPoint() for m in manifest.get("members") or []},
     )
@@ -148,11 +148,12 @@ def _prompt_of(task: str) -> str:
     return body.rpartition("\n\n## Configuration\n")[0].strip() or body.strip()
 
 
-def _settings(
+def recorded_settings(
     horde_dir: Path, manifest: dict[str, Any], environ: Mapping[str, str] | None
 ) -> Settings:
-    """The run's own settings (MANIFEST.json keeps all but the key); the key, which is
-    never written down, comes from this environment or the config file as for any run."""
+    """The run's own settings (MANIFEST.json keeps all but the key, a swarm's
+    CONFIG.json the same); the key, which is never written down, comes from this
+    environment or the config file as for any run."""
     try:
         key = load_settings(horde_dir / "config.toml", environ).api_key
         return Settings.model_validate({**(manifest.get("config") or {}), "api_key": key})
@@ -200,8 +201,23 @@ class ResumedSupervisor(Supervisor):
     """A supervisor whose `run()` carries an existing run on from `point` instead of
     setting up a new one, so the app and headless mode host it like any other."""
 
-    def __init__(self, workdir: Path, point: ResumePoint, sink: Sink | None = None) -> None:
-        super().__init__(workdir, point.request, point.settings, sink, run_id=point.run_id)
+    def __init__(
+        self,
+        workdir: Path,
+        point: ResumePoint,
+        sink: Sink | None = None,
+        horde_dir: Path | None = None,
+        horde: int = 1,
+    ) -> None:
+        super().__init__(
+            workdir,
+            point.request,
+            point.settings,
+            sink,
+            run_id=point.run_id,
+            horde=horde,
+            horde_dir=horde_dir,
+        )
         self.point = point
 
     async def run(self) -> RunSummary | None:
@@ -220,10 +236,15 @@ class ResumedSupervisor(Supervisor):
 
 
 def resumed_supervisor(
-    workdir: Path, point: ResumePoint, sink: Sink | None = None
+    workdir: Path,
+    point: ResumePoint,
+    sink: Sink | None = None,
+    horde_dir: Path | None = None,
+    horde: int = 1,
 ) -> ResumedSupervisor:
-    """A supervisor for the run, standing where its events left it."""
-    sup = ResumedSupervisor(workdir, point, sink)
+    """A supervisor for the run, standing where its events left it (`horde_dir`: a
+    swarm's horde, `.horde/swarms/<id>/hN/`, whose members still work in `workdir`)."""
+    sup = ResumedSupervisor(workdir, point, sink, horde_dir, horde)
     sup.started = point.started
     sup.resumed_at = [*point.resumed_at, time.time()]
     sup._solved_seen = dict(point.solved_seen)

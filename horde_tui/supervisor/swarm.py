@@ -15,6 +15,7 @@ Textual-free: the CLI hosts it headless, the app builds one with `launch.build_s
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -47,6 +48,8 @@ PLANNER = "planner"
 MERGE = "merge"
 SESSIONS = {PLANNER: "planner-sessions", MERGE: "deliverable-sessions"}
 """Where each swarm helper's transcripts go, inside the swarm directory."""
+CONFIG = "CONFIG.json"
+"""The swarm's request switches and settings (no key), for `horde-tui resume SWARM`."""
 NORMAL_ENDS = frozenset({"finished", "solved", "solved-unvalidated"})
 CONTROL_POLL_S = 0.25
 """How often the swarm looks in its own `control/` (a horde's supervisor ticks as often)."""
@@ -129,6 +132,10 @@ class SwarmSupervisor:
         self.helpers: list[MemberState] = []
         """The planner and merge sessions, for the report's cost of the swarm itself."""
         self._gateway_start: asyncio.Task[None] | None = None
+        self.handing_off = False
+        """Set by `handoff`: the swarm goes on in a detached `horde-tui resume`."""
+        self.released = False
+        """Handed off: SWARM.json names no host, so the resume may take the swarm."""
 
     @property
     def run_dir(self) -> Path:
@@ -176,7 +183,7 @@ class SwarmSupervisor:
             "demo": self.request.demo,
             "layers": list(self.request.layers),
             "state": self.state,
-            "parent_pid": os.getpid(),
+            "parent_pid": None if self.released else os.getpid(),
             "started": self.started,
             "ended": self.ended,
             "outcome": self.outcome,
@@ -191,12 +198,26 @@ class SwarmSupervisor:
         write_swarm_json(self.swarm_dir, self.as_json())
         atomic_write_text(self.swarm_dir / "SWARM.md", render_swarm_md(self.as_json()))
 
+    def _write_config(self) -> None:
+        """What `horde-tui resume SWARM` needs besides SWARM.json: the request's
+        switches and every setting but the key (as a run's MANIFEST.json keeps them)."""
+        config = {
+            "request": {
+                "verifier": self.request.verifier,
+                "until_stop": self.request.until_stop,
+            },
+            "config": self.settings.model_dump(exclude={"api_key"}),
+        }
+        atomic_write_text(self.swarm_dir / CONFIG, json.dumps(config, indent=2) + "\n")
+
     # -- the lifecycle ---------------------------------------------------------------------
 
-    async def run(self) -> SwarmSummary:
-        """Partition, start the hordes staggered, wait for all, merge, report."""
+    async def run(self) -> SwarmSummary | None:
+        """Partition, start the hordes staggered, wait for all, merge, report (None:
+        handed off to a detached `horde-tui resume`, see `handoff`)."""
         self.swarm_dir.mkdir(parents=True, exist_ok=True)
         HordePaths(self.workdir / ".horde").ensure()
+        self._write_config()
         self._write_state()
         answering = asyncio.create_task(self._answer_controls(), name="swarm-controls")
         if not self.request.layers or self.settings.deliverable:
@@ -207,6 +228,8 @@ class SwarmSupervisor:
                 self.state = "active"
                 self._write_state()
                 await self._run_hordes()
+                if self.handing_off:
+                    return None  # the hordes were handed off: no merge, no report here
                 self.state = "finalizing"
                 self.outcome, self.diagnosis = swarm_outcome(self.summaries)
                 if self.skipped:
@@ -229,9 +252,15 @@ class SwarmSupervisor:
             if self._gateway_start is not None:
                 await asyncio.gather(self._gateway_start, return_exceptions=True)
             await self._stop_gateway()
-            self.state = "not started" if self.state == "pending" else "finished"
-            self.ended = time.time()
-            self._mark("swarm-end", outcome=self.outcome, diagnosis=self.diagnosis)
+            if self.handing_off:
+                self.released = True
+                self._mark("swarm-handoff", hordes=sorted(set(self.hordes) - set(self.summaries)))
+            else:
+                self.state = "not started" if self.state == "pending" else "finished"
+                self.ended = time.time()
+                self._mark("swarm-end", outcome=self.outcome, diagnosis=self.diagnosis)
+        if self.handing_off:
+            return None
         return SwarmSummary(
             self.swarm_id, self.state, self.outcome or "failed", self.diagnosis, self.summaries
         )
@@ -250,6 +279,8 @@ class SwarmSupervisor:
         brief = prompts.PLANNER_BRIEF.format(hordes=self.count)
         helper = await self._helper(PLANNER, brief, self.settings.planner_ms / 1000)
         self._mark("planner-end", cause=helper.exit_cause)
+        if self.handing_off:
+            return False  # the resume runs the planner again
         if self.halted:
             self.outcome, self.diagnosis = (
                 "stopped by user",
@@ -322,30 +353,38 @@ class SwarmSupervisor:
                 await gateway.proc.wait()
 
     async def _run_hordes(self) -> None:
-        siblings = {name: self.swarm_dir / name for name in self.names}
+        every = {name: self.swarm_dir / name for name in self.names}
+        staggered = False
         for n, share in enumerate(self.partition, 1):
-            if n > 1 and not self.halted:
+            siblings = {k: v for k, v in every.items() if k != share.horde}
+            if self._take_up(n, share, siblings):
+                continue
+            if staggered and not self.halted:
                 try:
                     await asyncio.wait_for(self._halt.wait(), self.settings.swarm_stagger_ms / 1000)
                 except TimeoutError:
                     pass
-            if self.halted or share.horde in self.skipped:
+            staggered = True
+            if self.halted or self.handing_off or share.horde in self.skipped:
                 continue
-            self._start_horde(n, share, {k: v for k, v in siblings.items() if k != share.horde})
+            self._start_horde(n, share, siblings)
         await asyncio.gather(*self._tasks.values())
 
-    def _start_horde(self, n: int, share: Workstream, siblings: dict[str, Path]) -> None:
-        name = share.horde
-        horde_dir = self.swarm_dir / name
-        HordePaths(horde_dir).ensure()
+    def _take_up(self, n: int, share: Workstream, siblings: dict[str, Path]) -> bool:
+        """A horde an earlier host of this swarm started: True when it is taken care of
+        (a resumed swarm, `swarm_resume.ResumedSwarm`); a new swarm has none."""
+        return False
+
+    def _horde_request(self, share: Workstream, siblings: dict[str, Path]) -> RunRequest:
+        """A horde's own request: the swarm's prompt with its workstream."""
         task = self.request.prompt.strip() + prompts.WORKSTREAM_SECTION.format(
-            horde=name,
+            horde=share.horde,
             hordes=self.count,
             swarm=self.swarm_id,
             workstream=share.workstream,
             criterion=share.criterion,
         )
-        request = RunRequest(
+        return RunRequest(
             task,
             self.request.count,
             list(share.layers),
@@ -354,22 +393,32 @@ class SwarmSupervisor:
             demo=self.request.demo,
             siblings=siblings,
         )
+
+    def _start_horde(self, n: int, share: Workstream, siblings: dict[str, Path]) -> None:
+        name = share.horde
+        horde_dir = self.swarm_dir / name
+        HordePaths(horde_dir).ensure()
         sup = Supervisor(
             self.workdir,
-            request,
+            self._horde_request(share, siblings),
             self.settings,
             sink=self._horde_sink(name),
             run_id=f"{self.swarm_id}-{name}",
             horde=n,
             horde_dir=horde_dir,
         )
-        self.hordes[name] = sup
         self.runs[name] = str(sup.run_dir.relative_to(self.swarm_dir))
-        self._tasks[name] = asyncio.create_task(self._run_horde(name, sup), name=f"horde-{name}")
+        self._host_horde(name, sup)
         self._mark("horde-start", name, run=sup.run_id)
+
+    def _host_horde(self, name: str, sup: Supervisor) -> None:
+        self.hordes[name] = sup
+        self._tasks[name] = asyncio.create_task(self._run_horde(name, sup), name=f"horde-{name}")
 
     async def _run_horde(self, name: str, sup: Supervisor) -> None:
         summary = await sup.run()
+        if summary is None:  # handed off with the swarm: its run goes on elsewhere
+            return
         self.summaries[name] = summary
         self._mark("horde-end", name, outcome=summary.outcome)
 
@@ -438,6 +487,31 @@ class SwarmSupervisor:
         return "\n".join(parts) + "\n"
 
     # -- controls --------------------------------------------------------------------------
+
+    def handoff(self) -> str:
+        """End this process's part in the swarm without ending it, so a detached
+        `horde-tui resume SWARM` carries it on: every running horde is handed off
+        (`Supervisor.handoff`), hordes not started stay so, a planner at work is ended
+        (the resume plans again), nothing is merged. `run()` then returns None."""
+        if self.handing_off:
+            return "a handoff is already under way"
+        if self.state not in ("pending", "active") or self.ended is not None:
+            return "refused: the swarm is merging (writing its deliverable); it ends in moments"
+        self.handing_off = True
+        self._halt.set()
+        running = [n for n in self.hordes if n not in self.summaries]
+        for name in running:
+            self.hordes[name].handoff()
+        self._end_planner()
+        which = ", ".join(running) or "no horde started yet"
+        return f"handing the swarm off ({which}): it carries on in a detached supervisor"
+
+    def _end_planner(self) -> None:
+        if self._helper_pid is not None and self.state == "pending":
+            try:
+                os.killpg(self._helper_pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     async def _answer_controls(self) -> None:
         """Stops from another shell for what no horde's `control/` can reach yet: the
@@ -542,9 +616,5 @@ class SwarmSupervisor:
             return False
         self.halted = self.halted or reason
         self._halt.set()
-        if self._helper_pid is not None and self.state == "pending":
-            try:
-                os.killpg(self._helper_pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
+        self._end_planner()
         return True
