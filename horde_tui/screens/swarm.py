@@ -282,11 +282,17 @@ class SwarmScreen(HordeScreen):
         app = self.horde_app
         self.watch(app, "files_revision", self._woken, init=False)
         self.watch(app, "swarm_revision", self._woken, init=False)
-        self.set_interval(REFRESH_S, self.reload)
-        self.call_after_refresh(self.reload)  # mounted by then: the first read is painted
+        self.set_interval(REFRESH_S, self.wake)
+        self.call_after_refresh(self.wake)  # mounted by then: the first read is painted
 
-    async def _woken(self, _revision: int) -> None:
-        await self.reload()
+    def _woken(self, _revision: int) -> None:
+        self.wake()
+
+    def wake(self) -> None:
+        """Reload in a worker, not in the handler that woke us: a worker is cancelled
+        cleanly when the screen or the app goes away mid-read, where an awaited thread
+        inside a timer or watcher callback raised into Textual's shutdown."""
+        self.run_worker(self.reload(), group="reload", exit_on_error=False)
 
     async def reload(self) -> None:
         """Read what changed (in a thread: up to four hordes' logs and ledgers) and
@@ -428,14 +434,14 @@ class SwarmScreen(HordeScreen):
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
-    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "ledgers":
-            await self.reload()
+            self.wake()
         self.refresh_bindings()
 
-    async def action_next_ledger(self) -> None:
+    def action_next_ledger(self) -> None:
         self.ledger = KINDS[(KINDS.index(self.ledger) + 1) % len(KINDS)]
-        await self.reload()
+        self.wake()
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:
@@ -531,7 +537,7 @@ class SwarmScreen(HordeScreen):
 
     def answered(self, text: str) -> None:
         self.notify(text, severity="warning" if text.startswith("refused") else "information")
-        self.run_worker(self.reload(), group="reload", exit_on_error=False)
+        self.wake()
 
     def pause_horde(self, horde: str) -> None:
         self.control("pause", horde)
