@@ -67,6 +67,8 @@ TAB_KEYS = {
 
 TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "reset", "stop_hard", "member_detail", "transcript"})
+KEYED_ACTIONS = ("pause", "resume", "reset", "stop_hard", "member_detail", "stop_clean")
+"""The actions whose greying follows the run and the selected member."""
 
 
 class RunScreen(HordeScreen):
@@ -192,12 +194,12 @@ class RunScreen(HordeScreen):
         self.refresh_keys()
 
     def refresh_keys(self) -> None:
-        """Re-ask `check_action` only when its inputs changed: refreshing bindings
-        rebuilds the footer, which costs more than the rest of a batch together."""
-        state = self.selected_state()
-        inputs = (self.live, self.sup.stop is None, state.status if state else None)
-        if inputs != self._key_inputs:
-            self._key_inputs = inputs
+        """Refresh the bindings only when what `check_action` answers changed: that
+        rebuilds the footer, which costs more than the rest of a batch together, and a
+        member going from one live status to another (thinking, a tool) changes no key."""
+        answers = tuple(self.check_action(a, ()) for a in KEYED_ACTIONS)
+        if answers != self._key_inputs:
+            self._key_inputs = answers
             self.refresh_bindings()
 
     def run_ended(
