@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
 from test_supervisor_e2e import lifecycle, settings
 from test_supervisor_resume import HeldUntilReleased
@@ -39,15 +39,6 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
         if key.startswith("HORDE_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
-
-
-def wait_until(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
 
 
 async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(

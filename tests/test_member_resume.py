@@ -12,10 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from conftest import GatewayProcess
+from polling import wait_until
 from test_member_e2e import RUN, call, prepare, run_member
 
 from horde_tui import prompts
@@ -24,15 +24,6 @@ from horde_tui.transcript import print_transcript
 
 NAME = "member-7"
 """A name no other test of the session's shared stub uses, so its requests are ours."""
-
-
-def wait_until(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def records(path: Path) -> list[dict]:

@@ -14,12 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from polling import wait_until
 from swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from test_app_support import NOW, wait_for
 from test_supervisor_e2e import _wait_for_line, lifecycle
@@ -74,15 +74,6 @@ def swarm_env(stub: StubThread) -> dict[str, str]:
         HORDE_SWARM_STAGGER_MS="600000",
     )
     return env
-
-
-def wait_until(predicate: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]:

@@ -1,0 +1,21 @@
+"""Waiting on a condition from plain (non-pilot) tests: real processes and files.
+
+One helper so every real-process test polls the same way: a bounded wait that says
+whether the condition came true, never a bare sleep. Pilot tests use
+`test_app_support.wait_for` instead, which yields to the app between checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float) -> bool:
+    """Poll `predicate` every 50 ms until it is truthy (True) or `timeout_s` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
