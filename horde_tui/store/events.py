@@ -3,7 +3,8 @@
 Each event gets the next `E#` of its run. A write action records an `intent` (the full
 submission) and an `outcome` (ok, ids, receipt). The outcome of an earlier request with
 the same `requestId` from the same actor is what a retry gets back, so a member whose
-tool call timed out can safely send it again.
+tool call timed out can safely send it again. (A write that changed the ledger is also
+answered from the ledger, which carries its `requestId`: see `LedgerState.requests`.)
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.store.jsonl import JsonlTail, append_bytes, encode_records, repair_torn_tail
+from horde_tui.store.jsonl import (
+    UNFLUSHED,
+    AppendError,
+    JsonlTail,
+    TailRepair,
+    append_bytes,
+    encode_records,
+    repair_torn_tail,
+)
 
 
 @dataclass
@@ -24,6 +33,7 @@ class EventLog:
     outcomes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(actor, requestId) -> the outcome event of that request."""
     _tail: JsonlTail | None = None
+    _corrupt_seen: int = 0
 
     def __post_init__(self) -> None:
         self._tail = JsonlTail(self.path)
@@ -33,6 +43,10 @@ class EventLog:
         new = self._tail.read_new()
         for ev in new:
             self._index(ev)
+        # An E# a corrupt line still shows is never handed out again.
+        for bad in self._tail.corrupt[self._corrupt_seen :]:
+            self.count = max(self.count, bad.ids.get("E", 0))
+        self._corrupt_seen = len(self._tail.corrupt)
         return new
 
     def _index(self, ev: dict[str, Any]) -> None:
@@ -43,27 +57,38 @@ class EventLog:
         if ev.get("type") == "outcome" and rid:
             self.outcomes[(ev.get("actor", ""), rid)] = ev
 
-    def repair(self) -> int:
-        """Cut a torn tail (writer only, under the lock)."""
+    def repair(self) -> TailRepair:
+        """Settle the file's end (writer only, under the lock), then read what it kept:
+        a last event whose newline was restored has an E# the next event must not reuse."""
         assert self._tail is not None
-        cut = repair_torn_tail(self.path)
-        if cut and self._tail.offset > self.path.stat().st_size:
+        repair = repair_torn_tail(self.path)
+        if repair.cut and self._tail.offset > self.path.stat().st_size:
             self._tail.offset = self.path.stat().st_size
-        return cut
+        if repair.newline_restored:
+            self.catch_up()
+        return repair
 
     def next_id(self) -> str:
         return f"E{self.count + 1}"
 
     def append(self, events: list[dict[str, Any]], *, fsync: bool = True) -> list[str]:
-        """Number and append events (caller holds the lock and has caught up)."""
-        ids = []
-        for ev in events:
-            ev["id"] = f"E{self.count + 1}"
-            ids.append(ev["id"])
-            self._index(ev)
+        """Number and append events (caller holds the lock and has caught up).
+
+        Raises `AppendError` when the events are not in the file (a full disk): their
+        E# are then not used. Events written whole whose flush failed count as written.
+        """
+        ids = [f"E{self.count + i}" for i in range(1, len(events) + 1)]
+        for ev, ident in zip(events, ids, strict=True):
+            ev["id"] = ident
         assert self._tail is not None
         data = encode_records(events)
-        append_bytes(self.path, data, fsync=fsync)
+        try:
+            append_bytes(self.path, data, fsync=fsync)
+        except AppendError as exc:
+            if exc.state != UNFLUSHED:
+                raise
+        for ev in events:
+            self._index(ev)
         self._tail.offset += len(data)
         self._tail.line_count += len(events)
         return ids

@@ -157,8 +157,13 @@ class LedgerState:
     skipped: list[str] = field(default_factory=list)
     """One line per record that could not be folded (kept visible in projections)."""
     highest: dict[str, int] = field(default_factory=dict)
-    """Prefix -> highest number folded. Not `len(table)`: a corrupt or skipped line leaves a
-    gap, and counting entries would hand out an id that a later entry already holds."""
+    """Prefix -> highest number folded or shown by a corrupt line (`reserve`). Not
+    `len(table)`: a corrupt or skipped line leaves a gap, and counting entries would hand
+    out an id that a later entry already holds."""
+    requests: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """(run, actor, requestId) -> the receipt (`id`, `text`) of the write that request made.
+    The ledger records carry it, so a retry finds it even when the writer died before
+    its outcome event."""
     _caches: dict[str, RenderCache] = field(default_factory=dict, repr=False, compare=False)
     _projections: Projections = field(
         default_factory=lambda: Projections(ENTRIES), repr=False, compare=False
@@ -183,7 +188,18 @@ class LedgerState:
         m = _NUMBERED.match(str(record.get("id", "")))
         if m:
             self.highest[m.group(1)] = max(self.highest.get(m.group(1), 0), int(m.group(2)))
+        receipt = record.get("receipt")
+        if record.get("requestId") and isinstance(receipt, dict):
+            key = (str(record.get("run", "")), str(record.get("actor", "")), record["requestId"])
+            self.requests[key] = receipt
         return OP_KIND[op]
+
+    def reserve(self, seq: int, ids: dict[str, int]) -> None:
+        """Never hand out again the seq and ids a corrupt line still shows: once a person
+        fixes the line, its record must not share them with a later one."""
+        self.seq = max(self.seq, seq)
+        for prefix, number in ids.items():
+            self.highest[prefix] = max(self.highest.get(prefix, 0), number)
 
     def apply_all(self, records: Sequence[dict[str, Any]], line_hint: str = "") -> set[str]:
         """Fold records read from disk; a bad one is noted in `skipped`, never fatal.

@@ -2,7 +2,8 @@
 
 A write is a transaction under `.horde/.lock`:
 
-1. cut a torn tail left by a crashed writer, then read only the bytes appended to
+1. settle a torn tail left by a crashed writer (cut, kept aside in `<file>.torn` and
+   reported as a `repair` event in the run), then read only the bytes appended to
    `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
 2. answer a repeated `requestId` from the same actor with the first outcome;
 3. ask the action's decision function (pure, over the folded state) what to write;
@@ -11,7 +12,13 @@ A write is a transaction under `.horde/.lock`:
 5. record the outcome event (fsync) and release.
 
 The acknowledgement point is step 5: once the caller has a receipt, the records are on
-disk. A crash anywhere earlier loses only the unacknowledged write.
+disk. A crash anywhere earlier loses only the unacknowledged write. The ledger records
+carry the `requestId` and the receipt, in the same append as the change, so a retry after
+a crash between steps 4 and 5 is answered from the ledger instead of written again.
+
+A full disk or an I/O error never raises out of `transact`: the receipt says what state
+the write is in (nothing recorded, or recorded with stale projections that the next
+write rewrites), and a retry with the same `requestId` is correct in both.
 """
 
 from __future__ import annotations
@@ -24,7 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.events import EventLog
-from horde_tui.store.jsonl import JsonlTail, append_bytes, encode_records, repair_torn_tail
+from horde_tui.store.jsonl import (
+    TORN,
+    UNFLUSHED,
+    AppendError,
+    JsonlTail,
+    TailRepair,
+    append_bytes,
+    encode_records,
+    repair_torn_tail,
+)
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
@@ -85,6 +101,8 @@ class HordeStore:
         self._projected_once = False
         self._skips_projected = 0
         """How many `state.skipped` lines the last full re-projection listed."""
+        self._repairs: list[TailRepair] = []
+        """Cuts of the ledger's torn tail not yet reported in a run's events."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -97,6 +115,7 @@ class HordeStore:
         while self._reported_corrupt < len(self._ledger.corrupt):
             bad = self._ledger.corrupt[self._reported_corrupt]
             self._reported_corrupt += 1
+            self.state.reserve(bad.seq, bad.ids)
             self.state.skipped.append(
                 f"ledger.jsonl line {bad.line_no} is not a valid record ({bad.error}); "
                 "it was skipped and left in the file for a person to fix"
@@ -131,6 +150,10 @@ class HordeStore:
         with self._lock.held():
             self._catch_up_locked()
             self._create_run_locked(run, task)
+            if self._repairs:
+                log = self.events(run)
+                self._note_repair(log.repair())
+                self._report_repairs(log)
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
         run_dir = self.paths.run_dir(run)
@@ -159,13 +182,20 @@ class HordeStore:
         request_id: str | None = None,
     ) -> Receipt:
         """Run one write action as a transaction (see the module docstring)."""
-        self.paths.ensure()
+        try:
+            self.paths.ensure()
+        except OSError as exc:
+            return Receipt(False, None, not_recorded(exc))
         with self._lock.held():
-            self._catch_up_locked()
-            if not self.run_exists(run) or run not in self.state.runs:
-                self._create_run_locked(run, None)
-            log = self.events(run)
-            log.repair()
+            try:
+                self._catch_up_locked()
+                if not self.run_exists(run) or run not in self.state.runs:
+                    self._create_run_locked(run, None)
+                log = self.events(run)
+                self._note_repair(log.repair())
+                self._report_repairs(log)
+            except OSError as exc:
+                return Receipt(False, None, not_recorded(exc))
             if request_id:
                 prior = log.outcomes.get((self.actor, request_id))
                 if prior is not None:
@@ -176,6 +206,9 @@ class HordeStore:
                         prior.get("id"),
                         replayed=True,
                     )
+                done = self.state.requests.get((run, self.actor, request_id))
+                if done is not None:  # written, but its writer died before the outcome
+                    return Receipt(True, done.get("id"), str(done.get("text", "")), replayed=True)
             try:
                 decision = decide(self.state)
             except ActionRefused as exc:
@@ -183,18 +216,22 @@ class HordeStore:
             base = {"ts": utc_now(), "actor": self.actor, "action": action}
             if request_id:
                 base["requestId"] = request_id
-            log.append([{**base, "type": "intent", "params": params}], fsync=False)
+            try:
+                log.append([{**base, "type": "intent", "params": params}], fsync=False)
+            except OSError as exc:
+                return Receipt(False, None, not_recorded(exc, "events.jsonl"))
+            text = decision.text
             if decision.records:
+                records = [dict(r) for r in decision.records]
+                if request_id:
+                    for rec in records:
+                        rec["requestId"] = request_id
+                    records[-1]["receipt"] = {"id": decision.id, "text": decision.text}
                 try:
-                    self._append_records(decision.records, run)
+                    text += self._append_records(records, run)
                 except OSError as exc:
-                    self._reload()
-                    decision = Decision(
-                        False,
-                        f"refused: the ledger write failed ({exc.strerror or exc}); nothing was "
-                        "recorded; free disk space or fix permissions, then retry",
-                        outcome="error",
-                    )
+                    decision = Decision(False, not_recorded(exc), outcome="error")
+                    text = decision.text
             outcome = {
                 **base,
                 "ts": utc_now(),
@@ -202,24 +239,33 @@ class HordeStore:
                 "ok": decision.ok,
                 "outcome": decision.outcome or ("ok" if decision.ok else "refused"),
                 "entry": decision.id,
-                "text": decision.text,
+                "text": text,
             }
-            (event_id,) = log.append([outcome])
-            return Receipt(decision.ok, decision.id, decision.text, event_id)
+            try:
+                (event_id,) = log.append([outcome])
+            except OSError as exc:
+                # The ledger carries the requestId: a retry is still answered correctly.
+                event_id = None
+                text += f" (the outcome could not be logged in events.jsonl: {why(exc)})"
+            return Receipt(decision.ok, decision.id, text, event_id)
 
     def append_event(self, run: str, event: dict[str, Any]) -> str:
-        """Append one lifecycle event (e.g. from the parent) under the lock; return its E#."""
+        """Append one lifecycle event (e.g. from the parent) under the lock; return its E#.
+
+        Raises `OSError` on a full disk; the event is then not in the file.
+        """
         self.paths.ensure()
         with self._lock.held():
             log = self.events(run)
-            log.repair()
+            self._note_repair(log.repair())
+            self._report_repairs(log)
             (event_id,) = log.append([{"ts": utc_now(), "actor": self.actor, **event}])
             return event_id
 
     # -- internals -----------------------------------------------------------------
 
     def _catch_up_locked(self) -> None:
-        repair_torn_tail(self.paths.ledger)
+        self._note_repair(repair_torn_tail(self.paths.ledger))
         self.refresh()
         # Records other writers appended were projected by them. Re-project only on this
         # process's first write, when a writer died between its append and its
@@ -240,7 +286,36 @@ class HordeStore:
             self.paths.dirty_marker.unlink(missing_ok=True)
         self._projected_once = True
 
-    def _append_records(self, records: list[dict[str, Any]], run: str) -> None:
+    def _note_repair(self, repair: TailRepair) -> None:
+        if repair.cut:
+            self._repairs.append(repair)
+
+    def _report_repairs(self, log: EventLog) -> None:
+        """Log each cut of a torn tail once, as a `repair` event of this run (after
+        `log.repair()`): the event log is what a person reading `.horde/` after a crash
+        looks at, and it is kept. One that cannot be logged yet is tried again."""
+        while self._repairs:
+            repair = self._repairs[0]
+            event = {
+                "ts": utc_now(),
+                "actor": self.actor,
+                "type": "repair",
+                "file": repair.path.name,
+                "bytes": repair.cut,
+                "lines": repair.lines,
+                "kept": repair.kept.name if repair.kept else None,
+                "text": repair.describe(),
+            }
+            log.append([event])
+            self._repairs.pop(0)
+
+    def _append_records(self, records: list[dict[str, Any]], run: str) -> str:
+        """Append, fold and project `records`; return a note for the receipt ('' if none).
+
+        Raises `OSError` when the records are not in the ledger (the failed append was
+        cut off again). Once they are, nothing raises: a projection that cannot be
+        rewritten stays stale under the `.projecting` marker, for the next write to redo.
+        """
         ts = utc_now()
         stamped = []
         for i, rec in enumerate(records, start=1):
@@ -250,12 +325,28 @@ class HordeStore:
         marker = self.paths.dirty_marker
         marker.touch()
         data = encode_records(stamped)
-        append_bytes(self.paths.ledger, data)
+        note = ""
+        try:
+            append_bytes(self.paths.ledger, data)
+        except AppendError as exc:
+            if exc.state != UNFLUSHED:
+                raise
+            note = (
+                f" (warning: ledger.jsonl holds this write, but flushing it to disk failed: "
+                f"{why(exc)}; a power loss could still lose it)"
+            )
         self._ledger.offset += len(data)
         self._ledger.line_count += len(stamped)
         kinds = self.state.apply_all(stamped)
-        self._write_projections(kinds)
-        marker.unlink(missing_ok=True)
+        try:
+            self._write_projections(kinds)
+            marker.unlink(missing_ok=True)
+        except OSError as exc:
+            note += (
+                f" (recorded in ledger.jsonl, but the markdown ledgers could not be rewritten: "
+                f"{why(exc)}; they stay stale until the next write rewrites them)"
+            )
+        return note
 
     def _write_projections(self, kinds: set[str]) -> None:
         if "answers" in kinds or "findings" in kinds:
@@ -281,11 +372,20 @@ class HordeStore:
             archive.mkdir(exist_ok=True)
             atomic_write_text(archive / f"round-{prop.round}-{prop.status}.md", text)
 
-    def _reload(self) -> None:
-        """Drop the in-memory fold and re-read from disk (after a failed append)."""
-        self.state = LedgerState()
-        self._ledger = JsonlTail(self.paths.ledger)
-        self._reported_corrupt = 0
-        self._projected_once = False
-        repair_torn_tail(self.paths.ledger)
-        self.refresh()
+
+def why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def not_recorded(exc: OSError, where: str = "ledger.jsonl") -> str:
+    """The one line for a write that a full disk or an I/O error stopped."""
+    if isinstance(exc, AppendError) and exc.state == TORN:
+        return (
+            f"refused: the write to {where} failed ({why(exc)}) and its partial bytes could "
+            "not be removed; the next write settles whether it was recorded: retry with the "
+            "same requestId, which is answered from the ledger if it was"
+        )
+    return (
+        f"refused: the write failed ({why(exc)}); nothing was recorded; free disk space or "
+        "fix the error, then retry (the same requestId is safe)"
+    )
