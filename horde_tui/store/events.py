@@ -23,6 +23,9 @@ from horde_tui.store.jsonl import (
     repair_torn_tail,
 )
 
+ERROR_OUTCOME = "error"
+"""The outcome label of a write stopped by a full disk or an I/O error."""
+
 
 @dataclass
 class EventLog:
@@ -54,7 +57,9 @@ class EventLog:
         if ident[:1] == "E" and ident[1:].isdigit():
             self.count = max(self.count, int(ident[1:]))
         rid = ev.get("requestId")
-        if ev.get("type") == "outcome" and rid:
+        # A write a full disk or an I/O error stopped (`error`) changed nothing: its retry
+        # must be tried again, not answered with the error.
+        if ev.get("type") == "outcome" and rid and ev.get("outcome") != ERROR_OUTCOME:
             self.outcomes[(ev.get("actor", ""), rid)] = ev
 
     def repair(self) -> TailRepair:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.store.events import EventLog
+from horde_tui.store.events import ERROR_OUTCOME, EventLog
 from horde_tui.store.jsonl import (
     TORN,
     UNFLUSHED,
@@ -230,7 +230,7 @@ class HordeStore:
                 try:
                     text += self._append_records(records, run)
                 except OSError as exc:
-                    decision = Decision(False, not_recorded(exc), outcome="error")
+                    decision = Decision(False, not_recorded(exc), outcome=ERROR_OUTCOME)
                     text = decision.text
             outcome = {
                 **base,
