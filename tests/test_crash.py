@@ -24,9 +24,9 @@ from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.store import HordeStore
 
 try:
-    from helpers import verify
+    from helpers import killtrial, verify
 except ImportError:  # tests/ made a package
-    from tests.helpers import verify
+    from tests.helpers import killtrial, verify
 
 WRITER = Path(__file__).parent / "helpers" / "writer.py"
 
@@ -73,6 +73,18 @@ def test_writers_killed_at_random_moments(tmp_path: Path) -> None:
         acks += verify.read_acks(ack_file)
         repair_and_check(root, acks, f"repaired after kill {attempt}")
     assert len(acks) >= 5 * 3
+
+
+def test_twelve_writers_killed_at_random_and_retried(tmp_path: Path) -> None:
+    """The kill trial at a size for the suite (full size: tests/benchmarks/bench_kill.py):
+    12 writers, random SIGKILLs, each killed writer restarted to retry its first
+    unacknowledged write with the same requestId; `killtrial.judge` asserts every
+    acknowledged write present exactly once and nothing written twice."""
+    figures = killtrial.run(tmp_path, writers=12, writes=12, kills=8, seed=20261201)
+    print(f"\nkill trial: {figures.line()}")
+    assert figures.kills == 8 and figures.retries == 8
+    assert figures.writes == 12 * 12
+    assert (figures.lost, figures.doubled) == (0, 0)
 
 
 def crash(root: Path, tmp_path: Path, mode: str, at: int) -> list[dict[str, Any]]:

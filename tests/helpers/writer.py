@@ -1,6 +1,6 @@
 """A horde member that writes a mix of actions through `run_action`, for stress and crash tests.
 
-    python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--no-fsync-projections]
+    python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--no-fsync-projections] [--resume]
                      [--crash torn|torn-batch|after-append|mid-projection --crash-at K]
 
 Each unit of six writes is: idea, claim it, post, fact, finding under the idea, done.
@@ -8,6 +8,13 @@ Texts name a path unique to TAG and the unit (`src/TAG/file_I.py`), so dedup nev
 merges two of them. After every acknowledged (ok) write, one JSON line goes to ACKS with
 flush + fsync, so a test can kill this process at any moment and know exactly what was
 acknowledged. A refused write exits with status 3 (the tests expect none).
+
+Write number N is sent with `requestId` TAG-N. `--resume` carries on where an earlier,
+killed writer with the same ACKS stopped: it drops a torn last ack line and sends the
+first unacknowledged write again with the same requestId, as a member restarted after a
+kill would. The killed writer may already have written it; the store must then answer
+from the first write (the receipt says "replayed"), never write it twice. It prints
+`resumed TAG-N replayed|fresh` on stdout.
 
 `--crash` makes the K-th ledger append (1-based) die by SIGKILL at a chosen point:
 `torn` writes half the first record line; `torn-batch` writes the first record of a
@@ -99,6 +106,19 @@ def unit_calls(tag: str, i: int, idea_id: str | None) -> list[tuple[str, dict[st
     ]
 
 
+def resume_point(acks: Path) -> tuple[int, str | None]:
+    """Acknowledged writes so far, and the open unit's idea id; cut a torn last ack."""
+    if not acks.exists():
+        return 0, None
+    data = acks.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    if len(whole) != len(data):
+        os.truncate(acks, len(whole))  # killed mid-line: that write was never acknowledged
+    done = [json.loads(line) for line in whole.decode().splitlines()]
+    step = len(done) % 6
+    return len(done), (done[len(done) - step]["id"] if step else None)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("root", type=Path)
@@ -110,17 +130,18 @@ def main() -> int:
     ap.add_argument("--no-fsync-projections", action="store_true")
     ap.add_argument("--crash", choices=["torn", "torn-batch", "after-append", "mid-projection"])
     ap.add_argument("--crash-at", type=int, default=1)
+    ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     if args.crash:
         install_crash(args.crash, args.crash_at)
 
     store = HordeStore(args.root, args.actor, fsync_projections=not args.no_fsync_projections)
     ack_fd = os.open(args.acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    written = 0
-    unit = 0
+    written, idea_id = resume_point(args.acks) if args.resume else (0, None)
+    first = written if args.resume else -1
+    unit, start = divmod(written, 6)
     while written < args.count:
-        idea_id: str | None = None
-        for step in range(6):
+        for step in range(start, 6):
             if written >= args.count:
                 break
             action, fields = unit_calls(args.tag, unit, idea_id)[step]
@@ -132,6 +153,9 @@ def main() -> int:
             if not result.ok or result.text.startswith("duplicate"):
                 print(f"{args.actor} {action} refused: {result.text}", file=sys.stderr)
                 return 3
+            if written == first:
+                how = "replayed" if "(replayed: same requestId)" in result.text else "fresh"
+                print(f"resumed {raw['requestId']} {how}", flush=True)
             if action == "idea":
                 idea_id = result.id
             key = unit_calls(args.tag, unit, idea_id)[0 if action == "claim" else step][1]
@@ -139,7 +163,7 @@ def main() -> int:
             os.write(ack_fd, (json.dumps(ack) + "\n").encode())
             os.fsync(ack_fd)
             written += 1
-        unit += 1
+        unit, start, idea_id = unit + 1, 0, None
     os.close(ack_fd)
     return 0
 
