@@ -5,7 +5,9 @@ projections or the event log. Every answer must say what state the write is in, 
 process may crash or print a traceback, nothing acknowledged may be lost, and once space
 returns a retry with the same `requestId` must land exactly once.
 
-Mounting a tmpfs needs root (the sandbox and CI run as root); elsewhere these tests skip.
+Mounting a tmpfs needs root (the sandbox and CI run as root); elsewhere those tests skip.
+An I/O error (EIO) on the ledger's write or flush, which a tmpfs cannot produce, is
+injected into this test process only (`fail_on`), around the real calls.
 """
 
 from __future__ import annotations
@@ -193,3 +195,54 @@ def test_tool_calls_on_a_full_disk_answer_one_line_and_retries_land_once(disk: P
     assert states["not recorded"] > 0, states
     filler.unlink()
     settle(root, HordeStore(root, "member-1"), texts)
+
+
+# -- I/O errors a tmpfs cannot produce: injected into this test process only ---------------
+
+
+def fail_on(monkeypatch: pytest.MonkeyPatch, call: str, name: str, err: int) -> list[int]:
+    """Make `os.<call>` fail with `err` on descriptors of files called `name`; return a
+    list that counts the failures (undo with `monkeypatch.undo()`)."""
+    real = getattr(os, call)
+    failures: list[int] = []
+
+    def failing(fd: int, *args: object) -> object:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("/" + name):
+            failures.append(fd)
+            raise OSError(err, os.strerror(err))
+        return real(fd, *args)
+
+    monkeypatch.setattr(os, call, failing)
+    return failures
+
+
+def test_an_eio_on_the_ledger_write_records_nothing_and_the_retry_lands_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / ".horde"
+    member = HordeStore(root, "member-1")
+    assert post(member, "before the error", "b-1").ok
+    failures = fail_on(monkeypatch, "write", "ledger.jsonl", errno.EIO)
+    failed = post(member, "during the error", "eio-1")
+    assert failures and not failed.ok
+    assert "Input/output error" in failed.text and "nothing was recorded" in failed.text
+    assert "during the error" not in board_posts(root)
+    monkeypatch.undo()
+    settle(root, member, {"eio-1": "during the error"})
+
+
+def test_an_eio_on_the_ledger_flush_says_the_write_is_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / ".horde"
+    member = HordeStore(root, "member-1")
+    assert post(member, "before the error", "b-1").ok
+    failures = fail_on(monkeypatch, "fsync", "ledger.jsonl", errno.EIO)
+    flushed = post(member, "during the error", "eio-1")
+    assert failures and flushed.ok, flushed.text
+    assert "ledger.jsonl holds this write, but flushing it to disk failed" in flushed.text
+    assert board_posts(root).count("during the error") == 1
+    monkeypatch.undo()
+    replay = post(HordeStore(root, "member-1"), "during the error", "eio-1")
+    assert replay.ok and "replayed" in replay.text
+    settle(root, member, {"eio-1": "during the error"})
