@@ -208,7 +208,12 @@ class HordeStore:
                     )
                 done = self.state.requests.get((run, self.actor, request_id))
                 if done is not None:  # written, but its writer died before the outcome
-                    return Receipt(True, done.get("id"), str(done.get("text", "")), replayed=True)
+                    return Receipt(
+                        bool(done.get("ok", True)),
+                        done.get("id"),
+                        str(done.get("text", "")),
+                        replayed=True,
+                    )
             try:
                 decision = decide(self.state)
             except ActionRefused as exc:
@@ -219,14 +224,18 @@ class HordeStore:
             try:
                 log.append([{**base, "type": "intent", "params": params}], fsync=False)
             except OSError as exc:
-                return Receipt(False, None, not_recorded(exc, "events.jsonl"))
+                return Receipt(False, None, not_recorded(exc, ledger=False))
             text = decision.text
             if decision.records:
                 records = [dict(r) for r in decision.records]
                 if request_id:
                     for rec in records:
                         rec["requestId"] = request_id
-                    records[-1]["receipt"] = {"id": decision.id, "text": decision.text}
+                    records[-1]["receipt"] = {
+                        "ok": decision.ok,
+                        "id": decision.id,
+                        "text": decision.text,
+                    }
                 try:
                     text += self._append_records(records, run)
                 except OSError as exc:
@@ -377,13 +386,14 @@ def why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def not_recorded(exc: OSError, where: str = "ledger.jsonl") -> str:
-    """The one line for a write that a full disk or an I/O error stopped."""
-    if isinstance(exc, AppendError) and exc.state == TORN:
+def not_recorded(exc: OSError, *, ledger: bool = True) -> str:
+    """The one line for a write that a full disk or an I/O error stopped (`ledger`: in
+    or after the ledger append, where a partial append may be left)."""
+    if ledger and isinstance(exc, AppendError) and exc.state == TORN:
         return (
-            f"refused: the write to {where} failed ({why(exc)}) and its partial bytes could "
-            "not be removed; the next write settles whether it was recorded: retry with the "
-            "same requestId, which is answered from the ledger if it was"
+            f"refused: the write to ledger.jsonl failed ({why(exc)}) and its partial bytes "
+            "could not be removed; the next write settles whether it was recorded: retry "
+            "with the same requestId, which is answered from the ledger if it was"
         )
     return (
         f"refused: the write failed ({why(exc)}); nothing was recorded; free disk space or "
