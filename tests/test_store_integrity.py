@@ -148,7 +148,7 @@ def test_a_torn_ledger_tail_is_cut_kept_aside_and_reported(root: Path) -> None:
     reports = [
         e
         for e in verify.strict_jsonl(root / "runs" / "r1" / "events.jsonl")
-        if e["type"] == "repair"
+        if e["type"] == "torn-tail"
     ]
     assert len(reports) == 1
     assert reports[0]["file"] == "ledger.jsonl" and reports[0]["bytes"] == len(torn)
@@ -156,7 +156,7 @@ def test_a_torn_ledger_tail_is_cut_kept_aside_and_reported(root: Path) -> None:
     # Reported once: later writes find nothing to cut and say nothing more.
     assert act(HordeStore(root, "member-3"), "post", text="later").ok
     events = verify.assert_events_gapless(root / "runs" / "r1" / "events.jsonl")
-    assert len([e for e in events if e["type"] == "repair"]) == 1
+    assert len([e for e in events if e["type"] == "torn-tail"]) == 1
 
 
 def test_an_unfinished_multi_record_append_is_cut_kept_aside_and_reported(root: Path) -> None:
@@ -183,7 +183,7 @@ def test_an_unfinished_multi_record_append_is_cut_kept_aside_and_reported(root: 
     assert b"never finished" not in (root / "ledger.jsonl").read_bytes()
     assert more in (root / "ledger.jsonl.torn").read_bytes()
     events = verify.strict_jsonl(root / "runs" / "r1" / "events.jsonl")
-    (report,) = [e for e in events if e["type"] == "repair"]
+    (report,) = [e for e in events if e["type"] == "torn-tail"]
     assert report["bytes"] == len(more) and report["lines"] == 1
 
 
@@ -199,7 +199,7 @@ def test_events_keep_a_complete_last_event_and_report_a_torn_one(root: Path) -> 
         fh.write(b'{"ts":"x","actor":"member-3","type":"inte')
     ok(HordeStore(root, "member-3"), "post", text="three")
     events = verify.assert_events_gapless(path)
-    (report,) = [e for e in events if e["type"] == "repair"]
+    (report,) = [e for e in events if e["type"] == "torn-tail"]
     assert report["file"] == "events.jsonl"
     assert b'"type":"inte' in (path.parent / "events.jsonl.torn").read_bytes()
 

@@ -3,7 +3,7 @@
 A write is a transaction under `.horde/.lock`:
 
 1. settle a torn tail left by a crashed writer (cut, kept aside in `<file>.torn` and
-   reported as a `repair` event in the run), then read only the bytes appended to
+   reported as a `torn-tail` event in the run), then read only the bytes appended to
    `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
 2. answer a repeated `requestId` from the same actor with the first outcome;
 3. ask the action's decision function (pure, over the folded state) what to write;
@@ -300,7 +300,7 @@ class HordeStore:
             self._repairs.append(repair)
 
     def _report_repairs(self, log: EventLog) -> None:
-        """Log each cut of a torn tail once, as a `repair` event of this run (after
+        """Log each cut of a torn tail once, as a `torn-tail` event of this run (after
         `log.repair()`): the event log is what a person reading `.horde/` after a crash
         looks at, and it is kept. One that cannot be logged yet is tried again."""
         while self._repairs:
@@ -308,7 +308,7 @@ class HordeStore:
             event = {
                 "ts": utc_now(),
                 "actor": self.actor,
-                "type": "repair",
+                "type": "torn-tail",
                 "file": repair.path.name,
                 "bytes": repair.cut,
                 "lines": repair.lines,

@@ -53,7 +53,7 @@ class Figures:
     replayed: int = 0
     """Retries the killed writer had already written: answered from the first write."""
     torn_cuts: int = 0
-    """Torn ledger or event tails the next writer cut (`repair` events)."""
+    """Torn ledger or event tails the next writer cut (`torn-tail` events)."""
     lost: int = 0
     doubled: int = 0
     seconds: float = 0.0
@@ -202,7 +202,7 @@ def judge(root: Path, ack_files: list[Path], writes: int, figures: Figures) -> N
         1 for action, key in by_key if action in op and (op[action], key) not in texts
     )
     events = verify.assert_events_gapless(root / "runs" / "r1" / "events.jsonl")
-    figures.torn_cuts = sum(1 for e in events if e.get("type") == "repair")
+    figures.torn_cuts = sum(1 for e in events if e.get("type") == "torn-tail")
     assert figures.doubled == 0, f"{figures.doubled} writes are in the ledger twice"
     assert figures.lost == 0, f"{figures.lost} acknowledged writes are missing"
     verify.assert_seq_gapless(records)
