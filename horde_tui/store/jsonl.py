@@ -190,7 +190,8 @@ def _keep_aside(path: Path, at: int, cut: bytes, lines: int) -> Path:
     """Append the cut bytes to `<file>.torn` under a header line, flushed before the cut."""
     kept = path.with_name(path.name + ".torn")
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    header = f"# {when} cut from {path.name} at byte {at}: {len(cut)} bytes, {lines} lines\n"
+    plural = "" if lines == 1 else "s"
+    header = f"# {when} cut from {path.name} at byte {at}: {len(cut)} bytes, {lines} line{plural}\n"
     body = cut if cut.endswith(b"\n") else cut + b"\n"
     write_file(kept, header.encode() + body, os.O_APPEND)
     return kept
