@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-_POLL_S = 0.02
+_POLL_S = 0.05
 _KILL_ROUNDS_S = 2.0
 """How long SIGKILL is repeated on a session: a process forked between a scan and the
 signal is found by the next scan."""
