@@ -3,11 +3,13 @@
 Members and the gateway are children of the supervisor. A parent killed with SIGKILL
 cannot clean up, and orphans would keep spending tokens. So each child polls the
 parent's pid every two seconds and ends itself (and, for a process-group leader, its
-own children) when the parent no longer exists.
+own children) when the parent no longer exists; what else it ends first (a member's
+commands, a run's paused members) is in `reaper.py`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -36,7 +38,10 @@ def exit_group() -> None:
     """Take the shell children along: signal our own process group if we lead it."""
     try:
         if os.getpgrp() == os.getpid():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            # Only the main thread may set a handler; from the watchdog's thread the
+            # process's own handler (members and the gateway have one) takes the SIGTERM.
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
             os.killpg(os.getpid(), signal.SIGTERM)
     finally:
         os._exit(75)

@@ -219,7 +219,7 @@ HEADLESS_PLAN = {
 
 
 def _headless(
-    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str]
+    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str], members: int = 3
 ) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(
@@ -231,7 +231,7 @@ def _headless(
         **dict(extra_env),
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "3", "Review app.py"],
+        [sys.executable, "-m", "horde_tui", "run", "--headless", str(members), "Review app.py"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

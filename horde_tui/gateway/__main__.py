@@ -2,7 +2,8 @@
 
 It listens on 127.0.0.1 (random port by default), writes `gateway.json` (url, pid) and
 `gateway.token` (mode 0600; the token is never printed or logged) to the run directory,
-prints one `listening on URL` line, and serves until SIGTERM or until its parent is gone.
+prints one `listening on URL` line, and serves until SIGTERM or until its parent is gone
+(then it ends what that parent started for the run first: see `orphaned`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ import os
 import secrets
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from horde_tui.gateway import backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.httpserve import serve
+from horde_tui.reaper import end_run
 from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
-from horde_tui.watchdog import parent_pid_from_env, start_watchdog
+from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -112,6 +115,19 @@ def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
     )
 
 
+def orphaned(run_dir: Path | None, parent_pid: int | None) -> Callable[[], None]:
+    """What to do once the supervisor is gone: end the members it started for this run,
+    each with its commands, then exit. The members' own watchdogs do the same for
+    themselves, but a paused member cannot, and the gateway is never paused."""
+
+    def end() -> None:
+        if run_dir is not None and parent_pid:
+            end_run(run_dir.name, parent_pid)
+        exit_group()
+
+    return end
+
+
 async def run(args: argparse.Namespace) -> int:
     token = os.environ.get("HORDE_GATEWAY_TOKEN") or secrets.token_urlsafe(32)
     try:
@@ -141,7 +157,8 @@ async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    start_watchdog(args.parent_pid or parent_pid_from_env())
+    parent = args.parent_pid or parent_pid_from_env()
+    start_watchdog(parent, on_gone=orphaned(args.run_dir, parent))
     await stop.wait()
     await server.close()
     return 0

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from types import FrameType
 
 from horde_tui.member.client import GatewayClient
@@ -18,6 +19,7 @@ from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
+from horde_tui.reaper import end_run, end_session
 from horde_tui.watchdog import exit_group, start_watchdog
 
 
@@ -46,10 +48,19 @@ def install_signal_handlers(loop: MemberLoop) -> None:
     signal.signal(signal.SIGCONT, on_cont)
 
 
-def _orphaned() -> None:
-    """The parent is gone: end the shell commands' own process groups, then this one."""
-    signal_command_groups(signal.SIGKILL)
-    exit_group()
+def _orphaned(run: str, parent_pid: int) -> Callable[[], None]:
+    """What to do once the parent is gone: end paused siblings of the run (stopped, they
+    cannot notice; the gateway does the same), this member's commands (their groups, and
+    anything else left in its session), then this process. Siblings come first: once its
+    command is killed, the main thread may finish and end the process mid-sweep."""
+
+    def end() -> None:
+        end_run(run, parent_pid, stopped_only=True)
+        signal_command_groups(signal.SIGKILL)
+        end_session(os.getpid(), spare=os.getpid())
+        exit_group()
+
+    return end
 
 
 USAGE = """\
@@ -77,7 +88,8 @@ def main() -> int:
         print(f"horde-tui member: {exc}", file=sys.stderr)
         return 2
     status = StatusStream()
-    start_watchdog(config.parent_pid, on_gone=_orphaned)
+    if config.parent_pid:
+        start_watchdog(config.parent_pid, on_gone=_orphaned(config.run, config.parent_pid))
     client = GatewayClient(
         config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
     )

@@ -2,7 +2,7 @@
 
 A model can be prompt-injected by what it reads, so every command passes a refusal list
 for destructive forms, runs without provider keys in its environment, in its own
-session (one process group that a timeout kills whole), with stdin closed, and comes
+process group (which a timeout kills whole), with stdin closed, and comes
 back as one bounded text the model can read. Stdlib only: members are small processes.
 
 The refusal list is a guard rail against the obvious, not a sandbox: anything the user
@@ -185,7 +185,7 @@ class ShellResult:
 def signal_command_groups(sig: int) -> int:
     """Send `sig` to every process group a command started; return how many got it.
 
-    Commands run in their own sessions (so a timeout can kill one whole), which means a
+    Commands run in their own process groups (so a timeout can kill one whole), so a
     signal to the member's own process group does not reach them: the member forwards
     stop, continue and terminate through this, including to background processes a
     command left running.
@@ -231,7 +231,7 @@ def run_command(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            process_group=0,  # its own group, in the member's session: see horde_tui/reaper.py
         )
     except OSError as exc:
         text = f"could not start the command: {exc}"

@@ -1,8 +1,10 @@
 """Child processes of a run: the gateway and the members, as asyncio subprocesses.
 
-Members lead their own process groups (so pause and stop reach everything they run),
-write stderr to `member-N.log`, and report on stdout one JSON object per line; the
-reader raises the stream limit because a status line can carry a long final message.
+Members lead their own sessions (their shell commands stay in them), write stderr to
+`member-N.log`, and report on stdout one JSON object per line; the reader raises the
+stream limit because a status line can carry a long final message. When a member's
+process ends, for whatever reason (a SIGKILL from outside included), what is left of
+its session (its commands) is ended too (`reaper.end_session`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.reaper import end_session
+
 STREAM_LIMIT = 4 * 1024 * 1024
 """Bytes per status line; asyncio's 64 KiB default breaks on long final messages."""
+COMMAND_GRACE_S = 1.0
+"""Between SIGTERM and SIGKILL of the commands a member left when its process ended."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,8 @@ class MemberProcess:
         """Set by the stall check before it stops the member, so the exit counts as a stall."""
         self.reset_requested = False
         """Set by `Supervisor.reset` before it stops the member: the exit leads to a reset."""
+        self.ended: asyncio.Task[int] | None = None
+        """The status reader: done once the process ended and its session was ended."""
 
     @property
     def pid(self) -> int:
@@ -149,6 +157,8 @@ class MemberProcess:
         except TimeoutError:
             self.signal_group(signal.SIGKILL)
             await self.proc.wait()
+        if self.ended is not None:
+            await asyncio.wait({self.ended})  # its commands are gone too
 
 
 async def spawn_member(
@@ -194,9 +204,12 @@ async def spawn_member(
             if isinstance(event, dict):
                 state.absorb(event)
                 on_event(state, event)
-        return await proc.wait()
+        code = await proc.wait()
+        await asyncio.to_thread(end_session, proc.pid, COMMAND_GRACE_S)
+        return code
 
-    return handle, asyncio.create_task(pump(), name=f"pump-{state.name}")
+    handle.ended = asyncio.create_task(pump(), name=f"pump-{state.name}")
+    return handle, handle.ended
 
 
 class GatewayStartError(RuntimeError):

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui import prompts
+from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.finalize import read_events
@@ -385,19 +384,16 @@ def _last_event_time(run_dir: Path) -> float | None:
 
 
 async def _end_old_members(point: ResumePoint) -> None:
-    """Wait for the previous supervisor's members to exit (their watchdogs end them
-    once it is gone); end those still running a member after the wait, so no session
-    is carried on by two processes."""
+    """Wait for the previous supervisor's members to exit (their watchdogs, and the old
+    gateway's, end them once it is gone); end those still running a member after the
+    wait, with their commands, so no session is carried on by two processes."""
     pids = [m.pid for m in point.members.values() if m.pid and m.last == "member-spawn"]
     deadline = time.monotonic() + OLD_MEMBERS_WAIT_S
     while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         await asyncio.sleep(0.1)
     for pid in pids:
         if pid_alive(pid) and _is_member(pid):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            await asyncio.to_thread(end_session, pid)  # the member with its commands
 
 
 def _is_member(pid: int) -> bool:
