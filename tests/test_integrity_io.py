@@ -112,9 +112,7 @@ def test_read_events_leaves_an_unfinished_transaction_unread(tmp_path: Path) -> 
 
 
 def test_read_events_skips_a_corrupt_line_and_a_torn_tail(tmp_path: Path) -> None:
-    (tmp_path / "events.jsonl").write_bytes(
-        b'{"id":"E1"}\nnot json\n{"id":"E2"}\n{"id":"E3","ki'
-    )
+    (tmp_path / "events.jsonl").write_bytes(b'{"id":"E1"}\nnot json\n{"id":"E2"}\n{"id":"E3","ki')
 
     assert [e["id"] for e in read_events(tmp_path)] == ["E1", "E2"]
     assert read_events(tmp_path / "missing") == []

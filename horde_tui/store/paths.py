@@ -35,6 +35,20 @@ def valid_run_id(run_id: str) -> bool:
     return bool(_RUN_ID.match(run_id)) and run_id not in {".", ".."}
 
 
+ACTOR_NAME_CAP = 64
+_ACTOR_NAME = re.compile(rf"[a-z][a-z0-9._-]{{0,{ACTOR_NAME_CAP - 1}}}")
+ACTOR_NAME_RULE = (
+    f"a lower-case letter, then up to {ACTOR_NAME_CAP - 1} lower-case letters, digits, "
+    "'.', '_' or '-'"
+)
+"""The names rule as a refusal states it; `member-3`, `parent`, `user`, `ext-1` pass."""
+
+
+def valid_actor_name(name: str) -> bool:
+    """Actor names land in every record, in session directory names and in the ledgers'
+    markdown, so they are one plain token: no separators, spaces, capitals or controls."""
+    return _ACTOR_NAME.fullmatch(name) is not None
+
 
 @dataclass(frozen=True)
 class HordePaths:
