@@ -255,6 +255,24 @@ def test_a_huge_wrong_typed_value_is_not_echoed_whole(horde):
     assert len(result.text) < 400
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"action": "post", "text": "x", "k\x00" * 100_000: 1},
+        {"action": "p\x00" * 100_000},
+        {"action": "post", "text": 1},
+    ],
+)
+def test_usage_lines_quote_names_and_values_cut_short_and_printable(horde, raw):
+    from horde_tui.protocol import run_action
+
+    result = run_action(horde.store("member-1"), raw, run="r1")
+
+    assert result.exit_code == 2
+    assert len(result.text) < 600
+    assert "\x00" not in result.text and "\n" not in result.text
+
+
 def test_the_schema_carries_every_cap():
     props = tool_schema()["function"]["parameters"]["properties"]
     for name, prop in props.items():

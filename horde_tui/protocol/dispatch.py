@@ -124,8 +124,15 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
+def _named(name: str) -> str:
+    """A name from the call (a field, an action) as a usage line quotes it: control
+    characters escaped, a long one cut short."""
+    shown = name if name.isprintable() else repr(name)[1:-1]
+    return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(name)} characters)"
+
+
 def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
-    field = ".".join(str(part) for part in error.get("loc", ())) or "?"
+    field = _named(".".join(str(part) for part in error.get("loc", ())) or "?")
     kind = error.get("type", "")
     accepted = ", ".join(n for n in model.model_fields if n != "action")
     if kind == "extra_forbidden":
@@ -148,7 +155,7 @@ def parse_params(raw: dict[str, Any]) -> Params:
         raise UsageError(f"field 'action' is required; actions: {', '.join(action_names())}")
     model = ACTION_MODELS.get(action)
     if model is None:
-        raise UsageError(f"unknown action '{action}'; actions: {', '.join(action_names())}")
+        raise UsageError(f"unknown action '{_named(action)}'; actions: {', '.join(action_names())}")
     cleaned = {k: v for k, v in raw.items() if v is not None}
     try:
         params = model.model_validate(cleaned)
