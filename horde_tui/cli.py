@@ -17,10 +17,12 @@ from horde_tui import __version__
 
 TOOL_EPILOG = """\
 Fields are given as key=value (repeatable) and/or --json '{...}'. A value of @FILE reads
-the file, @- reads standard input. Lists take commas: cites=F1,T2.
+the file, @- reads standard input (UTF-8, up to the field's cap; see `horde-tui schema`
+for each field's maxLength). Lists take commas: cites=F1,T2.
 
-Environment: HORDE_MEMBER (actor, default 'user'), HORDE_DIR (default ./.horde),
-HORDE_RUN (default 'manual', created on demand), HORDE_ROLE (default 'member').
+Environment: HORDE_MEMBER (actor, default 'user'; a lower-case name such as member-1),
+HORDE_DIR (default ./.horde), HORDE_RUN (default 'manual', created on demand),
+HORDE_ROLE (default 'member').
 
 Exit status: 0 done, 1 refused by a rule, 2 bad usage.
 
