@@ -11,16 +11,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from horde_tui import __version__
 
 TOOL_EPILOG = """\
 Fields are given as key=value (repeatable) and/or --json '{...}'. A value of @FILE reads
-the file, @- reads standard input. Lists take commas: cites=F1,T2.
+the file, @- reads standard input (UTF-8, up to the field's cap; see `horde-tui schema`
+for each field's maxLength). Lists take commas: cites=F1,T2.
 
-Environment: HORDE_MEMBER (actor, default 'user'), HORDE_DIR (default ./.horde),
-HORDE_RUN (default 'manual', created on demand), HORDE_ROLE (default 'member').
+Environment: HORDE_MEMBER (actor, default 'user'; a lower-case name such as member-1),
+HORDE_DIR (default ./.horde), HORDE_RUN (default 'manual', created on demand),
+HORDE_ROLE (default 'member').
 
 Exit status: 0 done, 1 refused by a rule, 2 bad usage.
 
@@ -37,16 +39,45 @@ class CliUsageError(ValueError):
     """Bad command-line input; printed as one line, exit status 2."""
 
 
-def _read_value(raw: str) -> str:
+def _read_value(key: str, raw: str) -> str:
+    """`raw`, or for `@FILE` / `@-` the file's or standard input's text, read only up
+    to the field's cap: a stray `text=@big.log` must not pull gigabytes into memory."""
     if raw == "@-":
-        return sys.stdin.read()
+        return _read_bounded(sys.stdin.buffer, key, "standard input")
     if raw.startswith("@") and len(raw) > 1:
         path = Path(raw[1:])
         try:
-            return path.read_text(encoding="utf-8")
+            with open(path, "rb") as fh:
+                return _read_bounded(fh, key, str(path))
         except OSError as exc:
             raise CliUsageError(f"cannot read {path}: {exc.strerror or exc}") from None
     return raw
+
+
+def _read_bounded(fh: BinaryIO, key: str, source: str) -> str:
+    """At most the cap of field `key` in characters, as UTF-8 text with newlines made
+    `\\n` (as text-mode reading does), or one line saying why not."""
+    from horde_tui.protocol.bounds import cap_of
+
+    cap = cap_of(key)
+    data = fh.read(cap * 4 + 1)  # a character is at most 4 bytes of UTF-8
+    too_long = (
+        f"refused: `{key}` from {source} is over the cap of {cap} characters (size cap); "
+        "shorten it, or cite the file by path in a shorter text"
+    )
+    if len(data) > cap * 4:
+        raise CliUsageError(too_long)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliUsageError(
+            f"cannot read {source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); convert it, or cite the file by path"
+        ) from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if len(text) > cap:
+        raise CliUsageError(too_long)
+    return text
 
 
 def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[str, Any]:
@@ -64,14 +95,19 @@ def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[st
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CliUsageError(f"expected key=value, got {pair!r}")
-        fields[key] = _read_value(value)
+        fields[key] = _read_value(key, value)
     fields["action"] = action
     return fields
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
     from horde_tui.protocol import run_action
-    from horde_tui.store.paths import default_horde_dir, valid_run_id
+    from horde_tui.store.paths import (
+        ACTOR_NAME_RULE,
+        default_horde_dir,
+        valid_actor_name,
+        valid_run_id,
+    )
     from horde_tui.store.siblings import parse_siblings
     from horde_tui.store.store import MANUAL_RUN, HordeStore
 
@@ -85,6 +121,13 @@ def cmd_tool(args: argparse.Namespace) -> int:
         print(f"horde-tui tool: HORDE_RUN={run!r} is not a valid run id", file=sys.stderr)
         return 2
     actor = os.environ.get("HORDE_MEMBER") or "user"
+    if not valid_actor_name(actor):
+        print(
+            f"horde-tui tool: HORDE_MEMBER={actor!r} is not a member name (names rule: "
+            f"{ACTOR_NAME_RULE}); set it to a name such as member-1 or ext-1",
+            file=sys.stderr,
+        )
+        return 2
     role = os.environ.get("HORDE_ROLE") or "member"
     try:
         siblings = parse_siblings(os.environ.get("HORDE_SIBLINGS", ""))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from horde_tui.store.paths import HordePaths
+from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
 
 
@@ -87,7 +87,13 @@ def _required(env: Mapping[str, str], key: str) -> str:
 
 def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
     e = os.environ if env is None else env
+    key = "HORDE_NAME" if e.get("HORDE_NAME", "").strip() else "HORDE_MEMBER"
     name = e.get("HORDE_NAME", "").strip() or _required(e, "HORDE_MEMBER")
+    if not valid_actor_name(name):
+        # The name is every record's actor and a directory name (sessions/<name>/).
+        raise MemberConfigError(
+            f"{key}={name!r} is not a member name (names rule: {ACTOR_NAME_RULE})"
+        )
     parent = e.get("HORDE_PARENT_PID", "").strip()
     return MemberConfig(
         name=name,

@@ -36,7 +36,7 @@ ResourceState = Literal["building", "ready", "broken", "retired"]
 
 class MessageParams(Params):
     action: Literal["message"]
-    to: str = Field(min_length=1, max_length=NAME_CAP)
+    to: str = Field(min_length=1)
     kind: ThreadKind
     text: Text
     target: str | None = None
@@ -75,14 +75,14 @@ class DeferParams(Params):
 
 class AttachParams(Params):
     action: Literal["attach"]
-    target: str = Field(min_length=1, max_length=NAME_CAP)
+    target: str = Field(min_length=1)
     relation: Relation
     text: Text
 
 
 class ReviewParams(Params):
     action: Literal["review"]
-    target: str = Field(min_length=1, max_length=NAME_CAP)
+    target: str = Field(min_length=1)
     revision: Number = None
     verdict: Verdict
     support: ReviewSupport

@@ -29,12 +29,13 @@ from horde_tui.protocol.actions import (
     solved,
     threads,
 )
+from horde_tui.protocol.bounds import check_fields, clipped, field_problem
 from horde_tui.protocol.context import ActionContext
-from horde_tui.protocol.params import ACTION_MODELS, CAPS, Params
-from horde_tui.protocol.rules import check_caps, check_wind_down
+from horde_tui.protocol.params import ACTION_MODELS, Params
+from horde_tui.protocol.rules import check_wind_down
 from horde_tui.protocol.schema import action_names
 from horde_tui.store.lock import LockTimeoutError
-from horde_tui.store.paths import valid_run_id
+from horde_tui.store.paths import ACTOR_NAME_RULE, valid_actor_name, valid_run_id
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision, HordeStore
 
@@ -113,11 +114,25 @@ _TYPE_WORDS = {
     "list_type": 'a list of ids such as ["F1", "T2"]',
     "literal_error": "one of",
     "string_too_short": "a non-empty string",
+    "string_unicode": "valid Unicode text (an unpaired surrogate such as \\ud800 is not)",
 }
 
 
+def _shown(value: Any) -> str:
+    """`value` as a usage line quotes it: a repr cut short, never the whole submission."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def _named(name: str) -> str:
+    """A name from the call (a field, an action) as a usage line quotes it: control
+    characters escaped, a long one cut short."""
+    shown = name if name.isprintable() else repr(name)[1:-1]
+    return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(name)} characters)"
+
+
 def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
-    field = ".".join(str(part) for part in error.get("loc", ())) or "?"
+    field = _named(".".join(str(part) for part in error.get("loc", ())) or "?")
     kind = error.get("type", "")
     accepted = ", ".join(n for n in model.model_fields if n != "action")
     if kind == "extra_forbidden":
@@ -126,24 +141,9 @@ def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
         return f"field '{field}' is required for action '{action}'"
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
-        return f"field '{field}' must be one of {expected}, got {error.get('input')!r}"
+        return f"field '{field}' must be one of {expected}, got {_shown(error.get('input'))}"
     want = _TYPE_WORDS.get(kind, error.get("msg", "a valid value").lower())
-    return f"field '{field}' must be {want}, got {error.get('input')!r}"
-
-
-def audit_copy(submitted: dict[str, Any]) -> dict[str, Any]:
-    """The submission as the intent event records it: over-cap strings are clipped.
-
-    A refused oversized text must not bloat `events.jsonl` with the very bytes the cap
-    exists to keep out; the clip says how much was cut.
-    """
-    out: dict[str, Any] = {}
-    for key, value in submitted.items():
-        cap = CAPS.get(key)
-        if cap is not None and isinstance(value, str) and len(value) > cap:
-            value = f"{value[:cap]}[... {len(value) - cap} characters over the cap cut]"
-        out[key] = value
-    return out
+    return f"field '{field}' must be {want}, got {_shown(error.get('input'))}"
 
 
 def parse_params(raw: dict[str, Any]) -> Params:
@@ -155,12 +155,19 @@ def parse_params(raw: dict[str, Any]) -> Params:
         raise UsageError(f"field 'action' is required; actions: {', '.join(action_names())}")
     model = ACTION_MODELS.get(action)
     if model is None:
-        raise UsageError(f"unknown action '{action}'; actions: {', '.join(action_names())}")
+        raise UsageError(f"unknown action '{_named(action)}'; actions: {', '.join(action_names())}")
     cleaned = {k: v for k, v in raw.items() if v is not None}
     try:
-        return model.model_validate(cleaned)
+        params = model.model_validate(cleaned)
     except ValidationError as exc:
         raise UsageError(_describe(exc.errors()[0], action, model)) from None
+    if params.requestId is not None:
+        # Recorded with every event of the call and matched on retries: a bad one is a
+        # malformed call, refused before anything is written.
+        problem = field_problem("requestId", params.requestId)
+        if problem:
+            raise UsageError(problem.removeprefix("refused: "))
+    return params
 
 
 def run_action(
@@ -180,23 +187,29 @@ def run_action(
             raise UsageError(
                 f"invalid run id {run!r}; use letters, digits, '.', '_' or '-' (max 80)"
             )
+        if not valid_actor_name(store.actor):
+            raise UsageError(
+                f"actor {store.actor!r} is not a member name (names rule: {ACTOR_NAME_RULE}); "
+                "set HORDE_MEMBER to a name such as member-1"
+            )
     except UsageError as exc:
         return ToolResult(False, None, f"usage: {exc}", usage_error=True)
     ctx = ActionContext(store, run, role, siblings or {})
     action = params.action
     try:
         if action in READS:
+            check_fields(params.model_dump(exclude_none=True, exclude={"action"}))
             store.refresh()
             return ToolResult(True, None, READS[action](ctx, params, store.state))
         handler = WRITES[action]
         submitted = params.model_dump(exclude_none=True, exclude={"action", "requestId"})
 
         def decide(state: LedgerState) -> Decision:
-            check_caps(submitted)
+            check_fields(submitted)
             check_wind_down(action, ctx.winding_down)
             return handler(ctx, params, state)
 
-        receipt = store.transact(run, action, audit_copy(submitted), decide, params.requestId)
+        receipt = store.transact(run, action, clipped(submitted), decide, params.requestId)
         text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
         return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
     except ActionRefused as exc:

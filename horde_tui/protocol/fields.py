@@ -15,6 +15,8 @@ TEXT_CAP = 4000
 EVIDENCE_CAP = 20000
 """Characters of `evidence`: command output excerpts, quotes, line references."""
 NAME_CAP = 200
+"""Characters of any other string field (ids, slugs, names, numbers); `bounds` checks
+every field's cap in one place."""
 
 Importance = Literal["critical", "high", "medium", "low", "info"]
 Confidence = Literal["high", "medium", "low"]
@@ -63,7 +65,6 @@ class Params(BaseModel):
     action: str
     requestId: str | None = Field(
         default=None,
-        max_length=200,
         description="Any write: an id of your choosing; a retry with the same id returns "
         "the first result and writes nothing.",
     )

@@ -57,7 +57,7 @@ class ConcernsParams(ReadParams):
 
 class InspectParams(ReadParams):
     action: Literal["inspect"]
-    target: str = Field(min_length=1, max_length=NAME_CAP)
+    target: str = Field(min_length=1)
 
 
 class PostParams(Params):
@@ -159,7 +159,7 @@ class SupersedeParams(Params):
 
 class ResourceParams(Params):
     action: Literal["resource"]
-    name: str = Field(min_length=1, max_length=NAME_CAP)
+    name: str = Field(min_length=1)
     text: str = ""
     cleanup: str = ""
     path: str = ""

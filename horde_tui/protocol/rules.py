@@ -1,5 +1,5 @@
-"""Checks shared by several actions: size caps, paths, wind-down, negative results,
-concern slugs and cleanup commands. Each raises `ActionRefused` with one line that
+"""Checks shared by several actions: paths, wind-down, negative results, concern slugs
+and cleanup commands (size and content bounds of every field are in `bounds`). Each raises `ActionRefused` with one line that
 names what was refused, the rule, and what to do instead.
 """
 
@@ -9,9 +9,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any
 
-from horde_tui.protocol.params import CAPS
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused
 from horde_tui.store.textmatch import jaccard, tokens
@@ -32,17 +30,6 @@ _POSITIVE_HINT = re.compile(
 )
 """A result that names a finding or a confirmed bug is positive even if it also says "no ..."
 ("confirmed not exploitable" is still a negative, hence the look-ahead)."""
-
-
-def check_caps(params: dict[str, Any]) -> None:
-    for name, cap in CAPS.items():
-        value = params.get(name)
-        if isinstance(value, str) and len(value) > cap:
-            raise ActionRefused(
-                f"refused: `{name}` is {len(value)} characters, over the cap of {cap} "
-                f"(size cap); shorten it and put long output in a file under the working "
-                f"directory, cited by path"
-            )
 
 
 def check_wind_down(action: str, winding_down: bool) -> None:

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from horde_tui.protocol.bounds import LIST_CAP, cap_of
 from horde_tui.protocol.collab_params import COLLAB_MODELS
 from horde_tui.protocol.params import ACTION_MODELS
 
-TOOL_DOC = "The horde's shared ledgers (.horde/): one action per call."
+TOOL_DOC = (
+    "The horde's shared ledgers (.horde/): one action per call.\n"
+    "Every text field has a size cap (maxLength; lists maxItems) and may hold newline and "
+    "tab but no other control characters; put long output in a file and cite its path."
+)
+"""The first line is all the text tool protocol shows; the caps reach models that read
+full tool definitions, and every refusal states the cap it applied."""
 NUMBER_FIELDS = frozenset({"revision", "page", "limit"})
 """Whole numbers a model may send as JSON integers or strings."""
 
@@ -110,6 +117,9 @@ def build_tool_schema() -> dict[str, Any]:
             else:
                 prop.pop("description", None)
             properties[name] = prop
+    for name, prop in properties.items():
+        if name != "action":
+            _add_caps(name, prop)
     return {
         "type": "function",
         "function": {
@@ -123,6 +133,19 @@ def build_tool_schema() -> dict[str, Any]:
             },
         },
     }
+
+
+def _add_caps(name: str, prop: dict[str, Any]) -> None:
+    """The bounds `bounds.check_fields` enforces, as JSON schema keywords."""
+    kind = prop.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "array" in kinds:
+        prop["maxItems"] = LIST_CAP
+        items = prop.get("items")
+        if isinstance(items, dict) and items.get("type") == "string":
+            items["maxLength"] = cap_of(name)
+    elif "string" in kinds and "enum" not in prop:
+        prop["maxLength"] = cap_of(name)
 
 
 def _merge_enum(kept: dict[str, Any], other: dict[str, Any]) -> None:

@@ -26,10 +26,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol
 
+from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.view.members import MemberRow, epoch
+from horde_tui.view.members import MemberRow
 from horde_tui.view.run import RunView
 
 REMOTE_ACTIONS = {

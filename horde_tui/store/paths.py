@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,21 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 def valid_run_id(run_id: str) -> bool:
     """Run ids become directory names, so they must not contain separators or dots-only."""
     return bool(_RUN_ID.match(run_id)) and run_id not in {".", ".."}
+
+
+ACTOR_NAME_CAP = 64
+_ACTOR_NAME = re.compile(rf"[a-z][a-z0-9._-]{{0,{ACTOR_NAME_CAP - 1}}}")
+ACTOR_NAME_RULE = (
+    f"a lower-case letter, then up to {ACTOR_NAME_CAP - 1} lower-case letters, digits, "
+    "'.', '_' or '-'"
+)
+"""The names rule as a refusal states it; `member-3`, `parent`, `user`, `ext-1` pass."""
+
+
+def valid_actor_name(name: str) -> bool:
+    """Actor names land in every record, in session directory names and in the ledgers'
+    markdown, so they are one plain token: no separators, spaces, capitals or controls."""
+    return _ACTOR_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -121,18 +137,38 @@ def default_horde_dir() -> Path:
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """Write `text` to `path` so readers see the old or the new file, never a mix.
 
-    The temp file sits in the same directory so `os.replace` is a rename, not a copy.
+    See `atomic_write_bytes` for the temp file, the clean-up and what `fsync` covers.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_file(tmp, text.encode("utf-8"), os.O_TRUNC, fsync=fsync)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """`atomic_write_text` for bytes (artifact copies)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_file(tmp, data, os.O_TRUNC, fsync=fsync)
-    os.replace(tmp, path)
+    """Write `data` through a temp file in the same directory and `os.replace` it.
+
+    The temp name carries the pid and a random part, so two threads (or a reused pid)
+    never share one; it matches `.NAME.*.tmp`, the pattern the store clears after a
+    writer died. Any error removes the temp file. With `fsync`, the file is synced
+    before the rename and the directory after it, so the new name survives a power
+    loss; `fsync=False` (projections that can be rebuilt from the ledger) skips both.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        write_file(tmp, data, os.O_TRUNC, fsync=fsync)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Sync a directory's entries (a rename or a new file in it) to disk."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_file(path: Path, data: bytes, mode_flag: int, *, fsync: bool = True) -> None:

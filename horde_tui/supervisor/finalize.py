@@ -8,12 +8,12 @@ the run summary: the same run always reports the same way, whatever the model di
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from horde_tui import prompts
+from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
@@ -25,19 +25,9 @@ if TYPE_CHECKING:
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    try:
-        with open(run_dir / "events.jsonl", encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(value, dict):
-                    events.append(value)
-    except FileNotFoundError:
-        pass
-    return events
+    """A run's events as the store's own reader sees them: a torn tail, corrupt lines and
+    an unfinished multi-record append (records still marked `more`) are left out."""
+    return JsonlTail(run_dir / "events.jsonl").read_new()
 
 
 def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:

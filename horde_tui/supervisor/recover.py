@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from horde_tui.store.store import HordeStore
+from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import acceptance_freeze, controls, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
@@ -21,12 +22,8 @@ from horde_tui.supervisor.processes import MemberState
 
 
 def _parse_ts(value: object) -> float:
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return time.mktime(time.strptime(str(value)[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-    except ValueError:
-        return 0.0
+    """An event's `ts` as epoch seconds (UTC, see `timestamps`); 0 when unreadable."""
+    return epoch(value) or 0.0
 
 
 def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:

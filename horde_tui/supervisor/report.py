@@ -10,7 +10,6 @@ entries carried in from earlier runs (see `RunScope`).
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -24,6 +23,7 @@ from horde_tui.store.ledgers.facts import is_provisional
 from horde_tui.store.ledgers.findings import classify, current_reviews, label
 from horde_tui.store.model import Claim, Entity, Fact, Finding, Idea, Resource
 from horde_tui.store.state import LedgerState
+from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
 from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.supervisor.outcome import RunSummary
@@ -355,13 +355,6 @@ def _coverage(state: LedgerState, scope: RunScope) -> str:
     return _section("Coverage", [*lines, coverage_sentence(state, scope)])
 
 
-def _epoch(ts: str) -> float | None:
-    try:
-        return _dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def _late_posts(state: LedgerState, summary: RunSummary) -> str:
     """Member posts after the clean stop began: work the wind-down may not have used."""
     if summary.stop_clean_at is None:
@@ -371,7 +364,7 @@ def _late_posts(state: LedgerState, summary: RunSummary) -> str:
         for p in state.posts
         if p.run == summary.run_id
         and p.by not in PARENT_ACTORS
-        and (when := _epoch(p.ts)) is not None
+        and (when := epoch(p.ts)) is not None
         and when > summary.stop_clean_at
     ]
     lines = [f"- {stamp(p.ts)} **{p.by}**: {one_line(p.text, 300)}" for p in late]

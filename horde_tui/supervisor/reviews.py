@@ -9,13 +9,13 @@ reaches the member's context through the inbox and resolves when the member revi
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
 from horde_tui.protocol import run_action
 from horde_tui.store.acceptance import awaiting_review, owner_and_revision, prior_reviewers
 from horde_tui.store.ledgers.threads import open_threads_to
+from horde_tui.store.timestamps import epoch
 
 if TYPE_CHECKING:
     from horde_tui.supervisor.run import Supervisor
@@ -25,11 +25,9 @@ STABLE_S = 60.0
 
 
 def _age_s(ts: str, now: float) -> float:
-    try:
-        stamp = dt.datetime.strptime(ts[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.UTC)
-    except ValueError:
-        return 0.0
-    return now - stamp.timestamp()
+    """Seconds since `ts`; 0 for an unreadable stamp (treated as just changed)."""
+    when = epoch(ts)
+    return 0.0 if when is None else now - when
 
 
 def pick_reviewer(candidates: list[str], load: dict[str, int], earlier: list[str]) -> str | None:

@@ -14,13 +14,13 @@ scheduled), `exited`.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
+from horde_tui.store.timestamps import epoch
 from horde_tui.view.linefile import LineIndex, parse_record
 
 FAILED_CAUSES = frozenset(
@@ -35,19 +35,6 @@ work undone (painted amber, logged as warnings); any other exit is done."""
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
 separators): such lines are counted without parsing their often large content."""
-
-
-def epoch(ts: Any) -> float | None:
-    """An event's `ts` (`2026-01-02T12:03:04.123Z`, or epoch seconds) as epoch seconds."""
-    if isinstance(ts, (int, float)):
-        return float(ts)
-    try:
-        stamp = _dt.datetime.fromisoformat(str(ts))
-    except ValueError:
-        return None
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=_dt.UTC)
-    return stamp.timestamp()
 
 
 @dataclass

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.view.linefile import BATCH, LineIndex, parse_record
-from horde_tui.view.members import MemberRow, MemberTable, epoch
+from horde_tui.view.members import MemberRow, MemberTable
 
 RUN_DOCUMENTS = (
     "TASK",
