@@ -16,10 +16,11 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.member.shell import run_command
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -155,6 +156,7 @@ class WorkspaceTools:
         bash_max_timeout_s: float = 600,
         output_limit: int = 30_000,
         env: Mapping[str, str] | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.workdir = Path(os.path.realpath(workdir))
         self.horde_dir = Path(os.path.realpath(horde_dir or self.workdir / ".horde"))
@@ -166,6 +168,10 @@ class WorkspaceTools:
         self.output_limit = output_limit
         self.env = env
         """Environment for commands (scrubbed by `run_command`); None means os.environ."""
+        self.sandbox = replace(
+            sandbox or SandboxPolicy(), readonly=(self.horde_dir, self.workdir / ".horde")
+        )
+        """How commands are confined; `.horde/` is read-only inside the sandbox."""
 
     # --- dispatch ---------------------------------------------------------------------
 
@@ -302,7 +308,9 @@ class WorkspaceTools:
         if not first_line:
             return ToolOutput(False, "refused: empty command (bash); send a command line", summary)
         capped = min(max(timeout, 1), self.bash_max_timeout_s)
-        result = run_command(command, self.workdir, capped, self.output_limit, self.env)
+        result = run_command(
+            command, self.workdir, capped, self.output_limit, self.env, self.sandbox
+        )
         text = result.output
         if capped != timeout:
             text = (
