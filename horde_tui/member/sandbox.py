@@ -76,6 +76,17 @@ class SandboxPolicy:
         }
 
 
+NEVER_PASSED = frozenset({"HORDE_GATEWAY_URL", "HORDE_GATEWAY_TOKEN", "HORDE_API_KEY"})
+"""Never given to a command, even when the user names them in `sandbox_env`."""
+
+
+def passed_through(environ: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    """The variables the user named in `sandbox_env`, as set in `environ`: the member's
+    own environment is scrubbed of secrets by name, so these are put back for it to
+    hand to its commands."""
+    return {n: environ[n] for n in names if n in environ and n not in NEVER_PASSED}
+
+
 def split_names(text: str) -> tuple[str, ...]:
     """`"A, B C"` -> `("A", "B", "C")`: variable names from a setting or variable."""
     return tuple(n for n in text.replace(",", " ").split() if n)

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.member.refusal import refusal_reason
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem, resolve
+from horde_tui.member.sandbox import (
+    NEVER_PASSED,
+    SandboxPolicy,
+    bwrap_argv,
+    bwrap_problem,
+    resolve,
+)
 
 # --- environment ----------------------------------------------------------------------
 
@@ -64,8 +70,6 @@ _ALLOWED = frozenset(
 """What a command's environment is built from (plus `LC_*`): locale, paths, and the
 member's identity so `horde-tui tool` reads as this member. Nothing else, whatever its
 name: a deny-list by name let `DATABASE_URL` and `GITHUB_PAT` through."""
-_NEVER = frozenset({"HORDE_GATEWAY_URL", "HORDE_GATEWAY_TOKEN", "HORDE_API_KEY"})
-"""Never passed, even when the user names them in `sandbox_env`."""
 
 
 def command_env(
@@ -77,7 +81,7 @@ def command_env(
     env = {
         name: value
         for name, value in environ.items()
-        if (name in allowed or name.startswith("LC_")) and name not in _NEVER
+        if (name in allowed or name.startswith("LC_")) and name not in NEVER_PASSED
     }
     if cwd is not None:
         env["PWD"] = str(cwd)
