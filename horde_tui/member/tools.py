@@ -10,6 +10,8 @@ the user can, behind its own refusal list.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -330,7 +332,21 @@ class WorkspaceTools:
                     f"refused: edit of {path!r}: no such file (edit changes existing files); "
                     "create it with write"
                 )
-            content = self._text_of(target, path)
+            parent = self._open_parent(target, path, "edit", create=False)
+        except _Refused as exc:
+            return ToolOutput(False, str(exc), summary)
+        try:
+            return self._edit_at(parent, target, path, oldText, newText)
+        finally:
+            os.close(parent)
+
+    def _edit_at(
+        self, parent: int, target: Path, path: str, oldText: str, newText: str
+    ) -> ToolOutput:
+        """`edit` once the file's directory is open: read and replace it through `parent`."""
+        summary = f"edit {path}"
+        try:
+            content = self._text_of(_read_at(parent, target.name, path), path)
             old, new = oldText, newText
             if not old:
                 raise _Refused(
@@ -350,7 +366,8 @@ class WorkspaceTools:
                 )
             self._check_size(new, "newText")
             at = content.index(old)
-            _atomic_write(target, (content[:at] + new + content[at + len(old) :]).encode())
+            data = (content[:at] + new + content[at + len(old) :]).encode()
+            _atomic_write_at(parent, target.name, data)
         except _Refused as exc:
             return ToolOutput(False, str(exc), summary)
         line = content.count("\n", 0, at) + 1
@@ -370,11 +387,13 @@ class WorkspaceTools:
                     "give a file path inside it"
                 )
             data = self._check_size(content, "content")
+            parent = self._open_parent(target, path, "write", create=True)
         except _Refused as exc:
             return ToolOutput(False, str(exc), summary)
-        existed = target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, data)
+        try:
+            existed = _atomic_write_at(parent, target.name, data)
+        finally:
+            os.close(parent)
         lines = _line_count(content)
         verb = "replaced" if existed else "created"
         text = f"wrote {path}: {verb}, {lines} lines, {len(data)} bytes"
@@ -413,9 +432,40 @@ class WorkspaceTools:
             )
         return target
 
+    def _open_parent(self, target: Path, path: str, tool: str, *, create: bool) -> int:
+        """A descriptor of `target`'s directory, opened from the working directory one
+        component at a time with O_NOFOLLOW (created when missing and `create`).
+
+        `target` is already resolved and checked, so a symlink met on the way means a
+        directory was swapped for one since the check: refused, never followed.
+        """
+        parts = target.parent.relative_to(self.workdir).parts
+        fd = os.open(self.workdir, _DIR_FLAGS)
+        try:
+            for part in parts:
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _Refused(
+                    f"refused: {tool} of {path!r}: a directory on its path became a symlink "
+                    "while the tool worked (file tools never follow one out of the working "
+                    "directory); check the path with bash: ls -la, then try again"
+                ) from None
+            raise
+        return fd
+
     @staticmethod
-    def _text_of(target: Path, path: str) -> str:
-        data = target.read_bytes()
+    def _text_of(data: bytes, path: str) -> str:
         if b"\0" not in data[:_BINARY_SAMPLE]:
             try:
                 return data.decode("utf-8")
@@ -526,20 +576,48 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write through a temp file and `os.replace`, so peers never read half a file.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_at(parent: int, name: str, path: str) -> bytes:
+    """The bytes of regular file `name` in directory `parent`, never through a symlink."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Refused(
+                f"refused: edit of {path!r}: it became a symlink while the tool worked (file "
+                "tools never follow one out of the working directory); try again"
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise _Refused(f"refused: edit of {path!r}, which is not a regular file")
+        return fh.read()
+
+
+def _atomic_write_at(parent: int, name: str, data: bytes) -> bool:
+    """Write `name` in directory `parent` through a temp file and `os.replace`, so peers
+    never read half a file and nothing is written through a symlink; True when it
+    replaced an existing file.
 
     An existing file keeps its mode; a new one gets the umask's default (os.open applies it).
     """
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        mode = None
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(temp, flags, 0o666, dir_fd=parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, target)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=parent)
         raise
+    return mode is not None
