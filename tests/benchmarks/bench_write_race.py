@@ -5,8 +5,8 @@
 A racer process renames `work/sub` away, puts a symlink to `outside/` in its place and
 back, in a loop, while this process calls the member's `write` tool on `sub/wN.txt` (a
 new name each time) as fast as it can. Reported: writes made, writes refused or failed
-(the race seen and stopped), and files that landed in `outside/` (must be 0). Issue 12: with the check and
-the open as two steps, about 1 write in 3,000 escaped.
+(the race seen and stopped), and files that landed in `outside/` (must be 0). Issue 12:
+with the check and the open as two steps, about 1 write in 3,000 escaped.
 """
 
 from __future__ import annotations
