@@ -163,7 +163,8 @@ def bwrap_argv(
         home_dir is not None and home_dir.is_dir() and not _within(cwd, home_dir, strict=False)
     )
     if home_dir is not None and private_home:
-        layers.append((home_dir, ["--tmpfs", str(home_dir), *_home_passthrough(home_dir, cwd)]))
+        passthrough = _home_passthrough(home_dir, cwd)  # cached: PATH does not change
+        layers.append((home_dir, ["--tmpfs", str(home_dir), *passthrough]))
     layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
     for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
         args += words
@@ -175,6 +176,7 @@ def bwrap_argv(
     return [*args, "--chdir", str(cwd), "--", *argv]
 
 
+@functools.lru_cache(maxsize=8)
 def _home_passthrough(home: Path, cwd: Path) -> list[str]:
     """Read-only binds that keep the user's toolchains working under a private home:
     the top directory of every PATH entry and of this interpreter that lies in the home

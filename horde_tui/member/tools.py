@@ -4,8 +4,10 @@ Every result is text a model reads: refusals are one line saying what was refuse
 rule, and what to do instead, so strong and small models alike can recover on the next
 turn. Paths stay inside the working directory (symlinks resolved), and `.horde/` is
 readable but written only through the `horde` tool, whose rules keep the ledgers sound.
-Containment is a guard rail for the file tools, not a sandbox: `bash` can reach what
-the user can, behind its own refusal list.
+Containment is a guard rail for the file tools: they open paths relative to the
+working directory one directory at a time without following symlinks, so a directory
+swapped for a symlink after the check cannot send a write outside. `bash` runs behind
+the refusal list and, where it can run, the bubblewrap sandbox (`sandbox.py`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "combined stdout and stderr and its exit code. No input and no terminal: "
                 "never start editors, pagers or prompts. Long output is cut in the "
                 "middle, so filter it (grep, head, tail, wc). Destructive commands are "
-                "refused. Use read to view files and edit or write to change them."
+                "refused. Commands may run in a sandbox: only the working directory is "
+                "writable, .horde/ is read-only, and background processes end when the "
+                "command returns (start a server and its client in one command). Use "
+                "read to view files and edit or write to change them."
             ),
             "parameters": {
                 "type": "object",
