@@ -268,3 +268,12 @@ def test_bwrap_asked_for_but_missing_is_refused_not_run_bare(
         bwrap_problem.cache_clear()
     assert result.refused is not None and "bwrap" in result.refused
     assert not (tmp_path / "made").exists()
+
+
+def test_the_read_tool_refuses_token_and_key_files(work: Path) -> None:
+    tools = WorkspaceTools(work)
+    for path in (".horde/runs/r1/gateway.token", ".horde/config.toml"):
+        result = tools.read(path)
+        assert not result.ok and "SECRET" not in result.text
+        assert result.text.startswith("refused: ") and "\n" not in result.text
+    assert tools.read(".horde/IDEAS.md").ok

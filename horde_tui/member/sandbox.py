@@ -203,6 +203,17 @@ def _home_passthrough(home: Path, cwd: Path) -> list[str]:
     return args
 
 
+def is_secret(path: Path, horde_dir: Path) -> bool:
+    """Whether `path` (resolved) is one of the token or key files under `horde_dir`."""
+    if horde_dir not in path.parents:
+        return False
+    relative = path.relative_to(horde_dir)
+    return any(
+        relative.match(pattern) and len(relative.parts) == len(Path(pattern).parts)
+        for pattern in _SECRET_GLOBS
+    )
+
+
 def _secrets(horde_dir: Path) -> list[Path]:
     found: set[Path] = set()
     for pattern in _SECRET_GLOBS:

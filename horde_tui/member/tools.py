@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -218,6 +218,11 @@ class WorkspaceTools:
                 raise _Refused(
                     f"refused: read of {path!r} with offset={offset}, limit={limit} "
                     "(offset is a 1-based line number, limit a line count); use values of 1 or more"
+                )
+            if is_secret(target, self.horde_dir):
+                raise _Refused(
+                    f"refused: read of {path!r}, a token or key file of the run (the run's "
+                    "secrets are never shown to members); read the ledgers and run files instead"
                 )
             if target.is_dir():
                 return self._listing(path, target)
