@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import Horde
 
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
+from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem
 from horde_tui.member.shell import command_env, run_command
 from horde_tui.member.tools import WorkspaceTools
 
@@ -277,3 +277,16 @@ def test_the_read_tool_refuses_token_and_key_files(work: Path) -> None:
         assert not result.ok and "SECRET" not in result.text
         assert result.text.startswith("refused: ") and "\n" not in result.text
     assert tools.read(".horde/IDEAS.md").ok
+
+
+def test_home_is_private_also_when_the_project_lies_in_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "proj").mkdir(parents=True)
+    argv = bwrap_argv(["true"], home / "proj", SandboxPolicy(mode="bwrap"), str(home))
+    pairs = list(zip(argv, argv[1:], strict=False))
+    assert ("--tmpfs", str(home)) in pairs
+    assert pairs.index(("--tmpfs", str(home))) < pairs.index(("--bind", str(home / "proj")))
+    inside = bwrap_argv(["true"], home, SandboxPolicy(mode="bwrap"), str(home / "proj"))
+    assert "--tmpfs" not in [
+        a for a, b in zip(inside, inside[1:], strict=False) if b == str(home / "proj")
+    ]

@@ -160,7 +160,7 @@ def bwrap_argv(
     layers: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
     home_dir = Path(os.path.realpath(home)) if home else None
     private_home = (
-        home_dir is not None and home_dir.is_dir() and not _within(cwd, home_dir, strict=False)
+        home_dir is not None and home_dir.is_dir() and not _within(home_dir, cwd, strict=False)
     )
     if home_dir is not None and private_home:
         passthrough = _home_passthrough(home_dir, cwd)  # cached: PATH does not change
