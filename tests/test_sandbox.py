@@ -9,6 +9,7 @@ that silently stopped working fails the test before anything destructive runs.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -283,10 +284,8 @@ def test_home_is_private_also_when_the_project_lies_in_it(tmp_path: Path) -> Non
     home = tmp_path / "home"
     (home / "proj").mkdir(parents=True)
     argv = bwrap_argv(["true"], home / "proj", SandboxPolicy(mode="bwrap"), str(home))
-    pairs = list(zip(argv, argv[1:], strict=False))
+    pairs = list(itertools.pairwise(argv))
     assert ("--tmpfs", str(home)) in pairs
     assert pairs.index(("--tmpfs", str(home))) < pairs.index(("--bind", str(home / "proj")))
     inside = bwrap_argv(["true"], home, SandboxPolicy(mode="bwrap"), str(home / "proj"))
-    assert "--tmpfs" not in [
-        a for a, b in zip(inside, inside[1:], strict=False) if b == str(home / "proj")
-    ]
+    assert "--tmpfs" not in [a for a, b in itertools.pairwise(inside) if b == str(home / "proj")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from test_member_e2e import RUN, call, prepare, run_member
 from horde_tui.launch import RunOptions, check_launch
 from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
 from horde_tui.settings import SettingsError, load_settings
+from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.setup import RunRequest
@@ -161,3 +163,44 @@ def test_env_allow_list_holds_for_a_member_without_the_sandbox(
     assert code == 0, stderr
     (result,) = _tool_results(events[-1]["transcript"])
     assert "LEAK" not in result and f"PATH={os.environ['PATH']}" in result
+
+
+def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
+    tmp_path: Path,
+) -> None:
+    with StubThread({"member-1": [{"content": "Nothing to do."}]}) as stub:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+        env.update(
+            HORDE_MODEL=stub.model,
+            HORDE_API_BASE=stub.api_base,
+            HORDE_API_KEY="stub",
+            HORDE_DELIVERABLE="off",
+            HORDE_POSTMORTEM="off",
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "horde_tui",
+                "run",
+                "--headless",
+                "--sandbox",
+                "off",
+                "1",
+                "Review app.py",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[1] == (
+        "warning: member commands run without a sandbox (sandbox set to off) (see SECURITY.md)"
+    )
+    assert done.stdout.count("run without a sandbox") == 2  # the header, the run-start line
+    (run_dir,) = (tmp_path / ".horde" / "runs").iterdir()
+    report = (run_dir / "REPORT.md").read_text()
+    assert report.count("- Sandbox: none; member commands run without a sandbox") == 1

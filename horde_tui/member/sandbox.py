@@ -122,7 +122,7 @@ def resolve(mode: str) -> tuple[str, str]:
     then refused if it cannot run, never run bare); `off` is the user's choice.
     """
     if mode == "off":
-        return "off", "member commands run without a sandbox (--sandbox off)"
+        return "off", "member commands run without a sandbox (sandbox set to off)"
     problem = bwrap_problem()
     if problem is None or mode == "bwrap":
         return "bwrap", ""
