@@ -129,20 +129,20 @@ def test_member_commands_cannot_reach_the_token_or_forge_records(
                 call("bash", command=forge),
                 {"content": "done"},
             ]
-            for name in ("member-1", "member-3")
+            for name in ("sandboxed-1", "sandboxed-2")
         }
     )
     ledger = (horde_dir / "ledger.jsonl").read_bytes()
-    code, events, stderr = run_member(gateway, tmp_path, "member-1", HORDE_SANDBOX="bwrap")
+    code, events, stderr = run_member(gateway, tmp_path, "sandboxed-1", HORDE_SANDBOX="bwrap")
     assert code == 0, stderr
     results = _tool_results(events[-1]["transcript"])
     assert results[0].split("\n")[1] == "0", results[0]
-    assert gateway.token not in results[1] and "HORDE_MEMBER=member-1" in results[1]
+    assert gateway.token not in results[1] and "HORDE_MEMBER=sandboxed-1" in results[1]
     assert "read-only" in results[2] and "Traceback" not in results[2]
     assert (horde_dir / "ledger.jsonl").read_bytes() == ledger
 
     # The same hunt without the sandbox finds the token: the check can fail.
-    code, events, stderr = run_member(gateway, tmp_path, "member-3", HORDE_SANDBOX="off")
+    code, events, stderr = run_member(gateway, tmp_path, "sandboxed-2", HORDE_SANDBOX="off")
     assert code == 0, stderr
     found = _tool_results(events[-1]["transcript"])[0].split("\n")[1]
     assert int(found) >= 1, found
@@ -157,9 +157,11 @@ def test_env_allow_list_holds_for_a_member_without_the_sandbox(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
     prepare(tmp_path)
-    gateway.stub.stub.set_scripts({"member-4": [call("bash", command="env"), {"content": "ok"}]})
+    gateway.stub.stub.set_scripts({"sandboxed-3": [call("bash", command="env"), {"content": "ok"}]})
     leaky = {"DATABASE_URL": "postgres://u:pw-LEAK@h/db", "GITHUB_PAT": "ghp_LEAK"}
-    code, events, stderr = run_member(gateway, tmp_path, "member-4", HORDE_SANDBOX="off", **leaky)
+    code, events, stderr = run_member(
+        gateway, tmp_path, "sandboxed-3", HORDE_SANDBOX="off", **leaky
+    )
     assert code == 0, stderr
     (result,) = _tool_results(events[-1]["transcript"])
     assert "LEAK" not in result and f"PATH={os.environ['PATH']}" in result
