@@ -4,8 +4,10 @@ A model can be prompt-injected by what it reads, so `refusal_reason` parses a co
 way a shell splits it (separators, quotes, `sudo`/`env` prefixes, `bash -c "..."`,
 `$(...)`) and refuses destructive forms with one line naming the rule and what to do
 instead, while ordinary commands that merely mention a dangerous word (`grep -r
-shutdown`, `echo "rm -rf /"`) still run. It is a guard rail against the obvious, not a
-sandbox: anything the user can do, a determined command can still do.
+shutdown`, `echo "rm -rf /"`) still run. It also follows what the line sets up before a
+command (`X=/; rm -rf $X`, `cd .horde && ...`), text piped into a shell, and one-line
+`python -c`/`perl -e` programs. It is a courtesy against the obvious, not the boundary:
+a script file hides anything from it, which is what the sandbox (`sandbox.py`) is for.
 """
 
 from __future__ import annotations
