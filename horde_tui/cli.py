@@ -7,6 +7,7 @@ an agent may call it hundreds of times), so nothing here imports Textual or lite
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -135,7 +136,18 @@ def cmd_tool(args: argparse.Namespace) -> int:
         print(f"horde-tui tool: HORDE_SIBLINGS: {exc}", file=sys.stderr)
         return 2
     store = HordeStore(default_horde_dir(), actor)
-    result = run_action(store, raw, run=run, role=role, siblings=siblings)
+    try:
+        result = run_action(store, raw, run=run, role=role, siblings=siblings)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        print(
+            f"horde-tui tool: refused: {exc.filename or '.horde/'} is on a read-only file system "
+            "(a member's commands run in the sandbox, where .horde/ is read-only); "
+            "write through the horde tool itself",
+            file=sys.stderr,
+        )
+        return 1
     if args.output == "json":
         print(json.dumps(result.as_json(), ensure_ascii=False))
     elif result.usage_error:

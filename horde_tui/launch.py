@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import Sink
@@ -37,6 +38,7 @@ SETTING_OPTIONS = (
     "api_base",
     "api_key",
     "tool_protocol",
+    "sandbox",
 )
 """`RunOptions` fields that override `Settings` of the same name."""
 DETACH_FLAGS = ("no_verifier", "until_stop")
@@ -64,6 +66,7 @@ class RunOptions:
     api_base: str | None = None
     api_key: str | None = None
     tool_protocol: str | None = None
+    sandbox: str | None = None
     no_verifier: bool = False
     until_stop: bool = False
     demo: bool = False
@@ -173,6 +176,14 @@ def check_launch(
     check.refusals += refused
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
+    if settings is not None and settings.sandbox == "bwrap" and bwrap_problem():
+        refuse(
+            Refusal(
+                "sandbox",
+                f"refused: the run asks for the bwrap sandbox (--sandbox bwrap) and "
+                f"{bwrap_problem()}, or run with --sandbox auto",
+            )
+        )
     states = controls.runs_by_state(horde_dir)
     if states.get("active"):
         live = states["active"][-1]

@@ -43,6 +43,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
     p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
+    p.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "off"),
+        help="member commands in bubblewrap: auto (default) when it is installed, bwrap "
+        "requires it, off never",
+    )
     p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
 
 
@@ -84,6 +90,7 @@ def print_event(event: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     from horde_tui.launch import RunOptions, build_host, check_launch
+    from horde_tui.member.sandbox import resolve as resolve_sandbox
     from horde_tui.supervisor.run import Supervisor
 
     workdir = Path.cwd()
@@ -110,14 +117,18 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         swarm = build_host(check, workdir, sink=print_event)
         print(
             f"swarm {swarm.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
-            f"model {settings.model}",
+            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox)[1])}",
             flush=True,
         )
         return asyncio.run(_host(swarm))
     sup = Supervisor(workdir, request, settings)
-    return host_here(
-        sup, args, f"run {sup.run_id}: {request.count} members, model {settings.model}"
-    )
+    intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"
+    return host_here(sup, args, intro + sandbox_line(sup.sandbox_note))
+
+
+def sandbox_line(note: str) -> str:
+    """The run header's one line about running without a sandbox ("" inside one)."""
+    return f"\nwarning: {note} (see SECURITY.md)" if note else ""
 
 
 def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:

@@ -66,6 +66,14 @@ class Settings(BaseModel):
     remind_ms: int = Field(default=600_000, ge=0, description="0 disables")
     inbox_turns: int = Field(default=12, ge=0)
     continue_cooldown_ms: int = Field(default=60_000, ge=0)
+    sandbox: Literal["auto", "bwrap", "off"] = Field(
+        default="auto", description="member commands in bubblewrap: auto uses it when present"
+    )
+    sandbox_network: bool = Field(default=True, description="off: commands get loopback only")
+    sandbox_env: list[str] = Field(
+        default_factory=list,
+        description="extra environment variables member commands may see (HORDE_SANDBOX_ENV: A,B)",
+    )
 
 
 THINKING_LEVELS: tuple[str, ...] = get_args(Settings.model_fields["thinking"].annotation)
@@ -90,6 +98,8 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         # "on"/"off" are how the reference spells booleans (HORDE_DELIVERABLE=off).
         if info.annotation is bool:
             values[name] = raw.strip().lower() not in _OFF_WORDS
+        elif info.annotation == list[str]:
+            values[name] = raw.replace(",", " ").split()
         else:
             values[name] = raw.strip()
     return values

@@ -234,22 +234,22 @@ def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -
 
 
 def test_watchdog_takes_the_members_shell_commands_along(tmp_path: Path) -> None:
-    marker = tmp_path / "sleeper.pid"
+    marker = tmp_path / "sleeper.started"
+    name = f"horde-sleeper-{os.urandom(4).hex()}"  # found by name: in the sandbox $$ is
+    command = f"echo > {marker}; exec -a {name} sleep 300"  # a pid of its own namespace
     step = json.dumps(
-        {
-            "tool_calls": [
-                {
-                    "name": "bash",
-                    "arguments": {"command": f"echo $$ > {marker}; exec sleep 300", "timeout": 600},
-                }
-            ]
-        }
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command, "timeout": 600}}]}
     )
     pids = _orphan(tmp_path, step, "tool-start")
     deadline = time.monotonic() + 5
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    sleeper = int(marker.read_text())
+    time.sleep(0.2)
+    found = subprocess.run(
+        ["pgrep", "-f", f"^{name} 300$"], capture_output=True, text=True
+    ).stdout.split()
+    assert len(found) == 1, found
+    sleeper = int(found[0])
     assert _alive(sleeper)
     assert _gone_within([pids["gateway"], pids["member"], sleeper], 5.0) == []
 

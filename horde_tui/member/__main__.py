@@ -73,6 +73,8 @@ One member session against a run's gateway. The supervisor sets, for each member
   HORDE_ROLE, HORDE_ATTEMPT, HORDE_LAYER, HORDE_PARENT_PID, HORDE_BRIEF
   HORDE_MAX_TURNS, HORDE_REMIND_CALLS, HORDE_REMIND_MS, HORDE_INBOX_TURNS
   HORDE_TOOLS=readonly        a read-only helper session
+  HORDE_SANDBOX=auto|bwrap|off, HORDE_SANDBOX_NETWORK=on|off, HORDE_SANDBOX_ENV=A,B
+                              how shell commands are confined (default auto)
   HORDE_RESUME_SESSION=PATH   carry on the session in this transcript instead of
                               starting one (`horde-tui resume` sets it)
 Status lines (JSON) go to stdout, the transcript to runs/<run>/sessions/<name>/."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
 
@@ -53,6 +54,9 @@ class MemberConfig:
     A swarm's planner and merge helpers keep theirs in the swarm directory."""
     task_file: Path | None = None
     """The task document (`HORDE_TASK_FILE`); default the run's TASK.md."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """How the member's commands are confined (`HORDE_SANDBOX`, `HORDE_SANDBOX_NETWORK`,
+    `HORDE_SANDBOX_ENV`), as the supervisor resolved it for the run."""
 
     @property
     def workdir(self) -> Path:
@@ -116,6 +120,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
+        sandbox=SandboxPolicy.from_env(e),
     )
 
 

@@ -89,7 +89,9 @@ class MemberLoop:
         self.status = status or StatusStream()
         self.state = LoopState()
         self.store = HordeStore(config.horde_dir, config.name)
-        self.tools = WorkspaceTools(config.workdir, HordePaths(config.horde_dir).top)
+        self.tools = WorkspaceTools(
+            config.workdir, HordePaths(config.horde_dir).top, sandbox=config.sandbox
+        )
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
         if config.readonly:
             self.definitions = [

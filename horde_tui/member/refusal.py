@@ -4,8 +4,10 @@ A model can be prompt-injected by what it reads, so `refusal_reason` parses a co
 way a shell splits it (separators, quotes, `sudo`/`env` prefixes, `bash -c "..."`,
 `$(...)`) and refuses destructive forms with one line naming the rule and what to do
 instead, while ordinary commands that merely mention a dangerous word (`grep -r
-shutdown`, `echo "rm -rf /"`) still run. It is a guard rail against the obvious, not a
-sandbox: anything the user can do, a determined command can still do.
+shutdown`, `echo "rm -rf /"`) still run. It also follows what the line sets up before a
+command (`X=/; rm -rf $X`, `cd .horde && ...`), text piped into a shell, and one-line
+`python -c`/`perl -e` programs. It is a courtesy against the obvious, not the boundary:
+a script file hides anything from it, which is what the sandbox (`sandbox.py`) is for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 _MAX_DEPTH = 4
 """Nested `bash -c`, `eval` and `$(...)` levels the refusal list looks into."""
@@ -23,6 +26,23 @@ _RULES: dict[str, tuple[str, str]] = {
     "rm-root": (
         "deletes the filesystem root, a top-level directory or a home directory",
         "delete only specific paths inside the working directory",
+    ),
+    "rm-cwd": (
+        "deletes the whole working directory or its parent",
+        "delete only specific paths inside it, e.g. rm -rf ./build",
+    ),
+    "computed": (
+        "deletes recursively a path computed when it runs ($VAR, $(...)), which the "
+        "refusal list cannot check",
+        "write the path out, e.g. rm -rf ./build",
+    ),
+    "hidden-script": (
+        "pipes decoded text into a shell, out of the refusal list's sight",
+        "run the command itself",
+    ),
+    "push-delete": (
+        "deletes or mirrors remote branches",
+        "push branches by name, without --mirror, --delete, --prune or :branch",
     ),
     "no-preserve-root": (
         "switches off rm's protection of /",
@@ -33,7 +53,7 @@ _RULES: dict[str, tuple[str, str]] = {
         "work on files inside the working directory; never format disks",
     ),
     "device": (
-        "writes to a device",
+        "writes to a device or to the kernel's settings (/proc/sys, /sys)",
         "write to a file inside the working directory (or discard output to /dev/null)",
     ),
     "power": (
@@ -98,6 +118,42 @@ _GLOB_TAIL = re.compile(r"(/[*?.\[\]]*)+$")
 _HORDE_PATH = re.compile(r"(^|/)\.horde(/|$)")
 _SAFE_DEVICES = re.compile(r"^/dev/(null|zero|full|random|urandom|stdout|stderr|tty|fd/|pts/|shm/)")
 
+_DISK_TOOLS = frozenset(
+    "mke2fs mkswap wipefs blkdiscard fdisk sfdisk cfdisk parted sgdisk gdisk".split()
+)
+"""Besides `mkfs*`: programs that format, partition or discard a disk (`-l` lists)."""
+_INTERPRETERS: dict[str, tuple[str, ...]] = {
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+    "node": ("-e", "--eval", "-p", "--print"),
+    "nodejs": ("-e", "--eval"),
+    "php": ("-r",),
+}
+"""Interpreters (besides python, `-c`) -> their options that take a program text."""
+_CODE_RUNS = re.compile(
+    r"\b(system|popen|subprocess|spawn|exec[lv]?p?e?|check_call|check_output|call|run)\s*\("
+)
+_CODE_DELETES = re.compile(
+    r"\b(rmtree|rm_rf|rm_r|rmSync|rmdirSync|remove_dir_all|removedirs|rmdir|unlink|remove)\s*\("
+)
+_CODE_WRITES = re.compile(
+    r"\b(write|write_text|write_bytes|truncate|rename|replace|unlink|remove|rmtree|appendFile"
+    r"|writeFile|rmSync)\b|open\([^)]*['\"][wax+]"
+)
+_LITERAL = re.compile(r"""(['"])(.*?)\1""")
+_DECODERS = frozenset("base64 base32 xxd uudecode openssl rev gunzip zcat bzcat xzcat".split())
+_FIND_TESTS = frozenset(
+    "-name -iname -path -ipath -regex -iregex -type -newer -mtime -mmin -size -empty "
+    "-user -group -perm -wholename -links -inum".split()
+)
+"""find predicates that narrow what `-delete` deletes (without one, `find .` is all)."""
+_VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
+_BARE_EXPANSION = re.compile(r"^(\$\w+|\$\{[^}]*\}|\$\(.*\)|`.*`)(/[*.]*)*$")
+_SAFE_VALUE = "/tmp/mktemp.XXXXXXXX"
+"""What `$(mktemp ...)` stands for when a later `rm -rf "$tmp"` is checked."""
+_HORDE_PID_VARS = ("PPID", "HORDE_PARENT_PID")
+_SUBST_MARK = "__horde_subst_{}__"
+
 _KEYWORDS = frozenset("! { } ( then do else elif if while until time nohup setsid".split())
 _WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset("-u -g -C -D -h -p -r -t -T -U --user --group".split()),
@@ -129,16 +185,171 @@ def refusal_reason(command: str) -> str | None:
     return _refusal(command, 0)
 
 
+@dataclass
+class _Segment:
+    """One simple command: its words, the files its redirects write, its here-strings
+    (`<<< text`), and whether a pipe feeds it."""
+
+    words: list[str] = field(default_factory=list)
+    redirects: list[str] = field(default_factory=list)
+    herestrings: list[str] = field(default_factory=list)
+    piped: bool = False
+
+
+@dataclass
+class _Context:
+    """What earlier commands of the same line set up: variables (`X=/`; None when
+    computed) and the directory a `cd` moved to (None: the working directory)."""
+
+    variables: dict[str, str | None] = field(default_factory=dict)
+    cwd: str | None = None
+
+
 def _refusal(command: str, depth: int) -> str | None:
     if _FORK_BOMB.search(re.sub(r"\s+", "", command)):
         return _message("fork-bomb", command.strip())
     if depth > _MAX_DEPTH:
         return _message("too-deep", command.strip())
-    for words, redirects in _segments(_tokens(command)):
-        reason = _segment_refusal(words, redirects, depth)
+    masked, substitutions = _mask_substitutions(command)
+    context = _Context()
+    previous: _Segment | None = None
+    for segment in _segments(_tokens(masked)):
+        segment.words = [_unmask(w, substitutions) for w in segment.words]
+        segment.redirects = [_unmask(w, substitutions) for w in segment.redirects]
+        reason = _line_refusal(segment, previous, context, depth)
         if reason:
             return reason
+        previous = segment
     return None
+
+
+def _mask_substitutions(command: str) -> tuple[str, list[str]]:
+    """`command` with each `$(...)` and backquote substitution (innermost first) as one
+    placeholder word, so the shell-like split keeps it whole as an operand."""
+    found: list[str] = []
+
+    def mark(match: re.Match[str]) -> str:
+        found.append(match.group(0))
+        return _SUBST_MARK.format(len(found) - 1)
+
+    while True:
+        masked = _SUBSTITUTION.sub(mark, command)
+        if masked == command:
+            return masked, found
+        command = masked
+
+
+def _unmask(word: str, substitutions: list[str]) -> str:
+    for i in range(len(substitutions) - 1, -1, -1):
+        mark = _SUBST_MARK.format(i)
+        if mark in word:
+            word = word.replace(mark, substitutions[i])
+    return word
+
+
+def _line_refusal(
+    segment: _Segment, previous: _Segment | None, context: _Context, depth: int
+) -> str | None:
+    """Check one segment with what the line set up before it, then record what it sets."""
+    for word in [*segment.words, *segment.redirects]:
+        for match in _SUBSTITUTION.finditer(word):
+            reason = _refusal(match.group(1) or match.group(2) or "", depth + 1)
+            if reason:
+                return reason
+    words = [_expand(w, context) for w in segment.words]
+    redirects = [_in_cwd(_expand(t, context), context) for t in segment.redirects]
+    command = _strip_prefixes(words)
+    if _record(command, words, context):
+        return None
+    name = command[0].rsplit("/", 1)[-1] if command else ""
+    if segment.piped and previous is not None:
+        reason = _piped_refusal(name, command, words, previous, depth)
+        if reason:
+            return reason
+        if "xargs" in {w.rsplit("/", 1)[-1] for w in words[: len(words) - len(command)]}:
+            words = words + _fed_operands(previous.words)
+    if name in _SHELLS and not _shell_script(command[1:]):
+        for text in segment.herestrings:
+            reason = _refusal(text, depth + 1)
+            if reason:
+                return reason
+    if context.cwd is not None:
+        words = words[:1] + [_in_cwd(w, context) for w in words[1:]]
+    return _segment_refusal(words, redirects, depth)
+
+
+def _record(command: list[str], words: list[str], context: _Context) -> bool:
+    """Note assignments (`X=/`, `export T=...`) and `cd`/`pushd`; True when that is all
+    the segment does."""
+    plain = words[1:] if words and words[0] in ("export", "local", "declare", "readonly") else words
+    if plain and all(_ASSIGNMENT.match(w) for w in plain):
+        for word in plain:
+            name, value = word.split("=", 1)
+            context.variables[name] = _value_of(value, context)
+        return True
+    if command and command[0] in ("cd", "pushd"):
+        operands = [a for a in command[1:] if not a.startswith("-")]
+        target = operands[0] if operands else "~"
+        context.cwd = _in_cwd(target, context) if target != "-" else None
+        return True
+    return False
+
+
+def _value_of(value: str, context: _Context) -> str | None:
+    if "mktemp" in value and ("$(" in value or "`" in value):
+        return _SAFE_VALUE
+    expanded = _expand(value, context)
+    return None if "$" in expanded or "`" in expanded else expanded
+
+
+def _expand(word: str, context: _Context) -> str:
+    """`word` with the variables the line set to known values put in."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        known = context.variables.get(name)
+        return known if known is not None else match.group(0)
+
+    return _VARIABLE.sub(value, word) if "$" in word else word
+
+
+def _in_cwd(path: str, context: _Context) -> str:
+    """`path` as seen from the working directory after the line's `cd`."""
+    if context.cwd is None or not path or path.startswith(("-", "/", "~", "$")):
+        return path
+    if "=" in path or "://" in path:
+        return path
+    return posixpath.normpath(posixpath.join(context.cwd, path))
+
+
+def _piped_refusal(
+    name: str, command: list[str], words: list[str], previous: _Segment, depth: int
+) -> str | None:
+    """Text piped into a shell (`echo 'rm -rf /' | sh`) is checked as a script; decoded
+    text piped into one is refused, since it hides the command."""
+    source = _strip_prefixes(previous.words)
+    source_name = source[0].rsplit("/", 1)[-1] if source else ""
+    if name in _SHELLS and not _shell_script(command[1:]):
+        if source_name in _DECODERS:
+            return _message("hidden-script", " ".join([*previous.words, "|", *words]))
+        if source_name in ("echo", "printf"):
+            script = " ".join(a for a in source[1:] if not _SHORT_OPTS.match(a))
+            return _refusal(script.replace("\\n", "\n"), depth + 1)
+    if name == "kill" and source_name in ("pgrep", "pidof"):
+        if any(_matches_horde(a) for a in _operands(source[1:])):
+            return _message("kill-horde", " ".join([*previous.words, "|", *words]))
+    return None
+
+
+def _fed_operands(words: list[str]) -> list[str]:
+    """What a pipe into `xargs` hands on: echo's words, or the paths find starts from."""
+    source = _strip_prefixes(words)
+    name = source[0].rsplit("/", 1)[-1] if source else ""
+    if name in ("echo", "printf"):
+        return [a for a in source[1:] if not _SHORT_OPTS.match(a)]
+    if name == "find":
+        return _find_starts(source[1:])
+    return []
 
 
 def _message(rule: str, fragment: str) -> str:
@@ -159,23 +370,25 @@ def _tokens(command: str) -> list[str]:
         return re.sub(r"([();<>|&`])", r" \1 ", text.replace('"', " ").replace("'", " ")).split()
 
 
-def _segments(tokens: list[str]) -> list[tuple[list[str], list[str]]]:
-    """Simple commands between separators, each as (words, redirect targets written to)."""
-    segments: list[tuple[list[str], list[str]]] = [([], [])]
+def _segments(tokens: list[str]) -> list[_Segment]:
+    """Simple commands between separators, with the files their redirects write."""
+    segments = [_Segment()]
     pending_redirect: str | None = None
     for token in tokens:
-        words, targets = segments[-1]
+        segment = segments[-1]
         if pending_redirect is not None:
             if ">" in pending_redirect:
-                targets.append(token)
+                segment.redirects.append(token)
+            elif pending_redirect == "<<<":
+                segment.herestrings.append(token)
             pending_redirect = None
         elif token and all(ch in "();<>|&`" for ch in token):
             if any(ch in token for ch in "()`") or not any(ch in token for ch in "<>"):
-                segments.append(([], []))
+                segments.append(_Segment(piped=token == "|"))
             else:
                 pending_redirect = token
         else:
-            words.append(token)
+            segment.words.append(token)
     return segments
 
 
@@ -184,11 +397,6 @@ def _segment_refusal(words: list[str], redirects: list[str], depth: int) -> str 
         rule = _written([target])
         if rule:
             return _message(rule, f"> {target}")
-    for word in words:
-        for match in _SUBSTITUTION.finditer(word):
-            reason = _refusal(match.group(1) or match.group(2) or "", depth + 1)
-            if reason:
-                return reason
     command = _strip_prefixes(words)
     if not command:
         return None
@@ -208,6 +416,9 @@ def _segment_refusal(words: list[str], redirects: list[str], depth: int) -> str 
         and args[1].startswith("horde_tui")
     ):
         name, args = "horde-tui", args[2:]
+    code = _program_text(name, args)
+    if code is not None:
+        return _code_refusal(code, " ".join(words), depth)
     rule = _command_rule(name, args)
     return _message(rule, " ".join(words)) if rule else None
 
@@ -258,10 +469,38 @@ def _option_value(args: list[str], short: str, long: str) -> str | None:
     return None
 
 
+def _program_text(name: str, args: list[str]) -> str | None:
+    """The program of `python -c CODE`, `perl -e CODE`, `node -e CODE`, ..., or None."""
+    flags = ("-c",) if _PYTHON.match(name) else _INTERPRETERS.get(name)
+    if not flags:
+        return None
+    for i, arg in enumerate(args[:-1]):
+        if arg in flags:
+            return args[i + 1]
+    return None
+
+
+def _code_refusal(code: str, shown: str, depth: int) -> str | None:
+    """A one-line program that deletes a broad path or a ledger, writes a ledger, or runs
+    a refused shell command (`os.system('rm -rf /')`)."""
+    literals = [m.group(2) for m in _LITERAL.finditer(code)]
+    if _CODE_RUNS.search(code):
+        for script in [*literals, " ".join(literals)]:
+            reason = _refusal(script, depth + 1)
+            if reason:
+                return reason
+    if _CODE_DELETES.search(code) and any(_broad_target(x) for x in literals):
+        return _message("rm-root", shown)
+    if _CODE_WRITES.search(code) and any(_in_ledgers(x) for x in literals):
+        return _message("ledger", shown)
+    return None
+
+
 def _command_rule(name: str, args: list[str]) -> str | None:
     """The rule a simple command (wrappers already stripped) breaks, if any."""
-    if name.startswith("mkfs") or name in ("mke2fs", "mkswap", "wipefs"):
-        return "mkfs"
+    if name.startswith("mkfs") or name in _DISK_TOOLS:
+        listing = args and all(a in ("-l", "--list", "-s", "--version", "-h") for a in args)
+        return None if listing else "mkfs"
     if name in _POWER:
         return "power"
     check = _CHECKS.get(name)
@@ -274,7 +513,52 @@ def _rm(args: list[str]) -> str | None:
     operands = _operands(args)
     if any(_broad_target(a) for a in operands):
         return "rm-root"
+    recursive = any(
+        a == "--recursive" or (_SHORT_OPTS.match(a) and a[1:].lower().count("r")) for a in args
+    )
+    if recursive and any(_whole_cwd(a) for a in operands):
+        return "rm-cwd"
+    if recursive and any(_BARE_EXPANSION.match(a) for a in operands):
+        return "computed"
     return "ledger" if any(_in_ledgers(a) for a in operands) else None
+
+
+def _whole_cwd(arg: str) -> bool:
+    """`.`, `*`, `./*`, `..`, `../*`: the working directory (or its parent) entire."""
+    path = _GLOB_TAIL.sub("", posixpath.normpath(arg)) if arg else arg
+    return path in (".", "..", "") or bool(re.fullmatch(r"[*?.]+", path))
+
+
+def _find_starts(args: list[str]) -> list[str]:
+    starts: list[str] = []
+    for arg in args:
+        if arg.startswith("-") or arg in ("(", "!", ")"):
+            break
+        starts.append(arg)
+    return starts or ["."]
+
+
+def _find(args: list[str]) -> str | None:
+    """`find ... -delete` or `-exec CMD {}` on a broad start, the ledgers, or (with
+    nothing to narrow it) the whole working directory."""
+    starts = _find_starts(args)
+    if "-delete" in args:
+        if any(_broad_target(s) for s in starts):
+            return "rm-root"
+        if any(_in_ledgers(s) for s in starts):
+            return "ledger"
+        if not _FIND_TESTS & set(args) and any(_whole_cwd(s) for s in starts):
+            return "rm-cwd"
+    for i, arg in enumerate(args):
+        if arg in ("-exec", "-execdir", "-ok", "-okdir") and i + 1 < len(args):
+            inner = args[i + 1 :]
+            end = next((j for j, w in enumerate(inner) if w in (";", "+")), len(inner))
+            name, rest = inner[0].rsplit("/", 1)[-1], inner[1:end]
+            for start in starts:
+                rule = _command_rule(name, [start if w == "{}" else w for w in rest])
+                if rule:
+                    return rule
+    return None
 
 
 def _recursive_perm(args: list[str]) -> str | None:
@@ -296,6 +580,8 @@ def _copy(args: list[str]) -> str | None:
 
 def _move(args: list[str]) -> str | None:
     operands = _operands(args)
+    if any(_broad_target(a) for a in operands[:-1]):
+        return "rm-root"
     return "ledger" if any(_in_ledgers(a) for a in operands) else _written(operands[-1:])
 
 
@@ -321,6 +607,11 @@ def _git(args: list[str]) -> str | None:
             return "force-push"
         if _SHORT_OPTS.match(arg) and "f" in arg:
             return "force-push"
+    for arg in rest[1:]:
+        if arg in ("--mirror", "--delete", "--prune") or arg.startswith(":"):
+            return "push-delete"
+        if _SHORT_OPTS.match(arg) and "d" in arg:
+            return "push-delete"
     return None
 
 
@@ -336,7 +627,20 @@ def _kill(args: list[str]) -> str | None:
         rest = rest[1:]  # the signal: -9, -KILL, -SIGTERM
     if rest and rest[0] == "--":
         rest = rest[1:]
-    return "kill-all" if "-1" in rest else None
+    if "-1" in rest:
+        return "kill-all"
+    return "kill-horde" if any(_horde_pid(a) for a in rest) else None
+
+
+def _horde_pid(arg: str) -> bool:
+    """`$PPID` (the member itself), `$HORDE_PARENT_PID`, or `$(pgrep horde...)`."""
+    if any(f"${v}" in arg or f"${{{v}}}" in arg for v in _HORDE_PID_VARS):
+        return True
+    for match in _SUBSTITUTION.finditer(arg):
+        words = _strip_prefixes(_tokens(match.group(1) or match.group(2) or ""))
+        if words and words[0].rsplit("/", 1)[-1] in ("pgrep", "pidof"):
+            return any(_matches_horde(a) for a in _operands(words[1:]))
+    return False
 
 
 def _pkill(args: list[str]) -> str | None:
@@ -386,6 +690,7 @@ _CHECKS: dict[str, Callable[[list[str]], str | None]] = {
     "pkill": _pkill,
     "killall": _pkill,
     "killall5": lambda _args: "kill-all",
+    "find": _find,
     "horde-tui": _horde_tui,
 }
 
@@ -417,6 +722,8 @@ def _written(paths: list[str]) -> str | None:
 
 
 def _unsafe_device(path: str) -> bool:
+    if path.startswith(("/proc/sys", "/sys/")):
+        return True
     return path.startswith("/dev/") and not _SAFE_DEVICES.match(path)
 
 

@@ -1,15 +1,17 @@
 """Running a member's shell commands, which are untrusted.
 
 A model can be prompt-injected by what it reads, so every command passes a refusal list
-for destructive forms, runs without provider keys in its environment, in its own
-process group (which a timeout kills whole), with stdin closed, and comes
-back as one bounded text the model can read. Stdlib only: members are small processes.
+for destructive forms, runs in the sandbox where it can, without secrets in its
+environment, in its own process group (which a timeout kills whole) inside the member's
+session, with stdin closed, and comes back as one bounded text the model can read. Stdlib
+only: members are small processes.
 
-The refusal list is a guard rail against the obvious, not a sandbox: anything the user
-can do, a determined command can still do. It parses the command the way a shell splits
-it (separators, quotes, `sudo`/`env` prefixes, `bash -c "..."`, `$(...)`), so ordinary
+The refusal list is a guard rail against the obvious; the boundary is the sandbox
+(`sandbox.py`: bubblewrap, when it can run), without which anything the user can do, a
+determined command can still do. The list parses the command the way a shell splits it
+(separators, quotes, `sudo`/`env` prefixes, `bash -c "..."`, `$(...)`), so ordinary
 commands that merely mention a dangerous word (`grep -r shutdown`, `echo "rm -rf /"`)
-still run.
+still run. The environment is built from an allow-list, with or without the sandbox.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.member.refusal import refusal_reason
+from horde_tui.member.sandbox import (
+    NEVER_PASSED,
+    SandboxPolicy,
+    bwrap_argv,
+    bwrap_problem,
+    resolve,
+)
 
 # --- environment ----------------------------------------------------------------------
 
@@ -55,12 +64,38 @@ _NON_INTERACTIVE = {
 """No pager, prompt or editor may wait on the closed stdin until the timeout."""
 
 
-def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` without provider keys and secrets, set up for non-interactive commands.
+_ALLOWED = frozenset(
+    "PATH HOME LANG LANGUAGE TERM TZ USER LOGNAME SHELL TMPDIR HORDE_MEMBER HORDE_NAME "
+    "HORDE_DIR HORDE_RUN HORDE_ROLE HORDE_HORDE HORDE_SIBLINGS".split()
+)
+"""What a command's environment is built from (plus `LC_*`): locale, paths, and the
+member's identity so `horde-tui tool` reads as this member. Nothing else, whatever its
+name: a deny-list by name let `DATABASE_URL` and `GITHUB_PAT` through."""
 
-    `HORDE_MEMBER`, `HORDE_DIR`, `HORDE_RUN` and `HORDE_ROLE` stay, so `horde-tui tool`
-    inside a command acts as this member. The gateway URL and token go: a command
-    must not spend the run's budget behind the member's back.
+
+def command_env(
+    environ: Mapping[str, str], extra: tuple[str, ...] = (), cwd: Path | None = None
+) -> dict[str, str]:
+    """A command's environment: the allow-list, the names the user added (`sandbox_env`),
+    and the settings that keep pagers, prompts and editors from waiting on stdin."""
+    allowed = _ALLOWED | set(extra)
+    env = {
+        name: value
+        for name, value in environ.items()
+        if (name in allowed or name.startswith("LC_")) and name not in NEVER_PASSED
+    }
+    if cwd is not None:
+        env["PWD"] = str(cwd)
+    env.update(_NON_INTERACTIVE)
+    return env
+
+
+def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` without provider keys and secrets, for a member process (its commands
+    get the stricter `command_env`).
+
+    `HORDE_MEMBER`, `HORDE_DIR`, `HORDE_RUN` and `HORDE_ROLE` stay. The gateway URL and
+    token go: the supervisor gives the member its own.
     """
     env = {}
     for name, value in environ.items():
@@ -208,8 +243,13 @@ def run_command(
     timeout_s: float = 120,
     limit: int = 30_000,
     env: Mapping[str, str] | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> ShellResult:
     """Run `command` with `bash -c` (or `/bin/sh`) in `cwd`, unless the refusal list forbids it.
+
+    Under a `bwrap` policy (or `auto` where bwrap runs) the command runs inside the
+    sandbox (`sandbox.py`); a `bwrap` policy where bwrap cannot run refuses the command
+    rather than run it bare. Either way its environment is `command_env`.
 
     stdout and stderr share one pipe so the model sees them interleaved as a terminal
     would; the pipe is read continuously (no deadlock on large outputs) while memory
@@ -220,14 +260,28 @@ def run_command(
     reason = refusal_reason(command)
     if reason:
         return ShellResult(None, reason, False, reason, 0.0)
+    policy = sandbox or SandboxPolicy()
+    mode = resolve(policy.mode)[0]
+    problem = bwrap_problem() if mode == "bwrap" else None
+    if problem:
+        text = (
+            f"refused: the run asks for the bwrap sandbox and {problem}; "
+            "ask the user (or run with --sandbox auto)"
+        )
+        return ShellResult(None, text, False, text, 0.0)
     _forget_dead_groups()
-    shell = shutil.which("bash") or "/bin/sh"
+    source = os.environ if env is None else env
+    argv = [shutil.which("bash") or "/bin/sh", "-c", command]
+    command_environ = command_env(source, policy.env_names, cwd)
+    if mode == "bwrap":
+        argv = bwrap_argv(argv, cwd, policy, source.get("HOME"))
+        command_environ["TMPDIR"] = "/tmp"
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            [shell, "-c", command],
+            argv,
             cwd=cwd,
-            env=scrubbed_env(os.environ if env is None else env),
+            env=command_environ,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

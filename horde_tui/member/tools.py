@@ -4,22 +4,27 @@ Every result is text a model reads: refusals are one line saying what was refuse
 rule, and what to do instead, so strong and small models alike can recover on the next
 turn. Paths stay inside the working directory (symlinks resolved), and `.horde/` is
 readable but written only through the `horde` tool, whose rules keep the ledgers sound.
-Containment is a guard rail for the file tools, not a sandbox: `bash` can reach what
-the user can, behind its own refusal list.
+Containment is a guard rail for the file tools: they open paths relative to the
+working directory one directory at a time without following symlinks, so a directory
+swapped for a symlink after the check cannot send a write outside. `bash` runs behind
+the refusal list and, where it can run, the bubblewrap sandbox (`sandbox.py`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -59,7 +64,10 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "combined stdout and stderr and its exit code. No input and no terminal: "
                 "never start editors, pagers or prompts. Long output is cut in the "
                 "middle, so filter it (grep, head, tail, wc). Destructive commands are "
-                "refused. Use read to view files and edit or write to change them."
+                "refused. Commands may run in a sandbox: only the working directory is "
+                "writable, .horde/ is read-only, and background processes end when the "
+                "command returns (start a server and its client in one command). Use "
+                "read to view files and edit or write to change them."
             ),
             "parameters": {
                 "type": "object",
@@ -155,6 +163,7 @@ class WorkspaceTools:
         bash_max_timeout_s: float = 600,
         output_limit: int = 30_000,
         env: Mapping[str, str] | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.workdir = Path(os.path.realpath(workdir))
         self.horde_dir = Path(os.path.realpath(horde_dir or self.workdir / ".horde"))
@@ -166,6 +175,10 @@ class WorkspaceTools:
         self.output_limit = output_limit
         self.env = env
         """Environment for commands (scrubbed by `run_command`); None means os.environ."""
+        self.sandbox = replace(
+            sandbox or SandboxPolicy(), readonly=(self.horde_dir, self.workdir / ".horde")
+        )
+        """How commands are confined; `.horde/` is read-only inside the sandbox."""
 
     # --- dispatch ---------------------------------------------------------------------
 
@@ -205,6 +218,11 @@ class WorkspaceTools:
                 raise _Refused(
                     f"refused: read of {path!r} with offset={offset}, limit={limit} "
                     "(offset is a 1-based line number, limit a line count); use values of 1 or more"
+                )
+            if is_secret(target, self.horde_dir):
+                raise _Refused(
+                    f"refused: read of {path!r}, a token or key file of the run (the run's "
+                    "secrets are never shown to members); read the ledgers and run files instead"
                 )
             if target.is_dir():
                 return self._listing(path, target)
@@ -302,7 +320,9 @@ class WorkspaceTools:
         if not first_line:
             return ToolOutput(False, "refused: empty command (bash); send a command line", summary)
         capped = min(max(timeout, 1), self.bash_max_timeout_s)
-        result = run_command(command, self.workdir, capped, self.output_limit, self.env)
+        result = run_command(
+            command, self.workdir, capped, self.output_limit, self.env, self.sandbox
+        )
         text = result.output
         if capped != timeout:
             text = (
@@ -322,7 +342,21 @@ class WorkspaceTools:
                     f"refused: edit of {path!r}: no such file (edit changes existing files); "
                     "create it with write"
                 )
-            content = self._text_of(target, path)
+            parent = self._open_parent(target, path, "edit", create=False)
+        except _Refused as exc:
+            return ToolOutput(False, str(exc), summary)
+        try:
+            return self._edit_at(parent, target, path, oldText, newText)
+        finally:
+            os.close(parent)
+
+    def _edit_at(
+        self, parent: int, target: Path, path: str, oldText: str, newText: str
+    ) -> ToolOutput:
+        """`edit` once the file's directory is open: read and replace it through `parent`."""
+        summary = f"edit {path}"
+        try:
+            content = self._text_of(_read_at(parent, target.name, path), path)
             old, new = oldText, newText
             if not old:
                 raise _Refused(
@@ -342,7 +376,8 @@ class WorkspaceTools:
                 )
             self._check_size(new, "newText")
             at = content.index(old)
-            _atomic_write(target, (content[:at] + new + content[at + len(old) :]).encode())
+            data = (content[:at] + new + content[at + len(old) :]).encode()
+            _atomic_write_at(parent, target.name, data)
         except _Refused as exc:
             return ToolOutput(False, str(exc), summary)
         line = content.count("\n", 0, at) + 1
@@ -362,11 +397,13 @@ class WorkspaceTools:
                     "give a file path inside it"
                 )
             data = self._check_size(content, "content")
+            parent = self._open_parent(target, path, "write", create=True)
         except _Refused as exc:
             return ToolOutput(False, str(exc), summary)
-        existed = target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, data)
+        try:
+            existed = _atomic_write_at(parent, target.name, data)
+        finally:
+            os.close(parent)
         lines = _line_count(content)
         verb = "replaced" if existed else "created"
         text = f"wrote {path}: {verb}, {lines} lines, {len(data)} bytes"
@@ -405,9 +442,40 @@ class WorkspaceTools:
             )
         return target
 
+    def _open_parent(self, target: Path, path: str, tool: str, *, create: bool) -> int:
+        """A descriptor of `target`'s directory, opened from the working directory one
+        component at a time with O_NOFOLLOW (created when missing and `create`).
+
+        `target` is already resolved and checked, so a symlink met on the way means a
+        directory was swapped for one since the check: refused, never followed.
+        """
+        parts = target.parent.relative_to(self.workdir).parts
+        fd = os.open(self.workdir, _DIR_FLAGS)
+        try:
+            for part in parts:
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _Refused(
+                    f"refused: {tool} of {path!r}: a directory on its path became a symlink "
+                    "while the tool worked (file tools never follow one out of the working "
+                    "directory); check the path with bash: ls -la, then try again"
+                ) from None
+            raise
+        return fd
+
     @staticmethod
-    def _text_of(target: Path, path: str) -> str:
-        data = target.read_bytes()
+    def _text_of(data: bytes, path: str) -> str:
         if b"\0" not in data[:_BINARY_SAMPLE]:
             try:
                 return data.decode("utf-8")
@@ -518,20 +586,48 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
-    """Write through a temp file and `os.replace`, so peers never read half a file.
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_at(parent: int, name: str, path: str) -> bytes:
+    """The bytes of regular file `name` in directory `parent`, never through a symlink."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Refused(
+                f"refused: edit of {path!r}: it became a symlink while the tool worked (file "
+                "tools never follow one out of the working directory); try again"
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise _Refused(f"refused: edit of {path!r}, which is not a regular file")
+        return fh.read()
+
+
+def _atomic_write_at(parent: int, name: str, data: bytes) -> bool:
+    """Write `name` in directory `parent` through a temp file and `os.replace`, so peers
+    never read half a file and nothing is written through a symlink; True when it
+    replaced an existing file.
 
     An existing file keeps its mode; a new one gets the umask's default (os.open applies it).
     """
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        mode = None
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(temp, flags, 0o666, dir_fd=parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, target)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+        os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=parent)
         raise
+    return mode is not None

@@ -58,6 +58,8 @@ class RunSummary:
     layers: list[str] = field(default_factory=list)
     resumed_at: list[float] = field(default_factory=list)
     """When `horde-tui resume` carried the run on after its supervisor stopped."""
+    sandbox_note: str = ""
+    """Set when members' commands ran without a sandbox: the report says so, once."""
 
     @property
     def exit_code(self) -> int:

@@ -109,6 +109,8 @@ def _header(state: LedgerState, summary: RunSummary) -> str:
     if summary.resumed_at:
         times = ", ".join(fmt_time(t) for t in summary.resumed_at)
         lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
+    if summary.sandbox_note:
+        lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
     return "\n".join([*lines, ""])
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui import prompts
+from horde_tui.member.sandbox import SandboxPolicy, passed_through
+from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.siblings import siblings_json
@@ -112,6 +114,10 @@ class Supervisor:
         """Set by `handoff`: the phases were ended to let another process carry on."""
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
+        mode, self.sandbox_note = resolve_sandbox(settings.sandbox)
+        self.sandbox = SandboxPolicy(mode, settings.sandbox_network, tuple(settings.sandbox_env))
+        """How members' commands are confined, decided once for the run; `sandbox_note`
+        says so when they run without a sandbox (run header, REPORT.md)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -147,6 +153,7 @@ class Supervisor:
             members=len(self.specs),
             model=self.settings.model,
             layers=self.request.layers,
+            sandbox=self.sandbox_note or self.sandbox.mode,
         )
         await self._start_gateway()
         self.emit("phase-start", phase="discovery")
@@ -240,9 +247,12 @@ class Supervisor:
         return gateway_env(self.settings)
 
     def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]:
-        """A member's environment: no provider keys, its identity, the gateway."""
+        """A member's environment: no provider keys, its identity, the gateway, the
+        sandbox policy (with the variables the user let through to commands)."""
         assert self.gateway is not None
         env = scrubbed_env(os.environ)
+        env.update(passed_through(os.environ, self.sandbox.env_names))
+        env.update(self.sandbox.as_env())
         env.update(
             HORDE_MEMBER=spec.name,
             HORDE_NAME=spec.name,
@@ -594,6 +604,7 @@ class Supervisor:
             stop_clean_at=self.stop.started if self.stop else None,
             layers=self.request.layers,
             resumed_at=self.resumed_at,
+            sandbox_note=self.sandbox_note,
         )
         try:
             await finalize.finalize(self, summary)

@@ -335,7 +335,7 @@ _LIFECYCLE_FIELDS: dict[str, tuple[str, ...]] = {
     "member-continue": ("after_s",),
     "phase-start": ("phase",),
     "phase-end": ("phase", "cause"),
-    "run-start": ("members", "model", "layers"),
+    "run-start": ("members", "model", "layers", "sandbox"),
     "run-end": ("outcome",),
     "stop-clean": ("reason", "grace_s"),
     "stop-hard": ("targets",),

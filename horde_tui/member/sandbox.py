@@ -1,0 +1,236 @@
+"""Members' shell commands inside bubblewrap: a boundary the kernel enforces.
+
+The refusal list (`refusal.py`) is a courtesy that catches the obvious; a command can
+hide anything from it (a script file, a variable). Inside `bwrap` the root filesystem
+is read-only, the working directory writable, `.horde/` read-only with its token and
+key files masked, `/tmp` and `$HOME` private, and the command sees only its own
+processes (a new PID namespace: no `/proc/<supervisor>/environ`), so a command can
+neither forge a ledger record nor read the run's secrets, whatever it is. Stdlib only.
+
+`auto` uses bwrap when it can run here and otherwise runs commands as before, which
+the run says once (header and REPORT.md); `bwrap` refuses to start without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SANDBOX_MODES = ("auto", "bwrap", "off")
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+
+_SECRET_GLOBS = (
+    "config.toml",
+    "*.token",
+    "*.key",
+    "runs/*/*.token",
+    "swarms/*/*.token",
+    "swarms/*/h*/*.token",
+    "swarms/*/h*/runs/*/*.token",
+)
+"""Files under a `.horde/` that hold secrets: the gateway tokens of every run and swarm
+(`gateway.token`) and the config file, which may carry `api_key`."""
+_HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
+"""Credential files masked inside home directories that stay readable (`~/.cargo`)."""
+_HOME_CONFIG = (".gitconfig", ".config/git/config")
+"""Home files kept readable so `git commit` still knows who the user is."""
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """How a member's commands are confined.
+
+    `mode` is `auto`, `bwrap` or `off`; `network` False cuts the network (loopback
+    only); `env_names` are extra variables the user lets through to commands;
+    `readonly` are the `.horde/` directories a command may read but never write.
+    """
+
+    mode: str = "off"
+    network: bool = True
+    env_names: tuple[str, ...] = ()
+    readonly: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
+        """The policy the supervisor set for a member (`HORDE_SANDBOX*`)."""
+        mode = environ.get("HORDE_SANDBOX", "").strip().lower() or "auto"
+        network = environ.get("HORDE_SANDBOX_NETWORK", "").strip().lower()
+        return cls(
+            mode=mode if mode in SANDBOX_MODES else "bwrap",  # unknown: the strict choice
+            network=network not in ("off", "0", "false", "no"),
+            env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
+        )
+
+    def as_env(self) -> dict[str, str]:
+        """The `HORDE_SANDBOX*` variables that give a member this policy."""
+        return {
+            "HORDE_SANDBOX": self.mode,
+            "HORDE_SANDBOX_NETWORK": "on" if self.network else "off",
+            "HORDE_SANDBOX_ENV": ",".join(self.env_names),
+        }
+
+
+NEVER_PASSED = frozenset({"HORDE_GATEWAY_URL", "HORDE_GATEWAY_TOKEN", "HORDE_API_KEY"})
+"""Never given to a command, even when the user names them in `sandbox_env`."""
+
+
+def passed_through(environ: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    """The variables the user named in `sandbox_env`, as set in `environ`: the member's
+    own environment is scrubbed of secrets by name, so these are put back for it to
+    hand to its commands."""
+    return {n: environ[n] for n in names if n in environ and n not in NEVER_PASSED}
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """`"A, B C"` -> `("A", "B", "C")`: variable names from a setting or variable."""
+    return tuple(n for n in text.replace(",", " ").split() if n)
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """None when bwrap can run a command here, else why not (one phrase).
+
+    Probed once per process with the options commands use: a bwrap that is installed
+    but cannot make namespaces (some containers) must count as missing.
+    """
+    path = shutil.which("bwrap")
+    if path is None:
+        return f"bwrap is not installed; {INSTALL_HINT}"
+    argv = [path, *_BASE, *_caps(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    try:
+        done = subprocess.run(
+            [*argv, "--", "true"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap cannot run here ({exc})"
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"bwrap cannot run here ({said})"
+    return None
+
+
+def resolve(mode: str) -> tuple[str, str]:
+    """(`bwrap` or `off`, the note to show when commands run without a sandbox).
+
+    `auto` becomes `bwrap` when it can run; `bwrap` stays `bwrap` (commands are
+    then refused if it cannot run, never run bare); `off` is the user's choice.
+    """
+    if mode == "off":
+        return "off", "member commands run without a sandbox (sandbox set to off)"
+    problem = bwrap_problem()
+    if problem is None or mode == "bwrap":
+        return "bwrap", ""
+    return "off", f"member commands run without a sandbox: {problem}"
+
+
+_BASE = ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
+"""A PID namespace (only the command's own processes in /proc), and the sandbox dies
+with the member. No `--new-session`: commands already run in their own session with no
+terminal (so no TIOCSTI), and a second session would put them out of reach of the
+process-group signals that time them out and pause them."""
+
+
+def _caps() -> list[str]:
+    """Root keeps every capability inside bwrap unless told: drop them, or a root
+    command could simply remount the read-only binds writable."""
+    return ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
+
+
+def bwrap_argv(
+    argv: Sequence[str], cwd: Path, policy: SandboxPolicy, home: str | None
+) -> list[str]:
+    """`argv` wrapped in bwrap under `policy`, run in `cwd`.
+
+    Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
+    the working directory read-write (it may lie under either), then `.horde/`
+    read-only inside it, then masks over its secrets.
+    """
+    path = shutil.which("bwrap") or "bwrap"
+    args = [path, *_BASE, *_caps()]
+    if not policy.network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    cwd = Path(os.path.realpath(cwd))
+    layers: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
+    home_dir = Path(os.path.realpath(home)) if home else None
+    private_home = (
+        home_dir is not None and home_dir.is_dir() and not _within(home_dir, cwd, strict=False)
+    )
+    if home_dir is not None and private_home:
+        passthrough = _home_passthrough(home_dir, cwd)  # cached: PATH does not change
+        layers.append((home_dir, ["--tmpfs", str(home_dir), *passthrough]))
+    layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
+    for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
+        args += words
+    for ro in _outermost(Path(os.path.realpath(p)) for p in policy.readonly):
+        if ro.is_dir():
+            args += ["--ro-bind", str(ro), str(ro)]
+            for secret in _secrets(ro):
+                args += ["--ro-bind", "/dev/null", str(secret)]
+    return [*args, "--chdir", str(cwd), "--", *argv]
+
+
+@functools.lru_cache(maxsize=8)
+def _home_passthrough(home: Path, cwd: Path) -> list[str]:
+    """Read-only binds that keep the user's toolchains working under a private home:
+    the top directory of every PATH entry and of this interpreter that lies in the home
+    (`~/.pyenv`, `~/.cargo`, `~/.local`), and git's identity; credential files in them
+    stay masked."""
+    tops: set[Path] = set()
+    candidates = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
+    candidates.append(os.path.realpath(sys.executable))
+    for entry in candidates:
+        real = Path(os.path.realpath(entry)) if entry else None
+        if real is not None and _within(real, home, strict=True) and real.exists():
+            top = home / real.relative_to(home).parts[0]
+            if not _within(cwd, top, strict=False) and not _within(top, cwd, strict=False):
+                tops.add(top)
+    args: list[str] = []
+    for top in sorted(tops):
+        args += ["--ro-bind", str(top), str(top)]
+        for name in _HOME_CREDENTIALS:
+            if (top / name).is_file():
+                args += ["--ro-bind", "/dev/null", str(top / name)]
+    for name in _HOME_CONFIG:
+        if (home / name).is_file():
+            args += ["--ro-bind", str(home / name), str(home / name)]
+    return args
+
+
+def is_secret(path: Path, horde_dir: Path) -> bool:
+    """Whether `path` (resolved) is one of the token or key files under `horde_dir`."""
+    if horde_dir not in path.parents:
+        return False
+    relative = path.relative_to(horde_dir)
+    return any(
+        relative.match(pattern) and len(relative.parts) == len(Path(pattern).parts)
+        for pattern in _SECRET_GLOBS
+    )
+
+
+def _secrets(horde_dir: Path) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in _SECRET_GLOBS:
+        found.update(p for p in horde_dir.glob(pattern) if p.is_file() and not p.is_symlink())
+    return sorted(found)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """`paths` without those inside another (one bind covers them)."""
+    unique = sorted(set(paths), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(_within(path, k, strict=False) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _within(path: Path, root: Path, *, strict: bool) -> bool:
+    """Whether `path` lies under `root` (or is it, unless `strict`)."""
+    return (path == root and not strict) or root in path.parents

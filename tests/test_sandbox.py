@@ -1,0 +1,291 @@
+"""Member commands inside bubblewrap, with real processes, files and /proc.
+
+The refusal list is a courtesy; these tests are about the boundary the kernel enforces.
+The destructive commands here are hidden in script files, which the refusal list cannot
+read, so only the sandbox stands between them and the machine. Each sandboxed test
+first checks (with the same policy) that the root is read-only inside, so a sandbox
+that silently stopped working fails the test before anything destructive runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Horde
+
+from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem
+from horde_tui.member.shell import command_env, run_command
+from horde_tui.member.tools import WorkspaceTools
+
+PROBLEM = bwrap_problem()
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
+BWRAP = SandboxPolicy(mode="bwrap")
+
+
+def _script(work: Path, name: str, text: str) -> str:
+    """A command that runs `text` from a file, out of the refusal list's sight."""
+    (work / name).write_text(text)
+    return f"bash {name}"
+
+
+@pytest.fixture
+def work(horde: Horde) -> Path:
+    """A project with a live `.horde/`: a ledger, a proposal awaiting validation, a
+    gateway token in the run directory and a config file with a key."""
+    horde.claimed("member-1", "Audit app/db/query.py")
+    horde.claimed("member-2", "Audit app/auth/session.py")
+    assert horde(
+        "member-1",
+        "finding",
+        text="SQL injection",
+        evidence="q.py:4",
+        concern="sqli",
+        concernDef="SQL built from input",
+    ).ok
+    assert horde("member-1", "solved", text="Injectable, see F1", cites=["F1"]).ok
+    (horde.root / "runs" / "r1" / "gateway.token").write_text("tok-SECRET-gw\n")
+    (horde.root / "config.toml").write_text('api_key = "sk-SECRET-cfg"\n')
+    return horde.workdir
+
+
+def _sandboxed(tools: WorkspaceTools) -> None:
+    """Fail unless commands under `tools` really run sandboxed (read-only root)."""
+    probe = tools.bash("touch /usr/horde-probe; echo status=$?")
+    assert "Read-only file system" in probe.text and "status=1" in probe.text, probe.text
+
+
+def _tools(work: Path, policy: SandboxPolicy = BWRAP, **env: str) -> WorkspaceTools:
+    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root")}
+    base.update(HORDE_MEMBER="member-1", HORDE_DIR=str(work / ".horde"), HORDE_RUN="r1")
+    return WorkspaceTools(work, env={**base, **env}, sandbox=policy)
+
+
+# -- the environment: an allow-list, with or without the sandbox ------------------------
+
+
+LEAKY = {
+    "DATABASE_URL": "postgres://app:pw-SECRET@db/app",
+    "GITHUB_PAT": "ghp_SECRET",
+    "OPENAI_API_KEY": "sk-SECRET",
+    "HORDE_GATEWAY_TOKEN": "gw-SECRET",
+    "HORDE_GATEWAY_URL": "http://127.0.0.1:9/SECRET",
+    "SOME_RANDOM_THING": "x-SECRET",
+}
+
+
+def test_command_env_is_an_allow_list() -> None:
+    given = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/me",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "USER": "me",
+        "HORDE_MEMBER": "member-3",
+        "HORDE_RUN": "r1",
+        "HORDE_DIR": "/w/.horde",
+        "PROJECT_DSN": "named by the user",
+        **LEAKY,
+    }
+    env = command_env(given, ("PROJECT_DSN", "HORDE_GATEWAY_TOKEN"), Path("/w"))
+    assert not any("SECRET" in value for value in env.values()), env
+    assert env["PROJECT_DSN"] == "named by the user"
+    assert (env["PATH"], env["LANG"], env["LC_ALL"], env["TZ"]) == (
+        "/usr/bin",
+        "C.UTF-8",
+        "C.UTF-8",
+        "UTC",
+    )
+    assert (env["HORDE_MEMBER"], env["HORDE_RUN"], env["PWD"]) == ("member-3", "r1", "/w")
+    assert env["GIT_TERMINAL_PROMPT"] == "0"
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["no-sandbox", "bwrap"])
+def test_secrets_in_the_environment_do_not_reach_commands(tmp_path: Path, sandboxed: bool) -> None:
+    if sandboxed and PROBLEM:
+        pytest.skip(f"no sandbox here: {PROBLEM}")
+    policy = BWRAP if sandboxed else SandboxPolicy(mode="off")
+    env = {"PATH": os.environ["PATH"], "HORDE_MEMBER": "member-1", **LEAKY}
+    result = run_command("env", tmp_path, env=env, sandbox=policy)
+    assert result.exit_code == 0, result.output
+    assert "SECRET" not in result.output
+    assert "HORDE_MEMBER=member-1" in result.output
+
+
+# -- inside the sandbox ------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_rm_rf_root_fails_harmlessly(work: Path) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
+    interpreter = Path(sys.executable).resolve()
+    command = _script(work, "wipe.sh", "rm -rf --no-preserve-root / 2>&1 | tail -3\n")
+    result = tools.bash(command, timeout=120)
+    assert "Read-only file system" in result.text or "Device or resource busy" in result.text
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
+    assert interpreter.is_file() and Path("/usr/bin").is_dir()
+
+
+@needs_bwrap
+def test_ledgers_are_readable_but_not_writable(work: Path) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
+    assert tools.bash("cat .horde/IDEAS.md").text.startswith("# ")
+    forged = '{"type":"finding","id":"F9"}'
+    command = _script(work, "forge.sh", f"printf '%s\\n' '{forged}' >> .horde/ledger.jsonl\n")
+    result = tools.bash(command)
+    assert result.ok is False and "Read-only file system" in result.text
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
+    # The same file-borne forgery with no sandbox does write: the sandbox is what stops it.
+    assert _tools(work, SandboxPolicy(mode="off")).bash(command).ok
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() != ledger
+
+
+@needs_bwrap
+def test_impersonating_another_member_through_the_cli_writes_nothing(work: Path) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
+    events = (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes()
+    result = tools.bash(f"HORDE_MEMBER=member-2 {sys.executable} -m horde_tui tool confirm-solved")
+    assert not result.ok
+    assert "read-only" in result.text.lower()
+    assert "Traceback" not in result.text
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
+    assert (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes() == events
+    # Reads through the CLI still work inside the sandbox.
+    listing = tools.bash(f"{sys.executable} -m horde_tui tool list")
+    assert listing.ok and "Audit app/db/query.py" in listing.text, listing.text
+
+
+@needs_bwrap
+def test_token_and_key_files_are_masked(work: Path) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    result = tools.bash(
+        "cat .horde/runs/r1/gateway.token .horde/config.toml; grep -r SECRET .horde; echo done"
+    )
+    assert "SECRET" not in result.text
+    assert result.text.count("Permission denied") == 4, result.text
+    assert "\ndone\n" in result.text
+    write = tools.bash("echo x > .horde/runs/r1/gateway.token")
+    assert not write.ok
+
+
+@needs_bwrap
+def test_other_processes_environments_are_out_of_sight(work: Path) -> None:
+    secret = "provider-key-SECRET-" + os.urandom(4).hex()
+    other = subprocess.Popen(["sleep", "60"], env={"OPENAI_API_KEY": secret})
+    try:
+        hunt = f"cat /proc/{other.pid}/environ /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'"
+        inside = _tools(work).bash(f"{hunt} | grep -c {secret}")
+        assert inside.text.startswith("0\n"), inside.text
+        outside = _tools(work, SandboxPolicy(mode="off")).bash(f"{hunt} | grep -c {secret}")
+        assert not outside.text.startswith("0\n"), "the check itself must be able to fail"
+        pids = _tools(work).bash("ls /proc | grep -c '^[0-9]'")
+        assert int(pids.text.split()[0]) <= 4, pids.text  # bwrap, bash, ls, grep
+    finally:
+        other.kill()
+        other.wait()
+
+
+@needs_bwrap
+def test_home_and_tmp_are_private_and_the_cwd_writable(
+    work: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    outside = tmp_path_factory.mktemp("outside") / "keep.txt"
+    outside.write_text("keep")
+    result = tools.bash(
+        f"ls {outside.parent} 2>&1; echo made > built.txt; touch $HOME/h /tmp/t; "
+        "ls -A $HOME; echo home=$HOME"
+    )
+    assert "No such file or directory" in result.text
+    assert (work / "built.txt").read_text() == "made\n"
+    assert "home=" in result.text and result.text.split("home=")[1].strip()
+    assert outside.read_text() == "keep"
+
+
+@needs_bwrap
+def test_network_can_be_cut(work: Path) -> None:
+    on = _tools(work).bash("cat /proc/net/dev | grep -c :")
+    off = _tools(work, SandboxPolicy(mode="bwrap", network=False)).bash(
+        "cat /proc/net/dev | grep -c :"
+    )
+    assert on.ok and off.ok
+    assert int(off.text.split()[0]) == 1  # loopback only
+    assert int(on.text.split()[0]) >= int(off.text.split()[0])
+
+
+@needs_bwrap
+def test_timeout_kills_everything_inside(work: Path) -> None:
+    tools = _tools(work)
+    marker = "sleep-marker-" + os.urandom(4).hex()
+    result = run_command(
+        f"(exec -a {marker} sleep 300) & (exec -a {marker} sleep 300) & wait",
+        work,
+        timeout_s=1,
+        env=tools.env,
+        sandbox=tools.sandbox,
+    )
+    assert result.timed_out and result.exit_code is None
+    assert result.output.endswith("[timed out after 1s; process group killed]")
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
+
+
+@needs_bwrap
+def test_exit_codes_and_output_as_without_the_sandbox(work: Path) -> None:
+    result = run_command("echo out; echo err >&2; exit 3", work, sandbox=BWRAP)
+    assert result.exit_code == 3
+    assert result.output.startswith("out\nerr\n[exit 3 in ")
+
+
+@needs_bwrap
+def test_background_processes_end_with_their_command(work: Path) -> None:
+    result = run_command("(sleep 1; touch late.txt) & echo started", work, sandbox=BWRAP)
+    assert result.exit_code == 0 and result.output.startswith("started\n")
+    subprocess.run(["sleep", "2"], check=True)
+    assert not (work / "late.txt").exists()
+
+
+def test_bwrap_asked_for_but_missing_is_refused_not_run_bare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    bwrap_problem.cache_clear()
+    try:
+        result = run_command("touch made", tmp_path, env={"PATH": "/usr/bin:/bin"}, sandbox=BWRAP)
+    finally:
+        bwrap_problem.cache_clear()
+    assert result.refused is not None and "bwrap" in result.refused
+    assert not (tmp_path / "made").exists()
+
+
+def test_the_read_tool_refuses_token_and_key_files(work: Path) -> None:
+    tools = WorkspaceTools(work)
+    for path in (".horde/runs/r1/gateway.token", ".horde/config.toml"):
+        result = tools.read(path)
+        assert not result.ok and "SECRET" not in result.text
+        assert result.text.startswith("refused: ") and "\n" not in result.text
+    assert tools.read(".horde/IDEAS.md").ok
+
+
+def test_home_is_private_also_when_the_project_lies_in_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "proj").mkdir(parents=True)
+    argv = bwrap_argv(["true"], home / "proj", SandboxPolicy(mode="bwrap"), str(home))
+    pairs = list(itertools.pairwise(argv))
+    assert ("--tmpfs", str(home)) in pairs
+    assert pairs.index(("--tmpfs", str(home))) < pairs.index(("--bind", str(home / "proj")))
+    inside = bwrap_argv(["true"], home, SandboxPolicy(mode="bwrap"), str(home / "proj"))
+    assert "--tmpfs" not in [a for a, b in itertools.pairwise(inside) if b == str(home / "proj")]
