@@ -41,8 +41,10 @@ def new_tag() -> str:
     return f"600.{random.randrange(10**8):08d}"
 
 
-def tagged(*tags: str) -> list[int]:
-    """Live (non-zombie) processes whose command line contains one of `tags`."""
+def tagged(*tags: str, wrappers: bool = False) -> list[int]:
+    """Live (non-zombie) processes whose command line contains one of `tags`: the
+    commands themselves, or with `wrappers` the bubblewrap processes around them (two per
+    command when the sandbox runs, none without it)."""
     found = []
     wanted = [t.encode() for t in tags]
     for entry in os.listdir("/proc"):
@@ -52,7 +54,8 @@ def tagged(*tags: str) -> list[int]:
             cmdline = Path("/proc", entry, "cmdline").read_bytes()
         except OSError:
             continue
-        if any(t in cmdline for t in wanted) and _alive(int(entry)):
+        is_wrapper = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name == "bwrap"
+        if is_wrapper == wrappers and any(t in cmdline for t in wanted) and _alive(int(entry)):
             found.append(int(entry))
     return found
 
@@ -134,6 +137,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             gateway = json.loads((run_dir / "gateway.json").read_text())["pid"]
             pids = [gateway, *members.values(), *tagged(tag)]
             assert len(pids) == 10
+            pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
             left = [p for p in pids if _alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"
@@ -152,7 +156,7 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
         proc, run_dir = start(tmp_path, stub, 2)
         try:
             assert wait_until(lambda: len(tagged(first, second)) == 4, 60)
-            commands = tagged(first)
+            commands = tagged(first) + tagged(first, wrappers=True)
             siblings = tagged(second)
             victim = member_pids(run_dir)["member-1"]
             os.kill(victim, signal.SIGKILL)
@@ -170,7 +174,7 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
         finally:
             if proc.poll() is None:
                 proc.kill()
-            kill_all(tagged(first, second))
+            kill_all(tagged(first, second) + tagged(first, second, wrappers=True))
         assert wait_until(lambda: not tagged(first, second), GONE_S), describe(
             tagged(first, second)
         )
@@ -190,6 +194,7 @@ def test_thirteen_processes_end_within_seconds_of_the_supervisor_sigkill(
             gateway = json.loads((run_dir / "gateway.json").read_text())["pid"]
             pids = [gateway, *member_pids(run_dir).values(), *tagged(tag)]
             assert len(pids) == 13
+            pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
             left = [p for p in pids if _alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"

@@ -56,7 +56,7 @@ def trial(members: int, pause: bool) -> tuple[int, float | None]:
                 if not wait_until(lambda: state(found["member-2"]) == "T", 20):
                     raise RuntimeError("member-2 did not stop")
             gateway = json.loads((run_dir / "gateway.json").read_text())["pid"]
-            pids = [gateway, *found.values(), *tagged(tag)]
+            pids = [gateway, *found.values(), *tagged(tag), *tagged(tag, wrappers=True)]
             os.kill(proc.pid, signal.SIGKILL)
             killed = time.monotonic()
             while [p for p in pids if _alive(p)] and time.monotonic() - killed < CAP_S:
@@ -67,7 +67,7 @@ def trial(members: int, pause: bool) -> tuple[int, float | None]:
         finally:
             if proc.poll() is None:
                 proc.kill()
-            for pid in [*pids, *tagged(tag)]:
+            for pid in [*pids, *tagged(tag), *tagged(tag, wrappers=True)]:
                 if _alive(pid):
                     os.kill(pid, signal.SIGKILL)
 
