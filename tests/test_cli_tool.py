@@ -105,8 +105,22 @@ def test_tool_imports_neither_textual_nor_litellm(tmp_path: Path) -> None:
         "import sys\n"
         "from horde_tui.cli import main\n"
         "rc = main(['tool', 'list'])\n"
-        "heavy = [m for m in ('textual', 'litellm') if m in sys.modules]\n"
+        "heavy = [m for m in ('textual', 'litellm', 'json_repair') if m in sys.modules]\n"
         "assert rc == 0 and not heavy, heavy\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_member_imports_none_of_the_gateways_dependencies(tmp_path: Path) -> None:
+    """litellm and json_repair (the JSON protocol's reply reader) are the gateway's."""
+    code = (
+        "import sys\n"
+        "import horde_tui.member.__main__\n"
+        "heavy = [m for m in ('textual', 'litellm', 'json_repair') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
     )
     r = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60

@@ -9,6 +9,8 @@ see a text-only conversation with the protocol in the system message and no `too
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +161,50 @@ def test_a_fenced_reply_with_prose_around_it_is_read(gw: GatewayProcess) -> None
     )
     assert tool_call(ask(gw, member)) == ("read", {"path": "app.py"})
     assert len(sent(gw, member)) == 1
+
+
+def test_a_call_quoted_inside_a_broken_answer_is_not_run(gw: GatewayProcess) -> None:
+    """Issue 12: a missing comma made the answer unparseable, and the example call nested
+    in it was taken as the reply."""
+    member = "js-nested"
+    play(
+        gw,
+        member,
+        '{"answer": "Cleaned up." "example": {"tool": "bash", "args": {"command": '
+        '"rm -rf build"}}, "done": true}',
+    )
+    choice = ask(gw, member)["choices"][0]
+    assert choice["finish_reason"] == "stop"
+    assert choice["message"] == {"role": "assistant", "content": "Cleaned up."}
+
+
+def test_a_long_reply_that_does_not_parse_does_not_stall_the_gateway(gw: GatewayProcess) -> None:
+    """28 KB of unbalanced code, three times (two corrections): reading each held the
+    gateway's event loop for 0.2-0.3 s (tests/benchmarks/bench_jsonproto.py), and every
+    member's requests waited. /health is asked all along, after a first request so
+    litellm's import is not measured."""
+    play(gw, "js-stall-warm", '{"answer": "ready"}')
+    ask(gw, "js-stall-warm")
+    member = "js-stall"
+    code = "function f(x) {\n  if (x) {\n    return g(x, {a: 1});\n" * 560
+    play(gw, member, code, code, code)
+    replies: list[dict[str, Any]] = []
+    asking = threading.Thread(target=lambda: replies.append(ask(gw, member)))
+    asking.start()
+    latencies = []
+    with httpx.Client() as client:
+        while asking.is_alive():
+            started = time.perf_counter()
+            assert client.get(gw.url + "/health", timeout=10).status_code == 200
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.002)
+    asking.join()
+    assert len(sent(gw, member)) == 3
+    assert replies[0]["choices"][0]["message"]["content"] == code
+    # Each of the three readings stalled at least one /health request; the third
+    # slowest answer is bounded, so one or two hiccups of a loaded machine are not.
+    slowest = sorted(latencies)[-3:]
+    assert len(latencies) >= 3 and slowest[0] < 0.15, slowest
 
 
 def test_a_truncated_horde_call_is_repaired_into_a_tool_call(gw: GatewayProcess) -> None:

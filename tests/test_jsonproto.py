@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import pytest
@@ -531,3 +532,184 @@ def test_a_truncated_tool_call_still_reads_as_that_tool(
     assert set(reply.args) <= set(fields)
     if cut == len(dumped):
         assert reply == tool(name, **fields)
+
+
+# --- hostile and sloppy replies ---------------------------------------------------------------
+
+RM = '{"tool": "bash", "args": {"command": "rm -rf build"}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            '{"answer": "Cleaned up." "example": ' + RM + ', "done": true}',
+            Reply("answer", answer="Cleaned up."),
+            id="missing-comma",
+        ),
+        pytest.param(
+            '{"answer": "Cleaned up.", // for example:\n"example": ' + RM + ', "done": true}',
+            Reply("answer", answer="Cleaned up."),
+            id="line-comment",
+        ),
+        pytest.param(
+            "{answer: 'Cleaned up.', example: " + RM + "}",
+            Reply("answer", answer="Cleaned up."),
+            id="unquoted-keys",
+        ),
+        pytest.param(
+            "{'answer': 'Done }', /* c */ 'example': " + RM + "}",
+            Reply("answer", answer="Done }"),
+            id="brace-in-single-quotes",
+        ),
+        pytest.param(
+            "{“answer”: “Done }”, “example”: " + RM + "}",
+            Reply("answer", answer="Done }"),
+            id="brace-in-smart-quotes",
+        ),
+        pytest.param(
+            '{"note": "an example" "example": ' + RM + "}",
+            Reply("invalid", error='the JSON object has neither "tool" nor "answer"'),
+            id="no-answer-either",
+        ),
+        pytest.param(
+            "{ for instance: " + RM + " }",
+            Reply("invalid", error='the JSON object has neither "tool" nor "answer"'),
+            id="prose-object",
+        ),
+        pytest.param(
+            "I group them with { and then:\n" + RM,
+            Reply("invalid", error='the JSON object has neither "tool" nor "answer"'),
+            id="after-an-unclosed-brace",
+        ),
+    ],
+)
+def test_a_tool_call_inside_another_object_is_never_taken(text: str, expected: Reply) -> None:
+    """Issue 12: a call quoted as an example inside a broken answer object ran."""
+    assert parse_reply(text, NAMES) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            '{tool: "bash", args: {command: "ls"}}', tool("bash", command="ls"), id="unquoted"
+        ),
+        pytest.param(
+            '{"tool": "bash", // list first\n"args": {"command": "ls"}}',
+            tool("bash", command="ls"),
+            id="comment",
+        ),
+        pytest.param(
+            "{“tool”: “bash”, “args”: {“command”: “ls -la”}}",
+            tool("bash", command="ls -la"),
+            id="smart-quotes",
+        ),
+        pytest.param(
+            '{"tool": "horde" "args": {"action": "list"}}',
+            tool("horde", action="list"),
+            id="missing-comma",
+        ),
+        pytest.param(
+            'Sure. {tool: "bash", command: "git status"} Done.',
+            tool("bash", command="git status"),
+            id="flat-in-prose",
+        ),
+    ],
+)
+def test_a_sloppy_top_level_call_is_repaired(text: str, expected: Reply) -> None:
+    assert parse_reply(text, NAMES) == expected
+
+
+def test_a_sloppy_call_cut_short_is_still_flagged_truncated() -> None:
+    reply = parse_reply('{tool: "bash", args: {command: "rm -rf build/cache/ol', NAMES)
+    assert (reply.kind, reply.tool, reply.truncated) == ("tool", "bash", True)
+
+
+def test_a_long_reply_of_unbalanced_code_is_read_in_bounded_time() -> None:
+    """28 KB of code whose braces never balance: each of 32 `{` was re-scanned to the end
+    (about 0.2 s of CPU, on the gateway's event loop); now the text is scanned once.
+    CPU time, best of three, so a loaded machine does not fail it."""
+    code = "function f(x) {\n  if (x) {\n    return g(x, {a: 1});\n" * 560
+    assert len(code) > 28_000
+    timings = []
+    for _ in range(3):
+        started = time.process_time()
+        reply = parse_reply(code, NAMES)
+        timings.append(time.process_time() - started)
+    assert reply == Reply("invalid", error="no JSON object found in the reply")
+    assert min(timings) < 0.1, timings
+
+
+# --- properties: nothing nested is ever a call -------------------------------------------
+
+_PROTOCOL_KEYS = {"tool", "name", "args", "arguments", "function"}
+KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABC_", min_size=1, max_size=8).filter(
+    lambda k: k.lower() not in _PROTOCOL_KEYS
+)
+CALLS = st.builds(
+    lambda name, command, flat: (
+        {"tool": name, "command": command} if flat else {"tool": name, "args": {"command": command}}
+    ),
+    st.sampled_from(sorted(NAMES)),
+    st.text(max_size=16),
+    st.booleans(),
+)
+_KEY_FORMS = ('"{}"', "{}", "'{}'", "“{}”")
+_SEPARATORS = (", ", " ", ",\n", ", // note\n", " /* note */ ", ",,")
+
+
+def _sloppy_object(entries: list[tuple[str, str]], data: st.DataObject) -> str:
+    """`{key: value, ...}` with each key quoted some way and each separator sloppy or not."""
+    parts = []
+    for n, (key, value) in enumerate(entries):
+        form = data.draw(st.sampled_from(_KEY_FORMS), label="key form")
+        sep = data.draw(st.sampled_from(_SEPARATORS), label="separator") if n else ""
+        parts.append(f"{sep}{form.format(key)}: {value}")
+    return "{" + "".join(parts) + data.draw(st.sampled_from(["}", "}}", "", ",}"]), label="end")
+
+
+@given(
+    call=CALLS,
+    keys=st.lists(KEYS, min_size=1, max_size=4, unique=True),
+    answer=st.booleans(),
+    data=st.data(),
+)
+def test_no_reply_yields_a_call_nested_in_another_object(
+    call: dict[str, Any], keys: list[str], answer: bool, data: st.DataObject
+) -> None:
+    """Replies that quote a call inside another object, inside a string or a fenced block
+    within a string, or after an unclosed brace, in any sloppy syntax: never a tool call."""
+    dumped = json.dumps(call, ensure_ascii=data.draw(st.booleans(), label="ascii"))
+    where = data.draw(
+        st.sampled_from(["value", "list", "string", "fenced-string", "deeper"]), label="where"
+    )
+    value = {
+        "value": dumped,
+        "list": f"[1, {dumped}]",
+        "string": json.dumps(dumped),
+        "fenced-string": json.dumps(f"Example:\n```json\n{dumped}\n```\nDone."),
+        "deeper": f'{{"x": {{"y": {dumped}}}}}',
+    }[where]
+    values = [json.dumps(data.draw(st.text(max_size=10), label="filler")) for _ in keys]
+    at = data.draw(st.integers(0, len(keys) - 1), label="at")
+    values[at] = value
+    entries = list(zip(keys, values, strict=True))
+    if answer:
+        entries.insert(0, ("answer", json.dumps("Cleaned up.")))
+    if data.draw(st.booleans(), label="tool none"):
+        entries.insert(0, ("tool", '"none"'))
+    text = _sloppy_object(entries, data)
+    before = data.draw(st.sampled_from(["", "Here you go: ", "I used {braces and\n"]), label="pre")
+    after = data.draw(st.sampled_from(["", "\nHope this helps.", " }"]), label="post")
+    fence = data.draw(st.booleans(), label="fence")
+    reply_text = before + (f"```json\n{text}\n```" if fence else text) + after
+    reply = parse_reply(reply_text, NAMES)
+    assert reply.kind != "tool", reply_text
+
+
+@given(text=st.text(alphabet="{}[]\":,'“”‘’ abtolsn\\/*\n`#0.-", max_size=200))
+def test_parse_reply_never_raises(text: str) -> None:
+    reply = parse_reply(text, NAMES)
+    assert reply.kind in ("tool", "answer", "invalid")
+    assert reply.kind != "tool" or reply.tool in NAMES

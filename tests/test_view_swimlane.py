@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from ledger_scene import fill_run, lifecycle
+from rich.cells import cell_len
 from test_app_support import RUN_ID
 
 from horde_tui.supervisor.graph import Edge, GraphBuilder
@@ -88,3 +91,30 @@ def test_a_review_is_drawn_as_an_entry_linked_to_its_target(tmp_path):
     assert reviews["v1"] == ("member-3", "V1 review: supports F1")
     assert Edge("v1", "f1", "supports") in graph.edges
     assert Edge("v3", "f3", "refutes") in graph.edges
+
+
+def test_marks_with_wide_characters_take_their_cells(tmp_path):
+    """Issue 12: a refused action named in CJK or emoji by a model is drawn as a mark
+    twice as wide as its code points; the layout counted code points, so the marks after
+    it overlapped it and every later column moved."""
+    run_dir = tmp_path / ".horde" / "runs" / RUN_ID
+    run_dir.mkdir(parents=True)
+    events = [
+        {"type": "lifecycle", "kind": "run-start", "actor": "parent", "id": "E1"},
+        {"type": "intent", "actor": "member-1", "params": {"action": "读取文件🚀"}},
+        {"type": "outcome", "actor": "member-1", "action": "读取文件🚀", "ok": False, "id": "E3"},
+        {"type": "intent", "actor": "member-1", "params": {"action": "list"}},
+        {"type": "outcome", "actor": "member-1", "action": "list", "ok": True, "id": "E5"},
+        {"type": "intent", "actor": "member-2", "params": {"action": "list"}},
+        {"type": "outcome", "actor": "member-2", "action": "list", "ok": True, "id": "E7"},
+    ]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    view = SwimlaneView(run_dir, [("member-1", "首席审计员"), ("member-2", "auditor")])
+    view.refresh()
+    layout = view.layout()
+    ordered = sorted((m.x, m.text) for lane in layout.lanes for m in lane.marks)
+    assert [text for _, text in ordered] == ["run-start", "✗读取文件🚀", "list", "list"]
+    refusal_x = ordered[1][0]
+    assert ordered[2][0] >= refusal_x + cell_len("✗读取文件🚀") + 1, "no overlap in cells"
+    assert layout.width >= max(x + cell_len(text) for x, text in ordered)
+    assert layout.label_width == cell_len("member-1 · 首席审计员") == 21

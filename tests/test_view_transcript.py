@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from horde_tui.fence import Fence
 from horde_tui.view.transcript import TranscriptReader, describe, sessions
 
 
@@ -45,6 +46,9 @@ def test_folds_calls_results_and_the_system_prompt_and_keeps_words_open() -> Non
     )
     assert result.head == "← bash · 2 lines: total 0 exit 0"
     assert result.body == "total 0\nexit 0", "the members' label is not part of the result"
+    fenced = Fence().wrap("bash result", "total 0\nexit 0") + "\n\n[reminder] go on"
+    result = describe(3, {"role": "tool", "name": "bash", "content": fenced})
+    assert result.body == "total 0\nexit 0\n\n[reminder] go on", "nor are its fence markers"
 
     words = describe(4, {"role": "assistant", "content": [{"type": "text", "text": "Done."}]})
     assert (words.kind, words.body, words.folds) == ("text", "Done.", False)

@@ -13,12 +13,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from rich.cells import cell_len
 from test_app_support import wait_for
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
-from widgets.member_table import COLUMNS, MemberRow, MemberTable
+from widgets.member_table import COLUMNS, MemberRow, MemberTable, format_elapsed
 
 ROWS = [
     MemberRow("member-1", "member", "running", "bash", "bash: rg -n x src/", 61.0, 3, 5200),
@@ -176,3 +177,25 @@ async def test_a_theme_change_restyles_every_row() -> None:
         dark = status_colours()
         app.theme = "nord"  # another $success, another $surface
         await wait_for(pilot, lambda: all(map(operator.ne, status_colours(), dark)))
+
+
+async def test_a_wide_character_summary_keeps_later_columns_aligned() -> None:
+    """Issue 12: widths were counted in code points, so a CJK or emoji summary from a
+    model took twice its count in cells and pushed the time, turns and cost columns of
+    its row to the right of everyone else's."""
+    rows = [
+        replace(ROWS[0], summary="bash: grep -rn 错误处理 src/ 🚀🚀"),
+        replace(ROWS[1], summary="read 文档/设计说明书/第一章/概述/背景与目标/范围.md"),
+        *ROWS[2:],
+    ]
+    app = TableApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        table = await painted(pilot, rows)
+        lines = drawn(table)
+        assert all(cell_len(line) == 100 for line in lines), [cell_len(x) for x in lines]
+        column = cell_len(lines[0][: lines[0].index(" time") + 1])
+        for line, row in zip(lines[1:], rows, strict=True):
+            clock = format_elapsed(row.elapsed_s)
+            assert cell_len(line[: line.index(f" {clock} ") + 1]) == column, line
+        assert "错误处理" in lines[1] and lines[2].split()[4].startswith("文档/")
+        assert "…" in lines[2], "the long summary is cut, by cells"

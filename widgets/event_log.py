@@ -30,6 +30,7 @@ from textual.cache import LRUCache
 from textual.message import Message
 from textual.strip import Strip
 
+from horde_tui.view.cells import pad
 from horde_tui.view.events import EventFilter, EventView, event_parts
 from horde_tui.view.members import epoch
 from widgets.tail_scroll import TailScrollView
@@ -231,9 +232,9 @@ class EventLog(TailScrollView, can_focus=True):
                 base + style("event-log--time"),
             ),
             Segment(" ", base),
-            Segment(f"{who:<{WHO_WIDTH}}", base + style("event-log--who")),
+            Segment(pad(who, WHO_WIDTH), base + style("event-log--who")),
             Segment(" ", base),
-            Segment(f"{kind:<{KIND_WIDTH}}", base + style(f"event-log--{p.level}")),
+            Segment(pad(kind, KIND_WIDTH), base + style(f"event-log--{p.level}")),
             Segment(" ", base),
             Segment(text, base),
         ]

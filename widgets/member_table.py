@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from horde_tui.view.cells import cell_len, clip, pad
 from horde_tui.view.members import CAPPED_CAUSES, FAILED_CAUSES
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -115,14 +116,6 @@ def format_cost(cost: float | None) -> str:
     if cost is None:
         return "unknown"
     return f"${cost:.3f}" if cost < 10 else f"${cost:.2f}"
-
-
-def clip(text: str, width: int) -> str:
-    """One line of at most `width` characters, with an ellipsis when cut."""
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    return flat[: max(0, width - 1)] + "…"
 
 
 class MemberTable(ScrollView, can_focus=True):
@@ -309,8 +302,8 @@ class MemberTable(ScrollView, can_focus=True):
         return whether any was."""
         widened = False
         for key, (text, _) in cells.items():
-            if key != "tool" and len(text) > self._widths[key]:
-                self._widths[key] = len(text)
+            if key != "tool" and cell_len(text) > self._widths[key]:
+                self._widths[key] = cell_len(text)
                 widened = True
         return widened
 
@@ -444,8 +437,8 @@ class MemberTable(ScrollView, can_focus=True):
 
     def _render_header(self, base: Style) -> Strip:
         style = base + self.get_component_rich_style("member-table--header")
-        text = "".join(f" {label:<{self._widths[key]}}" for key, label, _ in COLUMNS)
-        return Strip([Segment(text, style)], len(text))
+        text = "".join(f" {pad(label, self._widths[key])}" for key, label, _ in COLUMNS)
+        return Strip([Segment(text, style)], self._row_width())
 
     def _render_row(self, member: str, cursor: bool, base: Style) -> Strip:
         """One row as segments built directly (a row is fixed columns on one line);
@@ -454,16 +447,21 @@ class MemberTable(ScrollView, can_focus=True):
         cells = self._shown[member]
         if cursor:
             style = base + self.get_component_rich_style("member-table--cursor")
-            text = "".join(f" {cells[key][0]:<{self._widths[key]}}" for key, _, _ in COLUMNS)
-            return Strip([Segment(text, style)], len(text))
+            text = "".join(f" {pad(cells[key][0], self._widths[key])}" for key, _, _ in COLUMNS)
+            return Strip([Segment(text, style)], self._row_width())
         segments = []
         for key, _, _ in COLUMNS:
             text, component = cells[key]
             style = base
             if component:
                 style += self.get_component_rich_style(component, partial=True)
-            segments.append(Segment(f" {text:<{self._widths[key]}}", style))
-        return Strip(segments, sum(self._widths.values()) + len(COLUMNS))
+            segments.append(Segment(f" {pad(text, self._widths[key])}", style))
+        return Strip(segments, self._row_width())
+
+    def _row_width(self) -> int:
+        """Cells of a drawn row: every column's width and the space before it. Cells are
+        padded and cut in cells (`view.cells`), so a row of wide characters is no wider."""
+        return sum(self._widths.values()) + len(COLUMNS)
 
     def notify_style_update(self) -> None:
         """Focus, blur and a theme change restyle the rows: render them afresh."""

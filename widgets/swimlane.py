@@ -20,6 +20,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from horde_tui.view.cells import cell_len, clip, pad
 from horde_tui.view.swimlane import LaneLine, SwimlaneLayout
 
 RAIL = "─"
@@ -115,8 +116,8 @@ class Swimlane(ScrollView, can_focus=True):
     def _build(self, lane: LaneLine) -> tuple[Strip, Strip]:
         style = self._style
         width = self.layout_shown.label_width
-        name = lane.label if len(lane.label) <= width else lane.label[: width - 1] + "…"
-        label = Strip([Segment(name.ljust(width), style("label")), Segment(GUTTER, style("rail"))])
+        name = pad(clip(lane.label, width), width)
+        label = Strip([Segment(name, style("label")), Segment(GUTTER, style("rail"))])
         segments: list[Segment] = []
         at = 0
         for n, mark in enumerate(lane.marks):
@@ -124,7 +125,7 @@ class Swimlane(ScrollView, can_focus=True):
             if gap > 0:
                 segments.append(Segment((RAIL if n else " ") * gap, style("rail")))
             segments.append(Segment(mark.text, style(mark.kind)))
-            at = mark.x + len(mark.text)
+            at = mark.x + cell_len(mark.text)
         return label, Strip(segments, at)
 
     def _style(self, kind: str) -> Style:

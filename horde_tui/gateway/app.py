@@ -8,6 +8,7 @@ in OpenAI format, streamed or not. The member never sees which path was taken.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import time
@@ -225,7 +226,9 @@ class Gateway:
             prompt_total += call.prompt_tokens
             completion_total += call.completion_tokens
             content = _content(call.response)
-            reply = jsonproto.parse_reply(content, names)
+            # Off the event loop: a long reply that does not parse costs tens of ms of
+            # repair, and every member's requests share this loop.
+            reply = await asyncio.to_thread(jsonproto.parse_reply, content, names)
             if reply.kind == "tool" and reply.tool is not None:
                 if reply.truncated and reply.tool in CUT_UNSAFE_TOOLS:
                     shell = reply.tool == jsonproto.SHELL_TOOL

@@ -16,7 +16,9 @@ gets `correction_message` (at most `MAX_FORMAT_RETRIES` times), and an exact rep
 call already run (`repeat_of`) gets `repeat_message`, because a model with no memory of its
 own otherwise re-runs the same command forever.
 
-Pure functions over plain dicts, stdlib only: no litellm, no I/O.
+Pure functions over plain dicts: no litellm, no I/O. `json_repair` (pure Python) reads
+complete objects the hand parser cannot, imported on first need; the gateway runs
+`parse_reply` off its event loop and the repair work per reply is bounded.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Literal
 
 MAX_FORMAT_RETRIES = 2
@@ -51,10 +52,20 @@ _COMPACT_ENTRY_CHARS = 120
 _PARAM_DESC_CHARS = 90
 _TOOL_DESC_CHARS = 160
 _MAX_STARTS = 32
-"""`{` positions tried when looking for the object in a reply; bounds the work on prose."""
+"""Top-level objects tried when looking for the one in a reply; bounds the work on prose."""
 
 _LITERAL_CHARS = 20_000
 """`ast.literal_eval` is only tried on text this short: it is a fallback, not a parser."""
+
+_REPAIR_CHARS = 20_000
+"""Characters of one reply that `json_repair` may be handed in all: it is pure Python,
+and a long reply that does not parse must not hold the gateway for long."""
+
+_OPEN_QUOTES = {"'": "'", "“": "”", "‘": "’"}
+"""Sloppy string quotes (Python literals, word processors) -> their closing quote."""
+_QUOTE_CHARS = "\"'“”‘’ \t\r\n"
+_STRING_AFTER = "{[,:\"'“‘"
+"""A sloppy quote opens a string only where a key or value starts: after one of these."""
 
 _SHAPE_KEYS = ("args", "arguments")
 _ANSWER_FORM = '{"answer": "<your final answer>", "done": true}'
@@ -623,47 +634,169 @@ def repair_json(text: str) -> dict[str, Any] | None:
     """Extract one JSON object from a model's reply, repairing it; None when nothing usable.
 
     Small models wrap the object in code fences or prose, and replies cut at a low token
-    limit end mid-object. So: the object is looked for at each `{` (the first non-empty
-    one wins); a code fence ends it; trailing commas go; an unclosed value string is
-    closed, an unclosed key or a cut literal is dropped back to the last complete value;
-    brackets and braces are closed.
-    Single-quoted, Python-literal dicts are read with `ast.literal_eval` when short.
+    limit end mid-object. So: the object is looked for at each top-level `{` (one not
+    inside an earlier object); a code fence ends it; trailing commas go; an unclosed
+    value string is closed, an unclosed key or a cut literal is dropped back to the last
+    complete value; brackets and braces are closed. A complete object that still does not
+    parse is read as a Python literal (single quotes, True/None) when short, else by
+    `json_repair` (unquoted keys, comments, smart quotes, missing commas), keeping only
+    the keys written at its own top level.
     """
     return _parse_object(text)[0]
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The object opening at some `{`: candidate JSON texts (best first, each with whether
+    it lost content), whether it closed, and where its text ends."""
+
+    candidates: list[tuple[str, bool]]
+    complete: bool
+    end: int
+
+
+@dataclass
+class _RepairBudget:
+    """Characters `json_repair` may still be handed for this reply (see `_REPAIR_CHARS`)."""
+
+    chars: int = _REPAIR_CHARS
 
 
 def _parse_object(text: str) -> tuple[dict[str, Any] | None, bool]:
     """(object, truncated): see `repair_json`; `truncated` when a value was cut or closed.
 
-    The first `{` that yields a non-empty object wins. A later `{` is only tried when the
-    earlier ones yield nothing: a repaired object runs to the end of the text, so every
-    later `{` is nested in it (a complete inner `args` must not beat its cut outer call).
+    Only top-level objects are read: after an object closes, the next `{` outside it; an
+    object that never closes holds everything after it, so nothing later is tried (a
+    call quoted inside a broken answer must never be taken for the reply). The first
+    object with a protocol key (`tool`, `answer`, ...) wins, else the first non-empty one.
     """
-    empty: dict[str, Any] | None = None
-    starts = islice((i for i, c in enumerate(text) if c == "{"), _MAX_STARTS)
-    for start in starts:
-        candidates, complete = _balance(text, start)
-        for candidate, lost in candidates:
-            obj = _loads(candidate)
-            if obj is None and complete:
-                obj = _literal(candidate) or _literal(text[start : text.rfind("}") + 1])
-            if obj is None:
-                continue
-            if obj:
-                return obj, lost
-            empty = obj
+    fallback: tuple[dict[str, Any], bool] | None = None
+    budget = _RepairBudget()
+    pos = 0
+    for _ in range(_MAX_STARTS):
+        start = text.find("{", pos)
+        if start < 0:
             break
-    return empty, False
+        span = _balance(text, start)
+        obj, lost = _read_span(text, start, span, budget)
+        if obj is not None:
+            if _is_protocol(obj):
+                return obj, lost
+            if fallback is None or (obj and not fallback[0]):
+                fallback = (obj, lost)
+        if not span.complete:
+            break
+        pos = span.end
+    return fallback or (None, False)
 
 
-def _balance(text: str, start: int) -> tuple[list[tuple[str, bool]], bool]:
+def _read_span(
+    text: str, start: int, span: _Span, budget: _RepairBudget
+) -> tuple[dict[str, Any] | None, bool]:
+    """The object of one span: the hand parser's candidates first (they keep the
+    truncation signal), then a Python literal, then `json_repair`."""
+    for candidate, lost in span.candidates:
+        obj = _loads(candidate)
+        if obj is None and span.complete:
+            obj = _literal(candidate)
+        if obj is not None:
+            return obj, lost
+    obj = _repaired(text[start : span.end], budget)
+    # What the hand parser could not close is cut as far as anyone knows.
+    return obj, obj is not None and not span.complete
+
+
+def _is_protocol(obj: dict[str, Any]) -> bool:
+    """Whether the object is in one of the reply shapes `parse_reply` reads."""
+    inner = obj.get("function")
+    return (
+        "tool" in obj
+        or "answer" in obj
+        or ("name" in obj and any(k in obj for k in _SHAPE_KEYS))
+        or (isinstance(inner, dict) and "name" in inner)
+    )
+
+
+def _repaired(span: str, budget: _RepairBudget) -> dict[str, Any] | None:
+    """`json_repair`'s reading of one object's text, its own top-level keys only.
+
+    `json_repair` forgives much and may hoist an object nested in a broken outer one to
+    the top, so every key it returns must have been written at the span's top level.
+    It is pure Python: spans past what is left of the reply's budget are not handed to it.
+    """
+    if len(span) > budget.chars:
+        return None
+    budget.chars -= len(span)
+    import json_repair  # gateway-only dependency, and only for replies that need it
+
+    try:
+        value = json_repair.loads(span, skip_json_loads=True)
+    except Exception:  # a fallback parser's failure is a reply not in the format
+        return None
+    if not isinstance(value, dict):
+        return None
+    keys = _top_keys(span)
+    return {k: v for k, v in value.items() if isinstance(k, str) and k in keys}
+
+
+def _top_keys(span: str) -> set[str]:
+    """The keys written at the top level of the object `span` opens: the word or string
+    just before each `:` at depth one, quoted any way or not at all. Brackets nest as in
+    `_balance` (a stray closer is ignored, sloppy quotes open strings where it opens them)."""
+    keys: set[str] = set()
+    closers: list[str] = []
+    last = prev = ""
+    word: list[str] = []
+    i, n = 0, len(span)
+    while i < n:
+        c = span[i]
+        if c == '"' or (c in _OPEN_QUOTES and prev in _STRING_AFTER):
+            close = _quote_end(span, i, _OPEN_QUOTES.get(c, '"'))
+            last, word, prev = span[i + 1 : close - 1], [], c
+            i = close
+            continue
+        i += 1
+        if c not in _WS:
+            prev = c
+        if c not in _WS + ",:{}[]":
+            word.append(c)
+            continue
+        if word:
+            last, word = "".join(word), []
+        if c in "{[":
+            closers.append("}" if c == "{" else "]")
+        elif c in "}]" and c in closers:
+            while closers.pop() != c:
+                pass
+        elif c == ":" and len(closers) == 1:
+            keys.add(last.strip(_QUOTE_CHARS))
+            last = ""
+    return keys
+
+
+def _quote_end(text: str, start: int, closer: str) -> int:
+    """The index just past the string opening at `start` (backslash escapes skipped), or
+    the text's end when it never closes."""
+    i = start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == closer:
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _balance(text: str, start: int) -> _Span:
     """Candidate JSON texts for the object opening at `start`, best first, with whether
-    each lost content; and whether the object was complete in the text.
+    each lost content; whether the object closed; where its text ends.
 
     A small state machine, linear in the text: it tracks strings (and whether each is a
     key), open containers and the last *safe* point (output length, stack depth) where
     cutting and closing the containers leaves valid JSON: after an opener, after a
-    complete value, before a comma.
+    complete value, before a comma. A string in single or smart quotes where a value or
+    key starts is skipped whole, so a brace in it does not end the object early.
     """
     out: list[str] = []
     closers: list[str] = []
@@ -671,8 +804,12 @@ def _balance(text: str, start: int) -> tuple[list[tuple[str, bool]], bool]:
     open_count = {"}": 0, "]": 0}
     safe = (0, 0)
     in_string = escaped = is_key = False
-    for i in range(start, len(text)):
+    prev = ""
+    """The last character outside strings that was not blank."""
+    i, n = start, len(text)
+    while i < n:
         c = text[i]
+        i += 1
         if in_string:
             out.append(c)
             if escaped:
@@ -681,11 +818,21 @@ def _balance(text: str, start: int) -> tuple[list[tuple[str, bool]], bool]:
                 escaped = True
             elif c == '"':
                 in_string = False
+                prev = c
                 if not is_key:
                     safe = (len(out), len(closers))
-        elif text.startswith("```", i):
-            break
-        elif c == '"':
+            continue
+        if text.startswith("```", i - 1):
+            return _candidates(out, closers, safe, in_string, is_key, escaped, i - 1)
+        if c in _OPEN_QUOTES and prev in _STRING_AFTER:
+            close = _quote_end(text, i - 1, _OPEN_QUOTES[c])
+            out.append(text[i - 1 : close])
+            i = close
+            prev = c
+            continue
+        if c not in _WS:
+            prev = c
+        if c == '"':
             in_string = True
             is_key = closers[-1] == "}" and at_key[-1]
             out.append(c)
@@ -707,7 +854,7 @@ def _balance(text: str, start: int) -> tuple[list[tuple[str, bool]], bool]:
                 if closer == c:
                     break
             if not closers:
-                return [("".join(out), False)], True
+                return _Span([("".join(out), False)], True, i)
             safe = (len(out), len(closers))
         elif c == ",":
             safe = (len(out), len(closers))
@@ -718,18 +865,31 @@ def _balance(text: str, start: int) -> tuple[list[tuple[str, bool]], bool]:
             at_key[-1] = False
         else:
             out.append(c)
+    return _candidates(out, closers, safe, in_string, is_key, escaped, n)
+
+
+def _candidates(
+    out: list[str],
+    closers: list[str],
+    safe: tuple[int, int],
+    in_string: bool,
+    is_key: bool,
+    escaped: bool,
+    end: int,
+) -> _Span:
+    """The repairs of an object that did not close before `end`, best first."""
     # The stack below the safe point's depth is unchanged since: popping into it is a
     # closer, which moves the safe point.
     cut = "".join(out[: safe[0]]) + "".join(reversed(closers[: safe[1]]))
     if in_string and not is_key:
         body = _drop_partial_escape("".join(out), escaped)
-        return [(body + '"' + "".join(reversed(closers)), True), (cut, True)], False
+        return _Span([(body + '"' + "".join(reversed(closers)), True), (cut, True)], False, end)
     tail = "".join(out[safe[0] :]).strip(_WS + ",")
     if in_string or not tail:
-        return [(cut, in_string)], False
+        return _Span([(cut, in_string)], False, end)
     direct = "".join(out).rstrip(_WS + ",") + "".join(reversed(closers))
     lost = not tail.endswith(("true", "false", "null"))
-    return [(direct, lost), (cut, True)], False
+    return _Span([(direct, lost), (cut, True)], False, end)
 
 
 def _drop_trailing_comma(out: list[str]) -> None:

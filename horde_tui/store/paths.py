@@ -120,6 +120,10 @@ class HordePaths:
     def stop_clean_sentinel(self, run_id: str) -> Path:
         return self.run_dir(run_id) / ".stop-clean"
 
+    def notices(self, run_id: str) -> Path:
+        """The supervisor's notices to members (`store.notices`); only it writes there."""
+        return self.run_dir(run_id) / "notices.jsonl"
+
     def ensure(self) -> None:
         """Create `.horde/`, `runs/` and the `.gitignore` if missing (idempotent)."""
         self.runs.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from horde_tui.protocol import run_action
+from horde_tui.store import notices
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 
@@ -47,18 +48,15 @@ def release_ideas(parent: HordeStore | None, run_id: str, member: str | None = N
 
 
 def request_wind_down(parent: HordeStore | None, run_id: str, reason: str, grace_s: float) -> None:
-    """Write the `.stop-clean` sentinel and post the wrap-up notice to the board."""
+    """Write the `.stop-clean` sentinel, send the wrap-up notice to the running members
+    (as the supervisor's notice, which no member can write) and post it to the board
+    (the run's record)."""
     if parent is None:
         return
     parent.paths.stop_clean_sentinel(run_id).write_text(f"{reason}\n")
-    run_action(
-        parent,
-        {
-            "action": "post",
-            "text": (
-                f"WRAP UP ({reason}): the run stops in {grace_s:g}s. No new ideas or claims. "
-                "File your findings, close your ideas with done or rule-out, post a summary."
-            ),
-        },
-        run=run_id,
+    text = (
+        f"WRAP UP ({reason}): the run stops in {grace_s:g}s. No new ideas or claims. "
+        "File your findings, close your ideas with done or rule-out, post a summary."
     )
+    notices.post(parent.paths.notices(run_id), "wrap-up", text)
+    run_action(parent, {"action": "post", "text": text}, run=run_id)

@@ -8,7 +8,8 @@ most `MAX_NODES` nodes, never the events).
 
 `layout` turns lanes into rows of short marks at fixed columns: a mark's column is
 strictly after the previous mark's (in any lane), so reading left to right is reading
-the run in event order, while marks of different lanes pack side by side.
+the run in event order, while marks of different lanes pack side by side. Columns are
+terminal cells: a mark of wide characters (a model's CJK or emoji) takes what it draws.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.supervisor.graph import PARENT, GraphBuilder, Node, RunGraph
+from horde_tui.view.cells import cell_len, cut
 from horde_tui.view.linefile import LineIndex
 
 LABEL_WIDTH = 22
 """Widest lane label; longer ones are cut (the lane name always fits)."""
 ACTION_CHARS = 14
+"""Cells of an action's or a refusal's mark (a refused action is named by the model)."""
 _VERDICT_MARK = {"supports": "✓", "partially-supports": "~", "refutes": "✗"}
 
 
@@ -62,7 +65,7 @@ def mark_of(node: Node) -> tuple[str, str]:
     if node.kind == "lifecycle":
         return words[0].removeprefix("member-"), "lifecycle"
     if node.kind == "refusal":
-        return f"✗{words[1] if len(words) > 1 else '?'}", "refusal"
+        return cut(f"✗{words[1] if len(words) > 1 else '?'}", ACTION_CHARS), "refusal"
     if node.kind == "entity":
         if node.id.startswith("ans"):
             return f"answer{node.id[3:]}", "answer"
@@ -74,7 +77,7 @@ def mark_of(node: Node) -> tuple[str, str]:
         kind = {"i": "idea", "f": "finding"}.get(node.id[:1], "entity")
         return ident, kind
     label = "post" if node.label.startswith("post:") else node.label
-    return label[:ACTION_CHARS], "action"
+    return cut(label, ACTION_CHARS), "action"
 
 
 def layout(graph: RunGraph) -> SwimlaneLayout:
@@ -88,7 +91,7 @@ def layout(graph: RunGraph) -> SwimlaneLayout:
             continue
         text, kind = mark_of(node)
         x = max(lane_next.get(node.lane, 0), last_x + 1)
-        lane_next[node.lane] = x + len(text) + 1
+        lane_next[node.lane] = x + cell_len(text) + 1
         last_x = x
         marks[node.lane].append(Mark(x, text, kind))
     names = [name for name in graph.lanes if marks[name] or name != PARENT]
@@ -99,7 +102,7 @@ def layout(graph: RunGraph) -> SwimlaneLayout:
             for name, label in zip(names, labels, strict=True)
         ),
         width=max(lane_next.values(), default=0),
-        label_width=min(LABEL_WIDTH, max((len(label) for label in labels), default=0)),
+        label_width=min(LABEL_WIDTH, max((cell_len(label) for label in labels), default=0)),
         dropped=graph.dropped,
     )
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.member.loop import fence, summarize
+from horde_tui.fence import unfence
+from horde_tui.member.loop import summarize
 from horde_tui.transcript import message_text
 from horde_tui.view.linefile import LineIndex
 
@@ -99,7 +100,7 @@ def describe(line: int, record: dict[str, Any] | None, error: str = "") -> Trans
         )
     if role == "tool":
         name = str(record.get("name") or "tool")
-        text = text.removeprefix(fence(name, ""))  # the label members put on results
+        text = unfence(text)  # the fence members put around results
         count = text.count("\n") + 1 if text else 0
         gist = _one_line(text, 120) or "(empty)"
         size = f"{count} line{'' if count == 1 else 's'}"
