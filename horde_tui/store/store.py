@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import identity
 from horde_tui.store.events import EventLog
 from horde_tui.store.jsonl import JsonlTail, append_bytes, encode_records, repair_torn_tail
 from horde_tui.store.ledgers import answers
@@ -242,10 +243,12 @@ class HordeStore:
 
     def _append_records(self, records: list[dict[str, Any]], run: str) -> None:
         ts = utc_now()
+        writer = identity.writer(self.paths.root, run)  # who really wrote, as seen from here
         stamped = []
         for i, rec in enumerate(records, start=1):
             stamped.append(
                 {"seq": self.state.seq + i, "ts": ts, "run": run, "actor": self.actor, **rec}
+                | {"writer": writer}
             )
         marker = self.paths.dirty_marker
         marker.touch()

@@ -21,6 +21,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store import identity
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
@@ -112,6 +113,8 @@ class Supervisor:
         """Set by `handoff`: the phases were ended to let another process carry on."""
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
+        self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)
+        """Each member's latest process, for the run's identity record (`store.identity`)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -163,6 +166,7 @@ class Supervisor:
         finalizing; anything else that ends them (an error, this coroutine cancelled)
         still finalizes, so a report is written."""
         controls.mark_live(self.run_dir)
+        identity.record_processes(self.run_dir, self.member_procs)
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
         phases = self._phases = asyncio.create_task(self._through_repair(start))
@@ -284,6 +288,8 @@ class Supervisor:
         )
         self.procs[name] = handle
         self.tasks[name] = task
+        self.member_procs[name] = identity.proc_of(handle.pid)
+        identity.record_processes(self.run_dir, self.member_procs)
         self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
 
     # -- canary ----------------------------------------------------------------------------------
