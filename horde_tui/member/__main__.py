@@ -18,6 +18,7 @@ from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
+from horde_tui.store import identity
 from horde_tui.watchdog import exit_group, start_watchdog
 
 
@@ -77,6 +78,7 @@ def main() -> int:
         print(f"horde-tui member: {exc}", file=sys.stderr)
         return 2
     status = StatusStream()
+    identity.adopt_orphans()  # a command that outlives its shell stays in this tree
     start_watchdog(config.parent_pid, on_gone=_orphaned)
     client = GatewayClient(
         config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
@@ -98,6 +100,7 @@ def main() -> int:
         return 1
     finally:
         signal_command_groups(signal.SIGTERM)
+        identity.end_adopted()
         client.close()
     st = loop.state
     status.emit(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from horde_tui.member.shell import run_command
+from horde_tui.store import identity
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
     {
@@ -303,6 +304,7 @@ class WorkspaceTools:
             return ToolOutput(False, "refused: empty command (bash); send a command line", summary)
         capped = min(max(timeout, 1), self.bash_max_timeout_s)
         result = run_command(command, self.workdir, capped, self.output_limit, self.env)
+        identity.reap_adopted()  # orphans of earlier commands that have exited since
         text = result.output
         if capped != timeout:
             text = (

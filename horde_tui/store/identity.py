@@ -21,17 +21,25 @@ A member's own tree is found from its ancestors' initial environments (`HORDE_DI
 and confirmed against that run's record, so writing into another run or another horde
 directory does not escape the rule.
 
+A member process makes itself the reaper of its orphaned descendants (`adopt_orphans`),
+so a command that backgrounds itself and outlives its shell (`(sleep 1; ...) &`,
+`setsid`) is re-parented to the member, not to init, and stays in its tree; the member
+ends such leftovers when it exits.
+
 Limits, without the bubblewrap sandbox (which makes `.horde/` read-only to member
 commands): a member command can still edit the record or append to `ledger.jsonl` by hand,
-and a process handed to something outside the tree (a daemon that spawns on request)
-leaves it. Every ledger record therefore also carries `writer`, the writing process and
-its `via` as the store saw them, so a forgery that bypassed the tool stands out.
+and a process started on its behalf by something outside the tree (a daemon that spawns
+on request: `at`, `systemd-run`, a running tmux server) is outside. Every ledger record
+therefore also carries `writer`, the writing process and its `via` as the store saw them,
+so a forgery that bypassed the tool stands out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +102,77 @@ def alive(proc: Proc) -> bool:
         return stat[2] != "Z" and stat[1] == proc.start
     # No /proc entry: gone, unless this system has no /proc at all (then the pid is all).
     return not _HAVE_PROC and pid_alive(proc.pid)
+
+
+# -- keeping a member's descendants in its tree ---------------------------------------------
+
+PR_SET_CHILD_SUBREAPER = 36
+_SUBREAPER = False
+
+
+def adopt_orphans() -> bool:
+    """Make this process (a member) the parent of its orphaned descendants (Linux
+    PR_SET_CHILD_SUBREAPER), so leaving its shell does not leave its tree. False where
+    the kernel or libc has no such call."""
+    global _SUBREAPER
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _SUBREAPER = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _SUBREAPER = False
+    return _SUBREAPER
+
+
+def reap_adopted() -> int:
+    """Reap adopted orphans that exited; call only while no own child waits unreaped (a
+    member between shell commands). A no-op unless `adopt_orphans` succeeded."""
+    reaped = 0
+    while _SUBREAPER:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        reaped += 1
+    return reaped
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        if (tasks[0] / "children").exists():
+            return [int(c) for t in tasks for c in (t / "children").read_text().split()]
+    except (OSError, IndexError, ValueError):
+        return []
+    kids = []  # no CONFIG_PROC_CHILDREN: scan every process's parent
+    for entry in os.listdir("/proc"):
+        stat = _stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and stat[0] == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def end_adopted(rounds: int = 20) -> int:
+    """Kill what is left of the member's commands at its exit: every remaining child is
+    an adopted orphan (commands themselves were waited for). Returns how many."""
+    if not _SUBREAPER:
+        return 0
+    ended = 0
+    for _ in range(rounds):
+        kids = _children(os.getpid())
+        if not kids:
+            break
+        for pid in kids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        ended += len(kids)
+    return ended
 
 
 # -- the caller's ancestry, walked once per process ------------------------------------------
