@@ -37,6 +37,7 @@ so a forgery that bypassed the tool stands out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -78,7 +79,8 @@ class Proc:
 def _stat(pid: int) -> tuple[int, int, str] | None:
     """(ppid, start time, state) of `pid` from `/proc/<pid>/stat`, or None."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may contain spaces or ')'.
@@ -181,7 +183,7 @@ def end_adopted(rounds: int = 20) -> int:
 @dataclass(frozen=True)
 class Ancestor:
     proc: Proc
-    claim: tuple[Path, str, str] | None
+    claim: tuple[str, str, str] | None
     """(HORDE_DIR resolved, HORDE_RUN, HORDE_MEMBER) from the process's initial
     environment, when all are set and the run id is valid."""
 
@@ -192,7 +194,7 @@ _ANCESTRY: dict[int, tuple[Ancestor, ...]] = {}
 _CLAIM_KEYS = (b"HORDE_DIR", b"HORDE_RUN", b"HORDE_MEMBER")
 
 
-def _claim(pid: int) -> tuple[Path, str, str] | None:
+def _claim(pid: int) -> tuple[str, str, str] | None:
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
@@ -262,15 +264,15 @@ def clear_processes(run_dir: Path) -> None:
     (run_dir / RECORD).unlink(missing_ok=True)
 
 
-_RECORDS: dict[Path, tuple[tuple[int, int, int], RunProcesses | None]] = {}
+_RECORDS: dict[str, tuple[tuple[int, int, int], RunProcesses | None]] = {}
 
 
-def read_processes(run_dir: Path) -> RunProcesses | None:
+def read_processes(run_dir: Path | str) -> RunProcesses | None:
     """The run's record, or None (no supervisor ever recorded one, or it is unreadable).
     Cached by the file's inode, size and mtime: the supervisor replaces it atomically."""
-    path = run_dir / RECORD
+    path = os.path.join(run_dir, RECORD)
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
     key = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -279,7 +281,8 @@ def read_processes(run_dir: Path) -> RunProcesses | None:
         return hit[1]
     record: RunProcesses | None = None
     try:
-        data = json.loads(path.read_text())
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
         sup = Proc.parse(data.get("supervisor"))
         members = data.get("members")
         if sup is not None and isinstance(members, dict):
@@ -302,27 +305,26 @@ class Via:
     """`member`, `supervisor` or `outside`."""
     member: str = ""
     run: str = ""
-    root: Path | None = None
+    root: str = ""
 
-    def label(self, run: str, root: Path) -> str:
+    def label(self, run: str, root: str) -> str:
         if self.kind != "member":
             return self.kind
         same = self.run == run and self.root == root
         return self.member if same else f"{self.member}@{self.run}"
 
 
-def _resolved(path: Path | str) -> Path:
-    try:
-        return Path(path).resolve()
-    except OSError:
-        return Path(os.path.abspath(path))
+@functools.lru_cache(maxsize=64)
+def _resolved(path: Path | str) -> str:
+    """The horde directory with symlinks resolved, as a string (this runs on every write)."""
+    return os.path.realpath(path)
 
 
-def _run_dir(root: Path, run: str) -> Path:
-    return root / "runs" / run
+def _run_dir(root: str, run: str) -> str:
+    return f"{root}/runs/{run}"
 
 
-def caller(root: Path, run: str) -> Via:
+def caller(root: Path | str, run: str) -> Via:
     """Whose tree this process is in, as seen from a write to `run` under `root`."""
     chain = ancestry()
     root = _resolved(root)
@@ -340,7 +342,7 @@ def caller(root: Path, run: str) -> Via:
     return Via(OUTSIDE)
 
 
-def refusal(root: Path, run: str, actor: str) -> str | None:
+def refusal(root: Path | str, run: str, actor: str) -> str | None:
     """Why this process may not write as `actor` in `run` (one line), or None."""
     root = _resolved(root)
     via = caller(root, run)
@@ -376,7 +378,7 @@ def refusal(root: Path, run: str, actor: str) -> str | None:
     return None
 
 
-def writer(root: Path, run: str) -> dict[str, Any]:
+def writer(root: Path | str, run: str) -> dict[str, Any]:
     """The `writer` stamp of a ledger record: this process and whose tree it is in."""
     root = _resolved(root)
     return {"pid": os.getpid(), "via": caller(root, run).label(run, root)}
