@@ -222,3 +222,32 @@ def test_start_time_tells_a_reused_pid_apart(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert not identity.alive(me)
+
+
+ADOPTER = r"""
+import json, os, subprocess, sys
+from horde_tui.store import identity
+
+adopted = identity.adopt_orphans()
+# The shell starts a job in a new session and exits at once: the job is an orphan.
+out = subprocess.run(["sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $!"],
+                     capture_output=True, text=True).stdout
+job = int(out)
+parent = identity._stat(job)[0]
+ended = identity.end_adopted(grace_s=0.5)
+print(json.dumps({"adopted": adopted, "job": job, "parent": parent, "ended": ended,
+                  "me": os.getpid()}))
+"""
+
+
+def test_a_member_adopts_what_its_commands_leave_behind_and_ends_it() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    run = subprocess.run(
+        [sys.executable, "-c", ADOPTER], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["adopted"] is True
+    assert got["parent"] == got["me"]  # re-parented to the member, not to init
+    assert got["ended"] == 1
+    assert not os.path.exists(f"/proc/{got['job']}")  # ended and reaped, not left to init

@@ -8,7 +8,10 @@ in (`via`):
 
 - under a live member M of run R (M's process or anything it started): it may write only
   as M, only in R. `HORDE_MEMBER=member-2 horde-tui tool confirm-solved` in member-1's
-  `bash` is refused, and so is posting as `parent`.
+  `bash` is refused, and so is posting as `parent` or `person`. Writing as M itself with
+  `horde-tui tool` from M's shell stays allowed (the shell keeps `HORDE_MEMBER` for that,
+  and the refusal list sends members there); it is the same member, its `writer` names
+  the tool process, and only the member's own tool-call counters miss the call.
 - the supervisor of the target run, or a process it started that is not a member (the app
   hosting it in-process is the same process): it may write as anyone.
 - outside every live member and the target run's supervisor (a person at another
@@ -41,6 +44,7 @@ import functools
 import json
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,24 +161,31 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def end_adopted(rounds: int = 20) -> int:
-    """Kill what is left of the member's commands at its exit: every remaining child is
-    an adopted orphan (commands themselves were waited for). Returns how many."""
+def end_adopted(grace_s: float = 1.0) -> int:
+    """End what is left of the member's commands at its exit (every remaining child is
+    one: an adopted orphan, or a command a stop interrupted): SIGTERM, then SIGKILL after
+    `grace_s`; the children they leave are adopted in turn and ended too. Returns the
+    most children seen at once."""
     if not _SUBREAPER:
         return 0
-    ended = 0
-    for _ in range(rounds):
+    seen, termed = 0, set()
+    term_until = time.monotonic() + grace_s
+    give_up = term_until + 2.0
+    while time.monotonic() < give_up:
+        reap_adopted()
         kids = _children(os.getpid())
         if not kids:
             break
+        seen = max(seen, len(kids))
+        killing = time.monotonic() >= term_until
         for pid in kids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in kids:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-        ended += len(kids)
-    return ended
+            if killing or pid not in termed:
+                termed.add(pid)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL if killing else signal.SIGTERM)
+        time.sleep(0.05)
+    reap_adopted()
+    return seen
 
 
 # -- the caller's ancestry, walked once per process ------------------------------------------
@@ -205,8 +216,8 @@ def _claim(pid: int) -> tuple[str, str, str] | None:
         if item.startswith(tuple(k + b"=" for k in _CLAIM_KEYS))
     )
     root, run, name = (env.get(k, b"").decode(errors="replace") for k in _CLAIM_KEYS)
-    if not (root and name and valid_run_id(run)):
-        return None
+    if not (os.path.isabs(root) and name and valid_run_id(run)):
+        return None  # a supervisor always sets an absolute HORDE_DIR
     return _resolved(root), run, name
 
 
