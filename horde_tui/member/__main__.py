@@ -20,6 +20,7 @@ from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
 from horde_tui.reaper import end_run, end_session
+from horde_tui.store import identity
 from horde_tui.watchdog import exit_group, start_watchdog
 
 
@@ -90,6 +91,7 @@ def main() -> int:
         print(f"horde-tui member: {exc}", file=sys.stderr)
         return 2
     status = StatusStream()
+    identity.adopt_orphans()  # a command that outlives its shell stays in this tree
     if config.parent_pid:
         start_watchdog(config.parent_pid, on_gone=_orphaned(config.run, config.parent_pid))
     client = GatewayClient(
@@ -112,6 +114,7 @@ def main() -> int:
         return 1
     finally:
         signal_command_groups(signal.SIGTERM)
+        identity.end_adopted()
         client.close()
     st = loop.state
     status.emit(

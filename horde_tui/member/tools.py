@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
+from horde_tui.store import identity
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
     {
@@ -323,6 +324,7 @@ class WorkspaceTools:
         result = run_command(
             command, self.workdir, capped, self.output_limit, self.env, self.sandbox
         )
+        identity.reap_adopted()  # orphans of earlier commands that have exited since
         text = result.output
         if capped != timeout:
             text = (

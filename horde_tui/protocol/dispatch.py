@@ -34,6 +34,7 @@ from horde_tui.protocol.context import ActionContext
 from horde_tui.protocol.params import ACTION_MODELS, Params
 from horde_tui.protocol.rules import check_wind_down
 from horde_tui.protocol.schema import action_names
+from horde_tui.store import identity
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import ACTOR_NAME_RULE, valid_actor_name, valid_run_id
 from horde_tui.store.state import LedgerState
@@ -202,9 +203,18 @@ def run_action(
             store.refresh()
             return ToolResult(True, None, READS[action](ctx, params, store.state))
         handler = WRITES[action]
+        if not store.run_exists(run):
+            # A refused write must not create the run it was refused in; in an existing
+            # run the refusal is decided (and recorded) inside the transaction below.
+            forged = identity.refusal(store.paths.root, run, store.actor)
+            if forged:
+                return ToolResult(False, None, forged)
         submitted = params.model_dump(exclude_none=True, exclude={"action", "requestId"})
 
         def decide(state: LedgerState) -> Decision:
+            forged = identity.refusal(store.paths.root, run, store.actor)
+            if forged:
+                raise ActionRefused(forged)
             check_fields(submitted)
             check_wind_down(action, ctx.winding_down)
             return handler(ctx, params, state)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import identity
 from horde_tui.store.events import ERROR_OUTCOME, EventLog
 from horde_tui.store.jsonl import (
     TORN,
@@ -326,10 +327,12 @@ class HordeStore:
         rewritten stays stale under the `.projecting` marker, for the next write to redo.
         """
         ts = utc_now()
+        writer = identity.writer(self.paths.root, run)  # who really wrote, as seen from here
         stamped = []
         for i, rec in enumerate(records, start=1):
             stamped.append(
                 {"seq": self.state.seq + i, "ts": ts, "run": run, "actor": self.actor, **rec}
+                | {"writer": writer}
             )
         marker = self.paths.dirty_marker
         marker.touch()

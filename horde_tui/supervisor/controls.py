@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.identity import clear_processes
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.watchdog import pid_alive
 
@@ -42,6 +43,7 @@ def mark_live(run_dir: Path) -> None:
 
 def clear_live(run_dir: Path) -> None:
     live_file(run_dir).unlink(missing_ok=True)
+    clear_processes(run_dir)  # the run's names are no longer reserved (store.identity)
 
 
 def supervisor_pid(run_dir: Path) -> int | None:

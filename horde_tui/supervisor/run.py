@@ -23,6 +23,7 @@ from horde_tui.member.sandbox import SandboxPolicy, passed_through
 from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store import identity
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
@@ -118,6 +119,8 @@ class Supervisor:
         self.sandbox = SandboxPolicy(mode, settings.sandbox_network, tuple(settings.sandbox_env))
         """How members' commands are confined, decided once for the run; `sandbox_note`
         says so when they run without a sandbox (run header, REPORT.md)."""
+        self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)
+        """Each member's latest process, for the run's identity record (`store.identity`)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -170,6 +173,7 @@ class Supervisor:
         finalizing; anything else that ends them (an error, this coroutine cancelled)
         still finalizes, so a report is written."""
         controls.mark_live(self.run_dir)
+        identity.record_processes(self.run_dir, self.member_procs)
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
         phases = self._phases = asyncio.create_task(self._through_repair(start))
@@ -294,6 +298,8 @@ class Supervisor:
         )
         self.procs[name] = handle
         self.tasks[name] = task
+        self.member_procs[name] = identity.proc_of(handle.pid)
+        identity.record_processes(self.run_dir, self.member_procs)
         self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
 
     # -- canary ----------------------------------------------------------------------------------
