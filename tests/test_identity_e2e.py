@@ -58,7 +58,10 @@ def test_member_cannot_validate_its_own_answer_from_its_bash(tmp_path: Path) -> 
         **HELPERS,
     }
     with StubThread(policy=AgentPolicy(plans)) as stub:
-        cfg = settings(stub, deliverable=False, postmortem=False)
+        # The identity rule is what holds without a sandbox; under bwrap `.horde/` is
+        # read-only to member commands and these forgeries never reach the tool's rules
+        # (tests/test_sandbox*.py cover that).
+        cfg = settings(stub, deliverable=False, postmortem=False, sandbox="off")
         summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review app.py", 2), cfg)
 
     store = HordeStore(tmp_path / ".horde", "reader")
