@@ -582,3 +582,24 @@ def test_raise_descriptor_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+async def test_a_member_client_carries_on_after_its_idle_connection_was_closed() -> None:
+    """Members keep one connection across turns; a turn longer than the idle timeout
+    finds it closed, and the client's one retry on a fresh connection answers."""
+    from horde_tui.member.client import GatewayClient
+
+    async def handler(request: Request) -> Response:
+        return Response(body={"choices": [{"message": {"content": "ok"}}]})
+
+    server = await serve(handler, limits=SMALL)
+    client = GatewayClient(server.url, "t", "member-1", timeout_s=10)
+    try:
+        first = await asyncio.to_thread(client.chat, [], [])
+        await asyncio.sleep(SMALL.idle_timeout_s + 0.5)  # the server closes the idle socket
+        assert server.open_connections == 0
+        second = await asyncio.to_thread(client.chat, [], [])
+        assert first == second
+    finally:
+        client.close()
+        await server.close()
