@@ -64,6 +64,10 @@ class Limits:
 
 RESERVED_DESCRIPTORS = 256
 """Descriptors kept out of the connection cap: provider calls, log and usage files."""
+LINGER_S = 1.0
+"""After refusing a request whose body was not read, how long aiohttp reads and drops what
+is still coming before closing: closing at once would reset the connection and could
+lose the refusal the client has not read yet; discarding keeps nothing in memory."""
 
 
 @dataclass
@@ -313,7 +317,7 @@ class HttpServer:
             self._dispatch,
             self.limits,
             keepalive_timeout=self.limits.idle_timeout_s,
-            lingering_time=1.0,
+            lingering_time=LINGER_S,
             access_log=None,
         )
         loop = asyncio.get_running_loop()

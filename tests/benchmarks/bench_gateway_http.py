@@ -2,6 +2,7 @@
 
     python tests/benchmarks/bench_gateway_http.py              # 3 rounds of 20 calls
     python tests/benchmarks/bench_gateway_http.py --rounds 5 --calls 40
+    python tests/benchmarks/bench_gateway_http.py --against ../main   # main's gateway
 
 A stub model process and a gateway process in front of it (as in bench_members.py), all
 on 127.0.0.1. Measures (issue 12, item 7; target in brackets):
@@ -12,8 +13,8 @@ on 127.0.0.1. Measures (issue 12, item 7; target in brackets):
   load falls on both;
 - how many of the 250 crowd connections the gateway still holds after its head timeout
   (10 s) [0];
-- the gateway's RSS before and after 20 unauthenticated 31 MB bodies [no growth: the
-  hand-written server grew from 206 to 783 MB].
+- the gateway's RSS and peak RSS before and after 20 unauthenticated 31 MB bodies sent
+  at once [no growth: the hand-written server grew from 206 to 783 MB].
 """
 
 from __future__ import annotations
@@ -28,16 +29,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_members import _stub_and_gateway  # this script's directory is on sys.path
+from bench_members import _stub_and_gateway, gateway_from  # this script's dir is on sys.path
 
 from horde_tui.member.client import GatewayClient
 
 TOKEN = "bench-token"
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """The process's resident set now (VmRSS) or at its peak so far (VmHWM), in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -103,11 +105,12 @@ def member_calls(url: str, n: int) -> dict[str, list[float]]:
 
 
 def refused_bodies(port: int, count: int = 20, mb: int = 31) -> list[int]:
-    """Send `count` unauthenticated `mb` MB bodies; the statuses answered."""
-    statuses = []
+    """Send `count` unauthenticated `mb` MB bodies at once; the statuses answered."""
+    statuses: list[int] = []
     block = b"x" * (1024 * 1024)
-    for _ in range(count):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+
+    def send_one() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             head = (
                 "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                 f"Content-Length: {mb * 1024 * 1024}\r\n\r\n"
@@ -118,7 +121,7 @@ def refused_bodies(port: int, count: int = 20, mb: int = 31) -> list[int]:
                 for _ in range(mb):
                     sock.sendall(block)
             except OSError:
-                pass
+                pass  # refused and closed before the body was all sent
             try:
                 while chunk := sock.recv(65536):
                     raw += chunk
@@ -126,6 +129,12 @@ def refused_bodies(port: int, count: int = 20, mb: int = 31) -> list[int]:
                 pass
             if raw:
                 statuses.append(int(raw.split(b" ", 2)[1]))
+
+    senders = [threading.Thread(target=send_one) for _ in range(count)]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join(120)
     return statuses
 
 
@@ -135,10 +144,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20, help="calls per round and kind")
     parser.add_argument("--idle", type=int, default=200)
     parser.add_argument("--dripping", type=int, default=50)
+    parser.add_argument("--against", type=Path, help="another checkout's gateway (say main)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         steps = [{"content": "ok"}] * (args.rounds * args.calls * 4 + 10)
-        stub, _, gateway, url = _stub_and_gateway(Path(tmp), steps)
+        if args.against:
+            command = gateway_from(args.against)
+            stub, _, gateway, url = _stub_and_gateway(Path(tmp), steps, gateway_cmd=command)
+        else:
+            stub, _, gateway, url = _stub_and_gateway(Path(tmp), steps)
         port = int(url.rsplit(":", 1)[1])
         try:
             member_calls(url, 3)  # warm: litellm's import, first connections
@@ -171,12 +185,13 @@ def main() -> None:
                 "head timeout (the crowd's sockets still open on this side)"
             )
             crowd.close()
-            before = rss_mb(gateway.pid)
+            before, peak_before = rss_mb(gateway.pid), rss_mb(gateway.pid, "VmHWM")
             statuses = refused_bodies(port)
-            after = rss_mb(gateway.pid)
+            after, peak_after = rss_mb(gateway.pid), rss_mb(gateway.pid, "VmHWM")
             print(
-                f"20 unauthenticated 31 MB bodies: statuses {sorted(set(statuses))}, gateway "
-                f"RSS {before:.0f} -> {after:.0f} MB"
+                f"20 unauthenticated 31 MB bodies at once: statuses {sorted(set(statuses))}, "
+                f"gateway RSS {before:.0f} -> {after:.0f} MB, peak RSS {peak_before:.0f} -> "
+                f"{peak_after:.0f} MB"
             )
         finally:
             for proc in (gateway, stub):
