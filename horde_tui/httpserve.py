@@ -161,8 +161,9 @@ class _Connection(RequestHandler):
     """One client connection: when it opened, whether a request is under way, and a timer
     that closes it if its first request head is not complete in time.
 
-    aiohttp arms its keep-alive timer at connect too (3.14), but only its timer after a
-    response is old behaviour; this one does not depend on the newer one.
+    aiohttp 3.14 arms its keep-alive timer at connect as well, but older releases armed it
+    only after a response; this timer does not rely on that, and with `head_timeout_s`
+    under `idle_timeout_s` it fires first, with a 408 (tests/test_httpserve.py checks).
     """
 
     def __init__(self, manager: _Server, **kwargs: Any) -> None:
