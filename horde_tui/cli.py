@@ -238,14 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["gateway"]:
+        # The gateway has its own parser: it gets every word as typed. Through this
+        # parser's REMAINDER, parse_known_args split `--port P` from its value.
+        return cmd_gateway(argparse.Namespace(gateway_args=words[1:]))
     parser = build_parser()
     # key=value fields may follow options (`tool finding --json '{}' text=...`), which a
     # plain nargs="*" positional does not accept, so collect the leftovers here.
     args, extra = parser.parse_known_args(argv)
     if extra:
-        if getattr(args, "command", None) == "gateway":
-            args.gateway_args = [*args.gateway_args, *extra]
-        elif getattr(args, "command", None) != "tool" or any(x.startswith("-") for x in extra):
+        if getattr(args, "command", None) != "tool" or any(x.startswith("-") for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         else:
             args.fields = [*args.fields, *extra]

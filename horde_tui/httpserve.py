@@ -1,22 +1,30 @@
-"""A minimal asyncio HTTP/1.1 server: just enough for an OpenAI-compatible endpoint.
+"""The HTTP server under the gateway and the stub model: aiohttp's, guarded for local clients.
 
-Why this exists: the per-run gateway and the scripted stub model both serve a
-chat-completions API on 127.0.0.1 to local clients (members, litellm, the openai SDK).
-A web framework would be a large dependency for two handlers, so this module speaks the
-subset of HTTP/1.1 those clients use, stdlib only:
+The gateway and the scripted stub model both serve a chat-completions API on 127.0.0.1,
+where any local process can connect. The hand-written server this replaces read a whole
+body before its handler could check the token (20 unauthenticated 31 MB bodies took the
+gateway from 206 to 783 MB), had no timeouts, and fell over on odd heads; aiohttp.web
+parses HTTP properly and litellm already installs it, so the gateway pays nothing more.
+What this module adds to aiohttp's low-level server:
 
-- persistent connections (HTTP/1.1 default, `Connection: close` honoured, HTTP/1.0 only
-  with `Connection: keep-alive`), so a member's client reuses one socket per turn loop;
-- request bodies framed by `Content-Length` only; a chunked request body gets 411
-  (the openai SDK, httpx and litellm always send a length);
-- `Expect: 100-continue` answered, since curl sends it for large bodies;
-- a size cap on the head and the body (431 / 413), 400 on anything malformed;
-- whole responses with `Content-Length`, or streamed responses with
-  `Transfer-Encoding: chunked` where each yielded piece is flushed as one chunk (SSE);
-- a handler that raises becomes a 500 with an OpenAI-style JSON error body and its
-  traceback is logged, so one bad request never takes the server down.
+- `authorize` sees the request head before any byte of the body is read; a refused
+  request is answered at once and its connection closed;
+- a body cap from `Content-Length` (413 before reading) and while reading (chunked);
+- timeouts: a connection must complete its first request head within `head_timeout_s`
+  (aiohttp has no head timeout: `_Connection` arms one), a body must arrive within
+  `body_timeout_s` (408), and a kept-alive connection is closed after `idle_timeout_s`
+  without a complete next head (aiohttp's keep-alive timer, which also fires while a
+  head is half sent);
+- a cap on connections per client address and in all: a new connection over it closes
+  the oldest one with no request under way, so a flood of idle sockets cannot lock out
+  a member, whose connection sends its request at once;
+- OpenAI-style JSON error bodies, one line each, for what aiohttp refuses itself
+  (malformed heads); a handler that raises becomes a 500 whose traceback is logged here
+  and never sent;
+- `raise_descriptor_limit()`, for the process that serves, at start.
 
-Everything is awaited: a slow client stalls only its own connection task.
+Handlers see the same small `Request`/`Response`/`StreamResponse` types as before, so
+the gateway and the stub know nothing of aiohttp.
 """
 
 from __future__ import annotations
@@ -24,28 +32,47 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import resource
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from typing import Any, cast
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
-"""Largest request body accepted (413 above): a 12-member run's contexts fit easily."""
 
-READ_LIMIT = 1024 * 1024
-"""The stream reader's line limit, which also caps the request head (431 above).
+@dataclass(frozen=True)
+class Limits:
+    """What one client may hold of a server; the defaults are for the gateway."""
 
-asyncio's 64 KiB default is too small for long header lines (large cookies, tokens).
-"""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Largest request body (413 above): a 12-member run's contexts fit easily."""
+    head_timeout_s: float = 10.0
+    """From connecting to a complete first request head; a real client sends it at once."""
+    body_timeout_s: float = 60.0
+    """From the head to the whole body (32 MB takes well under a second on loopback)."""
+    idle_timeout_s: float = 60.0
+    """A kept-alive connection with no complete next head is closed after this."""
+    max_connections_per_client: int = 512
+    """Open connections per client address; on loopback every process is one client."""
+    max_connections: int = 2048
+    """Open connections in all (lowered to fit the descriptor limit at `serve`)."""
+
+
+RESERVED_DESCRIPTORS = 256
+"""Descriptors kept out of the connection cap: provider calls, log and usage files."""
+LINGER_S = 1.0
+"""After refusing a request whose body was not read, how long aiohttp reads and drops what
+is still coming before closing: closing at once would reset the connection and could
+lose the refusal the client has not read yet; discarding keeps nothing in memory."""
 
 
 @dataclass
 class Request:
-    """One parsed HTTP request, body fully read."""
+    """One request, body fully read (empty when `authorize` sees it)."""
 
     method: str
     path: str
@@ -56,8 +83,12 @@ class Request:
     body: bytes = b""
 
     def json(self) -> Any:
-        """The body parsed as JSON; `ValueError` when it is empty or not valid JSON."""
-        return json.loads(self.body)
+        """The body parsed as JSON; `ValueError` when it is empty, not JSON, or nested too
+        deeply to parse (Python's decoder raises RecursionError there, a 500 otherwise)."""
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
 
 
 @dataclass
@@ -84,14 +115,8 @@ class StreamResponse:
 
 
 Handler = Callable[[Request], Awaitable[Response | StreamResponse]]
-
-
-class _HttpError(Exception):
-    """A request the server answers itself, before or instead of the handler."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+Authorize = Callable[[Request], Response | None]
+"""Sees the head (no body yet); a Response refuses the request, None lets it through."""
 
 
 def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -99,13 +124,181 @@ def error_body(message: str, kind: str, code: str | None = None) -> dict[str, An
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-class HttpServer:
-    """A listening server; `serve()` builds it. Tracks its connections so close() ends them."""
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft descriptor limit to its hard limit; return the soft one.
 
-    def __init__(self, handler: Handler) -> None:
+    At the common 1,024 soft limit, about a thousand idle local sockets left no descriptor
+    for a member's call. Called once by a serving process at start.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # a container may refuse: the connection cap still fits the old limit
+    return soft
+
+
+def connection_cap(limits: Limits) -> int:
+    """`limits.max_connections`, lowered to leave `RESERVED_DESCRIPTORS` free."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return limits.max_connections
+    return max(16, min(limits.max_connections, soft - RESERVED_DESCRIPTORS))
+
+
+class _Refused(Exception):
+    """A request the server answers itself, before or instead of the handler."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Connection(RequestHandler):
+    """One client connection: when it opened, whether a request is under way, and a timer
+    that closes it if its first request head is not complete in time.
+
+    aiohttp 3.14 arms its keep-alive timer at connect as well, but older releases armed it
+    only after a response; this timer does not rely on that, and with `head_timeout_s`
+    under `idle_timeout_s` it fires first, with a 408 (tests/test_httpserve.py checks).
+    """
+
+    def __init__(self, manager: _Server, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self.guard = manager
+        self.peer = ""
+        self.busy = False
+        self.served = 0
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        loop = asyncio.get_running_loop()
+        self._head_timer = loop.call_later(self.guard.limits.head_timeout_s, self._head_late)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_head_timer()
+        self.guard.forget(self)
+        super().connection_lost(exc)
+
+    def request_started(self) -> None:
+        self._stop_head_timer()
+        self.busy = True
+
+    def request_ended(self) -> None:
+        self.busy = False
+        self.served += 1
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        """No complete request head in time: say so in one 408 and close."""
+        self._head_timer = None
+        if self.busy or self.served:
+            return
+        seconds = self.guard.limits.head_timeout_s
+        message = f"request head not complete within {seconds:g} s; send it at once"
+        body = json.dumps(error_body(message, "invalid_request_error")).encode()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            head = (
+                "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            transport.write(head.encode("latin-1") + body)
+        self.force_close()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """aiohttp's own refusals (a malformed head, mostly): one JSON line, no traceback."""
+        if request.writer.output_size > 0:
+            raise ConnectionError("response already started; cannot send an error")
+        if status >= 500:
+            log.error("request from %s failed", request.remote, exc_info=exc)
+            text = "internal server error"
+            kind = "server_error"
+        else:
+            detail = getattr(exc, "message", None) or message or str(exc or "")
+            lines = (line.strip().rstrip(":") for line in str(detail).splitlines())
+            first = next((line for line in lines if line), "")
+            text = f"malformed request: {first[:200] or HTTPStatus(status).phrase}"
+            kind = "invalid_request_error"
+            log.debug("refused a request from %s: %s", request.remote, text)
+        response = web.json_response(error_body(text, kind), status=status)
+        response.force_close()
+        return response
+
+
+class _Server(web.Server):
+    """aiohttp's low-level server with `_Connection`s, counted per client for the caps."""
+
+    def __init__(self, handler: Any, limits: Limits, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.limits = limits
+        self.cap = connection_cap(limits)
+        self._connection_kwargs = kwargs
+        self._guard_loop = asyncio.get_running_loop()
+        self._open: dict[_Connection, None] = {}
+        """Every counted connection, oldest first (dicts keep insertion order)."""
+        self._by_peer: dict[str, dict[_Connection, None]] = {}
+
+    def __call__(self) -> RequestHandler:
+        return _Connection(self, loop=self._guard_loop, **self._connection_kwargs)
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        super().connection_made(handler, transport)
+        conn = cast(_Connection, handler)
+        peer = transport.get_extra_info("peername")
+        conn.peer = str(peer[0]) if peer else ""
+        mine = self._by_peer.setdefault(conn.peer, {})
+        mine[conn] = None
+        self._open[conn] = None
+        if len(mine) > self.limits.max_connections_per_client:
+            self._evict(mine, conn)
+        if len(self._open) > self.cap:
+            self._evict(self._open, conn)
+
+    def forget(self, conn: _Connection) -> None:
+        """Stop counting a connection (closed, or chosen to close)."""
+        self._open.pop(conn, None)
+        mine = self._by_peer.get(conn.peer)
+        if mine is not None:
+            mine.pop(conn, None)
+            if not mine:
+                del self._by_peer[conn.peer]
+
+    def _evict(self, pool: dict[_Connection, None], newcomer: _Connection) -> None:
+        """Close the oldest connection of `pool` with no request under way, one that never
+        sent a request first; the newcomer itself when every other one is busy."""
+        idle = [c for c in pool if c is not newcomer and not c.busy]
+        victim = next((c for c in idle if not c.served), idle[0] if idle else newcomer)
+        log.info("connection cap reached for %s: closing its oldest idle connection", victim.peer)
+        self.forget(victim)
+        victim.force_close()
+
+
+class HttpServer:
+    """A listening server; `serve()` builds it."""
+
+    def __init__(
+        self, handler: Handler, authorize: Authorize | None = None, limits: Limits | None = None
+    ) -> None:
         self._handler = handler
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._authorize = authorize
+        self.limits = limits or Limits()
+        self._server: _Server | None = None
+        self._listener: asyncio.Server | None = None
         self.host = ""
         self.port = 0
 
@@ -114,53 +307,55 @@ class HttpServer:
         """The base URL, for example `http://127.0.0.1:41234`."""
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def open_connections(self) -> int:
+        """Connections open now (for tests and benchmarks)."""
+        return 0 if self._server is None else len(self._server.connections)
+
     async def start(self, host: str, port: int) -> None:
         """Bind and listen; port 0 picks a free port, read back from `.port`."""
-        self._server = await asyncio.start_server(self._connection, host, port, limit=READ_LIMIT)
-        self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        self._server = _Server(
+            self._dispatch,
+            self.limits,
+            keepalive_timeout=self.limits.idle_timeout_s,
+            lingering_time=LINGER_S,
+            access_log=None,
+        )
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(self._server, host, port, backlog=512)
+        self.host, self.port = self._listener.sockets[0].getsockname()[:2]
 
     async def close(self) -> None:
         """Stop listening and end every open connection, idle or mid-response."""
-        if self._server is None:
+        if self._listener is None or self._server is None:
             return
-        self._server.close()
-        tasks = list(self._connections)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
+        self._listener.close()
+        await self._server.shutdown(0.1)
+        await self._listener.wait_closed()
+        self._listener = self._server = None
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+    async def _dispatch(self, raw: web.BaseRequest) -> web.StreamResponse:
+        conn = cast(_Connection, raw.protocol)
+        conn.request_started()
         try:
-            while await self._exchange(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass  # the client went away; nothing to answer
-        except asyncio.CancelledError:
-            # Only close() cancels a connection. Ending normally keeps Python 3.11's
-            # asyncio.streams callback from logging the cancellation as an error.
-            pass
+            return await self._serve(raw)
         finally:
-            self._connections.discard(task)
-            writer.close()
-            with suppress(ConnectionError, asyncio.CancelledError):  # see above
-                await writer.wait_closed()
+            conn.request_ended()
 
-    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Serve one request on the connection; True when the connection stays open."""
+    async def _serve(self, raw: web.BaseRequest) -> web.StreamResponse:
+        headers: dict[str, str] = {}
+        for name, value in raw.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        request = Request(raw.method, raw.path, dict(raw.query), headers)
+        refused = self._authorize(request) if self._authorize is not None else None
+        if refused is not None:
+            return await _send(raw, refused, close=True)  # the body is never read
         try:
-            parsed = await _read_request(reader, writer)
-        except _HttpError as exc:
-            kind = "invalid_request_error"
-            await _send(writer, Response(exc.status, error_body(str(exc), kind)), keep=False)
-            return False
-        if parsed is None:
-            return False
-        request, keep = parsed
+            request.body = await self._read_body(raw)
+        except _Refused as exc:
+            answer = Response(exc.status, error_body(str(exc), "invalid_request_error"))
+            return await _send(raw, answer, close=True)
         try:
             response = await self._handler(request)
         except Exception as exc:
@@ -168,77 +363,46 @@ class HttpServer:
             message = f"internal server error: {type(exc).__name__}: {exc}"
             response = Response(500, error_body(message, "server_error"))
         if isinstance(response, StreamResponse):
-            return await _stream(writer, response, keep)
-        await _send(writer, response, keep)
-        return keep
+            return await _stream(raw, response)
+        return await _send(raw, response)
+
+    async def _read_body(self, raw: web.BaseRequest) -> bytes:
+        """The whole body, within the size cap and the body timeout."""
+        cap = self.limits.max_body_bytes
+        length = raw.content_length
+        if length is not None and length > cap:
+            raise _Refused(413, f"request body over {cap} bytes")
+        if not raw.body_exists:
+            return b""
+        if raw.headers.get("Expect", "").lower() == "100-continue":
+            await raw.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        pieces: list[bytes] = []
+        size = 0
+        seconds = self.limits.body_timeout_s
+        try:
+            async with asyncio.timeout(seconds):
+                while piece := await raw.content.readany():
+                    size += len(piece)
+                    if size > cap:
+                        raise _Refused(413, f"request body over {cap} bytes")
+                    pieces.append(piece)
+        except TimeoutError:
+            raise _Refused(408, f"request body not complete within {seconds:g} s") from None
+        return b"".join(pieces)
 
 
-async def serve(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> HttpServer:
+async def serve(
+    handler: Handler,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    authorize: Authorize | None = None,
+    limits: Limits | None = None,
+) -> HttpServer:
     """Start serving `handler` on host:port (0: a free port) and return the server."""
-    server = HttpServer(handler)
+    server = HttpServer(handler, authorize, limits)
     await server.start(host, port)
     return server
-
-
-async def _read_request(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> tuple[Request, bool] | None:
-    """Read one request and whether the connection may stay open; None on a clean EOF."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as exc:
-        if exc.partial.strip():
-            raise _HttpError(400, "incomplete request head") from None
-        return None
-    except asyncio.LimitOverrunError:
-        raise _HttpError(431, "request head too large") from None
-    method, target, version, headers = _parse_head(head.decode("latin-1"))
-    if "transfer-encoding" in headers:
-        raise _HttpError(411, "chunked request bodies are not supported; send Content-Length")
-    length_text = headers.get("content-length", "0").strip()
-    if not length_text.isdigit():
-        raise _HttpError(400, "bad Content-Length")
-    length = int(length_text)
-    if length > MAX_BODY_BYTES:
-        raise _HttpError(413, f"request body over {MAX_BODY_BYTES} bytes")
-    if length and headers.get("expect", "").lower() == "100-continue":
-        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        await writer.drain()
-    body = await reader.readexactly(length)
-    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
-    keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
-    split = urlsplit(target)
-    query = dict(parse_qsl(split.query, keep_blank_values=True))
-    return Request(method, unquote(split.path) or "/", query, headers, body), keep
-
-
-def _parse_head(head: str) -> tuple[str, str, str, dict[str, str]]:
-    """Split a request head into method, target, version and lower-cased headers."""
-    lines = head[:-4].split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[0].isalpha() or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
-        raise _HttpError(400, "malformed request line")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip():
-            raise _HttpError(400, "malformed header line")
-        key = name.lower()
-        value = value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return parts[0].upper(), parts[1], parts[2], headers
-
-
-def _head(status: int, headers: dict[str, str], defaults: dict[str, str]) -> bytes:
-    """The status line and headers; `headers` override `defaults` case-insensitively."""
-    try:
-        reason = HTTPStatus(status).phrase
-    except ValueError:
-        reason = "Unknown"
-    given = {name.lower() for name in headers}
-    merged = {k: v for k, v in defaults.items() if k.lower() not in given} | headers
-    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in merged.items())]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 def _encode(body: bytes | str | dict[str, Any] | list[Any]) -> tuple[bytes, str | None]:
@@ -250,43 +414,62 @@ def _encode(body: bytes | str | dict[str, Any] | list[Any]) -> tuple[bytes, str 
     return json.dumps(body).encode(), "application/json"
 
 
-async def _send(writer: asyncio.StreamWriter, response: Response, keep: bool) -> None:
+def _merged(defaults: dict[str, str], given: dict[str, str]) -> dict[str, str]:
+    """`given` headers over `defaults`, names compared case-insensitively."""
+    names = {name.lower() for name in given}
+    return {k: v for k, v in defaults.items() if k.lower() not in names} | given
+
+
+async def _send(raw: web.BaseRequest, response: Response, close: bool = False) -> web.Response:
+    """Write a whole response now, so a connection counts as busy until it is out."""
     data, content_type = _encode(response.body)
-    defaults = {"Content-Length": str(len(data))}
-    if content_type:
-        defaults["Content-Type"] = content_type
-    if not keep:
-        defaults["Connection"] = "close"
-    writer.write(_head(response.status, response.headers, defaults) + data)
-    await writer.drain()
+    defaults = {"Content-Type": content_type} if content_type else {}
+    out = web.Response(
+        status=response.status,
+        reason=_reason(response.status),
+        body=data,
+        headers=_merged(defaults, response.headers),
+    )
+    if close:
+        out.force_close()
+    try:
+        await out.prepare(raw)
+        await out.write_eof()
+    except ConnectionError:
+        pass  # the client went away; aiohttp closes the connection
+    return out
 
 
-async def _stream(writer: asyncio.StreamWriter, response: StreamResponse, keep: bool) -> bool:
-    """Send a chunked response; True when it completed and the connection stays open."""
-    defaults = {
-        "Content-Type": "text/event-stream",
-        "Cache-Control": "no-cache",
-        "Transfer-Encoding": "chunked",
-    }
-    if not keep:
-        defaults["Connection"] = "close"
+async def _stream(raw: web.BaseRequest, response: StreamResponse) -> web.StreamResponse:
+    """Send a chunked response, a chunk per non-empty piece, flushed as it comes."""
+    defaults = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    given = {k: v for k, v in response.headers.items() if k.lower() != "transfer-encoding"}
+    out = web.StreamResponse(
+        status=response.status, reason=_reason(response.status), headers=_merged(defaults, given)
+    )
+    out.enable_chunked_encoding()
     chunks = response.chunks
     try:
-        writer.write(_head(response.status, response.headers, defaults))
-        await writer.drain()
+        await out.prepare(raw)
         async for piece in chunks:
             if piece:  # an empty chunk would end the body early
-                writer.write(b"%x\r\n%b\r\n" % (len(piece), piece))
-                await writer.drain()
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+                await out.write(piece)
+        await out.write_eof()
     except ConnectionError:
-        return False
+        pass
     except Exception:
         log.exception("stream failed after the response head was sent")
-        return False
+        # No terminating chunk: the client must see a broken stream, not a short one.
+        raw.protocol.force_close()
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
-    return keep
+    return out
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"

@@ -41,6 +41,8 @@ SETTING_OPTIONS = (
     "sandbox",
 )
 """`RunOptions` fields that override `Settings` of the same name."""
+SECRET_OPTIONS = frozenset({"api_key"})
+"""Settings a detached process gets through its environment (`detached_env`), not argv."""
 DETACH_FLAGS = ("no_verifier", "until_stop")
 DETACH_WAIT_S = 60.0
 """How long a detached start waits for the new run's `.live` before giving up."""
@@ -256,10 +258,24 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
             command += ["--prompt", options.prompt]
     for name in SETTING_OPTIONS:
         value = getattr(options, name, None)
-        if value is not None:
+        if value is not None and name not in SECRET_OPTIONS:
             command += [f"--{name.replace('_', '-')}", str(value)]
     command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
     return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
+
+
+def detached_env(options: RunOptions | Any) -> dict[str, str] | None:
+    """The detached process's environment: this one's, plus `HORDE_API_KEY` when a key was
+    given as an option (None: inherit as is).
+
+    Never on its command line, which any local user reads in `ps` for the whole run; the
+    environment is readable by this user only. The supervisor gives the key to the
+    gateway alone (`gateway_env`): members get a scrubbed environment.
+    """
+    key = getattr(options, "api_key", None)
+    if not key:
+        return None
+    return {**os.environ, "HORDE_API_KEY": str(key)}
 
 
 @dataclass(frozen=True)

@@ -153,9 +153,10 @@ def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
 def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     """Start the run as its own session (it outlives this shell) and say how to watch and
     stop it."""
-    from horde_tui.launch import detached_argv, start_detached
+    from horde_tui.launch import detached_argv, detached_env, start_detached
 
-    started = start_detached(detached_argv(options, layers_text), horde_dir)
+    argv = detached_argv(options, layers_text)
+    started = start_detached(argv, horde_dir, env=detached_env(options))
     if started.run_dir is None:
         return _err(started.error, 1)
     run = started.run_dir.name

@@ -11,7 +11,7 @@ import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,8 +111,15 @@ class GatewayProcess:
         return env
 
 
-def start_gateway(stub: StubThread, run_dir: Path, *args: str, **env_extra: str) -> GatewayProcess:
-    """Start a gateway process and wait (bounded) for its `listening on URL` line."""
+def start_gateway(
+    stub: StubThread,
+    run_dir: Path,
+    *args: str,
+    preexec_fn: Callable[[], None] | None = None,
+    **env_extra: str,
+) -> GatewayProcess:
+    """Start a gateway process and wait (bounded) for its `listening on URL` line;
+    `preexec_fn` runs in the child before the gateway starts (a lowered rlimit)."""
     token = "test-token-" + os.urandom(4).hex()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(
@@ -129,6 +136,7 @@ def start_gateway(stub: StubThread, run_dir: Path, *args: str, **env_extra: str)
         env=env,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 30)

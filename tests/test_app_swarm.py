@@ -431,7 +431,9 @@ async def test_a_detached_swarm_start_opens_the_swarm_screen(
     swarm_dir = quiet / "swarms" / LAUNCHED_ID
     argv: list[list[str]] = []
 
-    def started(command: list[str], horde_dir: Path) -> DetachedStart:
+    def started(
+        command: list[str], horde_dir: Path, env: dict[str, str] | None = None
+    ) -> DetachedStart:
         """The detached process went live: its SWARM.json exists (after the check)."""
         argv.append(command)
         write_swarm(horde_dir, LAUNCHED_ID, runs=())

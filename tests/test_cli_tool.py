@@ -100,12 +100,12 @@ def test_env_selects_dir_and_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "not a valid run id" in r.stderr
 
 
-def test_tool_imports_neither_textual_nor_litellm(tmp_path: Path) -> None:
+def test_tool_imports_neither_textual_nor_litellm_nor_aiohttp(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from horde_tui.cli import main\n"
         "rc = main(['tool', 'list'])\n"
-        "heavy = [m for m in ('textual', 'litellm', 'json_repair') if m in sys.modules]\n"
+        "heavy = [m for m in ('textual', 'litellm', 'json_repair', 'aiohttp') if m in sys.modules]\n"
         "assert rc == 0 and not heavy, heavy\n"
     )
     r = subprocess.run(

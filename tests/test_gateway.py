@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -482,3 +483,38 @@ def test_litellm_import_heap_is_frozen_out_of_garbage_collection() -> None:
     assert heap["litellm_collectable"] is False, "litellm's module state is still scanned"
     assert heap["frozen"] > 100_000
     assert heap["collectable"] < heap["frozen"] // 10
+
+
+def test_the_readme_form_with_separated_option_values_starts_the_gateway(
+    stub_model: StubThread, tmp_path: Path
+) -> None:
+    """`horde-tui gateway --port P --model M`: the values are separate words, as typed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_API_BASE=stub_model.api_base,
+        HORDE_GATEWAY_TOKEN="readme-token",
+        HORDE_PARENT_PID=str(os.getpid()),
+    )
+    argv = ["gateway", "--port", str(port), "--model", "openai/readme-model"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", *argv, "--run-dir", str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line == f"listening on http://127.0.0.1:{port}\n", proc.stderr and proc.stderr.read()
+        resp = httpx.get(
+            f"http://127.0.0.1:{port}/v1/models",
+            headers={"Authorization": "Bearer readme-token"},
+        )
+        assert [m["id"] for m in resp.json()["data"]] == ["openai/readme-model"]
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -1,4 +1,4 @@
-"""The asyncio HTTP/1.1 server under the gateway and the stub model.
+"""The aiohttp-based server under the gateway and the stub model, and its guards.
 
 Clients are the real ones where it matters (http.client, run in a worker thread so the
 server's loop keeps serving) and raw sockets where a test needs bytes a polite client
@@ -11,12 +11,24 @@ import asyncio
 import http.client
 import json
 import logging
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from horde_tui import httpserve
-from horde_tui.httpserve import HttpServer, Request, Response, StreamResponse, serve
+from horde_tui.httpserve import HttpServer, Limits, Request, Response, StreamResponse, serve
+
+SMALL = Limits(
+    max_body_bytes=64 * 1024,
+    head_timeout_s=0.5,
+    body_timeout_s=0.5,
+    idle_timeout_s=1.0,
+    max_connections_per_client=4,
+)
+"""Limits small enough to reach in a test; the head times out before the idle timer
+(aiohttp's, armed at connect too), so a 408 shows the head timer is this module's."""
 
 
 async def echo(request: Request) -> Response:
@@ -85,7 +97,7 @@ async def test_keep_alive_serves_two_requests_on_one_connection() -> None:
 async def test_connection_close_and_http10_close_after_the_response() -> None:
     server = await serve(echo)
     try:
-        raw = await raw_exchange(server, b"GET /a HTTP/1.1\r\nConnection: close\r\n\r\n")
+        raw = await raw_exchange(server, b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert status_of(raw) == 200
         assert b"\r\nConnection: close\r\n" in raw
         raw = await raw_exchange(server, b"GET /b HTTP/1.0\r\n\r\n")
@@ -99,8 +111,8 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
     try:
         raw = await raw_exchange(
             server,
-            b"POST /p1 HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
-            b"GET /p2 HTTP/1.1\r\nConnection: close\r\n\r\n",
+            b"POST /p1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+            b"GET /p2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         )
         assert raw.count(b"HTTP/1.1 200 OK") == 2
         assert raw.index(b'"/p1"') < raw.index(b'"/p2"')
@@ -112,35 +124,75 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
     ("data", "status"),
     [
         (b"GARBAGE\r\n\r\n", 400),
-        (b"GET / HTTP/2.0\r\n\r\n", 400),
-        (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 400),
         (b"GET / HTTP/1.1\r\n folded: header\r\n\r\n", 400),
-        (b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n", 400),
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 411),
-        (b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (httpserve.MAX_BODY_BYTES + 1), 413),
-        (b"GET / HTTP/1.1\r\nX-Big: " + b"a" * httpserve.READ_LIMIT + b"\r\n\r\n", 431),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", 400),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ²\r\n\r\n".encode(), 400),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+            % (SMALL.max_body_bytes + 1),
+            413,
+        ),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 400),
+    ],
+    ids=[
+        "garbage",
+        "no-colon",
+        "folded",
+        "length-word",
+        "length-superscript",
+        "length-5000-digits",
+        "length-twice",
+        "length-over-cap",
+        "header-too-long",
     ],
 )
-async def test_bad_requests_get_an_error_and_the_connection_closes(
-    data: bytes, status: int
+async def test_bad_requests_get_one_json_line_and_the_connection_closes(
+    data: bytes, status: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = await serve(echo)
+    server = await serve(echo, limits=SMALL)
     try:
-        raw = await raw_exchange(server, data)
-        assert status_of(raw) == status
-        assert b"\r\nConnection: close\r\n" in raw
-        assert json.loads(body_of(raw))["error"]["type"] == "invalid_request_error"
+        with caplog.at_level(logging.DEBUG):
+            raw = await raw_exchange(server, data)
+        assert status_of(raw) == status, raw[:300]  # and then closed: read to its end
+        error = json.loads(body_of(raw))["error"]
+        assert error["type"] == "invalid_request_error"
+        assert "\n" not in error["message"] and len(error["message"]) < 300
+        assert not [r for r in caplog.records if r.exc_info], "no traceback for bad input"
     finally:
         await server.close()
 
 
-async def test_header_lines_longer_than_asyncio_default_limit_are_accepted() -> None:
-    server = await serve(echo)
+async def test_a_chunked_body_is_read_and_capped() -> None:
+    server = await serve(echo, limits=SMALL)
     try:
-        token = "t" * 100_000
         raw = await raw_exchange(
             server,
-            b"GET / HTTP/1.1\r\nAuthorization: Bearer %b\r\nConnection: close\r\n\r\n"
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n\r\n",
+        )
+        assert json.loads(body_of(raw))["body"] == "abc"
+        piece = b"%x\r\n%b\r\n" % (1000, b"z" * 1000)
+        raw = await raw_exchange(
+            server,
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + piece * 70
+            + b"0\r\n\r\n",
+        )
+        assert status_of(raw) == 413
+    finally:
+        await server.close()
+
+
+async def test_a_long_header_line_within_the_limit_is_accepted() -> None:
+    server = await serve(echo)
+    try:
+        token = "t" * 8000
+        raw = await raw_exchange(
+            server,
+            b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %b\r\nConnection: close\r\n\r\n"
             % token.encode(),
         )
         assert json.loads(body_of(raw))["headers"]["authorization"] == f"Bearer {token}"
@@ -153,7 +205,7 @@ async def test_expect_100_continue_is_answered_before_the_body_is_sent() -> None
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     try:
         writer.write(
-            b"POST /big HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+            b"POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
         )
         await writer.drain()
         interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
@@ -268,7 +320,7 @@ async def test_stream_chunks_arrive_one_by_one_before_the_stream_ends() -> None:
     server = await serve(handler)
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     try:
-        writer.write(b"GET /events HTTP/1.1\r\n\r\n")
+        writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
         assert head.startswith(b"HTTP/1.1 200 OK\r\n")
         assert b"Transfer-Encoding: chunked" in head
@@ -278,7 +330,7 @@ async def test_stream_chunks_arrive_one_by_one_before_the_stream_ends() -> None:
         proceed.set()
         assert await read_chunk(reader) == b"data: two\n\n"
         assert await read_chunk(reader) == b""
-        writer.write(b"GET /events HTTP/1.1\r\n\r\n")  # still alive: a second stream
+        writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")  # still alive: a second stream
         await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
     finally:
         writer.close()
@@ -298,7 +350,7 @@ async def test_a_stream_that_fails_midway_is_cut_without_the_final_chunk(
     server = await serve(handler)
     try:
         with caplog.at_level(logging.ERROR, logger="horde_tui.httpserve"):
-            raw = await raw_exchange(server, b"GET / HTTP/1.1\r\n\r\n")
+            raw = await raw_exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert b"Content-Type: application/x-ndjson" in raw
         assert b"text/event-stream" not in raw
         assert raw.endswith(b"7\r\npartial\r\n"), "the terminating chunk must not be sent"
@@ -310,7 +362,7 @@ async def test_a_stream_that_fails_midway_is_cut_without_the_final_chunk(
 async def test_close_ends_idle_keep_alive_connections_and_stops_listening() -> None:
     server = await serve(echo)
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-    writer.write(b"GET / HTTP/1.1\r\n\r\n")
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
     await server.close()
     rest = await asyncio.wait_for(reader.read(), timeout=10)
@@ -323,7 +375,7 @@ async def test_close_ends_idle_keep_alive_connections_and_stops_listening() -> N
 
 def test_request_json_raises_value_error_on_bad_or_empty_bodies() -> None:
     assert Request("POST", "/", body=b'{"a": [1]}').json() == {"a": [1]}
-    for body in (b"", b"{nope", b"\xff\xfe\x00"):
+    for body in (b"", b"{nope", b"\xff\xfe\x00", b"[" * 50_000 + b"]" * 50_000):
         with pytest.raises(ValueError):
             Request("POST", "/", body=body).json()
 
@@ -334,4 +386,220 @@ async def test_url_names_the_bound_port() -> None:
         assert server.port > 0
         assert server.url == f"http://127.0.0.1:{server.port}"
     finally:
+        await server.close()
+
+
+# -- the guards: the head before the body, timeouts, HEAD, paths, the connection cap ------
+
+
+async def read_all(reader: asyncio.StreamReader, timeout: float = 10) -> bytes:
+    return await asyncio.wait_for(reader.read(), timeout=timeout)
+
+
+async def test_authorize_refuses_on_the_head_without_waiting_for_the_body() -> None:
+    """The old server read a whole body before the token could be checked."""
+    seen: list[str] = []
+
+    def authorize(request: Request) -> Response | None:
+        if request.headers.get("authorization") == "Bearer good":
+            return None
+        assert request.body == b"", "authorize must see the head only"
+        return Response(401, {"error": {"message": "no", "type": "auth_error"}})
+
+    async def handler(request: Request) -> Response:
+        seen.append(request.path)
+        return Response(body="in")
+
+    server = await serve(handler, authorize=authorize, limits=SMALL)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        # 10 MB announced, not one byte of it sent: the answer may not wait for it.
+        writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+        raw = await read_all(reader, timeout=5)
+        assert status_of(raw) == 401
+        assert b"\r\nConnection: close\r\n" in raw
+        # A 100-continue client is refused before it is told to send its body.
+        raw = await raw_exchange(
+            server,
+            b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+        )
+        assert raw.startswith(b"HTTP/1.1 401 ")
+        raw = await raw_exchange(
+            server,
+            b"POST /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nContent-Length: 2\r\n"
+            b"Connection: close\r\n\r\nok",
+        )
+        assert body_of(raw) == b"in"
+        assert seen == ["/x"]
+    finally:
+        writer.close()
+        await server.close()
+
+
+async def drip(writer: asyncio.StreamWriter, data: bytes, answered: asyncio.Task[bytes]) -> None:
+    """Send `data` a byte every 50 ms until the server has answered and closed."""
+    for byte in data:
+        if answered.done():
+            return
+        writer.write(bytes([byte]))
+        await asyncio.sleep(0.05)
+
+
+async def test_a_request_head_dripped_slowly_times_out_with_a_408() -> None:
+    server = await serve(echo, limits=SMALL)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        started = time.monotonic()
+        answered = asyncio.create_task(read_all(reader))
+        await drip(writer, b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 60, answered)
+        raw = await answered
+        assert time.monotonic() - started < 2.5, "the drip (3 s+) kept the head alive"
+        assert status_of(raw) == 408
+        assert "request head not complete" in json.loads(body_of(raw))["error"]["message"]
+    finally:
+        writer.close()
+        await server.close()
+
+
+async def test_a_connection_that_sends_nothing_is_closed_after_the_head_timeout() -> None:
+    server = await serve(echo, limits=SMALL)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        started = time.monotonic()
+        await read_all(reader)  # EOF: the server closed it
+        assert 0.3 < time.monotonic() - started < 5
+        assert server.open_connections == 0
+    finally:
+        writer.close()
+        await server.close()
+
+
+async def test_a_body_dripped_slowly_times_out_with_a_408() -> None:
+    server = await serve(echo, limits=SMALL)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        started = time.monotonic()
+        answered = asyncio.create_task(read_all(reader))
+        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        await drip(writer, b"x" * 60, answered)
+        raw = await answered
+        assert time.monotonic() - started < 2.5, "the drip (3 s) kept the body alive"
+        assert status_of(raw) == 408
+        assert "request body not complete" in json.loads(body_of(raw))["error"]["message"]
+    finally:
+        writer.close()
+        await server.close()
+
+
+async def test_an_idle_kept_alive_connection_is_closed_and_so_is_a_half_sent_next_head() -> None:
+    """After a response, aiohttp's keep-alive timer closes the connection: idle, or with
+    the next head half sent (this guards that behaviour of the pinned aiohttp)."""
+    server = await serve(echo, limits=SMALL)
+    try:
+        for tail in (b"", b"GET /second HTTP/1.1\r\nHost: x\r\nX-Half: "):
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"GET /first HTTP/1.1\r\nHost: x\r\n\r\n" + tail)
+            started = time.monotonic()
+            raw = await read_all(reader)
+            writer.close()
+            assert raw.count(b"HTTP/1.1 200 OK") == 1
+            assert 0.8 < time.monotonic() - started < 5
+    finally:
+        await server.close()
+
+
+async def test_head_replies_have_no_body() -> None:
+    server = await serve(echo)
+    try:
+        raw = await raw_exchange(
+            server, b"HEAD /h HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert status_of(raw) == 200
+        assert b"Content-Length: " in raw
+        assert raw.endswith(b"\r\n\r\n")
+    finally:
+        await server.close()
+
+
+async def test_a_double_slash_path_reaches_the_handler_as_sent() -> None:
+    """`//v1/models` is a path, not a host and `/models`: handlers route it (to a 404)."""
+    server = await serve(echo)
+    try:
+        raw = await raw_exchange(
+            server, b"GET //v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert json.loads(body_of(raw))["path"] == "//v1/models"
+    finally:
+        await server.close()
+
+
+async def test_over_the_per_client_cap_the_oldest_idle_connection_makes_room() -> None:
+    release = asyncio.Event()
+
+    async def handler(request: Request) -> Response:
+        if request.path == "/hold":
+            await release.wait()
+        return Response(body=request.path)
+
+    limits = Limits(head_timeout_s=30, idle_timeout_s=30, max_connections_per_client=4)
+    server = await serve(handler, limits=limits)
+    try:
+        idle = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(4)]
+        await asyncio.sleep(0.1)
+        # A fifth connection, a member's call: served; the oldest idle one was closed.
+        raw = await raw_exchange(
+            server, b"GET /call HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert body_of(raw) == b"/call"
+        assert await read_all(idle[0][0], timeout=5) == b""
+        assert server.open_connections <= 4
+        for _, writer in idle:
+            writer.close()
+        # Four connections each with a request under way: a fifth one is closed instead.
+        busy = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(4)]
+        for _, writer in busy:
+            writer.write(b"GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.2)
+        assert await raw_exchange(server, b"GET /late HTTP/1.1\r\nHost: x\r\n\r\n") == b""
+        release.set()
+        for reader, writer in busy:
+            assert body_of(await reader.readuntil(b"/hold")) == b"/hold"
+            writer.close()
+    finally:
+        await server.close()
+
+
+def test_raise_descriptor_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
+    """In a child, so the test process keeps its own limit."""
+    script = (
+        "import resource\n"
+        "from horde_tui.httpserve import raise_descriptor_limit\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
+        "print(raise_descriptor_limit() == hard == resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "True", done.stderr
+
+
+async def test_a_member_client_carries_on_after_its_idle_connection_was_closed() -> None:
+    """Members keep one connection across turns; a turn longer than the idle timeout
+    finds it closed, and the client's one retry on a fresh connection answers."""
+    from horde_tui.member.client import GatewayClient
+
+    async def handler(request: Request) -> Response:
+        return Response(body={"choices": [{"message": {"content": "ok"}}]})
+
+    server = await serve(handler, limits=SMALL)
+    client = GatewayClient(server.url, "t", "member-1", timeout_s=10)
+    try:
+        first = await asyncio.to_thread(client.chat, [], [])
+        await asyncio.sleep(SMALL.idle_timeout_s + 0.5)  # the server closes the idle socket
+        assert server.open_connections == 0
+        second = await asyncio.to_thread(client.chat, [], [])
+        assert first == second
+    finally:
+        client.close()
         await server.close()

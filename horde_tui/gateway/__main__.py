@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from horde_tui.gateway import backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
-from horde_tui.httpserve import serve
+from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
 from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
 from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
@@ -146,7 +146,8 @@ async def run(args: argparse.Namespace) -> int:
         if refusal:
             print(f"horde-tui gateway: {refusal}", file=sys.stderr)
             return 2
-    server = await serve(gateway.handle, "127.0.0.1", args.port)
+    raise_descriptor_limit()  # idle local sockets must not use up a member's descriptor
+    server = await serve(gateway.handle, "127.0.0.1", args.port, authorize=gateway.authorize)
     if args.run_dir:
         args.run_dir.mkdir(parents=True, exist_ok=True)
         write_private(args.run_dir / "gateway.token", token + "\n")

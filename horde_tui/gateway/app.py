@@ -72,11 +72,18 @@ class Gateway:
 
     # -- routing -------------------------------------------------------------------------
 
+    def authorize(self, req: Request) -> Response | None:
+        """The token check, on the head alone: the server calls it before reading a body,
+        so a process without the token cannot make the gateway buffer one."""
+        if req.path == "/health" or self._authorized(req):
+            return None
+        return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
+
     async def handle(self, req: Request) -> Response | StreamResponse:
         if req.path == "/health":
             return Response(200, {"ok": True, "litellm_ready": self.litellm.ready})
-        if not self._authorized(req):
-            return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
+        if (refused := self.authorize(req)) is not None:
+            return refused
         if req.method == "GET" and req.path == "/v1/models":
             models = sorted({self.config.model, *self.config.member_models.values()})
             data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in models]

@@ -33,6 +33,7 @@ from horde_tui.launch import (
     RunOptions,
     check_launch,
     detached_argv,
+    detached_env,
     start_detached,
 )
 from horde_tui.screens.base import HordeScreen, shown_path
@@ -235,7 +236,8 @@ class LaunchScreen(HordeScreen):
             self.app.call_from_thread(self.checked_result, check)
             return
         self.app.call_from_thread(self.set_busy, True, "starting the detached run...")
-        started = start_detached(detached_argv(options, layers_text), self.horde_dir)
+        argv = detached_argv(options, layers_text)
+        started = start_detached(argv, self.horde_dir, env=detached_env(options))
         if started.run_dir is None:
             failed = f"{started.error.splitlines()[0]} (log: {shown_path(started.log)})"
             self.app.call_from_thread(self.start_failed, failed)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from horde_tui.httpserve import serve
+from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.stubmodel.script import Scripts, load_scripts
 from horde_tui.stubmodel.server import StubModel
 
@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 async def _serve_until_signal(
     stub: StubModel, host: str, port: int, port_file: Path | None
 ) -> None:
+    raise_descriptor_limit()
     server = await serve(stub.handle, host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
