@@ -47,6 +47,10 @@ LOOP_WARN = 5
 LOOP_EXIT = LOOP_WARN + 3
 """At this many the session ends as `looping`, and the supervisor resets the member."""
 _REFUSAL = ("refused:", "usage:")
+NOT_AN_OBJECT = (
+    "usage: the horde tool's arguments must be one JSON object and nothing else (no prose, "
+    'no code fence), e.g. {"action": "list"}'
+)
 
 
 def fence(tool: str, text: str) -> str:
@@ -325,13 +329,9 @@ class MemberLoop:
         try:
             args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         except (ValueError, TypeError):
-            return ToolOutput(
-                False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
-            )
+            args = None
         if not isinstance(args, dict):
-            return ToolOutput(
-                False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
-            )
+            return ToolOutput(False, NOT_AN_OBJECT, "horde ?")
         if self.config.readonly and args.get("action") not in READS:
             return ToolOutput(
                 False,
