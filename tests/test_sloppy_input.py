@@ -17,6 +17,7 @@ from test_member_e2e import prepare, run_member
 
 from horde_tui.member.loop import LOOP_EXIT, LOOP_WARN
 from horde_tui.protocol.dispatch import UsageError, parse_params
+from horde_tui.stubmodel.agent import AgentPolicy
 
 
 def usage(raw: dict[str, Any]) -> str:
@@ -122,3 +123,22 @@ def test_a_member_repeating_a_refused_call_is_warned_then_ends_looping(
     assert f"{LOOP_WARN} times" in refused[LOOP_WARN - 1]
     # The interleaved valid call did not reset the count of the identical refused one.
     assert len(gateway.stub.stub.requests_for("looper-1")) == LOOP_EXIT + 1
+
+
+def test_a_scripted_poll_is_a_new_request_each_try_not_an_identical_call() -> None:
+    """The demo's polls wait on other members by retrying a refused call; each retry
+    carries its own requestId, so a long wait is not mistaken for a looping model."""
+    poll = {"tool": "horde", "args": {"action": "inspect", "target": "F4"}, "until_ok": 20}
+    policy = AgentPolicy({"m": [poll]})
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+    sent = []
+    for _ in range(LOOP_EXIT):
+        step = policy("m", {"messages": messages, "tools": [{}]})
+        assert step is not None
+        sent.append(json.loads(step.tool_calls[0].arguments_json()))
+        messages.append({"role": "tool", "content": "[horde result]\nrefused: F4 does not exist"})
+
+    assert "requestId" not in sent[0]
+    retries = [args.pop("requestId") for args in sent[1:]]
+    assert len(set(retries)) == len(retries)
+    assert all(args == {"action": "inspect", "target": "F4"} for args in sent)
