@@ -150,6 +150,11 @@ unreviewed at their current revision: {findings}. Review each one now (reproduce
 then `review target=F# verdict=... support=... checked=...`), highest importance first,
 before anything else."""
 
+LOOPING_BRIEF = """\
+Your previous session was reset for looping: it {detail} after it was told to stop.
+Each refusal names what to send instead; do that, or read the board and the ledgers and
+work on something else. Do not send that call again."""
+
 CONTINUATION_BRIEF = """\
 This is a continuation session (the run continues until the user stops it). Read the
 board, the findings and the run's ANSWER.md first. Then add ideas that extend,

@@ -443,7 +443,9 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from horde_tui.demo.run import run_demo
 
-    return run_demo(args.headless, args.speed, args.keep, args.hordes)
+    return run_demo(
+        args.headless, args.speed, args.keep, args.hordes, args.policy, args.tool_protocol
+    )
 
 
 def add_commands(sub: Any) -> None:
@@ -527,6 +529,17 @@ def add_commands(sub: Any) -> None:
         choices=(1, 2, 3, 4),
         default=1,
         help="a swarm of this many hordes (headless); the demo model also plans and merges",
+    )
+    demo.add_argument(
+        "--policy",
+        choices=("demo", "sloppy"),
+        default="demo",
+        help="sloppy: three careless members whose bad calls are refused in one line each",
+    )
+    demo.add_argument(
+        "--tool-protocol",
+        choices=("native", "json"),
+        help="json: the gateway speaks its text protocol to the demo model",
     )
     demo.set_defaults(func=cmd_demo)
 

@@ -28,6 +28,7 @@ EXPECTED = {
     "no_output": ("failed", "error", True, True),
     "killed": ("failed", "error", True, False),
     "exit_nonzero": ("failed", "error", True, True),
+    "looping": ("failed", "error", True, True),
 }
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
+from horde_tui.demo.sloppy import SLOPPY_MEMBERS, SLOPPY_PROMPT, sloppy_policy
 from horde_tui.settings import Settings, load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.setup import RunRequest
@@ -38,6 +39,8 @@ MEMBERS = 4
 DEMO_KEY = "demo"
 """The stub's bearer token and the run's api_key: not a provider key."""
 LOOPBACK = ("127.0.0.1", "localhost")
+POLICIES = ("demo", "sloppy")
+"""`demo`: the four-member review; `sloppy`: three careless members (`demo/sloppy.py`)."""
 _SKIP = frozenset({"__pycache__"})
 
 
@@ -81,13 +84,26 @@ def bypass_proxies_for_loopback() -> None:
             os.environ[name] = ",".join([*present, *missing])
 
 
-def prepare_demo(speed: float = 1.0, parent: Path | None = None) -> PreparedDemo:
-    """Copy the sample to a new temp dir (under `parent` if given), start the demo model.
+def prepare_demo(
+    speed: float = 1.0,
+    parent: Path | None = None,
+    policy_name: str = "demo",
+    tool_protocol: str | None = None,
+) -> PreparedDemo:
+    """Copy the sample to a new temp dir (under `parent` if given), start the demo model
+    playing `policy_name` (`POLICIES`); `tool_protocol` `json` makes the gateway speak
+    its text protocol to it, as to a model without native tool calls.
 
     Settings come only from here, never from the user's HORDE_* variables or config: a
     configured real model must not be mixed into a run labelled as the demo model.
     """
-    policy = demo_policy(speed)  # raises ValueError on a bad speed, before any side effect
+    # Both raise ValueError on a bad speed, before any side effect.
+    if policy_name == "sloppy":
+        policy = sloppy_policy(speed)
+        request = RunRequest(SLOPPY_PROMPT, SLOPPY_MEMBERS, verifier=False, demo=True)
+    else:
+        policy = demo_policy(speed)
+        request = RunRequest(DEMO_PROMPT, MEMBERS, demo=True)
     workdir = Path(tempfile.mkdtemp(prefix="horde-demo-", dir=parent)).resolve()
     try:
         copy_tree(sample_files(), workdir)
@@ -96,11 +112,10 @@ def prepare_demo(speed: float = 1.0, parent: Path | None = None) -> PreparedDemo
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-    settings = load_settings(
-        environ={},
-        overrides={"model": stub.model, "api_base": stub.api_base, "api_key": DEMO_KEY},
-    )
-    request = RunRequest(DEMO_PROMPT, MEMBERS, demo=True)
+    overrides = {"model": stub.model, "api_base": stub.api_base, "api_key": DEMO_KEY}
+    if tool_protocol is not None:
+        overrides["tool_protocol"] = tool_protocol
+    settings = load_settings(environ={}, overrides=overrides)
     return PreparedDemo(workdir, request, settings, stub)
 
 
@@ -127,7 +142,7 @@ def host_headless(demo: PreparedDemo, hordes: int = 1) -> tuple[int, Path]:
     from horde_tui.supervisor.run import Supervisor
 
     sup = Supervisor(demo.workdir, demo.request, demo.settings, sink=print_event)
-    print(f"run {sup.run_id}: {MEMBERS} members, model {DEMO_MODEL}", flush=True)
+    print(f"run {sup.run_id}: {demo.request.count} members, model {DEMO_MODEL}", flush=True)
     return asyncio.run(_host(sup)), sup.run_dir / "REPORT.md"
 
 
@@ -144,7 +159,14 @@ def host_in_app(demo: PreparedDemo) -> tuple[int, Path]:
     return code, sup.run_dir / "REPORT.md"
 
 
-def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True, hordes: int = 1) -> int:
+def run_demo(
+    headless: bool = True,
+    speed: float = 1.0,
+    keep: bool = True,
+    hordes: int = 1,
+    policy_name: str = "demo",
+    tool_protocol: str | None = None,
+) -> int:
     """Run the demo; return the run's exit code (0 when it solved or finished).
 
     The app hosts it when standard output is a terminal and `headless` is not asked for;
@@ -156,8 +178,10 @@ def run_demo(headless: bool = True, speed: float = 1.0, keep: bool = True, horde
         Timing(speed)
     except ValueError as exc:
         return _err(str(exc))
+    if policy_name == "sloppy" and hordes > 1:
+        return _err("the sloppy policy plays one horde; drop --hordes")
     in_app = not headless and sys.stdout.isatty() and hordes == 1
-    demo = prepare_demo(speed)
+    demo = prepare_demo(speed, policy_name=policy_name, tool_protocol=tool_protocol)
     print(f"demo: sample project copied to {demo.workdir}", flush=True)
     print(
         f"demo: the model is the {DEMO_MODEL}, served on {demo.stub.api_base}; "

@@ -8,7 +8,8 @@ there too, labelled as the supervisor's and outside any fence.
 
 It ends when the model answers without a tool call (`completed`), when the gateway
 fails for good (`model_error`), when the model says nothing at all (`no_output`), when
-the parent stops it (`killed`), or at the turn cap `HORDE_MAX_TURNS` while it still
+the parent stops it (`killed`), when the model keeps sending one identical refused
+call after it was told to stop (`looping`), or at the turn cap `HORDE_MAX_TURNS` while it still
 wanted a turn, to call tools or to read messages that arrived (`turns`: the repair
 phase's attempts run under such a cap). Tool results and peer text enter the context
 between the session's fence markers (`horde_tui.fence`: a random nonce the text cannot
@@ -45,6 +46,16 @@ from horde_tui.store.store import HordeStore
 
 SUMMARY_CHARS = 120
 
+LOOP_WARN = 5
+"""From this many identical refused calls in a session, each refusal tells the model to stop."""
+LOOP_EXIT = LOOP_WARN + 3
+"""At this many the session ends as `looping`, and the supervisor resets the member."""
+_REFUSAL = ("refused:", "usage:")
+NOT_AN_OBJECT = (
+    "usage: the horde tool's arguments must be one JSON object and nothing else (no prose, "
+    'no code fence), e.g. {"action": "list"}'
+)
+
 
 @dataclass
 class LoopState:
@@ -59,6 +70,10 @@ class LoopState:
     stop_requested: bool = False
     inbox_turns: int = 0
     """Extra turns taken because messages arrived after the model stopped calling tools."""
+    refusals: dict[str, int] = field(default_factory=dict)
+    """How often each identical call (tool and normalised arguments) was refused."""
+    looping: str = ""
+    """The call repeated LOOP_EXIT times after refusals, when the session must end."""
 
 
 @dataclass
@@ -146,6 +161,9 @@ class MemberLoop:
                 if self.state.stop_requested:
                     return Exit("killed", self.state.last_text, "stopped by the parent")
                 self._run_call(call)
+                if self.state.looping:
+                    detail = f"sent the same refused call {LOOP_EXIT} times: {self.state.looping}"
+                    return Exit("looping", self.state.last_text, detail)
 
     def _open(self) -> None:
         system = _read(self.config.run_dir / "SYSTEM.md") or prompts.SYSTEM_PROMPT
@@ -280,7 +298,7 @@ class MemberLoop:
         output = self._dispatch(name, raw_args)
         self.state.tool_calls += 1
         self.state.calls_since_reminder += 1
-        text = self.fence.wrap(f"{name} result", output.text)
+        text = self.fence.wrap(f"{name} result", self._count_refusal(name, raw_args, output))
         reminder = self._reminder_due()
         if reminder:
             text += "\n\n" + reminder
@@ -288,6 +306,32 @@ class MemberLoop:
         self.status.emit(
             "tool-end", tool=name, ok=output.ok, ms=round((time.monotonic() - started) * 1000, 1)
         )
+
+    def _count_refusal(self, name: str, raw_args: Any, output: ToolOutput) -> str:
+        """The result text, with a stop notice on the same line once this identical call
+        has been refused LOOP_WARN times; at LOOP_EXIT the session is marked looping.
+
+        Only refusals count (a failing test command is not a loop), and only identical
+        calls: a model that changes the call is trying something else.
+        """
+        if output.ok or not output.text.startswith(_REFUSAL):
+            return output.text
+        key = f"{name} {_normalised(raw_args)}"
+        count = self.state.refusals.get(key, 0) + 1
+        self.state.refusals[key] = count
+        if count < LOOP_WARN:
+            return output.text
+        if count >= LOOP_EXIT:
+            self.state.looping = summarize(name, raw_args)
+            ending = "this session ends now"
+        else:
+            ending = f"at {LOOP_EXIT} this session ends"
+        first, *rest = output.text.split("\n", 1)
+        notice = (
+            f" (you sent this identical refused call {count} times; stop sending it and do "
+            f"something else: {ending})"
+        )
+        return "\n".join([first + notice, *rest])
 
     def _dispatch(self, name: str, raw_args: Any) -> ToolOutput:
         offered = {d["function"]["name"] for d in self.definitions}
@@ -303,13 +347,9 @@ class MemberLoop:
         try:
             args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         except (ValueError, TypeError):
-            return ToolOutput(
-                False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
-            )
+            args = None
         if not isinstance(args, dict):
-            return ToolOutput(
-                False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
-            )
+            return ToolOutput(False, NOT_AN_OBJECT, "horde ?")
         if self.config.readonly and args.get("action") not in READS:
             return ToolOutput(
                 False,
@@ -370,6 +410,15 @@ def summarize(name: str, raw_args: Any) -> str:
         text = name
     text = " ".join(text.split())
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _normalised(raw_args: Any) -> str:
+    """Arguments as one canonical string, so key order and spacing do not hide a repeat."""
+    try:
+        args = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
+        return json.dumps(args, sort_keys=True, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return str(raw_args)
 
 
 def _read(path: Any) -> str:

@@ -9,6 +9,7 @@ Errors come in two kinds, because callers act on them differently:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,88 @@ def _named(name: str) -> str:
     return shown if len(shown) <= 60 else f"{shown[:40]}... ({len(name)} characters)"
 
 
+ACTION_SYNONYMS: dict[str, str] = {
+    "create_idea": "idea",
+    "add_idea": "idea",
+    "new_idea": "idea",
+    "add_finding": "finding",
+    "create_finding": "finding",
+    "file_finding": "finding",
+    "report_finding": "finding",
+    "list_ideas": "list",
+    "get_ideas": "list",
+    "list_findings": "findings",
+    "get_findings": "findings",
+    "claim_idea": "claim",
+    "complete": "done",
+    "finish": "done",
+    "comment": "post",
+    "answer": "solved",
+    "submit": "solved",
+    "verify_finding": "verify",
+}
+"""Names models invent for actions (`create_idea`), mapped to the action they meant."""
+
+FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "ideaid": ("idea", "id"),
+    "findingid": ("target", "id"),
+    "finding": ("target", "id"),
+    "severity": ("importance",),
+    "priority": ("importance",),
+    "description": ("text",),
+    "content": ("text",),
+    "body": ("text",),
+    "message": ("text",),
+    "title": ("text",),
+}
+"""Field names models invent (lower case, without `_` or `-`), with the real names they
+may mean, tried in order against the fields the action accepts: `idea_id` is `idea` for
+a finding, `id` for a claim."""
+
+
+def _squashed(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def _near_actions(action: str) -> list[str]:
+    """Valid actions a misnamed one probably meant: a known synonym, then spellings."""
+    names = action_names()
+    folded = action.strip().lower().replace("_", "-")
+    near = [ACTION_SYNONYMS[action.lower()]] if action.lower() in ACTION_SYNONYMS else []
+    if folded in names:
+        near.append(folded)
+    near += difflib.get_close_matches(folded, names, n=3, cutoff=0.6)
+    return list(dict.fromkeys(near))[:3]
+
+
+def _real_field(field: str, accepted: list[str]) -> str | None:
+    """The accepted field a misnamed one means, or None when nothing is close."""
+    for candidate in FIELD_SYNONYMS.get(_squashed(field), ()):
+        if candidate in accepted:
+            return candidate
+    by_squash = {_squashed(name): name for name in accepted}
+    if _squashed(field) in by_squash:
+        return by_squash[_squashed(field)]
+    close = difflib.get_close_matches(field, accepted, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _unknown_field(raw: Mapping[str, Any], action: str, model: type[Params]) -> str | None:
+    """One line for the first field the action does not take, naming the real field when
+    one is near. Checked before validation so a misnamed required field is reported as
+    misnamed, not as missing."""
+    accepted = [n for n in model.model_fields if n != "action"]
+    extra = next((k for k in raw if k != "action" and k not in model.model_fields), None)
+    if extra is None:
+        return None
+    real = _real_field(extra, [n for n in accepted if n not in raw])
+    hint = f"; the field is '{real}'" if real else ""
+    return (
+        f"field '{_named(extra)}' is not accepted by action '{action}'{hint} "
+        f"(accepted: {', '.join(accepted)})"
+    )
+
+
 def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
     field = _named(".".join(str(part) for part in error.get("loc", ())) or "?")
     kind = error.get("type", "")
@@ -156,8 +239,14 @@ def parse_params(raw: dict[str, Any]) -> Params:
         raise UsageError(f"field 'action' is required; actions: {', '.join(action_names())}")
     model = ACTION_MODELS.get(action)
     if model is None:
-        raise UsageError(f"unknown action '{_named(action)}'; actions: {', '.join(action_names())}")
+        near = _near_actions(action)
+        meant = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+        raise UsageError(
+            f"unknown action '{_named(action)}'; {meant}actions: {', '.join(action_names())}"
+        )
     cleaned = {k: v for k, v in raw.items() if v is not None}
+    if problem := _unknown_field(cleaned, action, model):
+        raise UsageError(problem)
     try:
         params = model.model_validate(cleaned)
     except ValidationError as exc:

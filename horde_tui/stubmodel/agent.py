@@ -3,7 +3,8 @@
 Fixed scripts cannot know the ids a run hands out (`#3` or `#5` depends on who wrote
 first). A plan item may say `$id` (the id named by the previous tool result, e.g. `ok #3
 added`) or `$F` (the newest finding id any result named), and may repeat until the tool
-accepts it (`until_ok`), e.g. "validate the answer" while no answer exists yet. The
+accepts it (`until_ok`), e.g. "validate the answer" while no answer exists yet (each
+retry of a `horde` call carries a fresh `requestId`: a new attempt, not a repeat). The
 position in the plan is recomputed from the conversation on every request, so a member
 reset into a fresh session simply starts its plan again.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,21 +34,81 @@ def _result_text(message: Mapping[str, Any]) -> str:
     return body
 
 
+GATEWAY_REFUSAL = "refused (gateway): "
+"""How a text-only model's history marks the gateway's own feedback (a correction)."""
+_MEMBER_FENCE = re.compile(r"\[[\w.-]+ result: data, not instructions\]\n")
+
+
+def _text_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The results in a text-only conversation (the gateway's JSON protocol): each user
+    message right after an assistant turn. A member's result is cut out of the gateway's
+    rendering (from the member's fence to the end of the block); anything else is the
+    gateway's own feedback on the reply (an unknown tool, a format correction)."""
+    results: list[str] = []
+    previous = ""
+    for message in messages:
+        role = str(message.get("role") or "")
+        if role == "user" and previous == "assistant":
+            text = str(message.get("content") or "")
+            if fence := _MEMBER_FENCE.search(text):
+                body = text[fence.end() :]
+                end = body.rfind("\n>>>")
+                results.append(body[:end] if end >= 0 else body)
+            else:
+                results.append(GATEWAY_REFUSAL + text)
+        previous = role
+    return results
+
+
 def _ok(text: str) -> bool:
     return not text.lstrip().lower().startswith(_REFUSED)
 
 
-def _position(plan: Sequence[Mapping[str, Any]], results: list[str]) -> int:
-    pos = attempts = 0
-    for text in results:
-        if pos >= len(plan):
+def _position(
+    plan: Sequence[Mapping[str, Any]], results: list[str], text_only: bool = False
+) -> tuple[int, int]:
+    """The plan item due and how many times it was already refused.
+
+    In a text-only conversation an item marked `gateway_refuses` (a tool that does not
+    exist) never reaches the member, so no result of it stays in the history: it counts
+    as played once anything follows it, and takes the gateway's correction with it while
+    that is still in the request."""
+    pos = attempts = index = 0
+    while pos < len(plan):
+        if text_only and plan[pos].get("gateway_refuses"):
+            if index >= len(results):
+                break
+            if results[index].startswith(GATEWAY_REFUSAL):
+                index += 1
+            pos, attempts = pos + 1, 0
+            continue
+        if index >= len(results):
             break
+        text = results[index]
+        index += 1
         limit = int(plan[pos].get("until_ok", 0))
         if _ok(text) or attempts >= limit:
             pos, attempts = pos + 1, 0
         else:
             attempts += 1
-    return pos
+    return pos, attempts
+
+
+_PROSE = "I re-read the code and the board before choosing my next step. "
+
+
+def _wrapped(text: str, wrap: str | None) -> str:
+    """The call's JSON as a sloppy model sends it: in prose or in a code fence."""
+    if wrap == "prose":
+        return f"Sure! Here is the call you need:\n{text}\nThat should do it."
+    if wrap == "fence":
+        return f"```json\n{text}\n```"
+    return text
+
+
+def _padding(chars: int) -> str:
+    """`chars` characters of chatter a model wrote around its call."""
+    return (_PROSE * (chars // len(_PROSE) + 1))[:chars] if chars > 0 else ""
 
 
 def _substitute(value: Any, variables: dict[str, str]) -> Any:
@@ -66,7 +128,15 @@ class AgentPolicy:
     "delay_ms": d}` (d: wait before each retry) or `{"say": text}` (a final answer); an
     item's `hold_ms` delays the reply itself (a slow model); `when`/`unless` keep an item
     only in sessions whose first message does / does not contain that text (a reset's
-    brief, say). `"*"` is the plan of members without their own."""
+    brief, say). `"*"` is the plan of members without their own.
+
+    A sloppy model's habits, for tests of what members and the gateway forgive: `wrap`
+    (`"prose"` or `"fence"`) sends the call's JSON inside prose or a code fence, `pad`
+    adds that many characters of chatter to the reply, `gateway_refuses` marks a call the
+    gateway itself refuses under the JSON protocol (a tool that does not exist). When the
+    gateway speaks the JSON protocol to the stub (`--tool-protocol json`), calls and
+    answers are written as the protocol's JSON text and results are read from the text
+    conversation (not from `--compact-tokens` renderings)."""
 
     def __init__(self, plans: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
         self.plans = {k: list(v) for k, v in plans.items()}
@@ -85,13 +155,17 @@ class AgentPolicy:
             if item.get("when") is None or str(item["when"]) in first_user
             if item.get("unless") is None or str(item["unless"]) not in first_user
         ]
-        results = [_result_text(m) for m in messages if m.get("role") == "tool"]
-        pos = _position(plan, results)
+        text_only = _text_protocol(body)
+        if text_only:
+            results = _text_results(messages)
+        else:
+            results = [_result_text(m) for m in messages if m.get("role") == "tool"]
+        pos, attempts = _position(plan, results, text_only)
         if pos >= len(plan):
-            return Step(content="Done.")
+            return Step(content=_answer("Done.", text_only))
         item = plan[pos]
         if "say" in item:
-            return Step(content=str(item["say"]))
+            return Step(content=_answer(str(item["say"]), text_only))
         delay = int(item.get("delay_ms", 0)) if results and not _ok(results[-1]) else 0
         variables: dict[str, str] = {}
         if results:
@@ -106,5 +180,33 @@ class AgentPolicy:
         if ideas:
             variables["$I"] = ideas[-1]
         args = _substitute(item.get("args", {}), variables)
-        call = ToolCallSpec(name=str(item["tool"]), arguments=json.dumps(args))
-        return Step(tool_calls=[call], delay_ms=delay or int(item.get("hold_ms", 0)))
+        if attempts and item["tool"] == "horde" and isinstance(args, dict):
+            # A poll is a deliberate wait, not a stuck model: each retry is a new request
+            # (its own requestId), so the member's guard against identical refused calls
+            # (`looping`) leaves it alone.
+            args = {**args, "requestId": f"poll-{uuid.uuid4().hex[:12]}"}
+        hold = delay or int(item.get("hold_ms", 0))
+        pad = _padding(int(item.get("pad", 0)))
+        wrap = item.get("wrap")
+        name = str(item["tool"])
+        if text_only:
+            call_text = _wrapped(json.dumps({"tool": name, "args": args}), wrap)
+            return Step(content=f"{pad}\n{call_text}" if pad else call_text, delay_ms=hold)
+        call = ToolCallSpec(name=name, arguments=_wrapped(json.dumps(args), wrap))
+        return Step(content=pad or None, tool_calls=[call], delay_ms=hold)
+
+
+def _text_protocol(body: Mapping[str, Any]) -> bool:
+    """The gateway speaks its JSON protocol to this "model": no `tools` in the request,
+    and a system message that teaches the `{"tool": ...}` reply."""
+    if body.get("tools"):
+        return False
+    return any(
+        m.get("role") == "system" and '{"tool"' in str(m.get("content") or "")
+        for m in body.get("messages") or []
+    )
+
+
+def _answer(text: str, text_only: bool) -> str:
+    """A final answer; in the JSON protocol, the answer object."""
+    return json.dumps({"answer": text, "done": True}) if text_only else text

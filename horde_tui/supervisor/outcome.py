@@ -25,7 +25,7 @@ OUTCOMES = (
 )
 
 ABNORMAL_CAUSES = frozenset(
-    {"model_error", "no_output", "killed", "exit_nonzero", "stopped by user"}
+    {"model_error", "no_output", "killed", "exit_nonzero", "looping", "stopped by user"}
 )
 
 HANDOFF = "handoff"

@@ -48,7 +48,7 @@ from horde_tui.supervisor.setup import (
 from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
-RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "stalled"})
+RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "looping", "stalled"})
 USER_RESET = "reset by user"
 """The exit cause of a session a person reset (`reset`); its `member-reset` says `user`."""
 
@@ -453,7 +453,9 @@ class Supervisor:
         state.resets += 1
         released = lifecycle.release_ideas(self.parent, self.run_id, name)
         self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
-        await self._spawn(name)
+        # A looping model is told why it was reset, or it would send the same call again.
+        brief = prompts.LOOPING_BRIEF.format(detail=state.detail) if cause == "looping" else ""
+        await self._spawn(name, brief)
 
     def _schedule_continuation(self, name: str) -> None:
         """--until-stop: a finished session gets a fresh one that extends the work.

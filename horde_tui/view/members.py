@@ -24,7 +24,16 @@ from horde_tui.store.timestamps import epoch
 from horde_tui.view.linefile import LineIndex, parse_record
 
 FAILED_CAUSES = frozenset(
-    {"model_error", "no_output", "killed", "exit_nonzero", "stalled", "silent", "budget"}
+    {
+        "model_error",
+        "no_output",
+        "killed",
+        "exit_nonzero",
+        "looping",
+        "stalled",
+        "silent",
+        "budget",
+    }
 )
 """Exit causes that count as failures (painted red, logged as errors)."""
 
