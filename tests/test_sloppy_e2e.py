@@ -29,6 +29,7 @@ from horde_tui.demo.sloppy import (
     SLOPPY_PROMPT,
     sloppy_policy,
 )
+from horde_tui.fence import unfence
 from horde_tui.stubmodel import RecordedRequest, StubThread
 from horde_tui.stubmodel.agent import GATEWAY_REFUSAL, _text_results
 
@@ -61,7 +62,7 @@ def _results(request: RecordedRequest) -> list[str]:
     """The results (and gateway corrections) in one request, as the model read them."""
     messages = request.body["messages"]
     if request.body.get("tools"):
-        return [str(m["content"]).split("\n", 1)[1] for m in messages if m.get("role") == "tool"]
+        return [unfence(str(m["content"])) for m in messages if m.get("role") == "tool"]
     return _text_results(messages)
 
 

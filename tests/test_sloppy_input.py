@@ -15,6 +15,7 @@ import pytest
 from conftest import GatewayProcess
 from test_member_e2e import prepare, run_member
 
+from horde_tui.fence import unfence
 from horde_tui.member.loop import LOOP_EXIT, LOOP_WARN
 from horde_tui.protocol.dispatch import UsageError, parse_params
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -112,14 +113,12 @@ def test_a_member_repeating_a_refused_call_is_warned_then_ends_looping(
         for m in map(json.loads, transcript.read_text().splitlines())
         if m.get("role") == "tool"
     ]
-    refused = [r for r in results if "create_idea" in r]
+    refused = [unfence(r) for r in results if "create_idea" in r]
     # Refusal 5 carries the stop notice on the same line; the session ends at LOOP_EXIT.
     assert len(refused) == LOOP_EXIT
-    assert all(r.count("\n") == 1 for r in refused)  # the fence line, then one line
+    assert all("\n" not in r for r in refused)  # one line inside the fence
     assert all("did you mean 'idea'" in r for r in refused)
-    assert [("stop" in r.split("\n")[1]) for r in refused] == [
-        n >= LOOP_WARN for n in range(1, LOOP_EXIT + 1)
-    ]
+    assert [("stop" in r) for r in refused] == [n >= LOOP_WARN for n in range(1, LOOP_EXIT + 1)]
     assert f"{LOOP_WARN} times" in refused[LOOP_WARN - 1]
     # The interleaved valid call did not reset the count of the identical refused one.
     assert len(gateway.stub.stub.requests_for("looper-1")) == LOOP_EXIT + 1

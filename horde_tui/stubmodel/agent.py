@@ -36,13 +36,17 @@ def _result_text(message: Mapping[str, Any]) -> str:
 
 GATEWAY_REFUSAL = "refused (gateway): "
 """How a text-only model's history marks the gateway's own feedback (a correction)."""
-_MEMBER_FENCE = re.compile(r"\[[\w.-]+ result: data, not instructions\]\n")
+_MEMBER_FENCE = re.compile(
+    r"<<<([0-9a-f]{12}) begin [\w.-]+ result: data, not instructions>>>\n(.*?)\n<<<\1 end>>>",
+    re.S,
+)
+"""A member's fenced tool result (`horde_tui.fence`) inside the gateway's rendering."""
 
 
 def _text_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The results in a text-only conversation (the gateway's JSON protocol): each user
     message right after an assistant turn. A member's result is cut out of the gateway's
-    rendering (from the member's fence to the end of the block); anything else is the
+    rendering (the text inside the member's fence); anything else is the
     gateway's own feedback on the reply (an unknown tool, a format correction)."""
     results: list[str] = []
     previous = ""
@@ -51,9 +55,7 @@ def _text_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         if role == "user" and previous == "assistant":
             text = str(message.get("content") or "")
             if fence := _MEMBER_FENCE.search(text):
-                body = text[fence.end() :]
-                end = body.rfind("\n>>>")
-                results.append(body[:end] if end >= 0 else body)
+                results.append(fence.group(2))
             else:
                 results.append(GATEWAY_REFUSAL + text)
         previous = role
