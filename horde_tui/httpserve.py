@@ -31,6 +31,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from horde_tui.inputs import loads, whole_number
+
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -57,7 +59,7 @@ class Request:
 
     def json(self) -> Any:
         """The body parsed as JSON; `ValueError` when it is empty or not valid JSON."""
-        return json.loads(self.body)
+        return loads(self.body)
 
 
 @dataclass
@@ -196,9 +198,9 @@ async def _read_request(
     if "transfer-encoding" in headers:
         raise _HttpError(411, "chunked request bodies are not supported; send Content-Length")
     length_text = headers.get("content-length", "0").strip()
-    if not length_text.isdigit():
+    length = whole_number(length_text)
+    if length is None:
         raise _HttpError(400, "bad Content-Length")
-    length = int(length_text)
     if length > MAX_BODY_BYTES:
         raise _HttpError(413, f"request body over {MAX_BODY_BYTES} bytes")
     if length and headers.get("expect", "").lower() == "100-continue":

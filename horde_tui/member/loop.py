@@ -14,13 +14,13 @@ fenced and labelled as data, never as instructions.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from horde_tui import prompts
+from horde_tui.inputs import loads
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
 from horde_tui.member.session import (
@@ -283,7 +283,7 @@ class MemberLoop:
         if name != "horde":
             return self.tools.dispatch(name, raw_args)
         try:
-            args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+            args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         except (ValueError, TypeError):
             return ToolOutput(
                 False, "usage: the horde tool's arguments are not a JSON object", "horde ?"
@@ -336,7 +336,7 @@ class MemberLoop:
 def summarize(name: str, raw_args: Any) -> str:
     """A short argument summary for status lines (`bash: grep -rn x src`, `horde claim #3`)."""
     try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+        args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
     except (ValueError, TypeError):
         args = {}
     if not isinstance(args, dict):

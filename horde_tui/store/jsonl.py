@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import loads
 from horde_tui.store.paths import write_file
 
 MORE = "more"
@@ -81,7 +82,7 @@ def _numbers_in(raw: bytes) -> tuple[int, dict[str, int]]:
 
 def _parse(line: bytes) -> tuple[Any, str]:
     try:
-        value = json.loads(line)
+        value = loads(line)
     except ValueError as exc:
         return None, str(exc)
     return value, "" if isinstance(value, dict) else "not a JSON object"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import whole_number
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.watchdog import pid_alive
 
@@ -49,7 +50,7 @@ def supervisor_pid(run_dir: Path) -> int | None:
         raw = live_file(run_dir).read_text().strip()
     except OSError:
         return None
-    return int(raw) if raw.isdigit() else None
+    return whole_number(raw)
 
 
 def run_state(run_dir: Path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from horde_tui.inputs import loads
 from horde_tui.protocol.actions import collab_reads
 from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.context import ActionContext, resolve
@@ -164,7 +165,7 @@ def _event(ctx: ActionContext, ident: str) -> str:
                 if f'"id":"{ident}"' not in line:
                     continue
                 try:
-                    event = json.loads(line)
+                    event = loads(line)
                 except ValueError:
                     continue
                 if isinstance(event, dict) and event.get("id") == ident:
