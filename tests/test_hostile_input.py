@@ -222,3 +222,30 @@ def test_unreadable_ledger_is_one_line(tmp_path: Path) -> None:
     for action in (["list"], ["idea", "text=Audit app/db/query.py"]):
         line = one_line(tool(tmp_path, *action), 1)
         assert "ledger.jsonl" in line, line
+
+
+# -- process settings read from the environment ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HORDE_COMPACT_TOKENS", "lots"),
+        ("HORDE_GATEWAY_BACKOFF_MS", "x"),
+        ("HORDE_GATEWAY_BACKOFF_MS", "inf"),
+    ],
+    ids=["compact-word", "backoff-word", "backoff-inf"],
+)
+def test_gateway_number_typo_is_usage_at_start(tmp_path: Path, name: str, value: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env[name] = value
+    r = subprocess.run(
+        [sys.executable, "-m", "horde_tui.gateway", "--model", "openai/stub", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = one_line(r, 2)
+    assert f"{name}={value!r}" in line

@@ -121,8 +121,15 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
-        sandbox=SandboxPolicy.from_env(e),
+        sandbox=_sandbox(e),
     )
+
+
+def _sandbox(env: Mapping[str, str]) -> SandboxPolicy:
+    try:
+        return SandboxPolicy.from_env(env)
+    except ValueError as exc:
+        raise MemberConfigError(str(exc)) from None
 
 
 def _path(env: Mapping[str, str], key: str) -> Path | None:
