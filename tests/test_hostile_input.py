@@ -249,3 +249,17 @@ def test_gateway_number_typo_is_usage_at_start(tmp_path: Path, name: str, value:
     )
     line = one_line(r, 2)
     assert f"{name}={value!r}" in line
+
+
+def test_a_hand_edited_pid_file_or_variable_is_no_pid(tmp_path: Path) -> None:
+    """`.live` and HORDE_PARENT_PID hold a pid; '²' there used to crash `status`."""
+    from horde_tui.supervisor.controls import live_file, supervisor_pid
+    from horde_tui.watchdog import parent_pid_from_env
+
+    live_file(tmp_path).write_text("²\n")
+    assert supervisor_pid(tmp_path) is None
+    live_file(tmp_path).write_text("123\n")
+    assert supervisor_pid(tmp_path) == 123
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HORDE_PARENT_PID", "١٢")
+        assert parent_pid_from_env() is None

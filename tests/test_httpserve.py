@@ -116,6 +116,7 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
         (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", 400),
         (b"GET / HTTP/1.1\r\n folded: header\r\n\r\n", 400),
         (b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n", 400),  # '²' in latin-1
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 411),
         (b"POST / HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (httpserve.MAX_BODY_BYTES + 1), 413),
         (b"GET / HTTP/1.1\r\nX-Big: " + b"a" * httpserve.READ_LIMIT + b"\r\n\r\n", 431),
@@ -323,7 +324,7 @@ async def test_close_ends_idle_keep_alive_connections_and_stops_listening() -> N
 
 def test_request_json_raises_value_error_on_bad_or_empty_bodies() -> None:
     assert Request("POST", "/", body=b'{"a": [1]}').json() == {"a": [1]}
-    for body in (b"", b"{nope", b"\xff\xfe\x00"):
+    for body in (b"", b"{nope", b"\xff\xfe\x00", b"[" * 50_000 + b"]" * 50_000):
         with pytest.raises(ValueError):
             Request("POST", "/", body=body).json()
 
