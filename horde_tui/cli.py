@@ -255,4 +255,16 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_app(args)
         parser.print_help()
         return 2
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except OSError as exc:
+        # The last net for a file the command could not open (an immutable `.lock`, a
+        # directory where a file belongs): one line naming it, never a traceback.
+        command = f"horde-tui {args.command}" if args.command else "horde-tui"
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(
+            f"{command}: cannot use {where}{exc.strerror or exc}; make it a readable, "
+            "writable file (or move it aside), then retry",
+            file=sys.stderr,
+        )
+        return 1

@@ -263,3 +263,19 @@ def test_a_hand_edited_pid_file_or_variable_is_no_pid(tmp_path: Path) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HORDE_PARENT_PID", "١٢")
         assert parent_pid_from_env() is None
+
+
+def test_run_with_an_unopenable_lock_is_one_line(immutable_lock: Path) -> None:
+    """The supervisor takes the same lock at start: `horde-tui run` stops there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env["HORDE_MODEL"] = "openai/stub"
+    r = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "audit app.py"],
+        cwd=immutable_lock,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = one_line(r, 1)
+    assert line.startswith("horde-tui run: cannot use ") and ".lock" in line
