@@ -279,3 +279,28 @@ def test_run_with_an_unopenable_lock_is_one_line(immutable_lock: Path) -> None:
     )
     line = one_line(r, 1)
     assert line.startswith("horde-tui run: cannot use ") and ".lock" in line
+
+
+def test_a_ledger_line_with_a_huge_number_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """json.loads refuses over 4300 digits, and so did the salvage of the bad line's seq."""
+    assert tool(tmp_path, "idea", "text=Audit app/db/query.py").returncode == 0
+    ledger = tmp_path / ".horde" / "ledger.jsonl"
+    with ledger.open("a") as fh:
+        fh.write('{"seq": ' + "9" * 5000 + ', "op": "idea.add", "id": "#' + "7" * 5000 + '"}\n')
+    r = tool(tmp_path, "list")
+    assert "Traceback" not in r.stderr, r.stderr[-300:]
+    assert r.returncode == 0 and "#1 Audit app/db/query.py" in r.stdout
+    r = tool(tmp_path, "idea", "text=Check app/web/login.py")
+    assert r.returncode == 0 and r.stdout.startswith("ok #2 added"), r.stdout
+
+
+@pytest.mark.parametrize(
+    "count", ["9" * 5000, "٣", "2/٣", "²"], ids=["huge", "arabic", "h-arabic", "sup"]
+)
+def test_member_count_takes_ascii_digits_only(count: str) -> None:
+    """`horde-tui run COUNT`: '٣' was read as 3 and 5000 digits crashed int()."""
+    from horde_tui.supervisor.targets import TargetError, parse_count
+
+    with pytest.raises(TargetError, match="is not M or H/M"):
+        parse_count(count)
+    assert parse_count("2/4").members == 4

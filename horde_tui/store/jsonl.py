@@ -37,8 +37,10 @@ MORE = "more"
 """Set on each record of a multi-record append except the last: the append goes on."""
 
 _BLOCK = 4096
-_RAW_ID = re.compile(rb'"id"\s*:\s*"(#|[A-Z])(\d+)"')
-_RAW_SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
+# At most 18 digits: more is no seq or id this store handed out, and int() refuses
+# over 4300 (a hand-edited line must not stop the store from opening).
+_RAW_ID = re.compile(rb'"id"\s*:\s*"(#|[A-Z])([0-9]{1,18})"')
+_RAW_SEQ = re.compile(rb'"seq"\s*:\s*([0-9]{1,18})(?![0-9])')
 
 UNDONE = "undone"
 """The failed append left nothing in the file (it wrote nothing, or was cut off again)."""

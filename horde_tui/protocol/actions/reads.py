@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from horde_tui.inputs import loads
+from horde_tui.inputs import loads, whole_number
 from horde_tui.protocol.actions import collab_reads
 from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.context import ActionContext, resolve
@@ -140,7 +140,7 @@ def inspect(ctx: ActionContext, p: InspectParams, state: LedgerState) -> str:
         return collab_reads.inspect_artifact(state, state.artifacts[ident])
     if head == "I" and normalize_id(target, "I"):
         target = target[1:]  # I# is another spelling of an idea id
-    kind = KINDS.get(head) or ("ideas" if target.isdigit() else None)
+    kind = KINDS.get(head) or ("ideas" if whole_number(target) is not None else None)
     if kind is None:
         raise ActionRefused(
             f"refused: cannot inspect {target!r}; give #N, F#, T#, C#, R#, V#, E# or 'answer'"
