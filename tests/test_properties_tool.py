@@ -165,6 +165,7 @@ def run_tool(workdir: Path, argv: list[str], actor: str) -> tuple[int, str, str]
     """`horde-tui ARGV` in `workdir` as `actor`: exit status, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()
     env = {"HORDE_DIR": str(workdir / ".horde"), "HORDE_MEMBER": actor, "HORDE_RUN": "r1"}
+    env.update(HORDE_ROLE="", HORDE_SIBLINGS="")  # the defaults, whatever the shell set
     cwd = Path.cwd()
     os.chdir(workdir)
     try:
