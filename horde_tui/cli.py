@@ -7,7 +7,6 @@ an agent may call it hundreds of times), so nothing here imports Textual or lite
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import sys
@@ -83,10 +82,12 @@ def _read_bounded(fh: BinaryIO, key: str, source: str) -> str:
 
 def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[str, Any]:
     """Merge `--json` and `key=value` pairs into one raw `horde` call."""
+    from horde_tui.inputs import loads
+
     fields: dict[str, Any] = {}
     if json_text:
         try:
-            loaded = json.loads(json_text)
+            loaded = loads(json_text)
         except ValueError as exc:
             raise CliUsageError(f"--json is not valid JSON: {exc}") from None
         if not isinstance(loaded, dict):
@@ -135,19 +136,19 @@ def cmd_tool(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"horde-tui tool: HORDE_SIBLINGS: {exc}", file=sys.stderr)
         return 2
-    store = HordeStore(default_horde_dir(), actor)
-    try:
-        result = run_action(store, raw, run=run, role=role, siblings=siblings)
-    except OSError as exc:
-        if exc.errno != errno.EROFS:
-            raise
+    horde_dir = default_horde_dir()
+    if horde_dir.exists() and not horde_dir.is_dir():
+        named = (
+            f"HORDE_DIR={os.environ['HORDE_DIR']!r}" if os.environ.get("HORDE_DIR") else ".horde"
+        )
         print(
-            f"horde-tui tool: refused: {exc.filename or '.horde/'} is on a read-only file system "
-            "(a member's commands run in the sandbox, where .horde/ is read-only); "
-            "write through the horde tool itself",
+            f"horde-tui tool: {named} is not a directory; point HORDE_DIR at a .horde "
+            "directory (or unset it to use ./.horde)",
             file=sys.stderr,
         )
-        return 1
+        return 2
+    store = HordeStore(horde_dir, actor)
+    result = run_action(store, raw, run=run, role=role, siblings=siblings)
     if args.output == "json":
         print(json.dumps(result.as_json(), ensure_ascii=False))
     elif result.usage_error:
@@ -257,4 +258,16 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_app(args)
         parser.print_help()
         return 2
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except OSError as exc:
+        # The last net for a file the command could not open (an immutable `.lock`, a
+        # directory where a file belongs): one line naming it, never a traceback.
+        command = f"horde-tui {args.command}" if args.command else "horde-tui"
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(
+            f"{command}: cannot use {where}{exc.strerror or exc}; make it a readable, "
+            "writable file (or move it aside), then retry",
+            file=sys.stderr,
+        )
+        return 1

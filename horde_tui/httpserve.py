@@ -41,6 +41,8 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from horde_tui.inputs import loads
+
 log = logging.getLogger(__name__)
 
 
@@ -84,11 +86,8 @@ class Request:
 
     def json(self) -> Any:
         """The body parsed as JSON; `ValueError` when it is empty, not JSON, or nested too
-        deeply to parse (Python's decoder raises RecursionError there, a 500 otherwise)."""
-        try:
-            return json.loads(self.body)
-        except RecursionError:
-            raise ValueError("JSON nested too deeply") from None
+        deeply to parse (`horde_tui.inputs.loads` turns the decoder's RecursionError into one)."""
+        return loads(self.body)
 
 
 @dataclass

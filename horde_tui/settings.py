@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 
 class SettingsError(ValueError):
@@ -82,7 +82,18 @@ offer, so none of them can drift from the model."""
 
 
 ENV_PREFIX = "HORDE_"
-_OFF_WORDS = {"off", "0", "false", "no"}
+BOOL_WORDS = "on or off (yes/no, true/false, 1/0)"
+_BOOL = TypeAdapter(bool)
+
+
+def parse_bool(raw: str) -> bool | None:
+    """`raw` read as `Settings` reads a boolean (pydantic: on/off, yes/no, true/false,
+    1/0, any case); None for anything else, so a process that reads its own flag from
+    the environment refuses a typo the same way."""
+    try:
+        return _BOOL.validate_python(raw.strip())
+    except ValidationError:
+        return None
 
 
 def env_name(field: str) -> str:
@@ -95,10 +106,10 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         raw = environ.get(env_name(name))
         if raw is None or raw == "":
             continue
-        # "on"/"off" are how the reference spells booleans (HORDE_DELIVERABLE=off).
-        if info.annotation is bool:
-            values[name] = raw.strip().lower() not in _OFF_WORDS
-        elif info.annotation == list[str]:
+        # Booleans go to pydantic as text: it reads on/off (the reference's spelling,
+        # HORDE_DELIVERABLE=off), yes/no, true/false and 1/0, and refuses the rest, so
+        # HORDE_CLEANUP=flase is an error naming the variable, not a silent "on".
+        if info.annotation == list[str]:
             values[name] = raw.replace(",", " ").split()
         else:
             values[name] = raw.strip()
@@ -132,8 +143,9 @@ def _validate(values: dict[str, Any], sources: dict[str, str]) -> Settings:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err.get("loc") else "?"
         where = sources.get(key, "settings")
+        hint = f"; use {BOOL_WORDS}" if err["type"] == "bool_parsing" else ""
         raise SettingsError(
-            f"{where}: {key}: {err['msg']} (got {err.get('input')!r})", key
+            f"{where}: {key}: {err['msg']} (got {err.get('input')!r}){hint}", key
         ) from None
 
 

@@ -15,6 +15,8 @@ import signal
 import threading
 from collections.abc import Callable
 
+from horde_tui.inputs import whole_number
+
 POLL_S = 2.0
 
 
@@ -68,4 +70,4 @@ def start_watchdog(
 
 def parent_pid_from_env() -> int | None:
     raw = os.environ.get("HORDE_PARENT_PID", "")
-    return int(raw) if raw.isdigit() else None
+    return whole_number(raw)

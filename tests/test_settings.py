@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,62 @@ def test_bad_toml_is_one_clear_error(tmp_path: Path) -> None:
     cfg.write_text("[horde\n")
     with pytest.raises(SettingsError, match="cannot parse"):
         load_settings(cfg, environ={})
+
+
+@pytest.mark.parametrize("word", ["flase", "disabled", "nope", "of", "2"])
+def test_a_boolean_typo_is_an_error_naming_the_variable(word: str) -> None:
+    """`HORDE_CLEANUP=flase` used to read as on (anything but off/0/false/no was on)."""
+    with pytest.raises(SettingsError, match="HORDE_CLEANUP: cleanup"):
+        load_settings(environ={"HORDE_CLEANUP": word})
+
+
+@pytest.mark.parametrize(
+    ("word", "value"),
+    [
+        ("on", True),
+        ("OFF", False),
+        (" no ", False),
+        ("Yes", True),
+        ("1", True),
+        ("0", False),
+        ("true", True),
+        ("False", False),
+    ],
+)
+def test_boolean_spellings_people_use_are_read(word: str, value: bool) -> None:
+    s = load_settings(environ={"HORDE_SANDBOX_NETWORK": word, "HORDE_POSTMORTEM": word})
+    assert s.sandbox_network is value and s.postmortem is value
+
+
+def test_run_refuses_a_boolean_typo_at_start_exit_2(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(HORDE_CLEANUP="flase", HORDE_MODEL="openai/stub")
+    r = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "audit app.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "HORDE_CLEANUP" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / ".horde" / "runs").exists()
+
+
+def test_member_refuses_a_sandbox_network_typo() -> None:
+    """The member reads its own HORDE_SANDBOX_NETWORK: a typo there must not mean "on"."""
+    from horde_tui.member.config import MemberConfigError, load_member_config
+
+    env = {
+        "HORDE_MEMBER": "member-1",
+        "HORDE_DIR": "/tmp/.horde",
+        "HORDE_RUN": "r1",
+        "HORDE_GATEWAY_URL": "http://127.0.0.1:9",
+        "HORDE_GATEWAY_TOKEN": "t",
+    }
+    assert load_member_config({**env, "HORDE_SANDBOX_NETWORK": "Off"}).sandbox.network is False
+    assert load_member_config(env).sandbox.network is True
+    with pytest.raises(MemberConfigError, match="HORDE_SANDBOX_NETWORK='flase'"):
+        load_member_config({**env, "HORDE_SANDBOX_NETWORK": "flase"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import secrets
 import signal
@@ -58,6 +59,21 @@ def write_private(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def _env_number(name: str, default: float) -> float:
+    """A non-negative number from the environment; a typo is a `SettingsError` naming
+    the variable (exit 2 at start), never a traceback or an endless backoff."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise SettingsError(f"{name}={raw!r} is not a number of 0 or more")
+    return value
+
+
 def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
     settings = load_settings(
         overrides={
@@ -77,7 +93,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
             raise SettingsError(f"--member-model expects MEMBER=MODEL, got {pair!r}")
         members[name] = model
     run_dir = args.run_dir
-    compact = args.compact_tokens or int(os.environ.get("HORDE_COMPACT_TOKENS", "0") or 0) or None
+    compact = args.compact_tokens or int(_env_number("HORDE_COMPACT_TOKENS", 0)) or None
     return GatewayConfig(
         model=settings.model,
         token=token,
@@ -90,7 +106,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         usage_path=run_dir / "usage.jsonl" if run_dir else None,
         budget_flag=run_dir / ".budget-reached" if run_dir else None,
         compact_tokens=compact,
-        backoff_base_s=float(os.environ.get("HORDE_GATEWAY_BACKOFF_MS", "500")) / 1000,
+        backoff_base_s=_env_number("HORDE_GATEWAY_BACKOFF_MS", 500) / 1000,
         retry_after_max_s=settings.retry_after_max_ms / 1000,
     )
 

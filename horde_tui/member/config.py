@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from horde_tui.inputs import whole_number
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
@@ -105,7 +106,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         run=_required(e, "HORDE_RUN"),
         role=e.get("HORDE_ROLE", "").strip() or "member",
         attempt=_int(e, "HORDE_ATTEMPT", 1),
-        parent_pid=int(parent) if parent.isdigit() else None,
+        parent_pid=whole_number(parent),
         gateway_url=_required(e, "HORDE_GATEWAY_URL").rstrip("/"),
         gateway_token=_required(e, "HORDE_GATEWAY_TOKEN"),
         remind_calls=_int(e, "HORDE_REMIND_CALLS", 8),
@@ -120,8 +121,15 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
-        sandbox=SandboxPolicy.from_env(e),
+        sandbox=_sandbox(e),
     )
+
+
+def _sandbox(env: Mapping[str, str]) -> SandboxPolicy:
+    try:
+        return SandboxPolicy.from_env(env)
+    except ValueError as exc:
+        raise MemberConfigError(str(exc)) from None
 
 
 def _path(env: Mapping[str, str], key: str) -> Path | None:

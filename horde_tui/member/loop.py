@@ -26,6 +26,7 @@ from typing import Any
 
 from horde_tui import prompts
 from horde_tui.fence import Fence
+from horde_tui.inputs import loads
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
 from horde_tui.member.session import (
@@ -345,7 +346,7 @@ class MemberLoop:
         if name != "horde":
             return self.tools.dispatch(name, raw_args)
         try:
-            args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+            args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
         except (ValueError, TypeError):
             args = None
         if not isinstance(args, dict):
@@ -394,7 +395,7 @@ class MemberLoop:
 def summarize(name: str, raw_args: Any) -> str:
     """A short argument summary for status lines (`bash: grep -rn x src`, `horde claim #3`)."""
     try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+        args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
     except (ValueError, TypeError):
         args = {}
     if not isinstance(args, dict):
@@ -415,7 +416,7 @@ def summarize(name: str, raw_args: Any) -> str:
 def _normalised(raw_args: Any) -> str:
     """Arguments as one canonical string, so key order and spacing do not hide a repeat."""
     try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
+        args = loads(raw_args) if isinstance(raw_args, str) else raw_args
         return json.dumps(args, sort_keys=True, ensure_ascii=False)
     except (ValueError, TypeError):
         return str(raw_args)

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from horde_tui.settings import BOOL_WORDS, parse_bool
+
 SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
@@ -60,10 +62,13 @@ class SandboxPolicy:
     def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
         """The policy the supervisor set for a member (`HORDE_SANDBOX*`)."""
         mode = environ.get("HORDE_SANDBOX", "").strip().lower() or "auto"
-        network = environ.get("HORDE_SANDBOX_NETWORK", "").strip().lower()
+        raw = environ.get("HORDE_SANDBOX_NETWORK", "").strip() or "on"
+        network = parse_bool(raw)
+        if network is None:
+            raise ValueError(f"HORDE_SANDBOX_NETWORK={raw!r} is not {BOOL_WORDS}")
         return cls(
             mode=mode if mode in SANDBOX_MODES else "bwrap",  # unknown: the strict choice
-            network=network not in ("off", "0", "false", "no"),
+            network=network,
             env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
         )
 

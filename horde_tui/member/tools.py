@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from horde_tui.inputs import loads
 from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
 from horde_tui.store import identity
@@ -509,7 +510,7 @@ def _checked_args(tool: str, args: Mapping[str, Any] | str) -> dict[str, Any]:
     expected = ", ".join(f"{k} ({p['type']})" for k, p in props.items())
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
             raise _Refused(
                 f"refused: {tool} arguments are not valid JSON ({exc.msg} at character {exc.pos}); "

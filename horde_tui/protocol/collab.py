@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 
+from horde_tui.inputs import whole_number
 from horde_tui.protocol.context import PARENT_ACTORS, ActionContext
 from horde_tui.store.ledgers import answers
 from horde_tui.store.model import Artifact, Finding, Thread
 from horde_tui.store.state import LedgerState, normalize_id
 from horde_tui.store.store import ActionRefused
 
-_EVENT_REF = re.compile(r"\bE(\d+)\b")
+_EVENT_REF = re.compile(r"\bE([0-9]+)\b")
 TABLES = {"F": "findings", "A": "artifacts", "Q": "threads", "V": "reviews"}
 WHERE = {
     "F": "`horde findings`",
@@ -38,7 +39,7 @@ def lookup(state: LedgerState, raw: str | None, prefixes: str, field: str) -> st
         raise ActionRefused(f"refused: `{field}`={text!r} is not an {accepted} id; give {accepted}")
     table = getattr(state, TABLES[prefix])
     if ident not in table:
-        numbers = [int(k[1:]) for k in table if k[1:].isdigit()]
+        numbers = [n for k in table if (n := whole_number(k[1:])) is not None]
         last = f"{prefix}{max(numbers)}" if numbers else "none yet"
         raise ActionRefused(
             f"refused: {ident} does not exist (highest is {last}); check {WHERE[prefix]}"
@@ -120,9 +121,9 @@ def parse_revision(
     """`2`, `"2"` or `"r2"` -> 2; None when not given; refuse anything else."""
     if raw is None or not str(raw).strip():
         return None
-    text = str(raw).strip().lower().removeprefix("r")
-    if not text.isdigit():
+    number = whole_number(str(raw).strip().lower().removeprefix("r"))
+    if number is None:
         raise ActionRefused(
             f"refused: `{field}`={raw!r} is not a whole number ({rule}); give a number such as 2"
         )
-    return int(text)
+    return number

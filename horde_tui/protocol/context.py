@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from horde_tui.inputs import whole_number
 from horde_tui.store.state import LedgerState, normalize_id
 from horde_tui.store.store import ActionRefused, HordeStore
 
@@ -48,8 +49,8 @@ class ActionContext:
 
     def event_exists(self, event_id: str) -> bool:
         """True when `event_id` (E#) is an event of this run."""
-        number = event_id[1:]
-        return number.isdigit() and 1 <= int(number) <= self.store.events(self.run).count
+        number = whole_number(event_id[1:])
+        return number is not None and 1 <= number <= self.store.events(self.run).count
 
 
 def resolve(state: LedgerState, raw: str | None, kind: str, field: str = "id") -> str:
@@ -67,7 +68,7 @@ def resolve(state: LedgerState, raw: str | None, kind: str, field: str = "id") -
         )
     if ident not in table:
         # The highest id, not the count: a skipped ledger line leaves a gap in the numbers.
-        numbers = [int(k[len(prefix) :]) for k in table if k[len(prefix) :].isdigit()]
+        numbers = [n for k in table if (n := whole_number(k[len(prefix) :])) is not None]
         last = f"{prefix}{max(numbers)}" if numbers else "none yet"
         raise ActionRefused(
             f"refused: {ident} does not exist (highest is {last}); check `horde "

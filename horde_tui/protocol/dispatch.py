@@ -10,6 +10,7 @@ Errors come in two kinds, because callers act on them differently:
 from __future__ import annotations
 
 import difflib
+import errno
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ from horde_tui.store import identity
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import ACTOR_NAME_RULE, valid_actor_name, valid_run_id
 from horde_tui.store.state import LedgerState
-from horde_tui.store.store import ActionRefused, Decision, HordeStore
+from horde_tui.store.store import ActionRefused, Decision, HordeStore, why
 
 WriteHandler = Callable[[ActionContext, Any, LedgerState], Decision]
 ReadHandler = Callable[[ActionContext, Any, LedgerState], str]
@@ -315,3 +316,21 @@ def run_action(
         return ToolResult(False, None, str(exc))
     except LockTimeoutError as exc:
         return ToolResult(False, None, str(exc))
+    except OSError as exc:
+        # What the store does not answer itself: a `.lock` that cannot be opened, a
+        # ledger that cannot be read. Either way before any write, so nothing is lost.
+        return ToolResult(False, None, unusable(exc))
+
+
+def unusable(exc: OSError) -> str:
+    """The one line for a `.horde/` file the call could not open or read."""
+    where = exc.filename or ".horde/"
+    if exc.errno == errno.EROFS:
+        return (
+            f"refused: {where} is on a read-only file system (a member's commands run in "
+            "the sandbox, where .horde/ is read-only); write through the horde tool itself"
+        )
+    return (
+        f"refused: cannot use {where} ({why(exc)}); nothing was recorded; make it a "
+        "readable, writable file again (or move .horde/ aside), then retry"
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import whole_number
 from horde_tui.store.jsonl import (
     UNFLUSHED,
     AppendError,
@@ -54,8 +55,9 @@ class EventLog:
 
     def _index(self, ev: dict[str, Any]) -> None:
         ident = str(ev.get("id", ""))
-        if ident[:1] == "E" and ident[1:].isdigit():
-            self.count = max(self.count, int(ident[1:]))
+        number = whole_number(ident[1:]) if ident[:1] == "E" else None
+        if number is not None:
+            self.count = max(self.count, number)
         rid = ev.get("requestId")
         # A write a full disk or an I/O error stopped (`error`) changed nothing: its retry
         # must be tried again, not answered with the error.

@@ -30,14 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import loads
 from horde_tui.store.paths import write_file
 
 MORE = "more"
 """Set on each record of a multi-record append except the last: the append goes on."""
 
 _BLOCK = 4096
-_RAW_ID = re.compile(rb'"id"\s*:\s*"(#|[A-Z])(\d+)"')
-_RAW_SEQ = re.compile(rb'"seq"\s*:\s*(\d+)')
+# At most 18 digits: more is no seq or id this store handed out, and int() refuses
+# over 4300 (a hand-edited line must not stop the store from opening).
+_RAW_ID = re.compile(rb'"id"\s*:\s*"(#|[A-Z])([0-9]{1,18})"')
+_RAW_SEQ = re.compile(rb'"seq"\s*:\s*([0-9]{1,18})(?![0-9])')
 
 UNDONE = "undone"
 """The failed append left nothing in the file (it wrote nothing, or was cut off again)."""
@@ -81,7 +84,7 @@ def _numbers_in(raw: bytes) -> tuple[int, dict[str, int]]:
 
 def _parse(line: bytes) -> tuple[Any, str]:
     try:
-        value = json.loads(line)
+        value = loads(line)
     except ValueError as exc:
         return None, str(exc)
     return value, "" if isinstance(value, dict) else "not a JSON object"

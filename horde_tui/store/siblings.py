@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from horde_tui.inputs import loads
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
 
@@ -28,7 +29,7 @@ def parse_siblings(text: str) -> dict[str, Path]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError as exc:
         raise ValueError(f"not a JSON object of horde name -> directory ({exc})") from None
     if not isinstance(value, dict) or not all(

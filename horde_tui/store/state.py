@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from horde_tui.inputs import DIGITS, MAX_DIGITS
 from horde_tui.store.ledgers import (
     answers,
     artifacts,
@@ -112,8 +113,8 @@ PREFIXES = {
     "threads": "Q",
     "artifacts": "A",
 }
-_ID = re.compile(r"^\s*(#|[A-Za-z])?\s*(\d+)\s*$")
-_NUMBERED = re.compile(r"^(#|[A-Z])(\d+)$")
+_ID = re.compile(rf"^\s*(#|[A-Za-z])?\s*({DIGITS}{{1,{MAX_DIGITS}}})\s*$")
+_NUMBERED = re.compile(rf"^(#|[A-Z])({DIGITS}{{1,{MAX_DIGITS}}})$")
 
 
 class FoldError(ValueError):

@@ -386,6 +386,10 @@ class HordeStore:
 
 
 def why(exc: OSError) -> str:
+    """The error, naming the file when it has one: "Is a directory" alone sends
+    nobody to `.horde/ledger.jsonl`."""
+    if exc.strerror and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
     return exc.strerror or str(exc)
 
 

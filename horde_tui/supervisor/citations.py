@@ -27,7 +27,7 @@ from horde_tui.store.model import Finding
 from horde_tui.store.state import LedgerState
 from horde_tui.supervisor.clusters import Cluster
 
-_RESOURCE_REF = re.compile(r"\bR(\d+)\b")
+_RESOURCE_REF = re.compile(r"\bR([0-9]{1,18})\b")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 _TOKEN = re.compile(r"[^\s`'\"()\[\],;|]+")
 _LINE = re.compile(r"(?::\d+(?:[-:]\d+)?|#L\d+(?:-L?\d+)?)$")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import loads, whole_number
 from horde_tui.store.identity import clear_processes
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.watchdog import pid_alive
@@ -51,7 +52,7 @@ def supervisor_pid(run_dir: Path) -> int | None:
         raw = live_file(run_dir).read_text().strip()
     except OSError:
         return None
-    return int(raw) if raw.isdigit() else None
+    return whole_number(raw)
 
 
 def run_state(run_dir: Path) -> str:
@@ -98,7 +99,7 @@ def wait_response(path: Path, timeout_s: float = 15.0) -> dict[str, Any] | None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            return json.loads(path.read_text())
+            return loads(path.read_text())
         except (OSError, ValueError):
             time.sleep(0.05)
     return None
@@ -112,7 +113,7 @@ def pending_requests(run_dir: Path) -> list[tuple[Path, ControlRequest | str]]:
         return out
     for path in sorted(folder.glob("req-*.json")):
         try:
-            data = json.loads(path.read_text())
+            data = loads(path.read_text())
             req = ControlRequest(**data)
         except (OSError, ValueError, TypeError) as exc:
             out.append((path, f"malformed control request {path.name}: {exc}"))

@@ -10,7 +10,6 @@ its session (its commands) is ended too (`reaper.end_session`).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import loads
 from horde_tui.reaper import end_session
 
 STREAM_LIMIT = 4 * 1024 * 1024
@@ -198,7 +198,7 @@ async def spawn_member(
             if not line:
                 break
             try:
-                event = json.loads(line)
+                event = loads(line)
             except ValueError:
                 continue
             if isinstance(event, dict):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_MEMBER = re.compile(r"^(?:member-)?(\d{1,2})$")
-_HORDE = re.compile(r"^h(\d)$")
-_HORDE_MEMBER = re.compile(r"^h(\d):(?:member-)?(\d{1,2})$")
+_MEMBER = re.compile(r"^(?:member-)?([0-9]{1,2})$")
+_HORDE = re.compile(r"^h([0-9])$")
+_HORDE_MEMBER = re.compile(r"^h([0-9]):(?:member-)?([0-9]{1,2})$")
 
 
 class TargetError(ValueError):
@@ -96,7 +96,7 @@ class Count:
 
 def parse_count(text: str) -> Count:
     """Parse the member count with the reference's limits (1-12 members, at most 4 hordes)."""
-    m = re.fullmatch(r"\s*(?:(\d+)\s*/\s*)?(\d+)\s*", text)
+    m = re.fullmatch(r"\s*(?:([0-9]{1,6})\s*/\s*)?([0-9]{1,6})\s*", text)
     if not m:
         raise TargetError(f"count {text!r} is not M or H/M (e.g. 6 or 2/4)")
     hordes = int(m.group(1)) if m.group(1) else 1

@@ -26,7 +26,7 @@ from horde_tui.store.paths import atomic_write_bytes
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 
-_PIN = re.compile(r"^\s*([Aa]?\d+)\s*(?:@\s*[rR]?(\d+))?\s*$")
+_PIN = re.compile(r"^\s*([Aa]?[0-9]+)\s*(?:@\s*[rR]?([0-9]{1,18}))?\s*$")
 
 
 def artifact(ctx: ActionContext, p: ArtifactParams, state: LedgerState) -> Decision:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from horde_tui.inputs import whole_number
 from horde_tui.protocol.collab import parse_revision
 from horde_tui.protocol.collab_params import CollaborationParams, InboxParams
 from horde_tui.protocol.context import ActionContext
@@ -111,7 +112,7 @@ def _norm(raw: str | None) -> str | None:
     text = (raw or "").strip()
     if not text:
         return None
-    return text.upper() if text[:1].isalpha() and text[1:].isdigit() else text
+    return text.upper() if text[:1].isalpha() and whole_number(text[1:]) is not None else text
 
 
 Section = tuple[str, Sequence[Any], Callable[[Any], str]]

@@ -10,8 +10,8 @@ from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision
 from horde_tui.store.textmatch import TOKEN_OVERLAP, TextKey, similarity
 
-_IDEA_REF = re.compile(r"(?<![\w&])#(\d+)\b")
-_CLAIM_REF = re.compile(r"\bC(\d+)\b")
+_IDEA_REF = re.compile(r"(?<![\w&])#([0-9]+)\b")
+_CLAIM_REF = re.compile(r"\bC([0-9]+)\b")
 
 
 def provisional_subject(state: LedgerState, text: str, key: TextKey) -> str | None:

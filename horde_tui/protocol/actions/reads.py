@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from horde_tui.inputs import loads, whole_number
 from horde_tui.protocol.actions import collab_reads
 from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.context import ActionContext, resolve
@@ -139,7 +140,7 @@ def inspect(ctx: ActionContext, p: InspectParams, state: LedgerState) -> str:
         return collab_reads.inspect_artifact(state, state.artifacts[ident])
     if head == "I" and normalize_id(target, "I"):
         target = target[1:]  # I# is another spelling of an idea id
-    kind = KINDS.get(head) or ("ideas" if target.isdigit() else None)
+    kind = KINDS.get(head) or ("ideas" if whole_number(target) is not None else None)
     if kind is None:
         raise ActionRefused(
             f"refused: cannot inspect {target!r}; give #N, F#, T#, C#, R#, V#, E# or 'answer'"
@@ -164,7 +165,7 @@ def _event(ctx: ActionContext, ident: str) -> str:
                 if f'"id":"{ident}"' not in line:
                     continue
                 try:
-                    event = json.loads(line)
+                    event = loads(line)
                 except ValueError:
                     continue
                 if isinstance(event, dict) and event.get("id") == ident:

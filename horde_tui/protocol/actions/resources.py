@@ -3,6 +3,7 @@ and publish its readiness (building, ready, broken, retired), lease, ports and h
 
 from __future__ import annotations
 
+from horde_tui.inputs import whole_number
 from horde_tui.protocol.collab_params import ResourceStateParams
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import ResourceParams
@@ -91,12 +92,13 @@ def _ports(state: LedgerState, res: Resource, raw: list[str]) -> list[int]:
     ports: list[int] = []
     for item in raw:
         text = str(item).strip()
-        if not text.isdigit() or not 1 <= int(text) <= 65535:
+        port = whole_number(text)
+        if port is None or not 1 <= port <= 65535:
             raise ActionRefused(
                 f"refused: port {text!r} is not a number from 1 to 65535 (resources rule); "
                 "give ports such as 8080"
             )
-        ports.append(int(text))
+        ports.append(port)
     for other in state.resources.values():
         clash = set(ports) & set(other.ports)
         if other.id != res.id and other.state != "retired" and clash:

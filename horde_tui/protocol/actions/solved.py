@@ -20,8 +20,8 @@ from horde_tui.store.model import Proposal
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 
-_REF = re.compile(r"\b([FTA])(\d+)\b")
-_CITE = re.compile(r"^\s*([FTAfta]?\d+)\s*(?:@\s*[rR]?(\d+))?\s*$")
+_REF = re.compile(r"\b([FTA])([0-9]+)\b")
+_CITE = re.compile(r"^\s*([FTAfta]?[0-9]+)\s*(?:@\s*[rR]?([0-9]{1,18}))?\s*$")
 KINDS = {"F": "findings", "T": "facts", "A": "artifacts"}
 
 
