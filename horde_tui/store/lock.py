@@ -3,6 +3,9 @@
 filelock gives us an OS-level lock that is released when the holder dies (even on
 SIGKILL), so a crashed writer can never wedge the horde. We add a holder note so a
 timeout can say *who* is holding the lock instead of just "timed out".
+
+`HORDE_LOCK_TRACE=<file>` appends one line per release (pid, actor, how long the lock was
+waited for and held), so a test or benchmark can see the hold time of a separate process.
 """
 
 from __future__ import annotations
@@ -31,6 +34,24 @@ def lock_timeout_s() -> float:
         return DEFAULT_LOCK_TIMEOUT_S
 
 
+def _trace(actor: str, waited: float, held: float) -> None:
+    """One `HORDE_LOCK_TRACE` line; tracing is a debugging aid and never fails a write."""
+    path = os.environ.get("HORDE_LOCK_TRACE")
+    if not path:
+        return
+    line = (
+        f"pid={os.getpid()} actor={actor} waited_ms={waited * 1000:.3f} held_ms={held * 1000:.3f}\n"
+    )
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
 class HordeLock:
     """A reusable handle on `.horde/.lock` for one process."""
 
@@ -43,15 +64,18 @@ class HordeLock:
     def held(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the lock for the body; raise `LockTimeoutError` naming the holder."""
         wait = lock_timeout_s() if timeout is None else timeout
+        asked = time.perf_counter()
         try:
             self._lock.acquire(timeout=wait, poll_interval=0.002)
         except Timeout:
             raise LockTimeoutError(self._timeout_message(wait)) from None
+        got = time.perf_counter()
         try:
             self._write_holder()
             yield
         finally:
             self._lock.release()
+            _trace(self._actor, got - asked, time.perf_counter() - got)
 
     def _write_holder(self) -> None:
         note = f"pid={os.getpid()} actor={self._actor} since={time.time():.3f}\n"
