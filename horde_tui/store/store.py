@@ -2,13 +2,16 @@
 
 A write is a transaction under `.horde/.lock`:
 
-1. cut a torn tail left by a crashed writer, then read only the bytes appended to
-   `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
+0. (before taking the lock) fold what was appended to `ledger.jsonl` and the run's
+   `events.jsonl` since this process last looked: a fresh process starts from the
+   checkpoint of the fold (`checkpoint`), so the lock is never held for a whole fold;
+1. cut a torn tail left by a crashed writer, then read only the bytes appended since;
 2. answer a repeated `requestId` from the same actor with the first outcome;
 3. ask the action's decision function (pure, over the folded state) what to write;
 4. record the intent event, append the ledger records with one `write` + `fsync`, fold
    them, regenerate the affected markdown projections atomically;
-5. record the outcome event (fsync) and release.
+5. record the outcome event (fsync) and release;
+6. (after the release) save a new checkpoint if one is due.
 
 The acknowledgement point is step 5: once the caller has a receipt, the records are on
 disk. A crash anywhere earlier loses only the unacknowledged write.
@@ -18,17 +21,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import checkpoint
 from horde_tui.store.events import EventLog
 from horde_tui.store.jsonl import JsonlTail, append_bytes, encode_records, repair_torn_tail
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
-from horde_tui.store.state import LedgerState
+from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
 
@@ -82,18 +87,31 @@ class HordeStore:
         self._ledger = JsonlTail(self.paths.ledger)
         self._reported_corrupt = 0
         self._events: dict[str, EventLog] = {}
-        self._projected_once = False
+        self._projections_checked = False
+        """The projections on disk were seen to match this process's fold (its first write
+        compares them), or the checkpoint it started from vouches for them."""
         self._skips_projected = 0
         """How many `state.skipped` lines the last full re-projection listed."""
+        self._checkpoint_tried = False
+        self.checkpoint_lines = 0
+        """Ledger lines the fold started from: the checkpoint's, or 0 (folded from scratch)."""
+        self._checkpoint_seen = 0
+        """Ledger lines of the newest checkpoint this process knows of."""
 
     # -- reading ---------------------------------------------------------------
 
     def refresh(self) -> set[str]:
         """Fold what was appended since the last look; return the kinds that changed.
 
-        Safe without the lock: a torn tail (a writer mid-append) is left unread.
+        Safe without the lock: a torn tail (a writer mid-append) is left unread. The
+        first call starts from the checkpoint if there is a good one.
         """
-        kinds = self.state.apply_all(self._ledger.read_new())
+        kinds: set[str] = set()
+        if not self._checkpoint_tried:
+            self._checkpoint_tried = True
+            if self._load_checkpoint():
+                kinds = {kind for kind in OP_KIND.values() if kind}
+        kinds |= self.state.apply_all(self._ledger.read_new())
         while self._reported_corrupt < len(self._ledger.corrupt):
             bad = self._ledger.corrupt[self._reported_corrupt]
             self._reported_corrupt += 1
@@ -103,6 +121,42 @@ class HordeStore:
             )
             kinds.update(LEDGER_FILES)
         return kinds
+
+    def _load_checkpoint(self) -> bool:
+        """Start from the checkpoint of the fold, if it is good for this ledger."""
+        saved = checkpoint.load(self.paths)
+        if saved is None:
+            return False
+        self.state = saved.state
+        self._ledger.offset, self._ledger.line_count = saved.offset, saved.line_count
+        self._ledger.corrupt = saved.corrupt
+        self._reported_corrupt = len(saved.corrupt)  # saved after `refresh` reported them
+        self.checkpoint_lines = self._checkpoint_seen = saved.line_count
+        if saved.projected:
+            self._projections_checked = True
+            self._skips_projected = len(saved.state.skipped)
+        return True
+
+    def save_checkpoint(self) -> bool:
+        """Fold what was appended, then save the fold as the checkpoint; False if another
+        process is saving one or it could not be written."""
+        self.refresh()
+        vouched = self._projections_checked and len(self.state.skipped) == self._skips_projected
+        if not checkpoint.save(self.paths, self.state, self._ledger, projected=vouched):
+            return False
+        self._checkpoint_seen = self._ledger.line_count
+        return True
+
+    def _checkpoint_if_due(self) -> None:
+        """Save a checkpoint once the fold is `EVERY_LINES` past the newest one (after a
+        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first."""
+        if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
+            return
+        self._checkpoint_seen = max(self._checkpoint_seen, checkpoint.saved_lines(self.paths))
+        if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
+            return
+        self._checkpoint_seen = self._ledger.line_count
+        self.save_checkpoint()
 
     @property
     def corrupt_lines(self) -> list[int]:
@@ -128,7 +182,7 @@ class HordeStore:
         if self.run_exists(run) and run in self.state.runs:
             return
         self.paths.ensure()
-        with self._lock.held():
+        with self._around_the_lock(None), self._lock.held():
             self._catch_up_locked()
             self._create_run_locked(run, task)
 
@@ -160,7 +214,7 @@ class HordeStore:
     ) -> Receipt:
         """Run one write action as a transaction (see the module docstring)."""
         self.paths.ensure()
-        with self._lock.held():
+        with self._around_the_lock(run), self._lock.held():
             self._catch_up_locked()
             if not self.run_exists(run) or run not in self.state.runs:
                 self._create_run_locked(run, None)
@@ -218,16 +272,36 @@ class HordeStore:
 
     # -- internals -----------------------------------------------------------------
 
+    @contextmanager
+    def _around_the_lock(self, run: str | None) -> Iterator[None]:
+        """The work of a write that needs no lock, done before and after it.
+
+        Before: fold what was appended to the ledger (a fresh process starts from the
+        checkpoint) and to the run's events, and render the projections a first write
+        compares; under the lock only the few bytes appended since are left. After the
+        release: save a checkpoint if one is due.
+        """
+        self.refresh()
+        if run is not None:
+            self.events(run)
+        if not self._projections_checked:
+            for kind in RENDERERS:
+                self.state.render(kind)
+        yield
+        self._checkpoint_if_due()
+
     def _catch_up_locked(self) -> None:
         repair_torn_tail(self.paths.ledger)
         self.refresh()
-        # Records other writers appended were projected by them. Re-project only on this
-        # process's first write, when a writer died between its append and its
-        # projections (the marker it leaves says so), or when this process met ledger lines
-        # it had to skip: every projection lists them, and the writers that projected the
-        # surrounding records may never have read them (a line added by hand).
+        # Records other writers appended were projected by them. Compare every projection
+        # with the fold (rewriting those that differ) only when a writer died between its
+        # append and its projections (the marker it leaves says so), when this process met
+        # ledger lines it had to skip (every projection lists them, and the writers that
+        # projected the surrounding records may never have read them: a line added by
+        # hand), or on this process's first write, unless the checkpoint it started from
+        # vouches for the projections.
         if (
-            not self._projected_once
+            not self._projections_checked
             or len(self.state.skipped) != self._skips_projected
             or self.paths.dirty_marker.exists()
         ):
@@ -235,10 +309,10 @@ class HordeStore:
             # belong to a writer that died mid-write.
             for tmp in self.paths.root.glob(".*.md.*.tmp"):
                 tmp.unlink(missing_ok=True)
-            self._write_projections(set(LEDGER_FILES))
+            self._write_projections(set(LEDGER_FILES), only_changed=True)
             self._skips_projected = len(self.state.skipped)
             self.paths.dirty_marker.unlink(missing_ok=True)
-        self._projected_once = True
+        self._projections_checked = True
 
     def _append_records(self, records: list[dict[str, Any]], run: str) -> None:
         ts = utc_now()
@@ -257,35 +331,48 @@ class HordeStore:
         self._write_projections(kinds)
         marker.unlink(missing_ok=True)
 
-    def _write_projections(self, kinds: set[str]) -> None:
+    def _write_projections(self, kinds: set[str], *, only_changed: bool = False) -> None:
+        """Regenerate the projections of `kinds`; with `only_changed`, leave the files that
+        already read right alone (a check of them all costs reads, not fsyncs)."""
         if "answers" in kinds or "findings" in kinds:
             # A withdrawal or an amended citation can change another run's ANSWER.md.
             for run_id in self.state.proposals:
-                self._write_answer(run_id)
+                self._write_answer(run_id, only_changed)
         for kind in sorted(kinds):
             if kind == "answers":
                 continue
-            atomic_write_text(
-                self.paths.projection(kind), self.state.render(kind), fsync=self.fsync_projections
-            )
+            self._put(self.paths.projection(kind), self.state.render(kind), only_changed)
 
-    def _write_answer(self, run: str) -> None:
+    def _write_answer(self, run: str, only_changed: bool) -> None:
         text = answers.render(self.state, run)
         if not text:
             return
         run_dir = self.paths.run_dir(run)
-        atomic_write_text(run_dir / "ANSWER.md", text)
+        self._put(run_dir / "ANSWER.md", text, only_changed, fsync=True)
         prop = answers.current(self.state, run)
         if prop is not None:
             archive = run_dir / "answers"
             archive.mkdir(exist_ok=True)
-            atomic_write_text(archive / f"round-{prop.round}-{prop.status}.md", text)
+            self._put(
+                archive / f"round-{prop.round}-{prop.status}.md", text, only_changed, fsync=True
+            )
+
+    def _put(self, path: Path, text: str, only_changed: bool, *, fsync: bool | None = None) -> None:
+        if only_changed:
+            try:
+                if path.read_bytes() == text.encode("utf-8"):
+                    return
+            except OSError:
+                pass
+        atomic_write_text(path, text, fsync=self.fsync_projections if fsync is None else fsync)
 
     def _reload(self) -> None:
         """Drop the in-memory fold and re-read from disk (after a failed append)."""
         self.state = LedgerState()
         self._ledger = JsonlTail(self.paths.ledger)
         self._reported_corrupt = 0
-        self._projected_once = False
+        self._projections_checked = False
+        self._checkpoint_tried = False
+        self.checkpoint_lines = 0
         repair_torn_tail(self.paths.ledger)
         self.refresh()
