@@ -308,3 +308,19 @@ def test_a_checkpoint_is_rewritten_only_after_enough_new_lines(tmp_path: Path) -
     cold.refresh()
     assert cold.checkpoint_lines == store._ledger.line_count
     assert_same_fold(cold.state, fresh_fold(root))
+
+
+def test_projections_vouched_for_before_a_reboot_are_compared_again(tmp_path: Path) -> None:
+    """A power loss can lose a projection's rename (and the marker), not the fsynced
+    ledger: after a reboot the first write of a fresh process compares them all again."""
+    root = tmp_path / ".horde"
+    prefill(root, 400)
+    vouched_checkpoint(root)
+    _header(root, lambda h: h.update(boot="another-boot"))
+    stale = (root / "IDEAS.md").read_text()
+    (root / "IDEAS.md").write_text(stale.replace("#1", "#one"))
+    cold = HordeStore(root, "member-1")
+    assert run_action(cold, {"action": "post", "text": "after the reboot"}, run=RUN).ok
+    assert cold.checkpoint_lines > 0
+    _, state = verify.fresh_state(root)
+    verify.assert_projections_fresh(root, state)

@@ -62,7 +62,17 @@ class Checkpoint:
     corrupt: list[CorruptLine]
     projected: bool
     """The saver had checked the projections against its fold (see `HordeStore`), so
-    every ledger line before `offset` is in them or covered by the `.projecting` marker."""
+    every ledger line before `offset` is in them or covered by the `.projecting` marker.
+    Only believed in the same boot: a power loss can undo a projection's rename (and the
+    marker, neither is fsynced with its directory), never the fsynced ledger."""
+
+
+def boot_id() -> str:
+    """This boot of the machine (Linux), or '' where unknown."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 @functools.cache
@@ -174,7 +184,8 @@ def load(paths: HordePaths) -> Checkpoint | None:
             return None
         if not all(isinstance(c, CorruptLine) for c in corrupt):
             return None
-        return Checkpoint(state, offset, int(header["lines"]), corrupt, header["projected"] is True)
+        vouched = header["projected"] is True and header.get("boot") == boot_id()
+        return Checkpoint(state, offset, int(header["lines"]), corrupt, vouched)
     except Exception:  # anything wrong with a cache means: fold the ledger instead
         return None
 
@@ -214,6 +225,7 @@ def save(paths: HordePaths, state: LedgerState, tail: JsonlTail, *, projected: b
                 "size": len(payload),
                 "crc": zlib.crc32(payload),
                 "projected": projected,
+                "boot": boot_id(),
             }
             head = MAGIC + b"\n" + json.dumps(header).encode() + b"\n"
             write_file(tmp, head + payload, os.O_TRUNC)
