@@ -114,7 +114,7 @@ def _dumps(obj: object) -> bytes:
     return buf.getvalue()
 
 
-def _loads(payload: bytes) -> object:
+def _loads(payload: memoryview) -> object:
     """Unpickle with the cyclic GC off: it would walk the growing heap again and again."""
     enabled = gc.isenabled()
     gc.disable()
@@ -169,7 +169,7 @@ def load(paths: HordePaths) -> Checkpoint | None:
         header = _header(data)
         if header is None:
             return None
-        payload = data.split(b"\n", 2)[2]
+        payload = memoryview(data)[data.index(b"\n", len(MAGIC) + 1) + 1 :]  # not a copy
         if len(payload) != header["size"] or zlib.crc32(payload) != header["crc"]:
             return None
         offset = int(header["offset"])
