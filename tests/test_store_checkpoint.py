@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -202,7 +203,11 @@ def _ledger_cut(root: Path, tmp: Path) -> None:
 def _not_a_state(root: Path, tmp: Path) -> None:
     store = HordeStore(root, "parent")
     store.refresh()
-    assert checkpoint.save(store.paths, {"seq": 1}, store._ledger, projected=True)  # type: ignore[arg-type]
+    folded_from = checkpoint.ledger_file(store.paths)
+    fake: Any = {"seq": 1}
+    assert checkpoint.save(
+        store.paths, fake, store._ledger, folded_from=folded_from, projected=True
+    )
 
 
 DAMAGE = [
@@ -324,3 +329,24 @@ def test_projections_vouched_for_before_a_reboot_are_compared_again(tmp_path: Pa
     assert cold.checkpoint_lines > 0
     _, state = verify.fresh_state(root)
     verify.assert_projections_fresh(root, state)
+
+
+def test_no_checkpoint_is_saved_for_a_ledger_replaced_since_it_was_folded(
+    tmp_path: Path,
+) -> None:
+    """A fold of the old file must not be saved as the checkpoint of the new one."""
+    root = tmp_path / ".horde"
+    prefill(root, 400)
+    store = HordeStore(root, "member-1")
+    store.refresh()
+    ledger = root / "ledger.jsonl"
+    data = ledger.read_bytes()
+    replacement = root / "ledger.new"
+    replacement.write_bytes(data.replace(b"in src/", b"in lib/"))
+    os.replace(replacement, ledger)
+    assert not store.save_checkpoint()
+    assert not HordePaths(root).checkpoint.exists()
+    cold = HordeStore(root, "member-2")
+    cold.refresh()
+    assert cold.checkpoint_lines == 0
+    assert_same_fold(cold.state, fresh_fold(root))

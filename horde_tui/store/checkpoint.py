@@ -60,6 +60,8 @@ class Checkpoint:
     offset: int
     line_count: int
     corrupt: list[CorruptLine]
+    ledger_file: tuple[int, int]
+    """(device, inode) of the ledger it was folded from."""
     projected: bool
     """The saver had checked the projections against its fold (see `HordeStore`), so
     every ledger line before `offset` is in them or covered by the `.projecting` marker.
@@ -185,15 +187,33 @@ def load(paths: HordePaths) -> Checkpoint | None:
         if not all(isinstance(c, CorruptLine) for c in corrupt):
             return None
         vouched = header["projected"] is True and header.get("boot") == boot_id()
-        return Checkpoint(state, offset, int(header["lines"]), corrupt, vouched)
+        ledger_file = (int(header["dev"]), int(header["ino"]))
+        return Checkpoint(state, offset, int(header["lines"]), corrupt, ledger_file, vouched)
     except Exception:  # anything wrong with a cache means: fold the ledger instead
         return None
 
 
-def save(paths: HordePaths, state: LedgerState, tail: JsonlTail, *, projected: bool) -> bool:
-    """Save `state`, folded up to `tail`, as the checkpoint; False if another process is
-    saving one now, or it could not be written (a checkpoint never fails a write)."""
-    if tail.offset <= 0:
+def ledger_file(paths: HordePaths) -> tuple[int, int] | None:
+    """(device, inode) of the ledger now, or None if there is none."""
+    try:
+        st = os.stat(paths.ledger)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def save(
+    paths: HordePaths,
+    state: LedgerState,
+    tail: JsonlTail,
+    *,
+    folded_from: tuple[int, int] | None,
+    projected: bool,
+) -> bool:
+    """Save `state`, folded up to `tail` from the ledger file `folded_from` (device,
+    inode), as the checkpoint; False if another process is saving one now, the ledger is
+    no longer that file, or it could not be written (a checkpoint never fails a write)."""
+    if tail.offset <= 0 or folded_from is None:
         return False
     tmp = paths.checkpoint.with_name(paths.checkpoint.name + ".tmp")
     try:
@@ -210,7 +230,7 @@ def save(paths: HordePaths, state: LedgerState, tail: JsonlTail, *, projected: b
         try:
             with open(paths.ledger, "rb") as fh:
                 st = os.fstat(fh.fileno())
-                if st.st_size < tail.offset:
+                if (st.st_dev, st.st_ino) != folded_from or st.st_size < tail.offset:
                     return False
                 mark = _mark(fh.fileno(), tail.offset)
             payload = _dumps((state, tail.corrupt))

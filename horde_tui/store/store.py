@@ -97,6 +97,9 @@ class HordeStore:
         """Ledger lines the fold started from: the checkpoint's, or 0 (folded from scratch)."""
         self._checkpoint_seen = 0
         """Ledger lines of the newest checkpoint this process knows of."""
+        self._ledger_file: tuple[int, int] | None = None
+        """(device, inode) of the ledger file this fold read: only a fold of the file that
+        is there now may be saved as its checkpoint."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -112,6 +115,8 @@ class HordeStore:
             if self._load_checkpoint():
                 kinds = {kind for kind in OP_KIND.values() if kind}
         kinds |= self.state.apply_all(self._ledger.read_new())
+        if self._ledger_file is None and self._ledger.offset > 0:
+            self._ledger_file = checkpoint.ledger_file(self.paths)
         while self._reported_corrupt < len(self._ledger.corrupt):
             bad = self._ledger.corrupt[self._reported_corrupt]
             self._reported_corrupt += 1
@@ -132,6 +137,7 @@ class HordeStore:
         self._ledger.corrupt = saved.corrupt
         self._reported_corrupt = len(saved.corrupt)  # saved after `refresh` reported them
         self.checkpoint_lines = self._checkpoint_seen = saved.line_count
+        self._ledger_file = saved.ledger_file
         if saved.projected:
             self._projections_checked = True
             self._skips_projected = len(saved.state.skipped)
@@ -142,7 +148,9 @@ class HordeStore:
         process is saving one or it could not be written."""
         self.refresh()
         vouched = self._projections_checked and len(self.state.skipped) == self._skips_projected
-        if not checkpoint.save(self.paths, self.state, self._ledger, projected=vouched):
+        if not checkpoint.save(
+            self.paths, self.state, self._ledger, folded_from=self._ledger_file, projected=vouched
+        ):
             return False
         self._checkpoint_seen = self._ledger.line_count
         return True
@@ -374,5 +382,6 @@ class HordeStore:
         self._projections_checked = False
         self._checkpoint_tried = False
         self.checkpoint_lines = 0
+        self._ledger_file = None
         repair_torn_tail(self.paths.ledger)
         self.refresh()
