@@ -12,8 +12,9 @@ folded from: the file reaches the offset, and a hash of its first 4 KB and of th
 before the offset matches. The payload carries a CRC. On any mismatch, or any error while
 unpickling, it is ignored and the ledger folded from scratch. (The ledger is append-only;
 a hand edit in its middle that keeps the file, and both hashed regions, is what goes
-unseen.) Like everything in `.horde/`, whoever can write it can run code in the processes
-that read it (pickle).
+unseen.) It is a pickle: whoever can write `.horde/` can make the processes that load it
+run code. `.horde/` is the horde's own directory, which the members' file tools refuse to
+write into (`HordePaths.top`).
 
 It is written atomically (a temp file renamed over it) by one process at a time (an
 `flock` on the temp file; a second writer skips), outside `.horde/.lock`, after a write
