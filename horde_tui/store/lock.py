@@ -23,13 +23,12 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from horde_tui.store.paths import HordePaths
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
-MEANWHILE_EVERY_S = 0.01
 
 
 class LockTimeoutError(RuntimeError):
@@ -87,17 +86,10 @@ class _BlockingWait:
                 os.close(self._fd)
             self._done.set()
 
-    def taken(self, timeout: float, meanwhile: Callable[[], object] | None) -> bool:
-        """Wait up to `timeout`, calling `meanwhile` every `MEANWHILE_EVERY_S` until the
-        lock comes; True if it is now held through `fd`."""
-        deadline = time.monotonic() + timeout
-        step = timeout if meanwhile is None else MEANWHILE_EVERY_S
+    def taken(self, timeout: float) -> bool:
+        """Wait up to `timeout`; True if the lock is now held through `fd`."""
         try:
-            while not self._done.wait(min(step, max(0.0, deadline - time.monotonic()))):
-                if time.monotonic() >= deadline:
-                    break
-                if meanwhile is not None:
-                    meanwhile()
+            self._done.wait(timeout)
         except BaseException:  # e.g. KeyboardInterrupt: never keep a lock nobody will release
             if self._abandon():
                 os.close(self._fd)
@@ -118,7 +110,7 @@ class _BlockingWait:
             return False
 
 
-def _acquire(path: str, timeout: float, meanwhile: Callable[[], object] | None) -> int | None:
+def _acquire(path: str, timeout: float) -> int | None:
     """A descriptor of `path` holding its exclusive `flock`, or None after `timeout`.
 
     Every attempt opens its own descriptor: `flock` belongs to the open file, so an
@@ -136,20 +128,15 @@ def _acquire(path: str, timeout: float, meanwhile: Callable[[], object] | None) 
     if timeout <= 0:
         os.close(fd)
         return None
-    return fd if _BlockingWait(fd).taken(timeout, meanwhile) else None
+    return fd if _BlockingWait(fd).taken(timeout) else None
 
 
 class HordeLock:
     """A reusable handle on `.horde/.lock` for one process (re-entrant in one thread)."""
 
-    def __init__(
-        self, paths: HordePaths, actor: str, meanwhile: Callable[[], object] | None = None
-    ) -> None:
+    def __init__(self, paths: HordePaths, actor: str) -> None:
         self._paths = paths
         self._actor = actor
-        self._meanwhile = meanwhile
-        """Called every `MEANWHILE_EVERY_S` while waiting (the store folds what the holder
-        appends, so little is left to fold once the lock is ours)."""
         self._owner: int | None = None
         """The thread holding the lock through this handle, if any."""
 
@@ -161,7 +148,7 @@ class HordeLock:
             return
         wait = lock_timeout_s() if timeout is None else timeout
         asked = time.perf_counter()
-        fd = _acquire(str(self._paths.lock), wait, self._meanwhile)
+        fd = _acquire(str(self._paths.lock), wait)
         if fd is None:
             raise LockTimeoutError(self._timeout_message(wait))
         got = time.perf_counter()

@@ -83,7 +83,7 @@ class HordeStore:
         self.actor = actor
         self.state = LedgerState()
         self.fsync_projections = fsync_projections
-        self._lock = HordeLock(self.paths, actor, meanwhile=self._fold_ahead)
+        self._lock = HordeLock(self.paths, actor)
         self._ledger = JsonlTail(self.paths.ledger)
         self._reported_corrupt = 0
         self._events: dict[str, EventLog] = {}
@@ -297,17 +297,6 @@ class HordeStore:
                 self.state.render(kind)
         yield
         self._checkpoint_if_due()
-
-    def _fold_ahead(self) -> None:
-        """While waiting for the lock, fold what the holders append (ledger and the open
-        event logs): what is left to fold under the lock is then what came in the last
-        `MEANWHILE_EVERY_S`, not eleven other writers' records."""
-        try:
-            self.refresh()
-            for log in self._events.values():
-                log.catch_up()
-        except OSError:
-            pass  # an optimisation only: the catch-up under the lock reports real errors
 
     def _catch_up_locked(self) -> None:
         repair_torn_tail(self.paths.ledger)
