@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import resource
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -98,3 +100,65 @@ def test_lock_timeout_error_without_a_holder_note(root: Path) -> None:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=20)
+
+
+def _voluntary_switches() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+
+
+def test_a_waiter_sleeps_in_the_kernel_instead_of_polling(root: Path) -> None:
+    """Polling every few ms wakes the waiter hundreds of times a second (and hands the lock
+    over late and unfairly); a blocking `flock` sleeps until the kernel hands it over."""
+    holder = start_holder(root, "member-5")
+    try:
+        lock = HordeLock(HordeStore(root, "member-1").paths, "member-1")
+        before = _voluntary_switches()
+        with pytest.raises(LockTimeoutError), lock.held(timeout=1.0):
+            pass
+        woke = _voluntary_switches() - before
+        assert woke < 40, f"the waiter woke {woke} times in one second: it polls"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=20)
+
+
+def test_a_blocked_waiter_takes_the_lock_at_once_when_the_holder_is_killed(root: Path) -> None:
+    holder = start_holder(root, "member-6")
+    lock = HordeLock(HordeStore(root, "member-1").paths, "member-1")
+    took: list[float] = []
+
+    def wait_for_it() -> None:
+        with lock.held(timeout=30):
+            took.append(time.monotonic())
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    time.sleep(0.3)  # the waiter is blocked by now
+    assert not took
+    killed = time.monotonic()
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=20)
+    waiter.join(timeout=30)
+    assert took, "the waiter never took the lock of a killed holder"
+    assert took[0] - killed < 5
+
+
+def test_a_timed_out_waiter_leaves_no_claim_on_the_lock(root: Path) -> None:
+    """A wait that gave up must not take the lock later behind the caller's back."""
+    holder = start_holder(root, "member-7")
+    lock = HordeLock(HordeStore(root, "member-1").paths, "member-1")
+    with pytest.raises(LockTimeoutError, match=r"actor=member-7"), lock.held(timeout=0.2):
+        pass
+    assert holder.stdin is not None
+    holder.stdin.close()
+    holder.wait(timeout=20)
+    other = start_holder(root, "member-8")  # another process takes it after the release
+    try:
+        assert other.poll() is None
+    finally:
+        assert other.stdin is not None
+        other.stdin.close()
+        other.wait(timeout=20)
+    with lock.held(timeout=5):
+        assert "actor=member-1" in (root / ".lock.holder").read_text()

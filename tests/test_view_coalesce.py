@@ -70,6 +70,8 @@ def test_the_filter_drops_lock_and_temp_files():
     assert not f(Change.modified, "/w/.horde/.lock")
     assert not f(Change.modified, "/w/.horde/.lock.holder")
     assert not f(Change.added, "/w/.horde/.IDEAS.md.123.tmp")
+    assert not f(Change.modified, "/w/.horde/.ledger.checkpoint")
+    assert not f(Change.added, "/w/.horde/.ledger.checkpoint.tmp")
 
 
 async def test_watch_dir_sees_a_write_and_stops_promptly(tmp_path):

@@ -89,6 +89,11 @@ class HordePaths:
         return self.root / ".projecting"
 
     @property
+    def checkpoint(self) -> Path:
+        """The folded ledger up to some line, so a fresh process need not fold it all."""
+        return self.root / ".ledger.checkpoint"
+
+    @property
     def runs(self) -> Path:
         return self.root / "runs"
 

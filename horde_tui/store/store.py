@@ -2,6 +2,9 @@
 
 A write is a transaction under `.horde/.lock`:
 
+0. (before taking the lock) fold what was appended to `ledger.jsonl` and the run's
+   `events.jsonl` since this process last looked: a fresh process starts from the
+   checkpoint of the fold (`checkpoint`), so the lock is never held for a whole fold;
 1. settle a torn tail left by a crashed writer (cut, kept aside in `<file>.torn` and
    reported as a `torn-tail` event in the run), then read only the bytes appended to
    `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
@@ -9,7 +12,8 @@ A write is a transaction under `.horde/.lock`:
 3. ask the action's decision function (pure, over the folded state) what to write;
 4. record the intent event, append the ledger records with one `write` + `fsync`, fold
    them, regenerate the affected markdown projections atomically;
-5. record the outcome event (fsync) and release.
+5. record the outcome event (fsync) and release;
+6. (after the release) save a new checkpoint if one is due.
 
 The acknowledgement point is step 5: once the caller has a receipt, the records are on
 disk. A crash anywhere earlier loses only the unacknowledged write. The ledger records
@@ -25,12 +29,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.store import identity
+from horde_tui.store import checkpoint, identity
 from horde_tui.store.events import ERROR_OUTCOME, EventLog
 from horde_tui.store.jsonl import (
     TORN,
@@ -45,7 +50,7 @@ from horde_tui.store.jsonl import (
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
-from horde_tui.store.state import LedgerState
+from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
 
@@ -99,20 +104,38 @@ class HordeStore:
         self._ledger = JsonlTail(self.paths.ledger)
         self._reported_corrupt = 0
         self._events: dict[str, EventLog] = {}
-        self._projected_once = False
+        self._projections_checked = False
+        """The projections on disk were seen to match this process's fold (its first write
+        compares them), or the checkpoint it started from vouches for them."""
         self._skips_projected = 0
         """How many `state.skipped` lines the last full re-projection listed."""
         self._repairs: list[TailRepair] = []
         """Cuts of the ledger's torn tail not yet reported in a run's events."""
+        self._checkpoint_tried = False
+        self.checkpoint_lines = 0
+        """Ledger lines the fold started from: the checkpoint's, or 0 (folded from scratch)."""
+        self._checkpoint_seen = 0
+        """Ledger lines of the newest checkpoint this process knows of."""
+        self._ledger_file: tuple[int, int] | None = None
+        """(device, inode) of the ledger file this fold read: only a fold of the file that
+        is there now may be saved as its checkpoint."""
 
     # -- reading ---------------------------------------------------------------
 
     def refresh(self) -> set[str]:
         """Fold what was appended since the last look; return the kinds that changed.
 
-        Safe without the lock: a torn tail (a writer mid-append) is left unread.
+        Safe without the lock: a torn tail (a writer mid-append) is left unread. The
+        first call starts from the checkpoint if there is a good one.
         """
-        kinds = self.state.apply_all(self._ledger.read_new())
+        kinds: set[str] = set()
+        if not self._checkpoint_tried:
+            self._checkpoint_tried = True
+            if self._load_checkpoint():
+                kinds = {kind for kind in OP_KIND.values() if kind}
+        kinds |= self.state.apply_all(self._ledger.read_new())
+        if self._ledger_file is None and self._ledger.offset > 0:
+            self._ledger_file = checkpoint.ledger_file(self.paths)
         while self._reported_corrupt < len(self._ledger.corrupt):
             bad = self._ledger.corrupt[self._reported_corrupt]
             self._reported_corrupt += 1
@@ -123,6 +146,45 @@ class HordeStore:
             )
             kinds.update(LEDGER_FILES)
         return kinds
+
+    def _load_checkpoint(self) -> bool:
+        """Start from the checkpoint of the fold, if it is good for this ledger."""
+        saved = checkpoint.load(self.paths)
+        if saved is None:
+            return False
+        self.state = saved.state
+        self._ledger.offset, self._ledger.line_count = saved.offset, saved.line_count
+        self._ledger.corrupt = saved.corrupt
+        self._reported_corrupt = len(saved.corrupt)  # saved after `refresh` reported them
+        self.checkpoint_lines = self._checkpoint_seen = saved.line_count
+        self._ledger_file = saved.ledger_file
+        if saved.projected:
+            self._projections_checked = True
+            self._skips_projected = len(saved.state.skipped)
+        return True
+
+    def save_checkpoint(self) -> bool:
+        """Fold what was appended, then save the fold as the checkpoint; False if another
+        process is saving one or it could not be written."""
+        self.refresh()
+        vouched = self._projections_checked and len(self.state.skipped) == self._skips_projected
+        if not checkpoint.save(
+            self.paths, self.state, self._ledger, folded_from=self._ledger_file, projected=vouched
+        ):
+            return False
+        self._checkpoint_seen = self._ledger.line_count
+        return True
+
+    def _checkpoint_if_due(self) -> None:
+        """Save a checkpoint once the fold is `EVERY_LINES` past the newest one (after a
+        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first."""
+        if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
+            return
+        self._checkpoint_seen = max(self._checkpoint_seen, checkpoint.saved_lines(self.paths))
+        if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
+            return
+        self._checkpoint_seen = self._ledger.line_count
+        self.save_checkpoint()
 
     @property
     def corrupt_lines(self) -> list[int]:
@@ -148,7 +210,7 @@ class HordeStore:
         if self.run_exists(run) and run in self.state.runs:
             return
         self.paths.ensure()
-        with self._lock.held():
+        with self._around_the_lock(None), self._lock.held():
             self._catch_up_locked()
             self._create_run_locked(run, task)
             if self._repairs:
@@ -187,7 +249,7 @@ class HordeStore:
             self.paths.ensure()
         except OSError as exc:
             return Receipt(False, None, not_recorded(exc))
-        with self._lock.held():
+        with self._around_the_lock(run), self._lock.held():
             try:
                 self._catch_up_locked()
                 if not self.run_exists(run) or run not in self.state.runs:
@@ -274,16 +336,36 @@ class HordeStore:
 
     # -- internals -----------------------------------------------------------------
 
+    @contextmanager
+    def _around_the_lock(self, run: str | None) -> Iterator[None]:
+        """The work of a write that needs no lock, done before and after it.
+
+        Before: fold what was appended to the ledger (a fresh process starts from the
+        checkpoint) and to the run's events, and render the projections a first write
+        compares; under the lock only the few bytes appended since are left. After the
+        release: save a checkpoint if one is due.
+        """
+        self.refresh()
+        if run is not None:
+            self.events(run)
+        if not self._projections_checked:
+            for kind in RENDERERS:
+                self.state.render(kind)
+        yield
+        self._checkpoint_if_due()
+
     def _catch_up_locked(self) -> None:
         self._note_repair(repair_torn_tail(self.paths.ledger))
         self.refresh()
-        # Records other writers appended were projected by them. Re-project only on this
-        # process's first write, when a writer died between its append and its
-        # projections (the marker it leaves says so), or when this process met ledger lines
-        # it had to skip: every projection lists them, and the writers that projected the
-        # surrounding records may never have read them (a line added by hand).
+        # Records other writers appended were projected by them. Compare every projection
+        # with the fold (rewriting those that differ) only when a writer died between its
+        # append and its projections (the marker it leaves says so), when this process met
+        # ledger lines it had to skip (every projection lists them, and the writers that
+        # projected the surrounding records may never have read them: a line added by
+        # hand), or on this process's first write, unless the checkpoint it started from
+        # vouches for the projections.
         if (
-            not self._projected_once
+            not self._projections_checked
             or len(self.state.skipped) != self._skips_projected
             or self.paths.dirty_marker.exists()
         ):
@@ -291,10 +373,10 @@ class HordeStore:
             # belong to a writer that died mid-write.
             for tmp in self.paths.root.glob(".*.md.*.tmp"):
                 tmp.unlink(missing_ok=True)
-            self._write_projections(set(LEDGER_FILES))
+            self._write_projections(set(LEDGER_FILES), only_changed=True)
             self._skips_projected = len(self.state.skipped)
             self.paths.dirty_marker.unlink(missing_ok=True)
-        self._projected_once = True
+        self._projections_checked = True
 
     def _note_repair(self, repair: TailRepair) -> None:
         if repair.cut:
@@ -360,29 +442,40 @@ class HordeStore:
             )
         return note
 
-    def _write_projections(self, kinds: set[str]) -> None:
+    def _write_projections(self, kinds: set[str], *, only_changed: bool = False) -> None:
+        """Regenerate the projections of `kinds`; with `only_changed`, leave the files that
+        already read right alone (a check of them all costs reads, not fsyncs)."""
         if "answers" in kinds or "findings" in kinds:
             # A withdrawal or an amended citation can change another run's ANSWER.md.
             for run_id in self.state.proposals:
-                self._write_answer(run_id)
+                self._write_answer(run_id, only_changed)
         for kind in sorted(kinds):
             if kind == "answers":
                 continue
-            atomic_write_text(
-                self.paths.projection(kind), self.state.render(kind), fsync=self.fsync_projections
-            )
+            self._put(self.paths.projection(kind), self.state.render(kind), only_changed)
 
-    def _write_answer(self, run: str) -> None:
+    def _write_answer(self, run: str, only_changed: bool) -> None:
         text = answers.render(self.state, run)
         if not text:
             return
         run_dir = self.paths.run_dir(run)
-        atomic_write_text(run_dir / "ANSWER.md", text)
+        self._put(run_dir / "ANSWER.md", text, only_changed, fsync=True)
         prop = answers.current(self.state, run)
         if prop is not None:
             archive = run_dir / "answers"
             archive.mkdir(exist_ok=True)
-            atomic_write_text(archive / f"round-{prop.round}-{prop.status}.md", text)
+            self._put(
+                archive / f"round-{prop.round}-{prop.status}.md", text, only_changed, fsync=True
+            )
+
+    def _put(self, path: Path, text: str, only_changed: bool, *, fsync: bool | None = None) -> None:
+        if only_changed:
+            try:
+                if path.read_bytes() == text.encode("utf-8"):
+                    return
+            except OSError:
+                pass
+        atomic_write_text(path, text, fsync=self.fsync_projections if fsync is None else fsync)
 
 
 def why(exc: OSError) -> str:

@@ -2,7 +2,7 @@
 
     python lock_holder.py HORDE_DIR ACTOR
 
-Takes the lock through `HordeLock` (filelock plus the `.lock.holder` note), prints
+Takes the lock through `HordeLock` (an `flock` plus the `.lock.holder` note), prints
 `locked` on stdout, then blocks reading stdin; the test closes stdin to release.
 """
 
