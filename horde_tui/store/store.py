@@ -49,7 +49,7 @@ from horde_tui.store.jsonl import (
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
-from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
+from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, fsync_dir
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
@@ -449,10 +449,17 @@ class HordeStore:
             # A withdrawal or an amended citation can change another run's ANSWER.md.
             for run_id in self.state.proposals:
                 self._write_answer(run_id, only_changed)
+        renamed = False
         for kind in sorted(kinds):
             if kind == "answers":
                 continue
-            self._put(self.paths.projection(kind), self.state.render(kind), only_changed)
+            path = self.paths.projection(kind)
+            renamed |= self._put(path, self.state.render(kind), only_changed, sync_dir=False)
+        if renamed and self.fsync_projections:
+            # One sync of `.horde/` for all of this write's renames, before the caller drops
+            # the `.projecting` marker: a power loss cannot keep the marker's removal and
+            # lose a rename.
+            fsync_dir(self.paths.root)
 
     def _write_answer(self, run: str, only_changed: bool) -> None:
         text = answers.render(self.state, run)
@@ -468,14 +475,25 @@ class HordeStore:
                 archive / f"round-{prop.round}-{prop.status}.md", text, only_changed, fsync=True
             )
 
-    def _put(self, path: Path, text: str, only_changed: bool, *, fsync: bool | None = None) -> None:
+    def _put(
+        self,
+        path: Path,
+        text: str,
+        only_changed: bool,
+        *,
+        fsync: bool | None = None,
+        sync_dir: bool | None = None,
+    ) -> bool:
+        """Write one projection file; False when `only_changed` found it already right."""
         if only_changed:
             try:
                 if path.read_bytes() == text.encode("utf-8"):
-                    return
+                    return False
             except OSError:
                 pass
-        atomic_write_text(path, text, fsync=self.fsync_projections if fsync is None else fsync)
+        fsync = self.fsync_projections if fsync is None else fsync
+        atomic_write_text(path, text, fsync=fsync, sync_dir=sync_dir)
+        return True
 
 
 def why(exc: OSError) -> str:

@@ -71,12 +71,14 @@ def install_crash(mode: str, at: int) -> None:
                 return
         real_append(path, data, fsync=fsync)
 
-    def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
+    def atomic_write_text(
+        path: Path, text: str, *, fsync: bool = True, sync_dir: bool | None = None
+    ) -> None:
         if armed and mode == "mid-projection":
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             tmp.write_text(text[: len(text) // 2], encoding="utf-8")
             die()
-        real_atomic(path, text, fsync=fsync)
+        real_atomic(path, text, fsync=fsync, sync_dir=sync_dir)
 
     store_module.append_bytes = append_bytes  # type: ignore[assignment]
     store_module.atomic_write_text = atomic_write_text  # type: ignore[assignment]
