@@ -187,7 +187,10 @@ def cmd_app(args: argparse.Namespace) -> int:
     return open_app(no_mouse=getattr(args, "no_mouse", False))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
+    """The whole command line, or with `tool_only` just `tool` and `schema`: the other
+    commands' options come from `runcli`, whose settings import (pydantic models, asyncio)
+    costs a cold `horde-tui tool` call about 200 ms it does not need."""
     parser = argparse.ArgumentParser(
         prog="horde-tui",
         description="Run a small swarm of LLM agents that coordinate through .horde/ ledgers.",
@@ -210,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the `horde` tool definition as JSON")
     schema.set_defaults(func=cmd_schema)
+    if tool_only:
+        return parser
 
     from horde_tui.runcli import add_commands
 
@@ -244,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         # The gateway has its own parser: it gets every word as typed. Through this
         # parser's REMAINDER, parse_known_args split `--port P` from its value.
         return cmd_gateway(argparse.Namespace(gateway_args=words[1:]))
-    parser = build_parser()
+    parser = build_parser(tool_only=words[:1] == ["tool"])
     # key=value fields may follow options (`tool finding --json '{}' text=...`), which a
     # plain nargs="*" positional does not accept, so collect the leftovers here.
     args, extra = parser.parse_known_args(argv)
