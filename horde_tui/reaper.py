@@ -41,6 +41,8 @@ class Proc:
     state: str
     """`R`, `S`, `D`..., `T` stopped, `Z` zombie."""
     session: int
+    group: int = 0
+    """Its process group (a member's command leads one of its own)."""
 
 
 def processes() -> list[Proc]:
@@ -59,7 +61,7 @@ def processes() -> list[Proc]:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         if fields[0] not in ("Z", "X"):
-            found.append(Proc(int(entry), fields[0], int(fields[3])))
+            found.append(Proc(int(entry), fields[0], int(fields[3]), int(fields[2])))
     return found
 
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from horde_tui import reaper
 from horde_tui.member.refusal import refusal_reason
 from horde_tui.member.sandbox import (
     NEVER_PASSED,
@@ -372,21 +373,9 @@ def _has_running_member(pgid: int) -> bool:
     would make every timeout wait out the whole kill grace. /proc tells them apart on
     Linux; elsewhere the group counts as alive.
     """
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    if not os.path.isdir("/proc"):
         return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        state, _ppid, group = stat.rsplit(")", 1)[1].split()[:3]
-        if int(group) == pgid and state not in ("Z", "X"):
-            return True
-    return False
+    return any(p.group == pgid for p in reaper.processes())
 
 
 def _result(
