@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -289,3 +291,35 @@ def test_home_is_private_also_when_the_project_lies_in_it(tmp_path: Path) -> Non
     assert pairs.index(("--tmpfs", str(home))) < pairs.index(("--bind", str(home / "proj")))
     inside = bwrap_argv(["true"], home, SandboxPolicy(mode="bwrap"), str(home / "proj"))
     assert "--tmpfs" not in [a for a, b in itertools.pairwise(inside) if b == str(home / "proj")]
+
+
+@needs_bwrap
+def test_tools_installed_under_tmp_stay_usable_and_the_rest_of_tmp_private(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PATH entry (a virtual environment, as CI's) under `/tmp` is bound back read-only
+    over the private `/tmp`; its neighbours stay out of sight. Found in CI, whose venv lives
+    under `/tmp`: `horde-tui tool` inside the sandbox had no interpreter."""
+    from horde_tui.member import sandbox
+
+    toolbox = Path(tempfile.mkdtemp(prefix="horde-toolbox-", dir="/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="horde-neighbour-", dir="/tmp"))
+    try:
+        (toolbox / "bin").mkdir()
+        hello = toolbox / "bin" / "hello-horde"
+        hello.write_text("#!/bin/sh\necho hello-from-the-toolbox\n")
+        hello.chmod(0o755)
+        (other / "note.txt").write_text("neighbour-SECRET\n")
+        path = f"{toolbox / 'bin'}{os.pathsep}{os.environ['PATH']}"
+        monkeypatch.setenv("PATH", path)
+        sandbox._passthrough.cache_clear()
+        tools = _tools(work, PATH=path)
+        _sandboxed(tools)
+        ran = tools.bash(f"hello-horde; touch {toolbox}/x; cat {other}/note.txt")
+        assert "hello-from-the-toolbox" in ran.text, ran.text
+        assert "Read-only file system" in ran.text, ran.text
+        assert "neighbour-SECRET" not in ran.text and "No such file" in ran.text, ran.text
+    finally:
+        sandbox._passthrough.cache_clear()
+        shutil.rmtree(toolbox, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)

@@ -162,13 +162,16 @@ def bwrap_argv(
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     cwd = Path(os.path.realpath(cwd))
-    layers: list[tuple[Path, list[str]]] = [(Path("/tmp"), ["--tmpfs", "/tmp"])]
+    tmp = Path(os.path.realpath("/tmp"))
+    layers: list[tuple[Path, list[str]]] = [
+        (tmp, ["--tmpfs", str(tmp), *_passthrough(tmp, cwd, config=False)])
+    ]
     home_dir = Path(os.path.realpath(home)) if home else None
     private_home = (
         home_dir is not None and home_dir.is_dir() and not _within(home_dir, cwd, strict=False)
     )
     if home_dir is not None and private_home:
-        passthrough = _home_passthrough(home_dir, cwd)  # cached: PATH does not change
+        passthrough = _passthrough(home_dir, cwd, config=True)  # cached: PATH does not change
         layers.append((home_dir, ["--tmpfs", str(home_dir), *passthrough]))
     layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
     for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
@@ -182,29 +185,35 @@ def bwrap_argv(
 
 
 @functools.lru_cache(maxsize=8)
-def _home_passthrough(home: Path, cwd: Path) -> list[str]:
-    """Read-only binds that keep the user's toolchains working under a private home:
-    the top directory of every PATH entry and of this interpreter that lies in the home
-    (`~/.pyenv`, `~/.cargo`, `~/.local`), and git's identity; credential files in them
-    stay masked."""
-    tops: set[Path] = set()
+def _passthrough(private: Path, cwd: Path, *, config: bool) -> list[str]:
+    """Read-only binds that keep the user's toolchains working under a private home or
+    `/tmp`: the top directory under `private` of every PATH entry, of this interpreter and
+    of horde-tui itself (`~/.pyenv`, `~/.cargo`, a virtual environment under `/tmp`), so
+    `python`, `git` and `horde-tui tool` reads still run; credential files in them stay
+    masked. A top that holds the working directory is not bound whole: only the entry
+    itself is. With `config`, git's identity too."""
+    binds: set[Path] = set()
     candidates = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
-    candidates.append(os.path.realpath(sys.executable))
+    candidates += [os.path.realpath(sys.executable), str(Path(__file__).parents[2])]
     for entry in candidates:
         real = Path(os.path.realpath(entry)) if entry else None
-        if real is not None and _within(real, home, strict=True) and real.exists():
-            top = home / real.relative_to(home).parts[0]
-            if not _within(cwd, top, strict=False) and not _within(top, cwd, strict=False):
-                tops.add(top)
+        if real is None or not _within(real, private, strict=True) or not real.exists():
+            continue
+        top = private / real.relative_to(private).parts[0]
+        if not _within(cwd, top, strict=False) and not _within(top, cwd, strict=False):
+            binds.add(top)
+        elif not _within(real, cwd, strict=False) and not _within(cwd, real, strict=False):
+            binds.add(real)
     args: list[str] = []
-    for top in sorted(tops):
-        args += ["--ro-bind", str(top), str(top)]
+    for bind in _outermost(binds):
+        args += ["--ro-bind", str(bind), str(bind)]
         for name in _HOME_CREDENTIALS:
-            if (top / name).is_file():
-                args += ["--ro-bind", "/dev/null", str(top / name)]
-    for name in _HOME_CONFIG:
-        if (home / name).is_file():
-            args += ["--ro-bind", str(home / name), str(home / name)]
+            if (bind / name).is_file():
+                args += ["--ro-bind", "/dev/null", str(bind / name)]
+    if config:
+        for name in _HOME_CONFIG:
+            if (private / name).is_file():
+                args += ["--ro-bind", str(private / name), str(private / name)]
     return args
 
 
