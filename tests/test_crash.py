@@ -80,7 +80,7 @@ def test_twelve_writers_killed_at_random_and_retried(tmp_path: Path) -> None:
     12 writers, random SIGKILLs, each killed writer restarted to retry its first
     unacknowledged write with the same requestId; `killtrial.judge` asserts every
     acknowledged write present exactly once and nothing written twice."""
-    figures = killtrial.run(tmp_path, writers=12, writes=8, kills=6, seed=20261201)
+    figures = killtrial.run(tmp_path, writers=12, writes=8, kills=6, seed=20261201, pace_ms=250)
     print(f"\nkill trial: {figures.line()}")
     assert figures.kills == 6 and figures.retries == 6
     assert figures.writes == 12 * 8

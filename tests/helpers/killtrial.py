@@ -67,8 +67,11 @@ class Figures:
         )
 
 
-def _start(root: Path, n: int, writes: int, acks: Path, resume: bool) -> subprocess.Popen:
+def _start(
+    root: Path, n: int, writes: int, acks: Path, resume: bool, pace_ms: int = 0
+) -> subprocess.Popen:
     cmd = [sys.executable, str(WRITER), str(root), f"member-{n}", f"k{n}", str(writes), str(acks)]
+    cmd += ["--pace-ms", str(pace_ms)]
     env = {**os.environ, "HORDE_LOCK_TIMEOUT_S": "60"}
     return subprocess.Popen(
         [*cmd, "--no-fsync-projections", *(["--resume"] if resume else [])],
@@ -88,14 +91,19 @@ def run(
     seed: int = 20261201,
     gap_s: tuple[float, float] = (0.02, 0.25),
     timeout_s: float = 300.0,
+    pace_ms: int = 0,
 ) -> Figures:
-    """Run the trial in `work` and judge it; return the figures (asserts on a failure)."""
+    """Run the trial in `work` and judge it; return the figures (asserts on a failure).
+
+    `pace_ms` spaces each writer's writes, so a small trial's writers are still writing
+    when the kills come: unpaced, on an idle machine, 12 writers finish 8 writes each
+    before the first kill is due."""
     rng = random.Random(seed)
     root = work / ".horde"
     HordeStore(root, "parent").ensure_run("r1")
     figures = Figures(writers=writers)
     acks = {n: work / f"acks-{n}.jsonl" for n in range(1, writers + 1)}
-    procs = {n: _start(root, n, writes, acks[n], False) for n in acks}
+    procs = {n: _start(root, n, writes, acks[n], False, pace_ms) for n in acks}
     at_start = dict.fromkeys(acks, 0)
     started = time.monotonic()
     deadline = started + timeout_s
@@ -123,7 +131,7 @@ def run(
                     figures.kills += 1
                     figures.retries += 1
                     at_start[n] = _acked(acks[n])
-                    procs[n] = _start(root, n, writes, acks[n], True)
+                    procs[n] = _start(root, n, writes, acks[n], True, pace_ms)
                 else:
                     assert proc.returncode == 0, f"member-{n} exited {proc.returncode}"
                     del procs[n]

@@ -1,6 +1,7 @@
 """A horde member that writes a mix of actions through `run_action`, for stress and crash tests.
 
     python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--no-fsync-projections] [--resume]
+                     [--pace-ms N]
                      [--crash torn|torn-batch|after-append|mid-projection --crash-at K]
 
 Each unit of six writes is: idea, claim it, post, fact, finding under the idea, done.
@@ -30,6 +31,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +135,7 @@ def main() -> int:
     ap.add_argument("--crash", choices=["torn", "torn-batch", "after-append", "mid-projection"])
     ap.add_argument("--crash-at", type=int, default=1)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--pace-ms", type=int, default=0, help="sleep after each acknowledged write")
     args = ap.parse_args()
     if args.crash:
         install_crash(args.crash, args.crash_at)
@@ -165,6 +168,8 @@ def main() -> int:
             os.write(ack_fd, (json.dumps(ack) + "\n").encode())
             os.fsync(ack_fd)
             written += 1
+            if args.pace_ms:
+                time.sleep(args.pace_ms / 1000)
         unit, start, idea_id = unit + 1, 0, None
     os.close(ack_fd)
     return 0
