@@ -24,45 +24,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
+
+from horde_tui.procfs import Stat, environ, processes
 
 _POLL_S = 0.05
 _KILL_ROUNDS_S = 2.0
 """How long SIGKILL is repeated on a session: a process forked between a scan and the
 signal is found by the next scan."""
-
-
-@dataclass(frozen=True)
-class Proc:
-    """One process as /proc/PID/stat shows it."""
-
-    pid: int
-    state: str
-    """`R`, `S`, `D`..., `T` stopped, `Z` zombie."""
-    session: int
-    group: int = 0
-    """Its process group (a member's command leads one of its own)."""
-
-
-def processes() -> list[Proc]:
-    """Every process on the machine, zombies excepted (empty without /proc)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path("/proc", entry, "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] not in ("Z", "X"):
-            found.append(Proc(int(entry), fields[0], int(fields[3]), int(fields[2])))
-    return found
 
 
 def session_pids(sid: int, spare: int | None = None) -> list[int]:
@@ -100,22 +68,13 @@ def end_session(sid: int, grace_s: float = 0.0, spare: int | None = None) -> int
     return len(pids)
 
 
-def _environ(pid: int) -> dict[str, str]:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
-
-
-def run_members(run: str, parent_pid: int) -> list[Proc]:
+def run_members(run: str, parent_pid: int) -> list[Stat]:
     """The session leaders that supervisor `parent_pid` started for `run`: members (and
     helpers), known by the `HORDE_RUN` and `HORDE_PARENT_PID` it gave them."""
     leaders = [p for p in processes() if p.session == p.pid and p.pid != os.getpid()]
     found = []
     for proc in leaders:
-        env = _environ(proc.pid)
+        env = environ(proc.pid)
         if env.get("HORDE_RUN") == run and env.get("HORDE_PARENT_PID") == str(parent_pid):
             found.append(proc)
     return found

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from polling import wait_until
 
+from horde_tui import procfs
 from horde_tui.store import identity
 
 FAKE_SUPERVISOR = Path(__file__).parent / "helpers" / "fake_supervisor.py"
@@ -216,7 +217,7 @@ def test_start_time_tells_a_reused_pid_apart(tmp_path: Path) -> None:
     try:
         me = identity.proc_of(proc.pid)
         assert me.start is not None and identity.alive(me)
-        assert identity._stat(proc.pid)[0] == os.getpid()  # type: ignore[index]
+        assert procfs.stat(proc.pid).ppid == os.getpid()  # type: ignore[union-attr]
         assert not identity.alive(identity.Proc(proc.pid, me.start + 1))
     finally:
         proc.kill()
@@ -226,6 +227,7 @@ def test_start_time_tells_a_reused_pid_apart(tmp_path: Path) -> None:
 
 ADOPTER = r"""
 import json, os, subprocess, sys
+from horde_tui import procfs
 from horde_tui.store import identity
 
 adopted = identity.adopt_orphans()
@@ -233,7 +235,7 @@ adopted = identity.adopt_orphans()
 out = subprocess.run(["sh", "-c", "setsid sleep 60 > /dev/null 2>&1 & echo $!"],
                      capture_output=True, text=True).stdout
 job = int(out)
-parent = identity._stat(job)[0]
+parent = procfs.stat(job).ppid
 ended = identity.end_adopted(grace_s=0.5)
 print(json.dumps({"adopted": adopted, "job": job, "parent": parent, "ended": ended,
                   "me": os.getpid()}))

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui import reaper
+from horde_tui import procfs
 from horde_tui.member.refusal import refusal_reason
 from horde_tui.member.sandbox import (
     NEVER_PASSED,
@@ -373,9 +373,9 @@ def _has_running_member(pgid: int) -> bool:
     would make every timeout wait out the whole kill grace. /proc tells them apart on
     Linux; elsewhere the group counts as alive.
     """
-    if not os.path.isdir("/proc"):
+    if not procfs.HAVE_PROC:
         return True
-    return any(p.group == pgid for p in reaper.processes())
+    return any(p.group == pgid for p in procfs.processes())
 
 
 def _result(

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui import procfs
 from horde_tui.store.paths import atomic_write_text, valid_run_id
 from horde_tui.watchdog import pid_alive
 
@@ -58,7 +59,6 @@ RECORD = ".processes.json"
 """Per run: the supervisor's and the members' processes, written by the supervisor."""
 SUPERVISOR = "supervisor"
 OUTSIDE = "outside"
-_HAVE_PROC = Path("/proc/self/stat").exists()
 
 
 @dataclass(frozen=True)
@@ -80,34 +80,19 @@ class Proc:
         return cls(raw["pid"], start if type(start) is int else None)
 
 
-def _stat(pid: int) -> tuple[int, int, str] | None:
-    """(ppid, start time, state) of `pid` from `/proc/<pid>/stat`, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may contain spaces or ')'.
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[1]), int(fields[19]), fields[0].decode()
-    except (IndexError, ValueError):
-        return None
-
-
 def proc_of(pid: int) -> Proc:
     """`pid` with its start time, as the supervisor records it."""
-    stat = _stat(pid)
-    return Proc(pid, stat[1] if stat else None)
+    st = procfs.stat(pid)
+    return Proc(pid, st.start if st else None)
 
 
 def alive(proc: Proc) -> bool:
     """The very process `proc` names still runs (not a zombie, not a reused pid)."""
-    stat = _stat(proc.pid)
-    if stat is not None:
-        return stat[2] != "Z" and stat[1] == proc.start
+    st = procfs.stat(proc.pid)
+    if st is not None:
+        return st.state != "Z" and st.start == proc.start
     # No /proc entry: gone, unless this system has no /proc at all (then the pid is all).
-    return not _HAVE_PROC and pid_alive(proc.pid)
+    return not procfs.HAVE_PROC and pid_alive(proc.pid)
 
 
 # -- keeping a member's descendants in its tree ---------------------------------------------
@@ -153,12 +138,8 @@ def _children(pid: int) -> list[int]:
             return [int(c) for t in tasks for c in (t / "children").read_text().split()]
     except (OSError, IndexError, ValueError):
         return []
-    kids = []  # no CONFIG_PROC_CHILDREN: scan every process's parent
-    for entry in os.listdir("/proc"):
-        stat = _stat(int(entry)) if entry.isdigit() else None
-        if stat is not None and stat[0] == pid:
-            kids.append(int(entry))
-    return kids
+    # no CONFIG_PROC_CHILDREN: scan every process's parent
+    return [p.pid for p in procfs.processes() if p.ppid == pid]
 
 
 def end_adopted(grace_s: float = 1.0) -> int:
@@ -202,20 +183,12 @@ class Ancestor:
 _ANCESTRY: dict[int, tuple[Ancestor, ...]] = {}
 
 
-_CLAIM_KEYS = (b"HORDE_DIR", b"HORDE_RUN", b"HORDE_MEMBER")
+_CLAIM_KEYS = ("HORDE_DIR", "HORDE_RUN", "HORDE_MEMBER")
 
 
 def _claim(pid: int) -> tuple[str, str, str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    env = dict(
-        item.split(b"=", 1)
-        for item in raw.split(b"\0")
-        if item.startswith(tuple(k + b"=" for k in _CLAIM_KEYS))
-    )
-    root, run, name = (env.get(k, b"").decode(errors="replace") for k in _CLAIM_KEYS)
+    env = procfs.environ(pid)
+    root, run, name = (env.get(k, "") for k in _CLAIM_KEYS)
     if not (os.path.isabs(root) and name and valid_run_id(run)):
         return None  # a supervisor always sets an absolute HORDE_DIR
     return _resolved(root), run, name
@@ -232,13 +205,13 @@ def ancestry() -> tuple[Ancestor, ...]:
     pid, seen = me, set()
     while pid > 1 and pid not in seen and len(chain) < 256:
         seen.add(pid)
-        stat = _stat(pid)
-        if stat is None:
+        st = procfs.stat(pid)
+        if st is None:
             if not chain:  # no /proc: this process is all we know
                 chain.append(Ancestor(Proc(pid, None), None))
             break
-        chain.append(Ancestor(Proc(pid, stat[1]), _claim(pid)))
-        pid = stat[0]
+        chain.append(Ancestor(Proc(pid, st.start), _claim(pid)))
+        pid = st.ppid
     _ANCESTRY.clear()
     _ANCESTRY[me] = result = tuple(chain)
     return result
