@@ -178,12 +178,12 @@ def check_launch(
     check.refusals += refused
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
-    if settings is not None and settings.sandbox == "bwrap" and bwrap_problem():
+    if settings is not None and settings.sandbox == "bwrap" and (problem := bwrap_problem()):
         refuse(
             Refusal(
                 "sandbox",
                 f"refused: the run asks for the bwrap sandbox (--sandbox bwrap) and "
-                f"{bwrap_problem()}, or run with --sandbox auto",
+                f"{problem}, or run with --sandbox auto",
             )
         )
     states = controls.runs_by_state(horde_dir)

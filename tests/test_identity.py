@@ -206,7 +206,7 @@ def test_records_carry_the_writer_and_projections_ignore_it(proposed: Any) -> No
     records = ledger(horde)
     assert records and all(r["writer"] == {"pid": os.getpid(), "via": "outside"} for r in records)
     board = (horde.root / "FINDINGS.md").read_text()
-    assert "writer" not in board and str(os.getpid()) not in board
+    assert "writer" not in board  # a pid's digits could occur in the text by chance
 
 
 def test_start_time_tells_a_reused_pid_apart(tmp_path: Path) -> None:

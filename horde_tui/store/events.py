@@ -69,8 +69,8 @@ class EventLog:
         a last event whose newline was restored has an E# the next event must not reuse."""
         assert self._tail is not None
         repair = repair_torn_tail(self.path)
-        if repair.cut and self._tail.offset > self.path.stat().st_size:
-            self._tail.offset = self.path.stat().st_size
+        if repair.cut:
+            self._tail.offset = min(self._tail.offset, self.path.stat().st_size)
         if repair.newline_restored:
             self.catch_up()
         return repair

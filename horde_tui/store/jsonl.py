@@ -200,10 +200,10 @@ def _keep_aside(path: Path, at: int, cut: bytes, lines: int) -> Path:
     return kept
 
 
-def repair_torn_tail(path: Path, *, keep: bool = True) -> TailRepair:
+def repair_torn_tail(path: Path) -> TailRepair:
     """Settle the end of `path` before an append: restore the newline of a complete last
     record; cut a torn last line and the complete lines of an unfinished append (still
-    marked `more`), keeping them aside in `<file>.torn` (unless `keep` is False).
+    marked `more`), keeping them aside in `<file>.torn`.
 
     Only a writer holding the lock may call this: without the lock the "torn" tail
     could be another writer's append in progress. Raises `OSError` (the file unchanged,
@@ -240,8 +240,7 @@ def repair_torn_tail(path: Path, *, keep: bool = True) -> TailRepair:
         if keep_to < size:
             os.lseek(fd, keep_to, os.SEEK_SET)
             cut = os.read(fd, size - keep_to)
-            if keep:
-                repair.kept = _keep_aside(path, keep_to, cut, repair.lines)
+            repair.kept = _keep_aside(path, keep_to, cut, repair.lines)
             os.ftruncate(fd, keep_to)
             os.fsync(fd)
             repair.cut = size - keep_to

@@ -214,9 +214,7 @@ class HordeStore:
             self._catch_up_locked()
             self._create_run_locked(run, task)
             if self._repairs:
-                log = self.events(run)
-                self._note_repair(log.repair())
-                self._report_repairs(log)
+                self._settle_events(run)
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
         run_dir = self.paths.run_dir(run)
@@ -254,9 +252,7 @@ class HordeStore:
                 self._catch_up_locked()
                 if not self.run_exists(run) or run not in self.state.runs:
                     self._create_run_locked(run, None)
-                log = self.events(run)
-                self._note_repair(log.repair())
-                self._report_repairs(log)
+                log = self._settle_events(run)
             except OSError as exc:
                 return Receipt(False, None, not_recorded(exc))
             if request_id:
@@ -328,9 +324,7 @@ class HordeStore:
         """
         self.paths.ensure()
         with self._lock.held():
-            log = self.events(run)
-            self._note_repair(log.repair())
-            self._report_repairs(log)
+            log = self._settle_events(run)
             (event_id,) = log.append([{"ts": utc_now(), "actor": self.actor, **event}])
             return event_id
 
@@ -377,6 +371,14 @@ class HordeStore:
             self._skips_projected = len(self.state.skipped)
             self.paths.dirty_marker.unlink(missing_ok=True)
         self._projections_checked = True
+
+    def _settle_events(self, run: str) -> EventLog:
+        """The run's event log, its torn tail settled and every cut not yet reported
+        logged (under the lock, before anything is appended)."""
+        log = self.events(run)
+        self._note_repair(log.repair())
+        self._report_repairs(log)
+        return log
 
     def _note_repair(self, repair: TailRepair) -> None:
         if repair.cut:
