@@ -1,4 +1,4 @@
-"""Parsing what people and models type: whole numbers and JSON.
+"""Parsing what people and models type: whole numbers, on/off words and JSON.
 
 `str.isdigit()` is True for '²' and '①', which `int()` refuses, and `int()` reads
 '٣' as 3 and refuses more than 4300 digits; `json.loads` raises RecursionError (not
@@ -35,3 +35,16 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError(f"arrays or objects {JSON_DEPTH_HINT}", "", 0) from None
+
+
+BOOL_WORDS = "on or off (yes/no, true/false, 1/0)"
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+def parse_bool(raw: str) -> bool | None:
+    """`raw` read as `Settings` (pydantic) reads a boolean, any case; None for anything
+    else, so a process that reads its own flag from the environment (a member) refuses a
+    typo the same way without importing the settings model."""
+    word = raw.strip().lower()
+    return True if word in _TRUE else False if word in _FALSE else None

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from horde_tui.inputs import BOOL_WORDS
 
 
 class SettingsError(ValueError):
@@ -82,18 +84,6 @@ offer, so none of them can drift from the model."""
 
 
 ENV_PREFIX = "HORDE_"
-BOOL_WORDS = "on or off (yes/no, true/false, 1/0)"
-_BOOL = TypeAdapter(bool)
-
-
-def parse_bool(raw: str) -> bool | None:
-    """`raw` read as `Settings` reads a boolean (pydantic: on/off, yes/no, true/false,
-    1/0, any case); None for anything else, so a process that reads its own flag from
-    the environment refuses a typo the same way."""
-    try:
-        return _BOOL.validate_python(raw.strip())
-    except ValidationError:
-        return None
 
 
 def env_name(field: str) -> str:

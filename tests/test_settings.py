@@ -115,3 +115,31 @@ def test_member_refuses_a_sandbox_network_typo() -> None:
     assert load_member_config(env).sandbox.network is True
     with pytest.raises(MemberConfigError, match="HORDE_SANDBOX_NETWORK='flase'"):
         load_member_config({**env, "HORDE_SANDBOX_NETWORK": "flase"})
+
+
+def test_the_members_on_off_words_are_the_settings_words() -> None:
+    """A member reads HORDE_SANDBOX_NETWORK with `inputs.parse_bool` (it must not import
+    the settings model); it must accept and refuse exactly what pydantic's bool does."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from horde_tui.inputs import parse_bool
+
+    words = ["1", "0", "on", "OFF", "t", "F", "true", "False", "y", "NO", "yes", " on "]
+    words += ["flase", "disabled", "nope", "2", "", "enable", "oui", "tru"]
+    adapter = TypeAdapter(bool)
+    for word in words:
+        try:
+            expected: bool | None = adapter.validate_python(word.strip())
+        except ValidationError:
+            expected = None
+        assert parse_bool(word) is expected, word
+
+
+def test_a_member_imports_neither_the_settings_model_nor_its_toml_reader() -> None:
+    code = (
+        "import sys; import horde_tui.member.__main__; "
+        "print([m for m in ('horde_tui.settings', 'tomllib') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.settings import BOOL_WORDS, parse_bool
+from horde_tui.inputs import BOOL_WORDS, parse_bool
 
 SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
