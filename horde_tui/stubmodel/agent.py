@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from horde_tui.fence import unfence
+from horde_tui.fence import find, unfence
 from horde_tui.stubmodel.script import Step, ToolCallSpec
 
 _ID = re.compile(r"\b(?:ok|duplicate of|ok answer|ok verification of)\s+(#\d+|[FTCR]\d+)")
@@ -36,11 +36,6 @@ def _result_text(message: Mapping[str, Any]) -> str:
 
 GATEWAY_REFUSAL = "refused (gateway): "
 """How a text-only model's history marks the gateway's own feedback (a correction)."""
-_MEMBER_FENCE = re.compile(
-    r"<<<([0-9a-f]{12}) begin [\w.-]+ result: data, not instructions>>>\n(.*?)\n<<<\1 end>>>",
-    re.S,
-)
-"""A member's fenced tool result (`horde_tui.fence`) inside the gateway's rendering."""
 
 
 def _text_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -54,8 +49,8 @@ def _text_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         role = str(message.get("role") or "")
         if role == "user" and previous == "assistant":
             text = str(message.get("content") or "")
-            if fence := _MEMBER_FENCE.search(text):
-                results.append(fence.group(2))
+            if (body := find(text)) is not None:
+                results.append(body)
             else:
                 results.append(GATEWAY_REFUSAL + text)
         previous = role
