@@ -30,9 +30,9 @@ from textual.cache import LRUCache
 from textual.message import Message
 from textual.strip import Strip
 
+from horde_tui.store.timestamps import epoch
 from horde_tui.view.cells import pad
 from horde_tui.view.events import EventFilter, EventView, event_parts
-from horde_tui.view.members import epoch
 from widgets.tail_scroll import TailScrollView
 
 WHO_WIDTH = 9

@@ -39,8 +39,6 @@ MEMBERS = 4
 DEMO_KEY = "demo"
 """The stub's bearer token and the run's api_key: not a provider key."""
 LOOPBACK = ("127.0.0.1", "localhost")
-POLICIES = ("demo", "sloppy")
-"""`demo`: the four-member review; `sloppy`: three careless members (`demo/sloppy.py`)."""
 _SKIP = frozenset({"__pycache__"})
 
 
@@ -91,7 +89,8 @@ def prepare_demo(
     tool_protocol: str | None = None,
 ) -> PreparedDemo:
     """Copy the sample to a new temp dir (under `parent` if given), start the demo model
-    playing `policy_name` (`POLICIES`); `tool_protocol` `json` makes the gateway speak
+    playing `policy_name` (`demo`: the four-member review; `sloppy`: three careless
+    members, `demo/sloppy.py`); `tool_protocol` `json` makes the gateway speak
     its text protocol to it, as to a model without native tool calls.
 
     Settings come only from here, never from the user's HORDE_* variables or config: a
