@@ -61,7 +61,7 @@ Number = Annotated[str | None, BeforeValidator(_number_as_text)]
 class Params(BaseModel):
     """Fields every action accepts."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
     action: str
     requestId: str | None = Field(
         default=None,
