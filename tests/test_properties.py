@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from horde_tui.protocol.dispatch import parse_params
 from horde_tui.protocol.params import ACTION_MODELS, tool_schema
+from horde_tui.store import textmatch as tm
 from horde_tui.store.textmatch import (
     SIMILAR_OVERLAP,
     MatchIndex,
@@ -135,6 +136,80 @@ def test_large_match_index_never_misses_an_entry_sharing_an_identifier(
     for entry in brute_force(index, key):
         if index.keys[entry].ids & key.ids:
             assert entry in found
+
+
+def _identifiers_unguarded(text: str) -> frozenset[str]:
+    """The oracle: `identifiers` as first written, every pattern run over the whole text
+    (the store's version skips plain words and patterns whose characters are absent)."""
+    found: set[str] = set()
+    rest = text
+    for rx in (tm._URL, tm._BUG, tm._IP):
+        for m in rx.finditer(rest):
+            found.add(m.group(0).rstrip(".,;:/").lower())
+        rest = rx.sub(" ", rest)
+    for m in tm._PATH.finditer(rest):
+        base = m.group(0).split(":")[0].lstrip("./")
+        if "/" in base or base.rsplit(".", 1)[-1].lower() in tm._FILE_EXT_HOSTS:
+            found.add(base.lower())
+    for m in tm._HOST.finditer(rest):
+        found.add(m.group(0).lower())
+    for m in tm._HASH.finditer(rest):
+        digest = m.group(0).lower()
+        if not any(digest in f for f in found):
+            found.add(digest)
+    for m in tm._SYMBOL.finditer(rest):
+        sym = m.group(0).strip("`").rstrip("()").lower()
+        if len(sym) >= 3 and sym not in found and not any(sym in f for f in found):
+            found.add(sym)
+    return frozenset(found)
+
+
+PIECES = st.one_of(
+    WORDS,
+    WORDS.map(lambda w: w + ","),
+    WORDS.map(lambda w: w + "."),
+    WORDS.map(lambda w: w + ":"),
+    PATHS,
+    PATHS.map(lambda p: f"{p}:12"),
+    st.sampled_from(
+        [
+            "https://example.com/a/b.",
+            "http://10.0.0.1:8080/x",
+            "CVE-2024-12345",
+            "GHSA-abcd-efgh-ijkl",
+            "CWE-79",
+            "JIRA-12.",
+            "10.0.0.1",
+            "192.168.1.20:443",
+            "api.example.org",
+            "deadbeef1",
+            "cafe1234",
+            "os.path.join()",
+            "get_user()",
+            "build_query",
+            "parseHeader",
+            "`make test`",
+            "std::vector",
+            "e.g.",
+            "Fix",
+            "(see",
+            "x.y",
+            "a-b",
+            "x_1",
+            "über",
+            "ＡＢＣ-1",
+        ]
+    ),
+    st.text(min_size=1, max_size=12),
+)
+SEPARATORS = st.sampled_from([" ", "  ", "\t", "\n", "\xa0", "\u2028", " \n "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(PIECES, SEPARATORS), max_size=14))
+def test_identifiers_finds_what_scanning_every_word_finds(parts: list[tuple[str, str]]) -> None:
+    text = "".join(piece + sep for piece, sep in parts)
+    assert identifiers(text) == _identifiers_unguarded(text)
 
 
 def test_identifier_and_token_extraction_examples() -> None:

@@ -9,6 +9,8 @@ answered from the ledger, which carries its `requestId`: see `LedgerState.reques
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,22 @@ ERROR_OUTCOME = "error"
 """The outcome label of a write stopped by a full disk or an I/O error."""
 
 
+_LAST_ID = re.compile(rb'"id":"E([0-9]{1,18})"\}$')
+"""The E# of a line as `append` writes it: `id` is the last key, compact JSON."""
+
+
 @dataclass
 class EventLog:
-    """The in-memory view of one run's `events.jsonl`, kept current by offset tailing."""
+    """What the store needs of one run's `events.jsonl` (the next E#, and the outcomes of
+    `actor`'s requests), kept current by offset tailing.
+
+    Only the lines that may be one of `actor`'s outcomes are parsed; of the rest, the E#
+    is read off the end of the line: every writer reads every event, twelve writers each
+    event twelve times. With `actor` None, every request's outcome is kept.
+    """
 
     path: Path
+    actor: str | None = None
     count: int = 0
     outcomes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(actor, requestId) -> the outcome event of that request."""
@@ -40,18 +53,26 @@ class EventLog:
     _corrupt_seen: int = 0
 
     def __post_init__(self) -> None:
-        self._tail = JsonlTail(self.path)
+        mine = json.dumps(self.actor).encode() if self.actor is not None else None
+        if mine is not None and not mine.isascii():
+            mine = None  # written unescaped: look at every request
 
-    def catch_up(self) -> list[dict[str, Any]]:
+        def skim(line: bytes) -> dict[str, Any] | None:
+            if b'"requestId"' in line and (mine is None or mine in line):
+                return None
+            found = _LAST_ID.search(line)
+            return {"id": f"E{int(found.group(1))}"} if found else None
+
+        self._tail = JsonlTail(self.path, skim=skim)
+
+    def catch_up(self) -> None:
         assert self._tail is not None
-        new = self._tail.read_new()
-        for ev in new:
+        for ev in self._tail.read_new():
             self._index(ev)
         # An E# a corrupt line still shows is never handed out again.
         for bad in self._tail.corrupt[self._corrupt_seen :]:
             self.count = max(self.count, bad.ids.get("E", 0))
         self._corrupt_seen = len(self._tail.corrupt)
-        return new
 
     def _index(self, ev: dict[str, Any]) -> None:
         ident = str(ev.get("id", ""))

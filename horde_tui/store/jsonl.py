@@ -26,6 +26,7 @@ import datetime as _dt
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,9 @@ class JsonlTail:
     line_count: int = 0
     """Complete lines consumed so far (valid or corrupt), for 1-based line numbers."""
     corrupt: list[CorruptLine] = field(default_factory=list)
+    skim: Callable[[bytes], dict[str, Any] | None] | None = None
+    """Reads what a reader needs of a line without parsing it, or None to parse it: a
+    reader that needs a few lines whole and only a number of the rest saves the parse."""
 
     def read_new(self) -> list[dict[str, Any]]:
         """Parse the complete lines appended since the last call; leave a torn tail.
@@ -125,7 +129,10 @@ class JsonlTail:
             line_no += 1
             start, pos = pos, pos + len(raw) + 1
             line = raw.strip()
-            if line:
+            skimmed = self.skim(line) if self.skim is not None and line else None
+            if skimmed is not None:
+                pending.append(skimmed)
+            elif line:
                 value, error = _parse(line)
                 if error:
                     seq, ids = _numbers_in(line)

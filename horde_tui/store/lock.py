@@ -23,12 +23,15 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from horde_tui.store.paths import HordePaths
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
+WAITING_WORK_EVERY_S = 0.003
+"""How often a waiter runs its `while_waiting` work (catching up on what the holder
+appends), so that little is left to do once it holds the lock."""
 
 
 class LockTimeoutError(RuntimeError):
@@ -86,10 +89,18 @@ class _BlockingWait:
                 os.close(self._fd)
             self._done.set()
 
-    def taken(self, timeout: float) -> bool:
-        """Wait up to `timeout`; True if the lock is now held through `fd`."""
+    def taken(self, timeout: float, while_waiting: Callable[[], None] | None) -> bool:
+        """Wait up to `timeout`, running `while_waiting` every few ms meanwhile; True if
+        the lock is now held through `fd`."""
+        deadline = time.monotonic() + timeout
         try:
-            self._done.wait(timeout)
+            if while_waiting is None:
+                self._done.wait(timeout)
+            else:
+                while not self._done.wait(min(WAITING_WORK_EVERY_S, deadline - time.monotonic())):
+                    if time.monotonic() >= deadline:
+                        break
+                    while_waiting()
         except BaseException:  # e.g. KeyboardInterrupt: never keep a lock nobody will release
             if self._abandon():
                 os.close(self._fd)
@@ -110,7 +121,9 @@ class _BlockingWait:
             return False
 
 
-def _acquire(path: str, timeout: float) -> int | None:
+def _acquire(
+    path: str, timeout: float, while_waiting: Callable[[], None] | None = None
+) -> int | None:
     """A descriptor of `path` holding its exclusive `flock`, or None after `timeout`.
 
     Every attempt opens its own descriptor: `flock` belongs to the open file, so an
@@ -128,7 +141,7 @@ def _acquire(path: str, timeout: float) -> int | None:
     if timeout <= 0:
         os.close(fd)
         return None
-    return fd if _BlockingWait(fd).taken(timeout) else None
+    return fd if _BlockingWait(fd).taken(timeout, while_waiting) else None
 
 
 class HordeLock:
@@ -141,14 +154,20 @@ class HordeLock:
         """The thread holding the lock through this handle, if any."""
 
     @contextmanager
-    def held(self, timeout: float | None = None) -> Iterator[None]:
-        """Hold the lock for the body; raise `LockTimeoutError` naming the holder."""
+    def held(
+        self, timeout: float | None = None, while_waiting: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        """Hold the lock for the body; raise `LockTimeoutError` naming the holder.
+
+        A contended wait runs `while_waiting` every few ms: work that needs no lock and
+        would otherwise be done under it (the holder's appends, folded as they land).
+        """
         if self._owner == threading.get_ident():
             yield  # already held by this thread through this handle
             return
         wait = lock_timeout_s() if timeout is None else timeout
         asked = time.perf_counter()
-        fd = _acquire(str(self._paths.lock), wait)
+        fd = _acquire(str(self._paths.lock), wait, while_waiting)
         if fd is None:
             raise LockTimeoutError(self._timeout_message(wait))
         got = time.perf_counter()

@@ -195,6 +195,17 @@ class LedgerState:
             self.requests[key] = receipt
         return OP_KIND[op]
 
+    def warm_indexes(self) -> None:
+        """Key the texts folded since each index was last asked (`MatchIndex.warm`)."""
+        for index in (
+            self.idea_index,
+            self.finding_index,
+            self.fact_index,
+            self.claim_index,
+            self.resource_index,
+        ):
+            index.warm()
+
     def reserve(self, seq: int, ids: dict[str, int]) -> None:
         """Never hand out again the seq and ids a corrupt line still shows: once a person
         fixes the line, its record must not share them with a later one."""

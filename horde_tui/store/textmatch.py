@@ -16,10 +16,12 @@ the size of the ledger.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 SHARED_ID_OVERLAP = 0.2
 TOKEN_OVERLAP = 0.6
@@ -61,28 +63,60 @@ STOPWORDS = frozenset(
 """Common words, plus the verbs every idea starts with ("check X", "review Y")."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    """A deliberately small stemmer: enough to match 'checks'/'checked'/'checking'."""
+    """A deliberately small stemmer: enough to match 'checks'/'checked'/'checking'.
+
+    Cached: every process folds every text of the ledger, and words repeat.
+    """
     for suffix in ("ingly", "edly", "ing", "ed", "es", "s", "ly"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 
 
+_PLAIN_WORD = re.compile(r"[a-z]+[,.;:!?]?")
+"""A lower-case word, maybe ending a clause: no identifier pattern can match in it."""
+
+
+def _identifier_chunks(text: str) -> str:
+    """`text` without its plain words.
+
+    No identifier pattern spans whitespace, and each sees a whitespace boundary the same
+    as a space, so scanning what is left finds exactly what scanning `text` would; prose
+    is mostly plain words, and every process folds every text of the ledger.
+    """
+    return " ".join(chunk for chunk in text.split() if not _PLAIN_WORD.fullmatch(chunk))
+
+
 def identifiers(text: str) -> frozenset[str]:
-    """Hard identifiers named in `text`, normalised (lower case, no trailing slash/colon)."""
+    """Hard identifiers named in `text`, normalised (lower case, no trailing slash/colon).
+
+    A pattern is only run when `text` has the characters it needs (an upper-case letter
+    for a bug id, a dot for a path or host): most of them find nothing in most texts.
+    """
     found: set[str] = set()
-    rest = text
-    for rx in (_URL, _BUG, _IP):
-        for m in rx.finditer(rest):
-            found.add(m.group(0).rstrip(".,;:/").lower())
-        rest = rx.sub(" ", rest)
-    for m in _PATH.finditer(rest):
+    rest = _identifier_chunks(text)
+    if not rest:
+        return frozenset()
+    upper = rest != rest.lower()
+    first = (
+        (_URL, "://" in rest),
+        (_BUG, upper and "-" in rest),
+        (_IP, rest.count(".") >= 3),
+    )
+    for rx, possible in first:
+        if possible:
+            for m in rx.finditer(rest):
+                found.add(m.group(0).rstrip(".,;:/").lower())
+            rest = rx.sub(" ", rest)
+    dotted = "." in rest
+    for m in _PATH.finditer(rest) if dotted else ():
         token = m.group(0)
         base = token.split(":")[0].lstrip("./")
         if "/" in base or base.rsplit(".", 1)[-1].lower() in _FILE_EXT_HOSTS:
             found.add(base.lower())
-    for m in _HOST.finditer(rest):
+    for m in _HOST.finditer(rest) if dotted else ():
         found.add(m.group(0).lower())
     for m in _HASH.finditer(rest):
         # A hex-looking file name (`src/cafe1234.py`) is part of its path, not a commit
@@ -90,6 +124,8 @@ def identifiers(text: str) -> frozenset[str]:
         digest = m.group(0).lower()
         if not any(digest in f for f in found):
             found.add(digest)
+    if not (upper or any(ch in rest for ch in ".:(_`")):
+        return frozenset(found)
     for m in _SYMBOL.finditer(rest):
         sym = m.group(0).strip("`").rstrip("()").lower()
         if len(sym) >= 3 and sym not in found and not any(sym in f for f in found):
@@ -136,10 +172,16 @@ class TextKey:
 
     @classmethod
     def of(cls, text: str) -> TextKey:
-        ids = identifiers(text)
-        words = tokens(text)
-        plain = words - frozenset().union(*(tokens(i) for i in ids)) if ids else words
-        return cls(ids, words, plain)
+        return _text_key(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_key(text: str) -> TextKey:
+    """Cached: a writer keys its text to decide, then again when it folds its own record."""
+    ids = identifiers(text)
+    words = tokens(text)
+    plain = words - frozenset().union(*(tokens(i) for i in ids)) if ids else words
+    return TextKey(ids, words, plain)
 
 
 def _soft(a: frozenset[str], b: frozenset[str]) -> float:
@@ -170,32 +212,51 @@ def is_duplicate(a: TextKey, b: TextKey) -> bool:
     return similarity(a, b) >= TOKEN_OVERLAP
 
 
-@dataclass
 class MatchIndex:
     """Postings from identifiers and words to entry keys, for candidate lookup.
 
     Words that occur in more than `common_fraction` of entries (and at least
     `common_floor` of them) carry little signal and are skipped for candidate
     generation; the exact score still uses every word.
+
+    Texts added with `add_text` are keyed when the index is first asked something, not
+    when folded: every process folds every record, and most never ask (a `post` asks no
+    index; the supervisor rarely does). A checkpoint keeps the texts, not the keys.
     """
 
-    common_fraction: float = 0.05
-    common_floor: int = 40
-    max_candidates: int = 32
-    keys: dict[str, TextKey] = field(default_factory=dict)
-    by_id: dict[str, set[str]] = field(default_factory=dict)
-    by_word: dict[str, set[str]] = field(default_factory=dict)
+    def __init__(
+        self, common_fraction: float = 0.05, common_floor: int = 40, max_candidates: int = 32
+    ) -> None:
+        self.common_fraction = common_fraction
+        self.common_floor = common_floor
+        self.max_candidates = max_candidates
+        self._keys: dict[str, TextKey] = {}
+        self.by_id: dict[str, set[str]] = {}
+        self.by_word: dict[str, set[str]] = {}
+        self._texts: dict[str, str] = {}
+        """Entry -> the text its key is (or will be) computed from."""
+        self._pending: dict[str, str] = {}
+        """Entries added as text and not keyed yet, in order."""
+
+    @property
+    def keys(self) -> dict[str, TextKey]:
+        """Entry -> key, every pending text keyed first."""
+        self._key_pending()
+        return self._keys
 
     def add(self, entry: str, key: TextKey) -> None:
         self.remove(entry)
-        self.keys[entry] = key
-        for ident in key.ids:
-            self.by_id.setdefault(ident, set()).add(entry)
-        for word in key.words:
-            self.by_word.setdefault(word, set()).add(entry)
+        self._post(entry, key)
+
+    def add_text(self, entry: str, text: str) -> None:
+        """Add `entry`, keyed from `text` when the index is next asked something."""
+        self.remove(entry)
+        self._texts[entry] = self._pending[entry] = text
 
     def remove(self, entry: str) -> None:
-        old = self.keys.pop(entry, None)
+        self._texts.pop(entry, None)
+        self._pending.pop(entry, None)
+        old = self._keys.pop(entry, None)
         if old is None:
             return
         for ident in old.ids:
@@ -203,8 +264,51 @@ class MatchIndex:
         for word in old.words:
             self.by_word.get(word, set()).discard(entry)
 
+    def warm(self) -> None:
+        """Key what is pending if the index was asked before (work done ahead of a lock)."""
+        if self._keys:
+            self._key_pending()
+
+    def _key_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for entry, text in pending.items():
+            self._post(entry, TextKey.of(text))
+
+    def _post(self, entry: str, key: TextKey) -> None:
+        self._keys[entry] = key
+        for ident in key.ids:
+            self.by_id.setdefault(ident, set()).add(entry)
+        for word in key.words:
+            self.by_word.setdefault(word, set()).add(entry)
+
+    def __eq__(self, other: object) -> bool:
+        """Same entries with the same keys (the postings follow from them)."""
+        if not isinstance(other, MatchIndex):
+            return NotImplemented
+        config = (self.common_fraction, self.common_floor, self.max_candidates)
+        theirs = (other.common_fraction, other.common_floor, other.max_candidates)
+        return config == theirs and self.keys == other.keys
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, object]:
+        keyed = {e: k for e, k in self._keys.items() if e not in self._texts}
+        return {
+            "config": (self.common_fraction, self.common_floor, self.max_candidates),
+            "keyed": keyed,
+            "texts": self._texts,
+        }
+
+    def __setstate__(self, saved: dict[str, Any]) -> None:
+        self.__init__(*saved["config"])  # type: ignore[misc]
+        for entry, key in saved["keyed"].items():
+            self._post(entry, key)
+        for entry, text in saved["texts"].items():
+            self._texts[entry] = self._pending[entry] = text
+
     def candidates(self, key: TextKey) -> list[str]:
         """Entries worth scoring against `key`: shared identifiers, then shared rare words."""
+        self._key_pending()
         found: set[str] = set()
         for ident in key.ids:
             found |= self.by_id.get(ident, set())

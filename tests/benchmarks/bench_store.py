@@ -130,6 +130,8 @@ def scenario(entries: int, procs: int, writes: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / ".horde"
         prefill(root, entries)
+        trace = Path(tmp) / "lock-trace"
+        os.environ["HORDE_LOCK_TRACE"] = str(trace)  # the spawned writers inherit it
         ctx = mp.get_context("spawn")
         start = ctx.Barrier(procs + 1)
         jobs = []
@@ -147,7 +149,12 @@ def scenario(entries: int, procs: int, writes: int) -> dict[str, float]:
             if proc.exitcode != 0:
                 raise SystemExit(f"writer failed with exit code {proc.exitcode}")
         wall = time.perf_counter() - started
+        del os.environ["HORDE_LOCK_TRACE"]
         lat = [x for _, out in jobs for x in json.loads(Path(out).read_text())]
+        held = [
+            float(dict(p.split("=", 1) for p in line.split())["held_ms"])
+            for line in trace.read_text().splitlines()
+        ]
     return {
         "entries": entries,
         "writers": procs,
@@ -155,6 +162,7 @@ def scenario(entries: int, procs: int, writes: int) -> dict[str, float]:
         "p50_ms": statistics.median(lat) * 1000,
         "p99_ms": pct(lat, 0.99) * 1000,
         "throughput_per_s": len(lat) / wall,
+        "held_ms": statistics.median(held),
     }
 
 
@@ -288,11 +296,12 @@ def main() -> int:
     print(f"\nmedian of {repeat} run(s) each")
     print(
         f"{'entries':>8} {'writers':>7} {'writes':>6} {'p50 ms':>8} {'p99 ms':>8} {'writes/s':>9}"
+        f" {'lock held ms':>12}"
     )
     for r in rows:
         print(
             f"{r['entries']:>8.0f} {r['writers']:>7.0f} {r['writes']:>6.0f} {r['p50_ms']:>8.2f} "
-            f"{r['p99_ms']:>8.2f} {r['throughput_per_s']:>9.1f}"
+            f"{r['p99_ms']:>8.2f} {r['throughput_per_s']:>9.1f} {r['held_ms']:>12.2f}"
         )
     one = {r["entries"]: r for r in rows if r["writers"] == 1}
     many = {r["entries"]: r for r in rows if r["writers"] == 12}

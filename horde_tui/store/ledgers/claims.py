@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, one_line
 from horde_tui.store.model import Claim, HistoryNote
-from horde_tui.store.textmatch import TextKey
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -30,7 +29,7 @@ def _assert(state: LedgerState, rec: dict[str, Any]) -> None:
     )
     state.claims[claim.id] = claim
     state.touch("claims", claim)
-    state.claim_index.add(claim.id, TextKey.of(claim.text))
+    state.claim_index.add_text(claim.id, claim.text)
 
 
 def _move(state: LedgerState, rec: dict[str, Any]) -> None:

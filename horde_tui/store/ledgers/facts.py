@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, indented, one_line
 from horde_tui.store.model import Fact
-from horde_tui.store.textmatch import TextKey
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -36,7 +35,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         # even one created later: re-render the fact whenever it is touched.
         state.watch("ideas", fact.provisional_on, "facts", fact.id)
         state.watch("claims", fact.provisional_on, "facts", fact.id)
-    state.fact_index.add(fact.id, TextKey.of(fact.text))
+    state.fact_index.add_text(fact.id, fact.text)
 
 
 def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:

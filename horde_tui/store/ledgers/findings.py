@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from horde_tui.store.ledgers.board import run_heading
 from horde_tui.store.ledgers.common import Fold, indented, one_line
 from horde_tui.store.model import Classification, Finding, HistoryNote, Review, Verification
-from horde_tui.store.textmatch import TextKey
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -54,7 +53,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
         old = state.findings[f.supersedes]
         state.touch("findings", old)
         old.superseded_by = f.id
-    state.finding_index.add(f.id, TextKey.of(match_text(f)))
+    state.finding_index.add_text(f.id, match_text(f))
 
 
 def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
@@ -95,7 +94,7 @@ def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
     f.text = rec["text"]
     f.revision += 1
     f.claim_lines.append(f.claim_line)
-    state.finding_index.add(f.id, TextKey.of(match_text(f)))
+    state.finding_index.add_text(f.id, match_text(f))
 
 
 def _review(state: LedgerState, rec: dict[str, Any]) -> None:

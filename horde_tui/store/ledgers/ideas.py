@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, indented, one_line
 from horde_tui.store.model import HistoryNote, Idea
-from horde_tui.store.textmatch import TextKey
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -42,7 +41,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     )
     state.ideas[idea.id] = idea
     state.touch("ideas", idea)
-    state.idea_index.add(idea.id, TextKey.of(idea.text))
+    state.idea_index.add_text(idea.id, idea.text)
 
 
 def _claim(state: LedgerState, rec: dict[str, Any]) -> None:
