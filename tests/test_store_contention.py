@@ -13,9 +13,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from horde_tui.protocol import run_action
+from horde_tui.protocol.dispatch import ASKS
 from horde_tui.store.jsonl import append_bytes, encode_records
+from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore, utc_now
 from horde_tui.store.textmatch import MatchIndex, TextKey
 
@@ -116,21 +121,32 @@ def test_an_index_keyed_on_demand_answers_as_one_keyed_at_once() -> None:
     assert restored == eager == lazy
 
 
-def test_a_saved_index_carries_texts_and_keys_them_only_when_asked() -> None:
+def test_an_index_keys_texts_only_when_asked_and_a_saved_one_unpacks_when_asked() -> None:
+    texts = _texts(30, 9)
     index = MatchIndex()
-    for i, text in enumerate(_texts(30, 9)):
+    for i, text in enumerate(texts):
         index.add_text(f"#{i}", text)
     index.warm()  # never asked: warming keys nothing
     assert not index._keys
-    assert index.duplicates(TextKey.of("cookie parser overflow in src/mod1.py"))
+    query = TextKey.of("cookie parser overflow in src/mod1.py")
+    assert index.duplicates(query)
     assert len(index._keys) == 30
-    saved = pickle.dumps(index)
-    assert b"TextKey" not in saved, "the checkpoint would carry keys a process may never use"
-    restored = pickle.loads(saved)
-    assert not restored._keys and len(restored._pending) == 30
     index.add_text("#99", "a new idea about retry storms in src/net.py")
     index.warm()  # asked before: warming keys what was folded since
     assert "#99" in index._keys and not index._pending
+    index.add_text("#98", "keyed by the save")
+    saved = pickle.dumps(index)
+    assert b"TextKey" not in saved and b"frozenset" not in saved, "keys are saved packed"
+    restored = pickle.loads(saved)
+    assert not restored._keys and restored._packed and not restored._pending
+    restored.remove("#3")  # folds after the load touch packed entries without unpacking
+    restored.add_text("#4", texts[5])
+    restored.warm()
+    assert restored._packed, "a process that never asks never unpacks"
+    index.remove("#3")
+    index.add_text("#4", texts[5])
+    assert restored == index
+    assert restored.duplicates(query) == index.duplicates(query)
 
 
 def test_an_event_log_parses_only_its_actors_requests_and_numbers_every_line(
@@ -171,3 +187,58 @@ def test_a_retry_after_other_writers_is_answered_from_the_first_outcome(tmp_path
     assert first.ok and "replayed" in again.text
     board = (root / "BOARD.md").read_text()
     assert board.count("pay the invoice once") == 1
+
+
+def test_every_decision_asks_only_the_indexes_readied_before_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dispatch.ASKS` names the indexes a write's decision asks; they are readied (a cold
+    process unpacks them) before the lock. An index asked but not named there would be
+    unpacked while the lock is held: for seconds at 10,000 entries on a loaded box."""
+    from ledger_scene import fill_run
+
+    from horde_tui.store.state import INDEXES
+
+    asked: dict[str, set[str]] = {}
+    deciding: list[tuple[str, dict[int, str]]] = []
+    original_transact = HordeStore.transact
+    original_key = MatchIndex._key_pending
+
+    def transact(self: HordeStore, run: str, action: str, params: Any, decide: Any, *a: Any) -> Any:
+        def watched(state: LedgerState) -> Any:
+            deciding.append((action, {id(getattr(state, n)): n for n in INDEXES}))
+            try:
+                return decide(state)
+            finally:
+                deciding.pop()
+
+        return original_transact(self, run, action, params, watched, *a)
+
+    def key_pending(self: MatchIndex) -> None:
+        if deciding:
+            action, names = deciding[-1]
+            asked.setdefault(action, set()).add(names[id(self)])
+        original_key(self)
+
+    monkeypatch.setattr(HordeStore, "transact", transact)
+    monkeypatch.setattr(MatchIndex, "_key_pending", key_pending)
+    horde = fill_run(tmp_path)
+    run = "20250101-120000-beef"
+    for actor, action, fields in [
+        (
+            "member-1",
+            "amend",
+            {"id": "F1", "text": "SQL injection in build_query() via name", "note": "wording"},
+        ),
+        ("member-2", "fact", {"text": "the database is postgres 16"}),
+        ("member-3", "confirm", {"id": "C1"}),
+        ("member-3", "idea", {"text": "Check src/web/session.py cookie flags"}),
+        ("member-3", "claim", {"id": "#4"}),
+        ("member-3", "drop", {"id": "#4"}),
+    ]:
+        result = horde(actor, action, run=run, **fields)
+        assert result.ok, (action, result.text)
+    covered = {"idea", "claim", "fact", "assert", "finding"}
+    assert covered <= set(asked), f"the scene no longer reaches {covered - set(asked)}"
+    for action, names in asked.items():
+        assert names <= set(ASKS.get(action, ())), f"{action} asks {names}; ASKS says"

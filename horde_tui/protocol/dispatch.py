@@ -77,6 +77,18 @@ WRITES: dict[str, WriteHandler] = {
     "resource-state": resources.resource_state,
 }
 
+ASKS: dict[str, tuple[str, ...]] = {
+    "idea": ("idea_index",),
+    "claim": ("idea_index", "finding_index"),
+    "fact": ("idea_index", "claim_index", "fact_index"),
+    "assert": ("claim_index",),
+    "finding": ("finding_index",),
+    "resource": ("resource_index",),
+}
+"""The match indexes each write's decision asks (`LedgerState` fields), readied before
+the lock: a cold process unpacks them from the checkpoint there, not while holding it.
+A test checks that no decision asks another; a miss would cost time, not correctness."""
+
 READS: dict[str, ReadHandler] = {
     "list": reads.list_ideas,
     "findings": reads.list_findings,
@@ -309,7 +321,9 @@ def run_action(
             check_wind_down(action, ctx.winding_down)
             return handler(ctx, params, state)
 
-        receipt = store.transact(run, action, clipped(submitted), decide, params.requestId)
+        receipt = store.transact(
+            run, action, clipped(submitted), decide, params.requestId, ASKS.get(action, ())
+        )
         text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
         return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
     except ActionRefused as exc:

@@ -195,16 +195,15 @@ class LedgerState:
             self.requests[key] = receipt
         return OP_KIND[op]
 
-    def warm_indexes(self) -> None:
-        """Key the texts folded since each index was last asked (`MatchIndex.warm`)."""
-        for index in (
-            self.idea_index,
-            self.finding_index,
-            self.fact_index,
-            self.claim_index,
-            self.resource_index,
-        ):
-            index.warm()
+    def warm_indexes(self, ready: Sequence[str] = ()) -> None:
+        """Key the texts folded since each index was last asked (`MatchIndex.warm`), and
+        the whole of each index named in `ready` (see `INDEXES`)."""
+        for name in INDEXES:
+            index: MatchIndex = getattr(self, name)
+            if name in ready:
+                index.prepare()
+            else:
+                index.warm()
 
     def reserve(self, seq: int, ids: dict[str, int]) -> None:
         """Never hand out again the seq and ids a corrupt line still shows: once a person
@@ -281,6 +280,10 @@ class LedgerState:
                 "\n## Skipped ledger lines\n\n" + "\n".join(f"- {s}" for s in self.skipped) + "\n"
             )
         return text
+
+
+INDEXES = ("idea_index", "finding_index", "fact_index", "claim_index", "resource_index")
+"""The `MatchIndex` fields of `LedgerState`."""
 
 
 def normalize_id(raw: str, prefix: str) -> str | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,13 +241,15 @@ class HordeStore:
         params: dict[str, Any],
         decide: Decide,
         request_id: str | None = None,
+        indexes: Sequence[str] = (),
     ) -> Receipt:
-        """Run one write action as a transaction (see the module docstring)."""
+        """Run one write action as a transaction (see the module docstring); `indexes`
+        are the match indexes `decide` asks, readied before the lock (`INDEXES`)."""
         try:
             self.paths.ensure()
         except OSError as exc:
             return Receipt(False, None, not_recorded(exc))
-        with self._around_the_lock(run), self._lock.held(while_waiting=self._follow(run)):
+        with self._around_the_lock(run, indexes), self._lock.held(while_waiting=self._follow(run)):
             try:
                 self._catch_up_locked()
                 if not self.run_exists(run) or run not in self.state.runs:
@@ -331,7 +333,7 @@ class HordeStore:
     # -- internals -----------------------------------------------------------------
 
     @contextmanager
-    def _around_the_lock(self, run: str | None) -> Iterator[None]:
+    def _around_the_lock(self, run: str | None, indexes: Sequence[str] = ()) -> Iterator[None]:
         """The work of a write that needs no lock, done before and after it.
 
         Before: fold what was appended to the ledger (a fresh process starts from the
@@ -340,7 +342,7 @@ class HordeStore:
         release: save a checkpoint if one is due.
         """
         self.refresh()
-        self.state.warm_indexes()
+        self.state.warm_indexes(indexes)
         if run is not None:
             self.events(run)
         if not self._projections_checked:

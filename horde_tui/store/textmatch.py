@@ -17,6 +17,7 @@ the size of the ledger.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -221,7 +222,8 @@ class MatchIndex:
 
     Texts added with `add_text` are keyed when the index is first asked something, not
     when folded: every process folds every record, and most never ask (a `post` asks no
-    index; the supervisor rarely does). A checkpoint keeps the texts, not the keys.
+    index; the supervisor rarely does). A checkpoint keeps the keys packed in one string
+    (cheap to load), unpacked when a process first asks.
     """
 
     def __init__(
@@ -233,10 +235,13 @@ class MatchIndex:
         self._keys: dict[str, TextKey] = {}
         self.by_id: dict[str, set[str]] = {}
         self.by_word: dict[str, set[str]] = {}
-        self._texts: dict[str, str] = {}
-        """Entry -> the text its key is (or will be) computed from."""
         self._pending: dict[str, str] = {}
-        """Entries added as text and not keyed yet, in order."""
+        """Entry -> its text, for entries added as text and not keyed yet."""
+        self._packed = ""
+        """Keys from a checkpoint, not unpacked yet (JSON: entry -> [ids, words, plain])."""
+        self._dropped: set[str] = set()
+        """Entries removed while still packed."""
+        self._asked = False
 
     @property
     def keys(self) -> dict[str, TextKey]:
@@ -251,11 +256,12 @@ class MatchIndex:
     def add_text(self, entry: str, text: str) -> None:
         """Add `entry`, keyed from `text` when the index is next asked something."""
         self.remove(entry)
-        self._texts[entry] = self._pending[entry] = text
+        self._pending[entry] = text
 
     def remove(self, entry: str) -> None:
-        self._texts.pop(entry, None)
         self._pending.pop(entry, None)
+        if self._packed:
+            self._dropped.add(entry)  # still packed: dropped when unpacked
         old = self._keys.pop(entry, None)
         if old is None:
             return
@@ -264,15 +270,35 @@ class MatchIndex:
         for word in old.words:
             self.by_word.get(word, set()).discard(entry)
 
+    def prepare(self) -> None:
+        """Key everything now, and keep it keyed ahead of the lock from here on (`warm`)."""
+        self._key_pending()
+
     def warm(self) -> None:
-        """Key what is pending if the index was asked before (work done ahead of a lock)."""
-        if self._keys:
+        """Key what is pending if this process asked the index before (work done ahead of
+        the lock; an index it never asks costs nothing)."""
+        if self._asked:
             self._key_pending()
 
     def _key_pending(self) -> None:
+        self._asked = True
+        self._key_all()
+
+    def _key_all(self) -> None:
+        self._unpack()
         pending, self._pending = self._pending, {}
         for entry, text in pending.items():
             self._post(entry, TextKey.of(text))
+
+    def _unpack(self) -> None:
+        if not self._packed:
+            return
+        packed, self._packed = json.loads(self._packed), ""
+        dropped, self._dropped = self._dropped, set()
+        for entry, (ids, words, plain) in packed.items():
+            if entry in dropped or entry in self._keys or entry in self._pending:
+                continue  # removed, or added again since the checkpoint
+            self._post(entry, TextKey(frozenset(ids), frozenset(words), frozenset(plain)))
 
     def _post(self, entry: str, key: TextKey) -> None:
         self._keys[entry] = key
@@ -292,19 +318,20 @@ class MatchIndex:
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, object]:
-        keyed = {e: k for e, k in self._keys.items() if e not in self._texts}
+        # Whoever saves keys what is pending (after a write, outside the lock), so the
+        # process that loads the checkpoint only unpacks.
+        self._key_all()
+        packed = {
+            e: [sorted(k.ids), sorted(k.words), sorted(k.plain)] for e, k in self._keys.items()
+        }
         return {
             "config": (self.common_fraction, self.common_floor, self.max_candidates),
-            "keyed": keyed,
-            "texts": self._texts,
+            "packed": json.dumps(packed, ensure_ascii=False, separators=(",", ":")),
         }
 
     def __setstate__(self, saved: dict[str, Any]) -> None:
         self.__init__(*saved["config"])  # type: ignore[misc]
-        for entry, key in saved["keyed"].items():
-            self._post(entry, key)
-        for entry, text in saved["texts"].items():
-            self._texts[entry] = self._pending[entry] = text
+        self._packed = saved["packed"]
 
     def candidates(self, key: TextKey) -> list[str]:
         """Entries worth scoring against `key`: shared identifiers, then shared rare words."""
