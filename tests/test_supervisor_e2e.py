@@ -379,6 +379,49 @@ def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path)
     assert all(m.resets == 0 for m in summary.members)
 
 
+def test_a_contested_answer_reopens_when_its_named_idea_closes_and_is_validated(
+    tmp_path: Path,
+) -> None:
+    """member-2 contests member-1's answer naming the idea it still audits; closing that
+    idea reopens the answer (`solved-reopened`), member-2 validates it, the run is solved."""
+    plans = {
+        "member-1": [horde("solved", text="The password is hard-coded"), {"say": "proposed"}],
+        "member-2": [
+            horde("idea", text="Check the session handling in app.py"),
+            horde("claim", id="$id"),
+            {
+                **horde("contest-solved", text="sessions are unchecked", ideas="$I"),
+                "until_ok": 80,
+                "delay_ms": 50,
+            },
+            horde("done", id="$I", result="sessions are fine"),
+            horde("confirm-solved", text="checked with the sessions"),
+            {"say": "validated"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Answer", 2), cfg)
+    assert summary.outcome == "solved", summary.diagnosis
+    kinds = [k for k, _ in lifecycle(sup.run_dir) if k.startswith("solved-")]
+    assert kinds.index("solved-reopened") < kinds.index("solved-validated")
+    reopened = [
+        ev
+        for line in (sup.run_dir / "events.jsonl").read_text().splitlines()
+        if (ev := json.loads(line)).get("kind") == "solved-reopened"
+    ]
+    assert [(ev["member"], ev["round"], ev["reopened_from"]) for ev in reopened] == [
+        ("member-1", 2, 1)
+    ]
+    assert "Status: validated by member-2" in (sup.run_dir / "ANSWER.md").read_text()
+    assert (sup.run_dir / "answers" / "round-1-contested.md").exists()
+    assert (
+        "Answer (round 2, by member-1): validated by member-2; reopened from round 1 "
+        "(contested by member-2; #1 closed). Cites nothing. The password is hard-coded"
+    ) in (sup.run_dir / "REPORT.md").read_text()
+
+
 def test_budget_reached_stops_the_run_clean(tmp_path: Path) -> None:
     """A priced model (litellm knows gpt-4o-mini's price) spends a tiny budget at once."""
     plans = {"*": [{**horde("list"), "hold_ms": 100}] * 50, **HELPERS}
