@@ -428,3 +428,22 @@ def test_contest_solved_refuses_naming_a_closed_idea(filed):
         "without ideas"
     )
     assert horde.state().proposals["r1"][-1].status == "pending"
+
+
+def test_until_stop_a_contested_later_round_leaves_the_banked_answer_shown(filed):
+    horde = filed
+    horde("member-1", "solved", text="Injectable through build_query(), see F1", cites=["F1"])
+    (horde.root / "runs" / "r1" / ".until-stop").write_text("until stop\n")
+    assert horde("member-2", "confirm-solved", text="reproduced F1").ok
+    assert horde("member-2", "solved", text="A wider answer, see F1", cites=["F1"]).ok
+
+    assert horde("member-1", "contest-solved", text="not wider at all").ok
+
+    text = answer_md(horde)
+    assert text.startswith("# Answer (run r1, round 2)")
+    assert (
+        "Status: contested by member-1; round 1's validated answer stays banked (below)"
+    ) in text
+    banked = text.split("## Banked answer (round 1, validated by member-2)\n", 1)[1]
+    assert "Injectable through build_query(), see F1" in banked
+    assert (horde.root / "runs" / "r1" / "answers" / "round-1-validated.md").exists()

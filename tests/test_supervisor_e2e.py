@@ -337,7 +337,9 @@ def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
     assert lifecycle(run_dir)[-1] == ("run-end", None)
 
 
-def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path) -> None:
+def test_until_stop_continues_members_and_a_later_round_leaves_the_banked_answer_shown(
+    tmp_path: Path,
+) -> None:
     plans = {
         "member-1": [
             horde("solved", text="first answer"),
@@ -373,7 +375,17 @@ def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path)
         summary = asyncio.run(drive())
     assert summary.outcome == "stopped by user"
     assert (sup.run_dir / "answers" / "round-1-validated.md").exists()
-    assert "a better answer" in (sup.run_dir / "ANSWER.md").read_text()
+    answer = (sup.run_dir / "ANSWER.md").read_text()
+    assert "a better answer" in answer
+    # The later round is still pending: the banked round 1 stands and stays shown.
+    assert "round 1's validated answer stays banked (below)" in answer
+    banked = answer.split("## Banked answer (round 1, validated by member-2)\n", 1)[1]
+    assert "first answer" in banked
+    report = (sup.run_dir / "REPORT.md").read_text()
+    assert (
+        "Banked answer (round 1, by member-1): validated by member-2; it stands. Cites "
+        "nothing. first answer\nLater answer (round 2, by member-2): proposed, never validated"
+    ) in report
     spawns = [m for k, m in lifecycle(sup.run_dir) if k == "member-spawn"]
     assert spawns.count("member-1") >= 2 and spawns.count("member-2") >= 2
     assert all(m.resets == 0 for m in summary.members)
