@@ -741,3 +741,96 @@ def test_repair_after_an_unvalidated_answer_serves_the_request_about_it(tmp_path
         "solved",
         "answer by member-1 validated by member-2",
     )
+
+
+def _repair_events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e.get("kind") == kind]
+
+
+def test_a_repair_attempt_is_stopped_at_its_token_share(tmp_path: Path) -> None:
+    """member-2 spends its repair session reading and reading: its attempt gets one demand
+    unit's share of the token budget (a third of it: one unit plus two recheck shares) and
+    is stopped there, instead of spending the whole total and starving member-1."""
+    plans = blocker_answered_in_repair()
+    plans["member-2"] = [
+        *plans["member-2"][:2],
+        *[{**horde("list"), "when": "REPAIR"}] * 30,
+        {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
+        {"say": "answered", "when": "REPAIR"},
+    ]
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False, repair_min_tokens=4000)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    first_end = _repair_events(sup.run_dir, "repair-end")[0]
+    assert (first_end["member"], first_end["cause"]) == ("member-2", "killed")
+    (phase,) = [e for e in _repair_events(sup.run_dir, "phase-start") if e["phase"] == "repair"]
+    assert (phase["demand"], phase["budget_tokens"], phase["unit_tokens"]) == (1, 12000, 4000)
+    first_start = _repair_events(sup.run_dir, "repair-start")[0]
+    assert (first_start["member"], first_start["share_tokens"]) == ("member-2", 4000)
+    assert first_end["turns"] < 30 and first_end["tokens"] >= 4000
+    exits = [e for e in _repair_events(sup.run_dir, "member-exit") if e["cause"] == "killed"]
+    assert exits[0]["detail"] == "its repair token share of 4000 tokens was spent"
+    (phase_end,) = [e for e in _repair_events(sup.run_dir, "phase-end") if e["phase"] == "repair"]
+    assert phase_end["spent_tokens"] < 12000 + first_end["tokens"]
+    assert summary.outcome == "finished"
+
+
+def test_a_held_back_thread_is_released_when_another_member_changes_it(tmp_path: Path) -> None:
+    """member-2 answered member-1's blocker Q1 in discovery; member-1's first two repair
+    attempts complete without resolving it, so Q1 is held back from member-1. member-2
+    then answers Q1 again (while serving Q2): that change releases Q1, and member-1's next
+    attempt resolves it."""
+    # Listed together only in member-1's last attempt, and only once Q1 is released.
+    convinced = "the only entry point?\n- Q2 review-request"
+    plans = {
+        "member-1": [
+            {
+                **horde(
+                    "message", to="member-2", kind="blocker", text="Is app.py the only entry point?"
+                ),
+                "unless": "REPAIR",
+            },
+            {
+                **horde("message", to="member-2", kind="review-request", text="Check app.py:5"),
+                "unless": "REPAIR",
+            },
+            {"say": "asked", "unless": "REPAIR"},
+            {"say": "not convinced yet", "when": "REPAIR", "unless": convinced},
+            {**horde("resolve", id="Q1", text="convinced now"), "when": convinced},
+            {**horde("resolve", id="Q2", text="thanks"), "when": convinced},
+            {"say": "resolved", "when": convinced},
+        ],
+        "member-2": [
+            {
+                **horde("respond", id="Q1", text="yes"),
+                "until_ok": 40,
+                "delay_ms": 100,
+                "unless": "REPAIR",
+            },
+            {"say": "done", "unless": "REPAIR"},
+            {**horde("respond", id="Q2", text="app.py:5 compares in plain text"), "when": "REPAIR"},
+            {
+                **horde("respond", id="Q1", text="yes: wsgi.py only imports app.py"),
+                "when": "REPAIR",
+            },
+            {"say": "answered", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    starts = [(e["member"], e["round"]) for e in _repair_events(sup.run_dir, "repair-start")]
+    assert starts == [("member-1", 1), ("member-1", 2), ("member-2", 3), ("member-1", 4)]
+    skipped = _repair_events(sup.run_dir, "repair-skipped")
+    assert [(e["member"], e["round"], e["reason"]) for e in skipped] == [
+        ("member-1", 3, "no-progress")
+    ]
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert store.state.threads["Q1"].state == "resolved"
+    (released,) = _repair_events(sup.run_dir, "repair-released")
+    assert (released["member"], released["round"], released["thread"]) == ("member-1", 4, "Q1")
+    assert summary.outcome == "finished"
