@@ -345,10 +345,22 @@ def _answer_line(state: LedgerState, run: str) -> str:
         status += "; open requests about it: " + ", ".join(
             f"{t.id} {t.kind} from {t.by} to {t.to} ({t.state})" for t in requests
         )
+    reopened = answers.reopened_note(state, prop)
+    if reopened:
+        status += f"; {reopened}"
     cites = ", ".join(prop.cites) or "nothing"
-    return (
+    line = (
         f"Answer (round {prop.round}, by {prop.by}): {status}. Cites {cites}. "
         f"{one_line(prop.text, 300)}"
+    )
+    bank = answers.banked(state, run)
+    if bank is None:
+        return line
+    # --until-stop: a later round that is not validated leaves the banked answer standing.
+    return (
+        f"Banked answer (round {bank.round}, by {bank.by}): validated by {bank.validated_by}; "
+        f"it stands. Cites {', '.join(bank.cites) or 'nothing'}. {one_line(bank.text, 300)}\n"
+        f"Later {line[0].lower()}{line[1:]}"
     )
 
 
