@@ -73,10 +73,56 @@ def test_cleanup_that_deletes_moves_or_overwrites_files_is_refused(horde, comman
     result = horde("member-1", "resource", name="lab", cleanup=command)
 
     assert (result.ok, result.id, result.exit_code) == (False, None, 1)
-    assert result.text.startswith(
-        "refused: cleanup commands may not delete, move or overwrite files (resources rule)"
+    assert result.text.startswith("refused: '")
+    assert "cleanup commands may not delete, move or overwrite files (resources rule)" in (
+        result.text
     )
     assert horde.state().resources == {}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env rm -rf build",
+        "nohup rm -f server.pid",
+        "command rm notes.txt",
+        "timeout 5 rm -rf build",
+        "bash -c 'rm -rf build'",
+        "sed -i s/a/b/ notes.txt",
+        "tee notes.txt",
+        "cp /dev/null notes.txt",
+        'docker stop lab && sh -c "mv a b"',
+        "echo $(unlink notes.txt)",
+        "find build -name '*.o' -exec rm {} +",
+        "git clean -fdx",
+        "python3 -c 'import shutil; shutil.rmtree(\"build\")'",
+        "docker logs lab >> lab.log",
+    ],
+)
+def test_cleanup_rule_parses_the_command_like_the_member_shell(horde, command):
+    """Wrappers, nested shells and writers the old regex let through (issue 13 item 3)."""
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id) == (False, None), result.text
+    assert "may not delete, move or overwrite files (resources rule)" in result.text
+    assert "docker rm -f NAME" in result.text
+    assert horde.state().resources == {}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker rm -f lab 2>&1",
+        "docker compose -p lab down --volumes",
+        "pkill -f 'uvicorn app:lab'",
+        "docker stop lab > /dev/null 2>&1 || true",
+        "grep -q rm lab.txt",
+    ],
+)
+def test_cleanup_rule_still_accepts_teardown_of_runtime_objects(horde, command):
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id) == (True, "R1"), result.text
 
 
 def test_cleanup_touching_the_horde_directory_is_refused(horde):
