@@ -162,6 +162,7 @@ def test_cleanup_that_deletes_moves_or_overwrites_files_is_refused(horde, comman
         "git clean -fdx",
         "python3 -c 'import shutil; shutil.rmtree(\"build\")'",
         "docker logs lab >> lab.log",
+        "flock lab.lock -c 'rm -rf build'",
     ],
 )
 def test_cleanup_rule_parses_the_command_like_the_member_shell(horde, command):

@@ -184,8 +184,22 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "exec": frozenset({"-a"}),
     "command": frozenset(),
     "builtin": frozenset(),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+    "flock": frozenset("-w -E --timeout --wait --conflict-exit-code".split()),
+    "setpriv": frozenset(
+        "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps "
+        "--bounding-set --securebits --pdeathsig".split()
+    ),
+    "unshare": frozenset("-S -G -R -w --setuid --setgid --root --wd --propagation".split()),
+    "nsenter": frozenset("-t -S -G -r -w --target --setuid --setgid --root --wd".split()),
+    "watch": frozenset("-n -q --interval --equexit".split()),
+    "busybox": frozenset(),
 }
 """Prefixes that run the command after them -> their options that take a value."""
+_WRAPPER_OPERANDS = {"timeout": 1, "taskset": 1, "chrt": 1, "flock": 1}
+"""Wrappers that take operands before the command: a duration, a CPU mask, a priority,
+a lock file."""
 _RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "pipx"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish"})
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
@@ -491,8 +505,11 @@ def _strip_prefixes(words: list[str]) -> list[str]:
             rest = rest[1:]
         elif head in _WRAPPERS:
             rest = _skip_options(rest[1:], _WRAPPERS[head])
-            if head == "timeout" and rest:
-                rest = rest[1:]  # the duration
+            rest = rest[_WRAPPER_OPERANDS.get(head, 0) :]
+            if head == "flock" and rest[:1] in (["-c"], ["--command"]):
+                rest = ["sh", *rest]  # flock FILE -c 'script'
+            elif head == "watch" and len(rest) > 1:
+                rest = ["sh", "-c", " ".join(rest)]  # watch joins its words into a script
         elif head in _RUNNERS and len(rest) > 1 and rest[1] == "run":
             rest = _skip_options(rest[2:], frozenset())
         elif head == "uvx":
