@@ -20,6 +20,7 @@ from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import cleanup
+from horde_tui.supervisor.recover import finalize_from_disk
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
@@ -149,3 +150,23 @@ def test_a_cleanup_recorded_past_the_rule_is_not_run(horde: Any) -> None:
     assert fields["exit"] is None
     assert fields["status"].startswith("not run, refused: 'env rm -rf build' changes files")
     assert cleanup.results([{"kind": "resource-cleanup", **fields}]) == {"R1": fields["status"]}
+
+
+def test_finalize_from_disk_runs_the_cleanups_the_dead_supervisor_did_not(horde: Any) -> None:
+    """`horde-tui finalize` of an interrupted run tears down its resources too, with the
+    run's own settings (MANIFEST.json), and never runs one twice."""
+    _lab(horde.workdir)
+    (horde.workdir / "stop-lab.sh").write_text("echo stopping\necho stopped >> lab/log\n")
+    assert horde("member-1", "resource", name="lab", cleanup="sh stop-lab.sh").ok
+    run_dir = horde.root / "runs" / "r1"
+    config = {"cleanup": True, "sandbox": "auto", "sandbox_network": True, "sandbox_env": []}
+    (run_dir / "MANIFEST.json").write_text(json.dumps({"created": 0, "config": config}))
+
+    finalize_from_disk(horde.root, "r1")
+    finalize_from_disk(horde.root, "r1")
+
+    assert (horde.workdir / "lab" / "log").read_text() == "stopped\n"
+    lines = _resource_lines((run_dir / "REPORT.md").read_text())
+    r1 = lines.index(next(line for line in lines if line.startswith("- R1 ")))
+    assert "cleanup `sh stop-lab.sh`: exit 0 in " in lines[r1]
+    assert lines[r1 + 1] == "    | stopping"

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import run_command
 from horde_tui.protocol.rules import check_cleanup
 from horde_tui.store.model import Resource
-from horde_tui.store.store import ActionRefused
+from horde_tui.store.store import ActionRefused, HordeStore
+from horde_tui.supervisor import lifecycle
 
 if TYPE_CHECKING:
     from horde_tui.supervisor.run import Supervisor
@@ -73,19 +75,43 @@ def run_one(
     }
 
 
+def _skipped(res: Resource) -> dict[str, Any]:
+    return {"resource": res.id, "command": res.cleanup, "status": SKIPPED}
+
+
 async def run_cleanups(sup: Supervisor) -> None:
     """Run (or, with HORDE_CLEANUP=off, skip) every cleanup of the run, one event each."""
     assert sup.parent is not None
     sup.parent.refresh()
-    due = owned_cleanups(sup.parent.state.resources.values(), sup.run_id)
-    for res in due:
+    for res in owned_cleanups(sup.parent.state.resources.values(), sup.run_id):
         if not sup.settings.cleanup:
-            fields = {"resource": res.id, "command": res.cleanup, "status": SKIPPED}
+            fields = _skipped(res)
         else:
             fields = await asyncio.to_thread(
                 run_one, res, sup.workdir, sup.horde_dir, sup.run_dir, sup.sandbox
             )
         sup.emit(EVENT, **fields)
+
+
+def run_from_disk(
+    parent: HordeStore, run_id: str, config: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+) -> None:
+    """`horde-tui finalize` of an interrupted run: the cleanups its supervisor did not
+    get to (none twice), under the run's own settings as MANIFEST.json recorded them."""
+    done = results(events)
+    horde_dir = parent.paths.root
+    run_dir = horde_dir / "runs" / run_id
+    mode = resolve_sandbox(str(config.get("sandbox") or "auto"))[0]
+    names = tuple(str(n) for n in config.get("sandbox_env") or ())
+    policy = SandboxPolicy(mode, config.get("sandbox_network") is not False, names)
+    for res in owned_cleanups(parent.state.resources.values(), run_id):
+        if res.id in done:
+            continue
+        if config.get("cleanup") is False:
+            fields = _skipped(res)
+        else:
+            fields = run_one(res, parent.paths.workdir, horde_dir, run_dir, policy)
+        lifecycle.append(parent, run_id, {"type": "lifecycle", "kind": EVENT, **fields})
 
 
 def results(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
