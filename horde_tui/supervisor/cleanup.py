@@ -51,21 +51,19 @@ def run_one(
     horde_dir: Path,
     run_dir: Path,
     sandbox: SandboxPolicy,
-    timeout_s: float | None = None,
 ) -> dict[str, Any]:
-    """Run `res.cleanup` (within `timeout_s`, default `TIMEOUT_S`); return the event
-    fields: resource, command, status, exit, tail."""
+    """Run `res.cleanup` within `TIMEOUT_S`; return the event fields: resource, command,
+    status, exit, tail."""
     fields: dict[str, Any] = {"resource": res.id, "command": res.cleanup, "exit": None}
     try:
         check_cleanup(res.cleanup, [horde_dir, run_dir])
     except ActionRefused as exc:
         return {**fields, "status": f"not run, {exc}", "tail": ""}
     policy = dataclasses.replace(sandbox, readonly=(horde_dir, workdir / ".horde"))
-    limit_s = TIMEOUT_S if timeout_s is None else timeout_s
-    result = run_command(res.cleanup, workdir, limit_s, _OUTPUT_LIMIT, sandbox=policy)
+    result = run_command(res.cleanup, workdir, TIMEOUT_S, _OUTPUT_LIMIT, sandbox=policy)
     if result.refused:
         return {**fields, "status": f"not run, {result.refused}", "tail": ""}
-    *body, status = result.output.rstrip("\n").split("\n") or [""]
+    *body, status = result.output.rstrip("\n").split("\n")
     kept = [line for line in body if line.strip()][-TAIL_LINES:]
     return {
         **fields,
