@@ -59,7 +59,8 @@ def render_report(
 ) -> str:
     """REPORT.md for `summary.run_id`.
 
-    `cleanups` maps R# to the result of its cleanup command, when finalize ran one.
+    `cleanups` maps R# to the result of its cleanup command, when finalize ran one: the
+    status line, then the tail of its output (`cleanup.results`).
     Reads files only to check cited paths under `workdir`.
     """
     scope = RunScope.of(state, summary.run_id)
@@ -286,8 +287,9 @@ def _resource_line(res: Resource, scope: RunScope, cleanups: Mapping[str, str]) 
     if res.path:
         out += f"; path `{res.path}`"
     if res.cleanup:
-        result = cleanups.get(res.id, "not run")
-        out += f"; cleanup `{one_line(res.cleanup, 200)}`: {one_line(result, 200)}"
+        status, *tail = cleanups.get(res.id, "not run").split("\n")
+        out += f"; cleanup `{one_line(res.cleanup, 200)}`: {one_line(status, 300)}"
+        out += "".join(f"\n    | {one_line(line, 200)}" for line in tail)
     elif scope.owns(res):
         out += "; no cleanup command"
     return out
