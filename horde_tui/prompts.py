@@ -41,7 +41,8 @@ directory, each in its own process. You coordinate ONLY through the shared ledge
 7. When the task's question is answered, `solved text=... cites=F1,A2,T2` (findings,
    artifacts, facts; their current revisions are pinned, and changing a pinned F# or A#
    withdraws the pending answer). A DIFFERENT member must `confirm-solved` or
-   `contest-solved` it.
+   `contest-solved` it; `contest-solved ideas=#4,#5` names the open ideas it waits on,
+   and the answer reopens for validation once they are all done or ruled out.
 8. Check each other's work: `review target=F3 verdict=supports|partially-supports|refutes
    support=tested checked=... unchecked=... evidenceText=...` pins the revision you
    checked; a runnable you built goes in with `artifact path=... artifactKind=runnable

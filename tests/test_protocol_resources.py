@@ -40,6 +40,71 @@ def test_same_path_under_another_name_is_the_same_resource(horde):
     assert horde.state().resources["R1"].reusers == ["member-2"]
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (  # the same directory, named in the description of a differently named claim
+            {"name": "corpus", "path": "data/corpus", "text": "PNG fuzzing corpus"},
+            {"name": "png-seeds", "text": "the PNG seed files under data/corpus/ for the fuzzer"},
+        ),
+        (  # the same path spelled another way
+            {"name": "corpus", "path": "data/corpus", "text": "PNG fuzzing corpus"},
+            {"name": "fuzz-inputs", "path": "./data/corpus/", "text": "inputs for the fuzzer"},
+        ),
+        (  # the same URL in other words
+            {"name": "staging-api", "text": "staging API at https://staging.example.com/api"},
+            {"name": "stage-server", "text": "server https://staging.example.com/api for tests"},
+        ),
+        (  # no identifier at all: the wording alone
+            {"name": "pg", "text": "postgres database container for the integration tests"},
+            {"name": "postgres-db", "text": "postgres database container for integration tests"},
+        ),
+    ],
+)
+def test_a_resource_described_in_other_words_is_the_same_resource(horde, first, second):
+    """Identifiers first, then wording, as ideas and facts (issue 13 item 6)."""
+    horde("member-1", "resource", **first)
+
+    reuse = horde("member-2", "resource", **second)
+
+    assert (reuse.ok, reuse.id) == (True, "R1"), reuse.text
+    assert reuse.text.startswith(f"R1 `{first['name']}` is owned by member-1 (run r1)")
+    assert "recorded you as a reuser" in reuse.text
+    state = horde.state()
+    assert list(state.resources) == ["R1"]
+    assert state.resources["R1"].reusers == ["member-2"]
+
+
+def test_owner_claiming_its_resource_again_in_other_words_gets_no_second_one(horde):
+    horde("member-1", "resource", name="corpus", path="data/corpus", text="PNG fuzzing corpus")
+
+    again = horde("member-1", "resource", name="png-seeds", text="PNG seeds in data/corpus/")
+
+    assert (again.ok, again.id) == (True, "R1")
+    assert again.text.startswith(
+        "ok R1 `corpus` is already yours and matches `png-seeds` (both name `data/corpus`)"
+    )
+    assert list(horde.state().resources) == ["R1"]
+    assert horde.state().resources["R1"].text == "PNG fuzzing corpus"
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        {"name": "lab-b", "path": "labs/b", "text": "docker lab for the parser"},
+        {"name": "lab-c", "text": "docker lab for the parser in labs/c"},
+        {"name": "metrics", "text": "prometheus scraper for the lab"},
+    ],
+)
+def test_resources_naming_different_paths_stay_apart(horde, second):
+    horde("member-1", "resource", name="lab-a", path="labs/a", text="docker lab for the parser")
+
+    made = horde("member-2", "resource", **second)
+
+    assert (made.ok, made.id) == (True, "R2"), made.text
+    assert sorted(horde.state().resources) == ["R1", "R2"]
+
+
 def test_owner_updates_its_own_resource(horde):
     horde("member-1", "resource", name="lab", text="docker lab")
 
@@ -73,10 +138,57 @@ def test_cleanup_that_deletes_moves_or_overwrites_files_is_refused(horde, comman
     result = horde("member-1", "resource", name="lab", cleanup=command)
 
     assert (result.ok, result.id, result.exit_code) == (False, None, 1)
-    assert result.text.startswith(
-        "refused: cleanup commands may not delete, move or overwrite files (resources rule)"
+    assert result.text.startswith("refused: '")
+    assert "cleanup commands may not delete, move or overwrite files (resources rule)" in (
+        result.text
     )
     assert horde.state().resources == {}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env rm -rf build",
+        "nohup rm -f server.pid",
+        "command rm notes.txt",
+        "timeout 5 rm -rf build",
+        "bash -c 'rm -rf build'",
+        "sed -i s/a/b/ notes.txt",
+        "tee notes.txt",
+        "cp /dev/null notes.txt",
+        'docker stop lab && sh -c "mv a b"',
+        "echo $(unlink notes.txt)",
+        "find build -name '*.o' -exec rm {} +",
+        "git clean -fdx",
+        "python3 -c 'import shutil; shutil.rmtree(\"build\")'",
+        "docker logs lab >> lab.log",
+        "flock lab.lock -c 'rm -rf build'",
+    ],
+)
+def test_cleanup_rule_parses_the_command_like_the_member_shell(horde, command):
+    """Wrappers, nested shells and writers the old regex let through (issue 13 item 3)."""
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id) == (False, None), result.text
+    assert "may not delete, move or overwrite files (resources rule)" in result.text
+    assert "docker rm -f NAME" in result.text
+    assert horde.state().resources == {}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker rm -f lab 2>&1",
+        "docker compose -p lab down --volumes",
+        "pkill -f 'uvicorn app:lab'",
+        "docker stop lab > /dev/null 2>&1 || true",
+        "grep -q rm lab.txt",
+    ],
+)
+def test_cleanup_rule_still_accepts_teardown_of_runtime_objects(horde, command):
+    result = horde("member-1", "resource", name="lab", cleanup=command)
+
+    assert (result.ok, result.id) == (True, "R1"), result.text
 
 
 def test_cleanup_touching_the_horde_directory_is_refused(horde):

@@ -326,3 +326,124 @@ def test_a_fact_cited_at_a_revision_is_refused(filed):
     assert odd.text == (
         "refused: the answer cites T1@r1, but facts have no revisions (solved rule); cite T1"
     )
+
+
+# -- a contest that names ideas reopens the answer once they close -------------------------
+
+
+def test_a_contested_answer_reopens_once_every_named_idea_closes(filed):
+    horde = filed
+    horde.claimed("member-2", "Audit app/auth/tokens.py")  # #3
+    horde("member-1", "solved", text="The app is injectable, see F1", cites=["F1"])
+    assert horde("member-2", "contest-solved", text="auth is unexamined", ideas="#2,#3").ok
+
+    first = horde("member-2", "done", id="#2", result="session handling is fine")
+    assert first.text == "ok #2 done."
+    assert horde.state().proposals["r1"][-1].status == "contested"
+
+    last = horde("member-2", "rule-out", id="#3", reason="no tokens module")
+
+    assert last.ok
+    assert last.text.endswith(
+        " Every idea the contest of run r1's answer named is closed: the answer reopens as "
+        "round 2, awaiting validation by another member."
+    )
+    props = horde.state().proposals["r1"]
+    assert [(p.round, p.status) for p in props] == [(1, "contested"), (2, "pending")]
+    again = props[-1]
+    assert (again.by, again.text, again.cites, again.pins, again.reopened_from) == (
+        "member-1",
+        "The app is injectable, see F1",
+        ["F1"],
+        {"F1": 1},
+        1,
+    )
+    text = answer_md(horde)
+    assert "# Answer (run r1, round 2)" in text
+    assert (
+        "Status: reopened from round 1 (contested by member-2; #2, #3 closed), awaiting "
+        "validation by another member"
+    ) in text
+    assert (horde.root / "runs" / "r1" / "answers" / "round-2-pending.md").exists()
+    outcome = [e for e in horde.events() if e.get("action") == "rule-out"][-1]
+    assert "the answer reopens as round 2" in outcome["text"]
+    ok = horde("member-2", "confirm-solved", text="auth checked under #2 and #3")
+    assert (ok.ok, ok.text) == (True, "ok answer validated (round 2)")
+
+
+def test_a_reopening_answer_whose_cited_finding_changed_is_withdrawn_instead(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+    assert horde("member-2", "contest-solved", text="auth is unexamined", ideas="#2").ok
+    horde("member-1", "amend", id="F1", text="SQL injection in two builders", note="wider")
+
+    closed = horde("member-2", "done", id="#2", result="session handling is fine")
+
+    assert closed.text.endswith(
+        " Every idea the contest of run r1's answer named is closed, but F1 changed since "
+        "the answer pinned it: the answer is withdrawn for re-proposal."
+    )
+    props = horde.state().proposals["r1"]
+    assert [(p.round, p.status) for p in props] == [(1, "withdrawn")]
+    assert props[0].withdrawn_reason == "F1 changed while the contest waited on #2"
+    assert "Status: withdrawn: F1 changed while the contest waited on #2" in answer_md(horde)
+
+
+def test_a_reopening_answer_quoting_a_provisional_fact_is_withdrawn_instead(filed):
+    horde = filed
+    horde.claimed("member-3", "Audit app/db/pool.py")  # #3
+    assert horde("member-3", "fact", text="#3: the pool caches connections").id == "T1"
+    # A proposal recorded without the check (e.g. by an older tool), quoting T1 while #3 is
+    # still open, to reach the reopening with a fact that is still provisional.
+    horde.inject(
+        "member-1",
+        {"op": "solved.propose", "text": "See F1, T1", "cites": ["F1", "T1"], "pins": {"F1": 1}},
+    )
+    assert horde("member-2", "contest-solved", text="auth is unexamined", ideas="#2").ok
+
+    closed = horde("member-2", "done", id="#2", result="session handling is fine")
+
+    assert closed.text.endswith(
+        " Every idea the contest of run r1's answer named is closed, but T1 is still "
+        "provisional on #3: the answer is withdrawn for re-proposal."
+    )
+    (prop,) = horde.state().proposals["r1"]
+    assert (prop.status, prop.withdrawn_reason) == (
+        "withdrawn",
+        "T1 is still provisional on #3 while the contest waited on #2",
+    )
+
+
+def test_contest_solved_refuses_naming_a_closed_idea(filed):
+    horde = filed
+    horde("member-1", "solved", text="See F1", cites=["F1"])
+    assert horde("member-2", "done", id="#2", result="session handling is fine").ok
+
+    late = horde("member-2", "contest-solved", text="auth is unexamined", ideas="#2")
+
+    assert (late.ok, late.id) == (False, None)
+    assert late.text == (
+        "refused: #2 is already done; a contest names the open or claimed ideas the answer "
+        "waits on (solved rule: it reopens once they close); name open ideas, or contest "
+        "without ideas"
+    )
+    assert horde.state().proposals["r1"][-1].status == "pending"
+
+
+def test_until_stop_a_contested_later_round_leaves_the_banked_answer_shown(filed):
+    horde = filed
+    horde("member-1", "solved", text="Injectable through build_query(), see F1", cites=["F1"])
+    (horde.root / "runs" / "r1" / ".until-stop").write_text("until stop\n")
+    assert horde("member-2", "confirm-solved", text="reproduced F1").ok
+    assert horde("member-2", "solved", text="A wider answer, see F1", cites=["F1"]).ok
+
+    assert horde("member-1", "contest-solved", text="not wider at all").ok
+
+    text = answer_md(horde)
+    assert text.startswith("# Answer (run r1, round 2)")
+    assert (
+        "Status: contested by member-1; round 1's validated answer stays banked (below)"
+    ) in text
+    banked = text.split("## Banked answer (round 1, validated by member-2)\n", 1)[1]
+    assert "Injectable through build_query(), see F1" in banked
+    assert (horde.root / "runs" / "r1" / "answers" / "round-1-validated.md").exists()

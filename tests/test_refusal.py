@@ -99,6 +99,15 @@ DESTRUCTIVE = {
     "echo 1 > /proc/sys/kernel/panic": "device",
     "mv / /tmp/root": "rm-root",
     "mv ~ /tmp/gone": "rm-root",
+    # wrappers that run the command after them (issue 13 item 3: both paths parse them)
+    "taskset -c 0 rm -rf /": "rm-root",
+    "chrt 5 rm -rf /": "rm-root",
+    "flock /tmp/lab.lock -c 'rm -rf ~'": "rm-root",
+    "setpriv --reuid 1000 rm -rf /": "rm-root",
+    "unshare -r rm -rf /": "rm-root",
+    "nsenter -t 1 rm -rf /": "rm-root",
+    "watch -n 1 rm -rf /": "rm-root",
+    "busybox rm -rf /": "rm-root",
 }
 """Command -> the rule that refuses it (the rule's words appear in the line)."""
 
@@ -118,6 +127,8 @@ LOOKALIKES = [
     "python -c \"import shutil; shutil.rmtree('build')\"",
     "sleep 30 & kill -9 $!",
     "fdisk -l",
+    "taskset -p 1 123",
+    "watch -n 1 ls",
     "cd .horde && cat IDEAS.md",
     "cat .horde/IDEAS.md | grep open",
     "cd .horde && grep -c open IDEAS.md > ../counts.txt",

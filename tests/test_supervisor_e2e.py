@@ -337,7 +337,9 @@ def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
     assert lifecycle(run_dir)[-1] == ("run-end", None)
 
 
-def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path) -> None:
+def test_until_stop_continues_members_and_a_later_round_leaves_the_banked_answer_shown(
+    tmp_path: Path,
+) -> None:
     plans = {
         "member-1": [
             horde("solved", text="first answer"),
@@ -373,10 +375,63 @@ def test_until_stop_continues_finished_members_and_banks_answers(tmp_path: Path)
         summary = asyncio.run(drive())
     assert summary.outcome == "stopped by user"
     assert (sup.run_dir / "answers" / "round-1-validated.md").exists()
-    assert "a better answer" in (sup.run_dir / "ANSWER.md").read_text()
+    answer = (sup.run_dir / "ANSWER.md").read_text()
+    assert "a better answer" in answer
+    # The later round is still pending: the banked round 1 stands and stays shown.
+    assert "round 1's validated answer stays banked (below)" in answer
+    banked = answer.split("## Banked answer (round 1, validated by member-2)\n", 1)[1]
+    assert "first answer" in banked
+    report = (sup.run_dir / "REPORT.md").read_text()
+    assert (
+        "Banked answer (round 1, by member-1): validated by member-2; it stands. Cites "
+        "nothing. first answer\nLater answer (round 2, by member-2): proposed, never validated"
+    ) in report
     spawns = [m for k, m in lifecycle(sup.run_dir) if k == "member-spawn"]
     assert spawns.count("member-1") >= 2 and spawns.count("member-2") >= 2
     assert all(m.resets == 0 for m in summary.members)
+
+
+def test_a_contested_answer_reopens_when_its_named_idea_closes_and_is_validated(
+    tmp_path: Path,
+) -> None:
+    """member-2 contests member-1's answer naming the idea it still audits; closing that
+    idea reopens the answer (`solved-reopened`), member-2 validates it, the run is solved."""
+    plans = {
+        "member-1": [horde("solved", text="The password is hard-coded"), {"say": "proposed"}],
+        "member-2": [
+            horde("idea", text="Check the session handling in app.py"),
+            horde("claim", id="$id"),
+            {
+                **horde("contest-solved", text="sessions are unchecked", ideas="$I"),
+                "until_ok": 80,
+                "delay_ms": 50,
+            },
+            horde("done", id="$I", result="sessions are fine"),
+            horde("confirm-solved", text="checked with the sessions"),
+            {"say": "validated"},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Answer", 2), cfg)
+    assert summary.outcome == "solved", summary.diagnosis
+    kinds = [k for k, _ in lifecycle(sup.run_dir) if k.startswith("solved-")]
+    assert kinds.index("solved-reopened") < kinds.index("solved-validated")
+    reopened = [
+        ev
+        for line in (sup.run_dir / "events.jsonl").read_text().splitlines()
+        if (ev := json.loads(line)).get("kind") == "solved-reopened"
+    ]
+    assert [(ev["member"], ev["round"], ev["reopened_from"]) for ev in reopened] == [
+        ("member-1", 2, 1)
+    ]
+    assert "Status: validated by member-2" in (sup.run_dir / "ANSWER.md").read_text()
+    assert (sup.run_dir / "answers" / "round-1-contested.md").exists()
+    assert (
+        "Answer (round 2, by member-1): validated by member-2; reopened from round 1 "
+        "(contested by member-2; #1 closed). Cites nothing. The password is hard-coded"
+    ) in (sup.run_dir / "REPORT.md").read_text()
 
 
 def test_budget_reached_stops_the_run_clean(tmp_path: Path) -> None:
@@ -686,3 +741,96 @@ def test_repair_after_an_unvalidated_answer_serves_the_request_about_it(tmp_path
         "solved",
         "answer by member-1 validated by member-2",
     )
+
+
+def _repair_events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e.get("kind") == kind]
+
+
+def test_a_repair_attempt_is_stopped_at_its_token_share(tmp_path: Path) -> None:
+    """member-2 spends its repair session reading and reading: its attempt gets one demand
+    unit's share of the token budget (a third of it: one unit plus two recheck shares) and
+    is stopped there, instead of spending the whole total and starving member-1."""
+    plans = blocker_answered_in_repair()
+    plans["member-2"] = [
+        *plans["member-2"][:2],
+        *[{**horde("list"), "when": "REPAIR"}] * 30,
+        {**horde("respond", id="Q1", text="yes, the only one"), "when": "REPAIR"},
+        {"say": "answered", "when": "REPAIR"},
+    ]
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False, repair_min_tokens=4000)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    first_end = _repair_events(sup.run_dir, "repair-end")[0]
+    assert (first_end["member"], first_end["cause"]) == ("member-2", "killed")
+    (phase,) = [e for e in _repair_events(sup.run_dir, "phase-start") if e["phase"] == "repair"]
+    assert (phase["demand"], phase["budget_tokens"], phase["unit_tokens"]) == (1, 12000, 4000)
+    first_start = _repair_events(sup.run_dir, "repair-start")[0]
+    assert (first_start["member"], first_start["share_tokens"]) == ("member-2", 4000)
+    assert first_end["turns"] < 30 and first_end["tokens"] >= 4000
+    exits = [e for e in _repair_events(sup.run_dir, "member-exit") if e["cause"] == "killed"]
+    assert exits[0]["detail"] == "its repair token share of 4000 tokens was spent"
+    (phase_end,) = [e for e in _repair_events(sup.run_dir, "phase-end") if e["phase"] == "repair"]
+    assert phase_end["spent_tokens"] < 12000 + first_end["tokens"]
+    assert summary.outcome == "finished"
+
+
+def test_a_held_back_thread_is_released_when_another_member_changes_it(tmp_path: Path) -> None:
+    """member-2 answered member-1's blocker Q1 in discovery; member-1's first two repair
+    attempts complete without resolving it, so Q1 is held back from member-1. member-2
+    then answers Q1 again (while serving Q2): that change releases Q1, and member-1's next
+    attempt resolves it."""
+    # Listed together only in member-1's last attempt, and only once Q1 is released.
+    convinced = "the only entry point?\n- Q2 review-request"
+    plans = {
+        "member-1": [
+            {
+                **horde(
+                    "message", to="member-2", kind="blocker", text="Is app.py the only entry point?"
+                ),
+                "unless": "REPAIR",
+            },
+            {
+                **horde("message", to="member-2", kind="review-request", text="Check app.py:5"),
+                "unless": "REPAIR",
+            },
+            {"say": "asked", "unless": "REPAIR"},
+            {"say": "not convinced yet", "when": "REPAIR", "unless": convinced},
+            {**horde("resolve", id="Q1", text="convinced now"), "when": convinced},
+            {**horde("resolve", id="Q2", text="thanks"), "when": convinced},
+            {"say": "resolved", "when": convinced},
+        ],
+        "member-2": [
+            {
+                **horde("respond", id="Q1", text="yes"),
+                "until_ok": 40,
+                "delay_ms": 100,
+                "unless": "REPAIR",
+            },
+            {"say": "done", "unless": "REPAIR"},
+            {**horde("respond", id="Q2", text="app.py:5 compares in plain text"), "when": "REPAIR"},
+            {
+                **horde("respond", id="Q1", text="yes: wsgi.py only imports app.py"),
+                "when": "REPAIR",
+            },
+            {"say": "answered", "when": "REPAIR"},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 2), cfg)
+    starts = [(e["member"], e["round"]) for e in _repair_events(sup.run_dir, "repair-start")]
+    assert starts == [("member-1", 1), ("member-1", 2), ("member-2", 3), ("member-1", 4)]
+    skipped = _repair_events(sup.run_dir, "repair-skipped")
+    assert [(e["member"], e["round"], e["reason"]) for e in skipped] == [
+        ("member-1", 3, "no-progress")
+    ]
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert store.state.threads["Q1"].state == "resolved"
+    (released,) = _repair_events(sup.run_dir, "repair-released")
+    assert (released["member"], released["round"], released["thread"]) == ("member-1", 4, "Q1")
+    assert summary.outcome == "finished"

@@ -16,6 +16,7 @@ from horde_tui.supervisor.repair import (
     demand,
     owed,
     serving_order,
+    unit_shares,
 )
 
 
@@ -145,3 +146,29 @@ def test_only_completed_attempts_that_leave_a_thread_unchanged_count_toward_hold
     # ...but a thread it did move still starts over.
     count_progress(counts, "member-1", ["Q1"], [], completed=False)
     assert counts[("member-1", "Q1")] == 0
+
+
+def test_each_unit_gets_its_token_share_and_time_is_split_among_the_units_tokens_fund():
+    cfg = load_settings(environ={}, overrides={"repair_min_ms": 1000, "repair_min_tokens": 100})
+
+    # Demand-sized: one unit plus two recheck shares; an attempt of one unit gets a third.
+    assert unit_shares(cfg, 1, *budgets(cfg, 1)) == (1000, 100)
+    # Ten units: the totals cover eight floors, so each unit still gets its floor.
+    assert unit_shares(cfg, 10, *budgets(cfg, 10)) == (1000, 100)
+    # A flat token total that funds two units of six: the time goes to those two.
+    flat = load_settings(
+        environ={},
+        overrides={
+            "repair_ms": 60_000,
+            "repair_tokens": 200,
+            "repair_min_ms": 1000,
+            "repair_min_tokens": 100,
+        },
+    )
+    assert unit_shares(flat, 6, *budgets(flat, 6)) == (30_000, 100)
+    # Plenty of tokens: time and tokens are cut into the same eight shares.
+    rich = load_settings(
+        environ={},
+        overrides={"repair_ms": 80_000, "repair_tokens": 800_000, "repair_min_ms": 1000},
+    )
+    assert unit_shares(rich, 6, *budgets(rich, 6)) == (10_000, 100_000)

@@ -8,6 +8,10 @@ shutdown`, `echo "rm -rf /"`) still run. It also follows what the line sets up b
 command (`X=/; rm -rf $X`, `cd .horde && ...`), text piped into a shell, and one-line
 `python -c`/`perl -e` programs. It is a courtesy against the obvious, not the boundary:
 a script file hides anything from it, which is what the sandbox (`sandbox.py`) is for.
+
+`cleanup_refusal` walks a resource's `cleanup` command with the same parser and also
+refuses every simple command that deletes, moves or overwrites a file (`env rm`,
+`bash -c 'rm ...'`, `sed -i`, `tee FILE`, `> FILE`): cleanup tears down runtime objects.
 """
 
 from __future__ import annotations
@@ -97,8 +101,21 @@ _RULES: dict[str, tuple[str, str]] = {
         "controls the running horde, which only the user and the supervisor do",
         "post your concern on the board through the horde tool",
     ),
+    "keep-files": (
+        "changes files: cleanup commands may not delete, move or overwrite files",
+        "cleanup is for external runtime objects such as `docker rm -f NAME` or `kill PID`",
+    ),
 }
 """Rule name -> (what the command does, what to do instead)."""
+_RULE_OWNER = {"keep-files": "resources rule"}
+"""Rules that are not the shell refusal list's own, by the rule their message names."""
+_FILE_CHANGERS = frozenset(
+    "rm rmdir unlink shred truncate srm wipe mv cp install ln dd tee sed rsync patch "
+    "split csplit".split()
+)
+"""Commands that delete, move or write files whatever their options (`sed` only with
+`-i`, `tee` and `dd` only onto a file, `cp`/`install`/`ln`/`rsync` always write)."""
+_GIT_FILE_CHANGERS = frozenset("clean rm mv checkout restore reset stash apply".split())
 
 _FORK_BOMB = re.compile(r"([A-Za-z_:][\w:]*)\(\)\{[^}]*\1\|\1")
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
@@ -167,8 +184,22 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "exec": frozenset({"-a"}),
     "command": frozenset(),
     "builtin": frozenset(),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+    "flock": frozenset("-w -E --timeout --wait --conflict-exit-code".split()),
+    "setpriv": frozenset(
+        "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps "
+        "--bounding-set --securebits --pdeathsig".split()
+    ),
+    "unshare": frozenset("-S -G -R -w --setuid --setgid --root --wd --propagation".split()),
+    "nsenter": frozenset("-t -S -G -r -w --target --setuid --setgid --root --wd".split()),
+    "watch": frozenset("-n -q --interval --equexit".split()),
+    "busybox": frozenset(),
 }
 """Prefixes that run the command after them -> their options that take a value."""
+_WRAPPER_OPERANDS = {"timeout": 1, "taskset": 1, "chrt": 1, "flock": 1}
+"""Wrappers that take operands before the command: a duration, a CPU mask, a priority,
+a lock file."""
 _RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "pipx"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish"})
 _POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
@@ -182,7 +213,13 @@ _HORDE_INFO = frozenset({"-h", "--help", "--version", "-V"})
 
 def refusal_reason(command: str) -> str | None:
     """Why `command` must not run, as one line for the model, or None when it may run."""
-    return _refusal(command, 0)
+    return _refusal(command, 0, keep_files=False)
+
+
+def cleanup_refusal(command: str) -> str | None:
+    """Why a resource's `cleanup` command is refused, or None: everything the refusal
+    list refuses, plus any simple command that deletes, moves or overwrites a file."""
+    return _refusal(command, 0, keep_files=True)
 
 
 @dataclass
@@ -205,7 +242,7 @@ class _Context:
     cwd: str | None = None
 
 
-def _refusal(command: str, depth: int) -> str | None:
+def _refusal(command: str, depth: int, *, keep_files: bool) -> str | None:
     if _FORK_BOMB.search(re.sub(r"\s+", "", command)):
         return _message("fork-bomb", command.strip())
     if depth > _MAX_DEPTH:
@@ -216,7 +253,7 @@ def _refusal(command: str, depth: int) -> str | None:
     for segment in _segments(_tokens(masked)):
         segment.words = [_unmask(w, substitutions) for w in segment.words]
         segment.redirects = [_unmask(w, substitutions) for w in segment.redirects]
-        reason = _line_refusal(segment, previous, context, depth)
+        reason = _line_refusal(segment, previous, context, depth, keep_files)
         if reason:
             return reason
         previous = segment
@@ -248,12 +285,14 @@ def _unmask(word: str, substitutions: list[str]) -> str:
 
 
 def _line_refusal(
-    segment: _Segment, previous: _Segment | None, context: _Context, depth: int
+    segment: _Segment, previous: _Segment | None, context: _Context, depth: int, keep_files: bool
 ) -> str | None:
     """Check one segment with what the line set up before it, then record what it sets."""
     for word in [*segment.words, *segment.redirects]:
         for match in _SUBSTITUTION.finditer(word):
-            reason = _refusal(match.group(1) or match.group(2) or "", depth + 1)
+            reason = _refusal(
+                match.group(1) or match.group(2) or "", depth + 1, keep_files=keep_files
+            )
             if reason:
                 return reason
     words = [_expand(w, context) for w in segment.words]
@@ -263,19 +302,19 @@ def _line_refusal(
         return None
     name = command[0].rsplit("/", 1)[-1] if command else ""
     if segment.piped and previous is not None:
-        reason = _piped_refusal(name, command, words, previous, depth)
+        reason = _piped_refusal(name, command, words, previous, depth, keep_files)
         if reason:
             return reason
         if "xargs" in {w.rsplit("/", 1)[-1] for w in words[: len(words) - len(command)]}:
             words = words + _fed_operands(previous.words)
     if name in _SHELLS and not _shell_script(command[1:]):
         for text in segment.herestrings:
-            reason = _refusal(text, depth + 1)
+            reason = _refusal(text, depth + 1, keep_files=keep_files)
             if reason:
                 return reason
     if context.cwd is not None:
         words = words[:1] + [_in_cwd(w, context) for w in words[1:]]
-    return _segment_refusal(words, redirects, depth)
+    return _segment_refusal(words, redirects, depth, keep_files)
 
 
 def _record(command: list[str], words: list[str], context: _Context) -> bool:
@@ -323,7 +362,12 @@ def _in_cwd(path: str, context: _Context) -> str:
 
 
 def _piped_refusal(
-    name: str, command: list[str], words: list[str], previous: _Segment, depth: int
+    name: str,
+    command: list[str],
+    words: list[str],
+    previous: _Segment,
+    depth: int,
+    keep_files: bool,
 ) -> str | None:
     """Text piped into a shell (`echo 'rm -rf /' | sh`) is checked as a script; decoded
     text piped into one is refused, since it hides the command."""
@@ -334,7 +378,7 @@ def _piped_refusal(
             return _message("hidden-script", " ".join([*previous.words, "|", *words]))
         if source_name in ("echo", "printf"):
             script = " ".join(a for a in source[1:] if not _SHORT_OPTS.match(a))
-            return _refusal(script.replace("\\n", "\n"), depth + 1)
+            return _refusal(script.replace("\\n", "\n"), depth + 1, keep_files=keep_files)
     if name == "kill" and source_name in ("pgrep", "pidof"):
         if any(_matches_horde(a) for a in _operands(source[1:])):
             return _message("kill-horde", " ".join([*previous.words, "|", *words]))
@@ -355,7 +399,7 @@ def _fed_operands(words: list[str]) -> list[str]:
 def _message(rule: str, fragment: str) -> str:
     what, instead = _RULES[rule]
     shown = fragment if len(fragment) <= 80 else fragment[:77] + "..."
-    return f"refused: '{shown}' {what} (shell refusal list); {instead}"
+    return f"refused: '{shown}' {what} ({_RULE_OWNER.get(rule, 'shell refusal list')}); {instead}"
 
 
 def _tokens(command: str) -> list[str]:
@@ -377,7 +421,9 @@ def _segments(tokens: list[str]) -> list[_Segment]:
     for token in tokens:
         segment = segments[-1]
         if pending_redirect is not None:
-            if ">" in pending_redirect:
+            if pending_redirect.endswith("&") and (token.isdigit() or token == "-"):
+                pass  # `2>&1`, `>&2`, `1>&-`: a descriptor, not a file
+            elif ">" in pending_redirect:
                 segment.redirects.append(token)
             elif pending_redirect == "<<<":
                 segment.herestrings.append(token)
@@ -392,9 +438,12 @@ def _segments(tokens: list[str]) -> list[_Segment]:
     return segments
 
 
-def _segment_refusal(words: list[str], redirects: list[str], depth: int) -> str | None:
+def _segment_refusal(
+    words: list[str], redirects: list[str], depth: int, keep_files: bool
+) -> str | None:
     for target in redirects:
-        rule = _written([target])
+        keep = keep_files and not _SAFE_DEVICES.match(target)
+        rule = "keep-files" if keep else _written([target])
         if rule:
             return _message(rule, f"> {target}")
     command = _strip_prefixes(words)
@@ -403,12 +452,12 @@ def _segment_refusal(words: list[str], redirects: list[str], depth: int) -> str 
     name, args = command[0].rsplit("/", 1)[-1], command[1:]
     if name in _SHELLS:
         script = _shell_script(args)
-        return _refusal(script, depth + 1) if script else None
+        return _refusal(script, depth + 1, keep_files=keep_files) if script else None
     if name == "eval":
-        return _refusal(" ".join(args), depth + 1)
+        return _refusal(" ".join(args), depth + 1, keep_files=keep_files)
     if name == "su":
         script = _option_value(args, "-c", "--command")
-        return _refusal(script, depth + 1) if script else None
+        return _refusal(script, depth + 1, keep_files=keep_files) if script else None
     if (
         _PYTHON.match(name)
         and len(args) >= 2
@@ -418,9 +467,33 @@ def _segment_refusal(words: list[str], redirects: list[str], depth: int) -> str 
         name, args = "horde-tui", args[2:]
     code = _program_text(name, args)
     if code is not None:
-        return _code_refusal(code, " ".join(words), depth)
-    rule = _command_rule(name, args)
+        return _code_refusal(code, " ".join(words), depth, keep_files)
+    keep = keep_files and _changes_files(name, args)
+    rule = "keep-files" if keep else _command_rule(name, args)
     return _message(rule, " ".join(words)) if rule else None
+
+
+def _changes_files(name: str, args: list[str]) -> bool:
+    """Whether a simple command (wrappers stripped) deletes, moves or writes a file."""
+    if name == "sed":
+        return any(a.startswith(("-i", "--in-place")) for a in args)
+    if name == "tee":
+        return any(not _SAFE_DEVICES.match(a) for a in _operands(args))
+    if name == "dd":
+        return any(a.startswith("of=") and not _SAFE_DEVICES.match(a[3:]) for a in args)
+    if name in _FILE_CHANGERS:
+        return True
+    if name == "find":
+        return "-delete" in args or any(
+            a in ("-exec", "-execdir", "-ok", "-okdir")
+            and i + 1 < len(args)
+            and _changes_files(args[i + 1].rsplit("/", 1)[-1], args[i + 2 :])
+            for i, a in enumerate(args)
+        )
+    if name == "git":
+        rest = _skip_options(args, frozenset({"-C", "-c", "--git-dir", "--work-tree"}))
+        return bool(rest) and rest[0] in _GIT_FILE_CHANGERS
+    return False
 
 
 def _strip_prefixes(words: list[str]) -> list[str]:
@@ -432,8 +505,11 @@ def _strip_prefixes(words: list[str]) -> list[str]:
             rest = rest[1:]
         elif head in _WRAPPERS:
             rest = _skip_options(rest[1:], _WRAPPERS[head])
-            if head == "timeout" and rest:
-                rest = rest[1:]  # the duration
+            rest = rest[_WRAPPER_OPERANDS.get(head, 0) :]
+            if head == "flock" and rest[:1] in (["-c"], ["--command"]):
+                rest = ["sh", *rest]  # flock FILE -c 'script'
+            elif head == "watch" and len(rest) > 1:
+                rest = ["sh", "-c", " ".join(rest)]  # watch joins its words into a script
         elif head in _RUNNERS and len(rest) > 1 and rest[1] == "run":
             rest = _skip_options(rest[2:], frozenset())
         elif head == "uvx":
@@ -480,15 +556,18 @@ def _program_text(name: str, args: list[str]) -> str | None:
     return None
 
 
-def _code_refusal(code: str, shown: str, depth: int) -> str | None:
+def _code_refusal(code: str, shown: str, depth: int, keep_files: bool) -> str | None:
     """A one-line program that deletes a broad path or a ledger, writes a ledger, or runs
-    a refused shell command (`os.system('rm -rf /')`)."""
+    a refused shell command (`os.system('rm -rf /')`); for a cleanup, any program that
+    deletes or writes files."""
     literals = [m.group(2) for m in _LITERAL.finditer(code)]
     if _CODE_RUNS.search(code):
         for script in [*literals, " ".join(literals)]:
-            reason = _refusal(script, depth + 1)
+            reason = _refusal(script, depth + 1, keep_files=keep_files)
             if reason:
                 return reason
+    if keep_files and (_CODE_DELETES.search(code) or _CODE_WRITES.search(code)):
+        return _message("keep-files", shown)
     if _CODE_DELETES.search(code) and any(_broad_target(x) for x in literals):
         return _message("rm-root", shown)
     if _CODE_WRITES.search(code) and any(_in_ledgers(x) for x in literals):

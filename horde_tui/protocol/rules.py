@@ -10,6 +10,7 @@ import re
 import shlex
 from pathlib import Path
 
+from horde_tui.member.refusal import cleanup_refusal
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused
 from horde_tui.store.textmatch import jaccard, tokens
@@ -109,24 +110,17 @@ def check_new_concern(state: LedgerState, slug: str, definition: str, allow_new:
             )
 
 
-_DELETING = re.compile(
-    r"(?:^|[;&|`(]|\$\()\s*(?:sudo\s+|xargs\s+(?:-\S+\s+)*)?"
-    r"(?:rm|rmdir|unlink|shred|truncate|srm|wipe|mv|dd)\b"
-    r"|\bfind\b.*\s-delete\b|\bgit\s+clean\b|\bgit\s+reset\s+--hard\b"
-    r"|>\s*(?!/dev/null\b)(?!&)\S",
-)
-
-
 def check_cleanup(command: str, paths_to_protect: list[Path]) -> None:
-    """`cleanup` tears down external runtime objects (containers, servers), never files."""
+    """`cleanup` tears down external runtime objects (containers, servers), never files.
+
+    The command is parsed by the member shell's refusal list (`cleanup_refusal`), so a
+    wrapper (`env`, `nohup`, `timeout 5`), a nested `bash -c` or a writer such as
+    `sed -i` or `tee FILE` is seen for what it runs."""
     if not command.strip():
         return
-    if _DELETING.search(command):
-        raise ActionRefused(
-            "refused: cleanup commands may not delete, move or overwrite files (resources "
-            "rule); cleanup is for external runtime objects such as `docker rm -f NAME` or "
-            "`kill PID`"
-        )
+    reason = cleanup_refusal(command)
+    if reason:
+        raise ActionRefused(reason)
     try:
         words = shlex.split(command)
     except ValueError:

@@ -50,7 +50,7 @@ FIELD_DOCS: dict[str, str] = {
     "target": "F#, A#, Q#, E#, answer\ninspect / message / attach / review / reattest / "
     "collaboration: the entry concerned.",
     "cites": "F#/A#/T#\nsolved: the F#, A# (A2 or A2@r3) and T# the answer rests on.",
-    "ideas": "#N\ncontest-solved: ideas that must close before re-proposal.",
+    "ideas": "#N\ncontest-solved: open ideas the answer waits on; it reopens once they close.",
     "owner": "",
     "detail": "",
     "requestId": "retry id\nany write: a repeat returns the first result and writes nothing.",

@@ -201,6 +201,8 @@ class Proposal:
     contest_text: str = ""
     contest_ideas: list[str] = field(default_factory=list)
     withdrawn_reason: str = ""
+    reopened_from: int | None = None
+    """The contested round this one reopens (`solved.reopen`), once its named ideas closed."""
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Finalize: release unfinished ideas, write SUMMARY.md and REPORT.md (by code), then
-the deliverable and the post-mortem (by read-only helper members), GRAPH.md last.
+"""Finalize: release unfinished ideas, freeze acceptance, run resource cleanups, write
+SUMMARY.md and REPORT.md (by code), then the deliverable and the post-mortem (by
+read-only helper members), GRAPH.md last.
 
 REPORT.md and SUMMARY.md are deterministic functions of the ledgers, the event log and
 the run summary: the same run always reports the same way, whatever the model did.
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from horde_tui import prompts
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.paths import HordePaths, atomic_write_text
-from horde_tui.supervisor import acceptance_freeze, lifecycle
+from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState, spawn_member
 from horde_tui.supervisor.setup import MemberSpec
@@ -38,8 +39,10 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     run_dir = horde_dir / "runs" / summary.run_id
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
     workdir = HordePaths(horde_dir).workdir
-    atomic_write_text(run_dir / "REPORT.md", report.render_report(state, summary, workdir))
-    atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(read_events(run_dir), summary))
+    events = read_events(run_dir)
+    text = report.render_report(state, summary, workdir, cleanup.results(events))
+    atomic_write_text(run_dir / "REPORT.md", text)
+    atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
 
 
 class HelperHost(Protocol):
@@ -107,6 +110,7 @@ async def finalize(sup: Supervisor, summary: RunSummary) -> None:
     sup.parent.refresh()
     counts = acceptance_freeze.freeze(sup.horde_dir, sup.parent.state, sup.run_id)
     sup.emit("acceptance", **counts)
+    await cleanup.run_cleanups(sup)
     write_reports(sup.horde_dir, summary, sup.parent.state)
     gateway_up = sup.gateway is not None and sup.gateway.proc.returncode is None
     helpers_allowed = gateway_up and not sup.hard_stopped

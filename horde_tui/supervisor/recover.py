@@ -3,7 +3,8 @@
 A parent killed with SIGKILL (or an OOM kill, or a closed SSH session) leaves its run
 without a report; its members exit on their own. `horde-tui finalize RUN` rebuilds the
 run summary from MANIFEST.json and the lifecycle events, returns unfinished ideas to the
-pool, and writes SUMMARY.md, REPORT.md and GRAPH.md. The deliverable and post-mortem
+pool, runs the resource cleanups the parent did not get to, and writes SUMMARY.md,
+REPORT.md and GRAPH.md. The deliverable and post-mortem
 helpers need a live model gateway, so they are not run here; REPORT.md says so.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import acceptance_freeze, controls, lifecycle
+from horde_tui.supervisor import acceptance_freeze, cleanup, controls, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
@@ -84,6 +85,7 @@ def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
     lifecycle.release_ideas(parent, run_id)
     parent.refresh()
     acceptance_freeze.freeze(horde_dir, parent.state, run_id)
+    cleanup.run_from_disk(parent, run_id, manifest.get("config") or {}, events)
     lifecycle.append(
         parent,
         run_id,

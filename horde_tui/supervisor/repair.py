@@ -9,13 +9,16 @@ as blocking, is listed and served first, and keeps a round open like a blocker.
 
 Budgets follow demand: one floor (`HORDE_REPAIR_MIN_MS`, `_MIN_TOKENS`) per member queue,
 plus one per further review request or blocking thread (at most six units), plus two
-recheck shares, unless `HORDE_REPAIR_MS`/`_TOKENS` give a flat total. Each attempt's time
-is cut in proportion to its demand, never below the floor, and its turns are capped
-(`HORDE_REPAIR_TURNS`: an attempt still working at the cap ends with cause `turns`). A
-thread that two consecutive completed attempts did not move (same state, same response
-count) is held back from that member, and a member whose whole queue is held is skipped with
-reason `no-progress`. Each round serves a member at most once, members with blocking
-work first.
+recheck shares, unless `HORDE_REPAIR_MS`/`_TOKENS` give a flat total. Each attempt gets
+its share of both totals in proportion to its demand, never below the floor: the token
+total is cut into demand units plus the two recheck shares, and the time total only among
+the units the token budget can fund. An attempt that spends its token or time share is
+stopped, and its turns are capped (`HORDE_REPAIR_TURNS`: an attempt still working at the
+cap ends with cause `turns`). A thread that two consecutive completed attempts did not
+move (same state, same response count) is held back from that member until another
+member changes it (`repair-released`), and a member whose whole queue is held is skipped
+with reason `no-progress`. Each round serves a member at most once, members with
+blocking work first.
 """
 
 from __future__ import annotations
@@ -146,6 +149,21 @@ def budgets(settings: Settings, units: int) -> tuple[int, int]:
     )
 
 
+RECHECK_SHARES = 2
+"""Demand units the budgets keep beyond the queues' own, for requesters' rechecks."""
+
+
+def unit_shares(
+    settings: Settings, units: int, total_ms: int, total_tokens: int
+) -> tuple[int, int]:
+    """(ms, tokens) one demand unit's attempt may spend: the token total cut into the
+    phase's demand units plus the recheck shares, the time total split only among the
+    units that token budget can fund; neither below its floor."""
+    token_unit = max(settings.repair_min_tokens, total_tokens // (units + RECHECK_SHARES))
+    funded = min(units + RECHECK_SHARES, total_tokens // max(1, token_unit))
+    return max(settings.repair_min_ms, total_ms // max(1, funded)), token_unit
+
+
 def serving_order(state: LedgerState, work: dict[str, list[Thread]]) -> list[str]:
     """Members with blocking work first (a request about the pending answer counts), each
     group in member order."""
@@ -166,14 +184,23 @@ async def run_repair(sup: Supervisor) -> None:
         sup.emit("repair-skipped", reason="no open threads")
         return
     total_ms, total_tokens = budgets(settings, units)
+    unit_ms, unit_tokens = unit_shares(settings, units, total_ms, total_tokens)
     sup.emit(
-        "phase-start", phase="repair", demand=units, budget_ms=total_ms, budget_tokens=total_tokens
+        "phase-start",
+        phase="repair",
+        demand=units,
+        budget_ms=total_ms,
+        budget_tokens=total_tokens,
+        unit_ms=unit_ms,
+        unit_tokens=unit_tokens,
     )
     unchanged: dict[tuple[str, str], int] = {}
+    held: dict[tuple[str, str], tuple[str, int]] = {}
     spent_ms = spent_tokens = 0
     for round_no in range(1, settings.repair_rounds + 1):
         sup.parent.refresh()
         state = sup.parent.state
+        release(sup, state, unchanged, held, round_no)
         work = {n: [t for t in queue(sup, n) if unchanged.get((n, t.id), 0) < 2] for n in members}
         for n in members:
             if queue(sup, n) and not work[n]:
@@ -181,7 +208,6 @@ async def run_repair(sup: Supervisor) -> None:
         work = {n: q for n, q in work.items() if q}
         if not work:
             break
-        pending = sum(demand(state, q) for q in work.values())
         served: set[str] = set()
         for name in serving_order(state, work):
             threads = work[name]
@@ -193,13 +219,18 @@ async def run_repair(sup: Supervisor) -> None:
                 )
                 break
             served.add(name)
-            if total_tokens - spent_tokens < settings.repair_min_tokens:
+            left_tokens = total_tokens - spent_tokens
+            if left_tokens < settings.repair_min_tokens:
                 sup.emit("repair-skipped", name, reason="token budget spent", round=round_no)
                 continue
-            left_ms = max(0, total_ms - spent_ms)
-            cut = left_ms * demand(state, threads) // max(1, pending)
-            share_ms = max(settings.repair_min_ms, cut)
-            used_ms, used_tokens = await _attempt(sup, name, threads, share_ms, round_no, unchanged)
+            units_here = demand(state, threads)
+            share = (
+                max(settings.repair_min_ms, min(unit_ms * units_here, total_ms - spent_ms)),
+                min(unit_tokens * units_here, left_tokens),
+            )
+            used_ms, used_tokens = await _attempt(
+                sup, name, threads, share, round_no, (unchanged, held)
+            )
             spent_ms += used_ms
             spent_tokens += used_tokens
     sup.emit("phase-end", phase="repair", spent_ms=spent_ms, spent_tokens=spent_tokens)
@@ -221,35 +252,74 @@ def _round_done(
     return bool(blocking) and blocking <= served
 
 
+def release(
+    sup: Supervisor,
+    state: LedgerState,
+    unchanged: dict[tuple[str, str], int],
+    held: dict[tuple[str, str], tuple[str, int]],
+    round_no: int,
+) -> None:
+    """Release a held-back thread that moved since it was held (another member changed
+    it: the member it was held from was not served meanwhile)."""
+    for (name, q), mark in list(held.items()):
+        thread = state.threads.get(q)
+        if unchanged.get((name, q), 0) >= 2 and thread is not None and _mark(thread) != mark:
+            unchanged[(name, q)] = 0
+            del held[(name, q)]
+            sup.emit("repair-released", name, round=round_no, thread=q)
+
+
+TOKEN_POLL_S = 0.1
+"""How often a repair attempt's token spending is checked against its share."""
+
+
 async def _attempt(
     sup: Supervisor,
     name: str,
     threads: list[Thread],
-    share_ms: int,
+    share: tuple[int, int],
     round_no: int,
-    unchanged: dict[tuple[str, str], int],
+    progress: tuple[dict[tuple[str, str], int], dict[tuple[str, str], tuple[str, int]]],
 ) -> tuple[int, int]:
-    """One repair session; returns (ms, tokens) it used and updates the no-progress counts."""
+    """One repair session within its (ms, tokens) share; returns what it used and updates
+    the no-progress counts and the marks of the threads it left unchanged."""
+    share_ms, share_tokens = share
+    unchanged, held = progress
     state = sup.members[name]
     before = {t.id: _mark(t) for t in threads}
     tokens_before = state.prompt_tokens + state.completion_tokens
     turns_before = state.turns
     listing = _listing(sup.parent.state, threads)  # type: ignore[union-attr]
     units = demand(sup.parent.state, threads)  # type: ignore[union-attr]
-    sup.emit("repair-start", name, round=round_no, demand=units, threads=sorted(before))
+    sup.emit(
+        "repair-start",
+        name,
+        round=round_no,
+        demand=units,
+        threads=sorted(before),
+        share_ms=share_ms,
+        share_tokens=share_tokens,
+    )
     loop = asyncio.get_running_loop()
     started = loop.time()
     await sup._spawn(
         name, REPAIR_BRIEF.format(threads=listing), HORDE_MAX_TURNS=str(sup.settings.repair_turns)
     )
     task = sup.tasks[name]
-    try:
-        await asyncio.wait_for(asyncio.shield(task), share_ms / 1000)
-    except TimeoutError:
+    spent = ""
+    while not task.done() and not spent:
+        left_s = started + share_ms / 1000 - loop.time()
+        if state.prompt_tokens + state.completion_tokens - tokens_before >= share_tokens:
+            spent = f"its repair token share of {share_tokens} tokens was spent"
+        elif left_s <= 0:
+            spent = f"its repair time share of {share_ms} ms was spent"
+        else:
+            await asyncio.wait({task}, timeout=min(TOKEN_POLL_S, left_s))
+    if spent:
         await sup.procs[name].stop_hard()
         await task
         state.exit_cause = "killed"
-        state.detail = f"its repair time share of {share_ms} ms was spent"
+        state.detail = spent
     code = task.result()
     state.exit_cause = state.exit_cause or ("exit_nonzero" if code else "no_output")
     state.status, state.ended = "exited", time.time()
@@ -266,6 +336,8 @@ async def _attempt(
     threads_now = sup.parent.state.threads  # type: ignore[union-attr]
     still = [q for q in before if q in threads_now and _mark(threads_now[q]) == before[q]]
     count_progress(unchanged, name, before, still, state.exit_cause == "completed")
+    for q in still:
+        held[(name, q)] = _mark(threads_now[q])
     used_ms = int((loop.time() - started) * 1000)
     used_tokens = state.prompt_tokens + state.completion_tokens - tokens_before
     first = state.first_turn
@@ -278,5 +350,6 @@ async def _attempt(
         first_turn_cost_usd=first.cost_usd if first else 0.0,
         unchanged=still,
         cause=state.exit_cause,
+        tokens=used_tokens,
     )
     return used_ms, used_tokens

@@ -59,7 +59,8 @@ def render_report(
 ) -> str:
     """REPORT.md for `summary.run_id`.
 
-    `cleanups` maps R# to the result of its cleanup command, when finalize ran one.
+    `cleanups` maps R# to the result of its cleanup command, when finalize ran one: the
+    status line, then the tail of its output (`cleanup.results`).
     Reads files only to check cited paths under `workdir`.
     """
     scope = RunScope.of(state, summary.run_id)
@@ -286,8 +287,9 @@ def _resource_line(res: Resource, scope: RunScope, cleanups: Mapping[str, str]) 
     if res.path:
         out += f"; path `{res.path}`"
     if res.cleanup:
-        result = cleanups.get(res.id, "not run")
-        out += f"; cleanup `{one_line(res.cleanup, 200)}`: {one_line(result, 200)}"
+        status, *tail = cleanups.get(res.id, "not run").split("\n")
+        out += f"; cleanup `{one_line(res.cleanup, 200)}`: {one_line(status, 300)}"
+        out += "".join(f"\n    | {one_line(line, 200)}" for line in tail)
     elif scope.owns(res):
         out += "; no cleanup command"
     return out
@@ -345,10 +347,22 @@ def _answer_line(state: LedgerState, run: str) -> str:
         status += "; open requests about it: " + ", ".join(
             f"{t.id} {t.kind} from {t.by} to {t.to} ({t.state})" for t in requests
         )
+    reopened = answers.reopened_note(state, prop)
+    if reopened:
+        status += f"; {reopened}"
     cites = ", ".join(prop.cites) or "nothing"
-    return (
+    line = (
         f"Answer (round {prop.round}, by {prop.by}): {status}. Cites {cites}. "
         f"{one_line(prop.text, 300)}"
+    )
+    bank = answers.banked(state, run)
+    if bank is None:
+        return line
+    # --until-stop: a later round that is not validated leaves the banked answer standing.
+    return (
+        f"Banked answer (round {bank.round}, by {bank.by}): validated by {bank.validated_by}; "
+        f"it stands. Cites {', '.join(bank.cites) or 'nothing'}. {one_line(bank.text, 300)}\n"
+        f"Later {line[0].lower()}{line[1:]}"
     )
 
 

@@ -182,6 +182,8 @@ def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
         point.hard_stopped = True
     elif isinstance(kind, str) and kind.startswith("solved-") and member is not None:
         status = kind.removeprefix("solved-")
+        # `solved-proposed` and `solved-reopened` announce a pending round.
+        status = "pending" if status in ("proposed", "reopened") else status
         point.solved_seen[f"{ev.get('round')}:{status}"] = when
     elif kind in MEMBER_KINDS and member in point.members:
         m = point.members[member]

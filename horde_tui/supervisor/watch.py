@@ -121,6 +121,17 @@ def record_answer(sup: Supervisor) -> Proposal | None:
     prop = answers.current(sup.parent.state, sup.run_id)
     if prop is None:
         return None
+    reopened = f"{prop.round}:pending"
+    if prop.reopened_from is not None and reopened not in sup._solved_seen:
+        # Announced even when the reopened round moved on before this poll saw it pending.
+        sup._solved_seen[reopened] = time.time()
+        sup.emit(
+            "solved-reopened",
+            prop.by,
+            round=prop.round,
+            cites=prop.cites,
+            reopened_from=prop.reopened_from,
+        )
     key = f"{prop.round}:{prop.status}"
     if key not in sup._solved_seen:
         sup._solved_seen[key] = time.time()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from horde_tui.protocol.actions.solved import reopenings
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import (
     ClaimParams,
@@ -171,11 +172,12 @@ def done(ctx: ActionContext, p: DoneParams, state: LedgerState) -> Decision:
             f"(done/rule-out rule); use `rule-out id={target.id} reason=...` instead"
         )
     nudge = idle_nudge(state, ctx.actor, target.id)
+    reopen, note = reopenings(state, ctx.run, target.id)
     return Decision(
         True,
-        f"ok {target.id} done.{nudge}",
+        f"ok {target.id} done.{nudge}{note}",
         target.id,
-        [{"op": "idea.done", "id": target.id, "result": p.result}],
+        [{"op": "idea.done", "id": target.id, "result": p.result}, *reopen],
         outcome="done",
     )
 
@@ -194,10 +196,11 @@ def drop(ctx: ActionContext, p: DropParams, state: LedgerState) -> Decision:
 def rule_out(ctx: ActionContext, p: RuleOutParams, state: LedgerState) -> Decision:
     target = _owned(ctx, state, p.id, "rule out")
     nudge = idle_nudge(state, ctx.actor, target.id)
+    reopen, note = reopenings(state, ctx.run, target.id)
     return Decision(
         True,
-        f"ok {target.id} ruled out.{nudge}",
+        f"ok {target.id} ruled out.{nudge}{note}",
         target.id,
-        [{"op": "idea.ruleout", "id": target.id, "reason": p.reason}],
+        [{"op": "idea.ruleout", "id": target.id, "reason": p.reason}, *reopen],
         outcome="ruled-out",
     )

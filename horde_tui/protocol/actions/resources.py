@@ -8,10 +8,30 @@ from horde_tui.protocol.collab_params import ResourceStateParams
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import ResourceParams
 from horde_tui.protocol.rules import check_cleanup, inside_workdir
+from horde_tui.store.ledgers.resources import norm_path, resource_key
 from horde_tui.store.model import Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
-from horde_tui.store.textmatch import TextKey
+
+
+def _match(state: LedgerState, name: str, path: str, text: str) -> tuple[str | None, str]:
+    """The resource this claim names, and how it matched: `name`, `path` (the same path
+    however spelled), or, as ideas and facts dedup, a shared identifier with some shared
+    wording, or strongly shared wording (the reason says which)."""
+    by_name = state.resource_by_name.get(name.lower())
+    if by_name is not None:
+        return by_name, "name"
+    key = resource_key(name, path, text)
+    if path:
+        for rid in state.resource_index.candidates(key):
+            other = state.resources[rid].path
+            if other and norm_path(other) == norm_path(path):
+                return rid, "path"
+    dupes = state.resource_index.duplicates(key)
+    if not dupes:
+        return None, ""
+    shared = sorted(key.ids & state.resource_index.keys[dupes[0]].ids)
+    return dupes[0], f"both name `{shared[0]}`" if shared else "near-identical description"
 
 
 def resource(ctx: ActionContext, p: ResourceParams, state: LedgerState) -> Decision:
@@ -19,13 +39,9 @@ def resource(ctx: ActionContext, p: ResourceParams, state: LedgerState) -> Decis
     if p.path:
         inside_workdir(ctx.workdir, p.path)
     protect = [ctx.store.paths.root, ctx.store.paths.run_dir(ctx.run)]
-    existing_id = state.resource_by_name.get(name.lower())
-    if existing_id is None and p.path:
-        # Same path under another name is the same resource: identifiers first.
-        for rid in state.resource_index.candidates(TextKey.of(p.path)):
-            if state.resources[rid].path and state.resources[rid].path == p.path:
-                existing_id = rid
-                break
+    existing_id, how = _match(state, name, p.path, p.text)
+    if existing_id is not None and how not in ("name", "path"):
+        return _duplicate(ctx, state.resources[existing_id], name, how)
     if existing_id is not None:
         res = state.resources[existing_id]
         if res.by == ctx.actor and res.run == ctx.run:
@@ -70,6 +86,32 @@ def resource(ctx: ActionContext, p: ResourceParams, state: LedgerState) -> Decis
     if p.path:
         record["path"] = p.path
     return Decision(True, f"ok {new_id} `{name}` is yours", new_id, [record], outcome="created")
+
+
+def _duplicate(ctx: ActionContext, res: Resource, name: str, how: str) -> Decision:
+    """A claim under another name that dedup matched to `res`: reuse it, never rebuild."""
+    apart = (
+        f"if `{name}` is really another resource, claim it with its own path and a "
+        "description that tells them apart"
+    )
+    if ctx.actor == res.by:
+        return Decision(
+            True,
+            f"ok {res.id} `{res.name}` is already yours and matches `{name}` ({how}); no new "
+            f"resource; {apart}",
+            res.id,
+            outcome="unchanged",
+        )
+    records = [] if ctx.actor in res.reusers else [{"op": "resource.reuse", "id": res.id}]
+    where = f" at `{res.path}`" if res.path else ""
+    return Decision(
+        True,
+        f"{res.id} `{res.name}` is owned by {res.by} (run {res.run}) and matches `{name}` "
+        f"({how}); recorded you as a reuser; use it{where}, do not rebuild it; {apart}",
+        res.id,
+        records,
+        outcome="reused",
+    )
 
 
 def _resource_of(state: LedgerState, p: ResourceStateParams) -> Resource:

@@ -35,6 +35,40 @@ def withdrawals(state: LedgerState, ref: str, why: str) -> list[dict[str, Any]]:
     return out
 
 
+def reopenings(state: LedgerState, run: str, closing: str) -> tuple[list[dict[str, Any]], str]:
+    """Closing idea `closing` closes the last idea a contest of `run`'s answer named: the
+    answer reopens as a new round with the pins it had (`solved.reopen`), or, when a cited
+    finding changed or a quoted fact is still provisional, is withdrawn instead. Returns
+    the records and a note for the receipt (nothing when no contest waits on `closing`)."""
+    prop = answers.current(state, run)
+    if prop is None or prop.status != "contested" or closing not in prop.contest_ideas:
+        return [], ""
+    if any(not state.ideas[i].closed for i in prop.contest_ideas if i != closing):
+        return [], ""
+    named = f" Every idea the contest of run {run}'s answer named is closed"
+    changed = answers.changed_citations(state, prop)
+    why = [f"{', '.join(changed)} changed"] if changed else []  # for the withdrawal reason
+    told = [f"{', '.join(changed)} changed since the answer pinned it"] if changed else []
+    for ref in prop.cites:
+        fact = state.facts.get(ref)
+        # The closing idea settles the facts provisional on it.
+        if fact is not None and fact.provisional_on != closing and is_provisional(state, fact):
+            why.append(f"{ref} is still provisional on {fact.provisional_on}")
+            told.append(why[-1])
+    if why:
+        waited = ", ".join(prop.contest_ideas)
+        reason = f"{' and '.join(why)} while the contest waited on {waited}"
+        return (
+            [{"op": "solved.withdraw", "run": run, "reason": reason}],
+            f"{named}, but {' and '.join(told)}: the answer is withdrawn for re-proposal.",
+        )
+    round_no = len(state.proposals[run]) + 1
+    return (
+        [{"op": "solved.reopen", "run": run, "of": prop.round}],
+        f"{named}: the answer reopens as round {round_no}, awaiting validation by another member.",
+    )
+
+
 def _citation(state: LedgerState, raw: str) -> tuple[str, str, int | None]:
     """`F3`, `A2@r4`, `T1` -> (table, id, revision named or None)."""
     m = _CITE.match(raw)
@@ -153,6 +187,13 @@ def confirm_solved(ctx: ActionContext, p: ConfirmSolvedParams, state: LedgerStat
 def contest_solved(ctx: ActionContext, p: ContestSolvedParams, state: LedgerState) -> Decision:
     prop = _pending_from_other(ctx, state, "contest")
     ideas = [resolve(state, raw, "ideas", "ideas") for raw in p.ideas]
+    for ident in ideas:
+        if state.ideas[ident].closed:
+            raise ActionRefused(
+                f"refused: {ident} is already {state.ideas[ident].status}; a contest names the "
+                "open or claimed ideas the answer waits on (solved rule: it reopens once they "
+                "close); name open ideas, or contest without ideas"
+            )
     reopen = f"; it reopens once {', '.join(ideas)} close" if ideas else ""
     return Decision(
         True,

@@ -3,7 +3,9 @@
 Solved is two-phase. `solved` pins the revision of every finding and artifact it cites;
 a different member validates (`confirm-solved`) or refutes (`contest-solved`) it. A later
 change to a pinned finding or artifact withdraws a pending proposal so nobody validates a
-stale answer, and a settled answer's status names what changed since its pins.
+stale answer, and a settled answer's status names what changed since its pins. A contest
+that names ideas reopens the answer as a new round (`solved.reopen`) once they all close.
+With --until-stop a validated round is banked: a later round does not hide it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,47 @@ def _propose(state: LedgerState, rec: dict[str, Any]) -> None:
     )
 
 
+def _reopen(state: LedgerState, rec: dict[str, Any]) -> None:
+    """The contested round comes back as a new pending round with the same text and pins."""
+    props = state.proposals.get(rec["run"], [])
+    prior = props[-1] if props else None
+    if prior is None or prior.status != "contested" or prior.round != rec.get("of"):
+        return
+    props.append(
+        Proposal(
+            run=prior.run,
+            by=prior.by,
+            text=prior.text,
+            cites=list(prior.cites),
+            pins=dict(prior.pins),
+            seq=rec["seq"],
+            ts=rec["ts"],
+            round=len(props) + 1,
+            reopened_from=prior.round,
+        )
+    )
+
+
+def banked(state: LedgerState, run: str) -> Proposal | None:
+    """The latest validated round before the current one (--until-stop banks each validated
+    answer and reopens the slot): it stands until a later round is validated too."""
+    props = state.proposals.get(run, [])
+    if not props or props[-1].status == "validated":
+        return None
+    return next((p for p in reversed(props[:-1]) if p.status == "validated"), None)
+
+
+def reopened_note(state: LedgerState, prop: Proposal) -> str:
+    """`reopened from round 1 (contested by member-2; #2, #3 closed)`, or ''."""
+    if prop.reopened_from is None:
+        return ""
+    prior = state.proposals[prop.run][prop.reopened_from - 1]
+    return (
+        f"reopened from round {prior.round} (contested by {prior.contested_by}; "
+        f"{', '.join(prior.contest_ideas)} closed)"
+    )
+
+
 def _settle(state: LedgerState, rec: dict[str, Any]) -> None:
     prop = current(state, rec["run"])
     if prop is None:
@@ -60,6 +103,7 @@ OPS: dict[str, Fold] = {
     "solved.confirm": _settle,
     "solved.contest": _settle,
     "solved.withdraw": _settle,
+    "solved.reopen": _reopen,
 }
 
 
@@ -88,8 +132,9 @@ def render(state: LedgerState, run: str) -> str:
     prop = current(state, run)
     if prop is None:
         return ""
+    reopened = reopened_note(state, prop)
     status = {
-        "pending": "proposed, awaiting validation by another member",
+        "pending": f"{reopened or 'proposed'}, awaiting validation by another member",
         "validated": f"validated by {prop.validated_by}",
         "contested": f"contested by {prop.contested_by}",
         "withdrawn": f"withdrawn: {prop.withdrawn_reason}",
@@ -97,6 +142,9 @@ def render(state: LedgerState, run: str) -> str:
     changed = changed_citations(state, prop)
     if changed and prop.status != "withdrawn":
         status += f"; changed since pinned: {', '.join(changed)}"
+    bank = banked(state, run)
+    if bank is not None:
+        status += f"; round {bank.round}'s validated answer stays banked (below)"
     pins = ", ".join(f"{k}@r{v}" for k, v in prop.pins.items()) or "none"
     lines = [
         f"# Answer (run {run}, round {prop.round})",
@@ -110,4 +158,14 @@ def render(state: LedgerState, run: str) -> str:
     ]
     if prop.status == "contested" and prop.contest_text:
         lines += ["## Contest", "", prop.contest_text.strip(), ""]
+    if bank is not None:
+        lines += [
+            f"## Banked answer (round {bank.round}, validated by {bank.validated_by})",
+            "",
+            f"It stands unless round {prop.round} is validated too. Proposed by {bank.by} at "
+            f"{stamp(bank.ts)}. Cites: {', '.join(bank.cites) or 'none'}.",
+            "",
+            bank.text.strip(),
+            "",
+        ]
     return "\n".join(lines)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, one_line
 from horde_tui.store.model import Resource
-from horde_tui.store.textmatch import TextKey
+from horde_tui.store.textmatch import TextKey, tokens
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -16,6 +16,39 @@ HEADER = (
     "Shared datasets, harnesses, corpora and sandboxes. The first claim of a name owns it;\n"
     "later claims are recorded as reusers. Cleanup commands run at finalize only.\n"
 )
+
+
+_EDGE = "`'\"()[]{}<>,;:!?"
+_NOT_PATHS = frozenset("and/or i/o n/a input/output read/write on/off yes/no true/false".split())
+
+
+def norm_path(raw: str) -> str:
+    """`./data/corpus/` -> `data/corpus`: one spelling per path, for matching."""
+    path = raw.strip().strip(_EDGE).lower()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/") or path
+
+
+def _paths(path: str, text: str) -> frozenset[str]:
+    """The resource's path and the slash-words of its description, normalised. A resource
+    is usually a directory (`data/corpus/`), which has no file extension for textmatch
+    to see as a path, so its place would otherwise be no identifier at all."""
+    words = [path] if path.strip() else []
+    words += [w for w in text.split() if "/" in w.strip(_EDGE) and "://" not in w]
+    found = {norm_path(w) for w in words}
+    return frozenset(p for p in found if len(p) > 2 and p not in _NOT_PATHS)
+
+
+def resource_key(name: str, path: str, text: str) -> TextKey:
+    """What dedup matches a resource on: textmatch's identifiers (URLs, hosts, files) plus
+    its paths, then the wording of its name, path and description."""
+    base = TextKey.of(f"{name} {path} {text}")
+    ids = base.ids | _paths(path, text)
+    if ids == base.ids:
+        return base
+    plain = base.words - frozenset().union(*(tokens(i) for i in ids))
+    return TextKey(ids, base.words, plain)
 
 
 def _add(state: LedgerState, rec: dict[str, Any]) -> None:
@@ -33,7 +66,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     state.resources[res.id] = res
     state.touch("resources", res)
     state.resource_by_name[res.name.lower()] = res.id
-    state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
+    state.resource_index.add(res.id, resource_key(res.name, res.path, res.text))
 
 
 def _reuse(state: LedgerState, rec: dict[str, Any]) -> None:
@@ -49,7 +82,7 @@ def _update(state: LedgerState, rec: dict[str, Any]) -> None:
     for key in ("text", "cleanup", "path"):
         if key in rec:
             setattr(res, key, rec[key])
-    state.resource_index.add(res.id, TextKey.of(f"{res.name} {res.path} {res.text}"))
+    state.resource_index.add(res.id, resource_key(res.name, res.path, res.text))
 
 
 def _state(state: LedgerState, rec: dict[str, Any]) -> None:

@@ -1,0 +1,172 @@
+"""Resource cleanup at finalize (issue 13 item 3): each cleanup command of the run runs
+once, after acceptance is frozen, in the working directory under the member shell's
+sandbox and a timeout; REPORT.md says what ran, its status and its output tail; a
+failure or a timeout is reported, never fatal; HORDE_CLEANUP=off skips with a line.
+
+Real supervisor, gateway, member processes and cleanup commands; the model is the stub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
+from horde_tui.settings import load_settings
+from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor import cleanup
+from horde_tui.supervisor.recover import finalize_from_disk
+from horde_tui.supervisor.run import Supervisor
+from horde_tui.supervisor.setup import RunRequest
+
+STOP_LAB = """\
+echo "lab stopped"
+printf 'stopped\\n' > lab/state
+touch .horde/cleanup-was-here 2>/dev/null || echo ".horde is read-only here"
+"""
+
+
+def horde(action: str, **args: Any) -> dict[str, Any]:
+    return {"tool": "horde", "args": {"action": action, **args}}
+
+
+PLAN = {
+    "member-1": [
+        horde("resource", name="lab", path="lab", text="the lab server", cleanup="sh stop-lab.sh"),
+        horde(
+            "resource",
+            name="broken-lab",
+            text="a lab whose teardown fails",
+            cleanup="sh -c 'echo broken lab >&2; exit 3'",
+        ),
+        horde("resource", name="slow-lab", text="a lab that never stops", cleanup="sleep 30"),
+        {"say": "Labs claimed."},
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+def _lab(workdir: Path) -> None:
+    (workdir / "lab").mkdir()
+    (workdir / "lab" / "state").write_text("running\n")
+    (workdir / "stop-lab.sh").write_text(STOP_LAB)
+
+
+def _run(workdir: Path, **env: str) -> Supervisor:
+    with StubThread(policy=AgentPolicy(PLAN)) as stub:
+        environ = {
+            "HORDE_MODEL": stub.model,
+            "HORDE_API_BASE": stub.api_base,
+            "HORDE_API_KEY": "stub",
+            "HORDE_DELIVERABLE": "off",
+            "HORDE_POSTMORTEM": "off",
+            **env,
+        }
+        sup = Supervisor(workdir, RunRequest("Set up a lab", 1), load_settings(environ=environ))
+        summary = asyncio.run(asyncio.wait_for(sup.run(), 240))
+    assert summary is not None and summary.outcome == "finished", summary
+    return sup
+
+
+def _lifecycle(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e.get("type") == "lifecycle"]
+
+
+def _resource_lines(report: str) -> list[str]:
+    section = report.split("## Resources", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.strip()]
+
+
+def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cleanup, "TIMEOUT_S", 1.0)
+    _lab(tmp_path)
+
+    sup = _run(tmp_path)
+
+    assert (tmp_path / "lab" / "state").read_text() == "stopped\n"
+    if bwrap_problem() is None:  # the sandbox keeps .horde/ read-only, as for members
+        assert not (tmp_path / ".horde" / "cleanup-was-here").exists()
+    kinds = [e["kind"] for e in _lifecycle(sup.run_dir)]
+    ran = [e for e in _lifecycle(sup.run_dir) if e["kind"] == "resource-cleanup"]
+    assert [e["resource"] for e in ran] == ["R1", "R2", "R3"]
+    assert kinds.index("acceptance") < kinds.index("resource-cleanup")
+    assert kinds.index("resource-cleanup") < kinds.index("run-end")
+    assert [e["exit"] for e in ran] == [0, 3, None]
+    lines = _resource_lines((sup.run_dir / "REPORT.md").read_text())
+    r1 = lines.index(next(line for line in lines if line.startswith("- R1 ")))
+    assert lines[r1].startswith(
+        "- R1 `lab`: owner member-1; no reusers; path `lab`; cleanup `sh stop-lab.sh`: exit 0 in "
+    )
+    assert lines[r1 + 1] == "    | lab stopped"
+    r2 = next(line for line in lines if line.startswith("- R2 "))
+    assert "cleanup `sh -c 'echo broken lab >&2; exit 3'`: exit 3 in " in r2
+    assert lines[lines.index(r2) + 1] == "    | broken lab"
+    r3 = next(line for line in lines if line.startswith("- R3 "))
+    assert r3.endswith("cleanup `sleep 30`: timed out after 1s; process group killed")
+
+
+def test_cleanup_off_skips_with_a_line_saying_so(tmp_path: Path) -> None:
+    _lab(tmp_path)
+
+    sup = _run(tmp_path, HORDE_CLEANUP="off")
+
+    assert (tmp_path / "lab" / "state").read_text() == "running\n"
+    lines = _resource_lines((sup.run_dir / "REPORT.md").read_text())
+    entries = [line for line in lines if line.startswith("- R")]
+    assert len(entries) == 3 and not any(line.startswith("    |") for line in lines)
+    for line in entries:
+        assert line.endswith(": skipped: cleanup is off (HORDE_CLEANUP=off)"), line
+
+
+def test_a_cleanup_recorded_past_the_rule_is_not_run(horde: Any) -> None:
+    """A ledger record can predate the rule (or be written around the tool): finalize
+    checks the command again and reports it instead of running it."""
+    build = horde.workdir / "build"
+    build.mkdir()
+    (build / "keep.txt").write_text("kept\n")
+    horde.inject(
+        "member-1",
+        {"op": "resource.add", "id": "R1", "name": "b", "text": "", "cleanup": "env rm -rf build"},
+    )
+    res = horde.state().resources["R1"]
+
+    fields = cleanup.run_one(
+        res, horde.workdir, horde.root, horde.root / "runs" / "r1", SandboxPolicy("off")
+    )
+
+    assert (build / "keep.txt").read_text() == "kept\n"
+    assert fields["exit"] is None
+    assert fields["status"].startswith("not run, refused: 'env rm -rf build' changes files")
+    assert cleanup.results([{"kind": "resource-cleanup", **fields}]) == {"R1": fields["status"]}
+
+
+def test_finalize_from_disk_runs_the_cleanups_the_dead_supervisor_did_not(horde: Any) -> None:
+    """`horde-tui finalize` of an interrupted run tears down its resources too, with the
+    run's own settings (MANIFEST.json), and never runs one twice."""
+    _lab(horde.workdir)
+    (horde.workdir / "stop-lab.sh").write_text("echo stopping\necho stopped >> lab/log\n")
+    assert horde("member-1", "resource", name="lab", cleanup="sh stop-lab.sh").ok
+    run_dir = horde.root / "runs" / "r1"
+    config = {"cleanup": True, "sandbox": "auto", "sandbox_network": True, "sandbox_env": []}
+    (run_dir / "MANIFEST.json").write_text(json.dumps({"created": 0, "config": config}))
+
+    finalize_from_disk(horde.root, "r1")
+    finalize_from_disk(horde.root, "r1")
+
+    assert (horde.workdir / "lab" / "log").read_text() == "stopped\n"
+    lines = _resource_lines((run_dir / "REPORT.md").read_text())
+    r1 = lines.index(next(line for line in lines if line.startswith("- R1 ")))
+    assert "cleanup `sh stop-lab.sh`: exit 0 in " in lines[r1]
+    assert lines[r1 + 1] == "    | stopping"
