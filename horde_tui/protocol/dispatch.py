@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from horde_tui.protocol import hints
 from horde_tui.protocol.actions import (
     artifacts,
     claims,
@@ -311,6 +312,8 @@ def run_action(
 
         receipt = store.transact(run, action, clipped(submitted), decide, params.requestId)
         text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
+        if receipt.ok:
+            text += hints.after(ctx, action, store.state)
         return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
     except ActionRefused as exc:
         return ToolResult(False, None, str(exc))
