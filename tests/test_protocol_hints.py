@@ -177,3 +177,17 @@ def test_summary_coverage_and_cluster_rank_use_the_legacy_class(horde):
     )
     assert STATUS_ORDER.index("limited") < STATUS_ORDER.index("legacy")
     assert STATUS_ORDER.index("legacy") < STATUS_ORDER.index("unreviewed")
+
+
+def test_a_legacy_findings_acceptance_stays_open_and_says_why(horde):
+    from horde_tui.store.acceptance import acceptance
+
+    two_findings(horde)
+    horde("member-2", "verify", id="F1", support="reproduced", text="ran it")
+
+    found = acceptance(horde.state(), "F1")
+
+    assert (found.state, found.reason) == (
+        "open",
+        "legacy: verified by member-2 with no scoped review of r1 yet",
+    )
