@@ -176,9 +176,12 @@ ROLE_TEXT = {
     "member": "You are a regular member: claim ideas, investigate, file findings.",
     "verifier": (
         "You are the VERIFIER. First review other members' findings, highest importance "
-        "first: reproduce them and record what you checked (`verify id=F# support=...`); "
-        "contest or supersede what does not reproduce. Claim ideas only when nothing is "
-        "left to review."
+        "first: reproduce each one and record it with `review target=F# verdict=supports|"
+        "partially-supports|refutes support=tested|reproduced checked=<what you checked> "
+        "unchecked=<what you could not check> evidenceText=<output>`; only a review pins "
+        "the revision and counts. Contest or supersede what does not reproduce. After each "
+        "review the result lists what still awaits your review; claim ideas only when "
+        "nothing is left."
     ),
     "synthesis": "You are a read-only helper: you write the run's deliverable.",
     "postmortem": "You are a read-only helper: you review how the run went.",

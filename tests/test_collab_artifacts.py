@@ -391,3 +391,29 @@ def test_inbox_lists_open_threads_to_and_from_the_actor(published):
     assert text.startswith("Inbox of member-1: 1 open thread(s) to you, 1 of yours open.")
     assert "- Q1 question member-2 -> member-1 · open\n    Which Python?" in text
     assert "- Q2 handoff member-1 -> member-3 · open\n    Take #1" in text
+
+
+# -- the frozen acceptance ---------------------------------------------------------------
+
+
+def test_acceptance_json_carries_the_sha256_of_each_scored_artifact_revision(published):
+    """What was scored is identified by hash: the revision the acceptance is about."""
+    import json
+
+    from horde_tui.supervisor.acceptance_freeze import freeze
+
+    (published.workdir / "tools" / "poc.py").write_bytes(POC2)
+    assert published("member-1", "artifact", path="tools/poc.py", text="prints twice").ok
+    (published.workdir / "notes.md").write_text("# notes\n")
+    assert published("member-2", "artifact", path="notes.md", criteria="explains the poc").ok
+
+    freeze(published.root, published.state(), "r1")
+    frozen = json.loads((run_dir(published) / "ACCEPTANCE.json").read_text())
+    scored = {a["target"]: a for a in frozen}
+
+    a1, a2 = scored["A1"], scored["A2"]
+    assert (a1["revision"], a1["sha256"], a1["path"]) == (2, sha(POC2), "artifacts/tools/poc.py")
+    assert a2["sha256"] == sha((run_dir(published) / a2["path"]).read_bytes())
+    assert a1["sha256"] == sha((run_dir(published) / "revisions" / a1["sha256"]).read_bytes())
+    snapshot = json.loads((run_dir(published) / "snapshot" / "ACCEPTANCE.json").read_text())
+    assert snapshot == frozen

@@ -381,7 +381,10 @@ def test_verify_records_a_reproduction_at_the_current_revision(three_members):
     check = horde("member-3", "verify", id="F1", support="reproduced", text="curl returned rows")
 
     assert (check.ok, check.id) == (True, "F1")
-    assert check.text == "ok verification of F1 at r1 recorded (reproduced)"
+    assert check.text == (
+        "ok verification of F1 at r1 recorded (reproduced); a legacy label: only "
+        "`review target=F1` with checked/unchecked counts as a review"
+    )
     f = horde.state().findings["F1"]
     assert [(v.by, v.support, v.revision) for v in f.verifications] == [
         ("member-3", "reproduced", 1)

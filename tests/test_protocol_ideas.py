@@ -203,7 +203,16 @@ def test_verifier_claims_only_when_nothing_awaits_its_review(horde):
     horde("member-1", "idea", text="Audit app/web/login.py")
 
     early = horde("member-3", "claim", role="verifier", id="#2")
-    horde("member-3", "verify", role="verifier", id="F1", support="reproduced")
+    horde(
+        "member-3",
+        "review",
+        role="verifier",
+        target="F1",
+        verdict="supports",
+        support="tested",
+        checked="ran build_query with a quote",
+        evidenceText="the quote reached the SQL",
+    )
     later = horde("member-3", "claim", role="verifier", id="#2")
 
     assert (early.ok, early.id) == (False, None)

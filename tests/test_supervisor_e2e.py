@@ -118,13 +118,22 @@ def test_four_members_find_verify_solve_and_report(tmp_path: Path) -> None:
             {"say": "Done."},
         ],
         "member-4": [
-            {
-                **horde("verify", id="F1", support="reproduced", text="ran it"),
-                "until_ok": 60,
-                "delay_ms": 100,
-            },
-            {**horde("verify", id="F2", support="reproduced"), "until_ok": 60, "delay_ms": 100},
-            {**horde("verify", id="F3", support="reproduced"), "until_ok": 60, "delay_ms": 100},
+            # The verifier reviews (a `verify` label would leave it owing these findings).
+            *(
+                {
+                    **horde(
+                        "review",
+                        target=f"F{n}",
+                        verdict="supports",
+                        support="reproduced",
+                        checked="ran it",
+                        evidenceText="it reproduces",
+                    ),
+                    "until_ok": 60,
+                    "delay_ms": 100,
+                }
+                for n in (1, 2, 3)
+            ),
             {"say": "All verified."},
         ],
         **HELPERS,
@@ -144,9 +153,9 @@ def test_four_members_find_verify_solve_and_report(tmp_path: Path) -> None:
     store.refresh()
     assert sorted(store.state.findings) == ["F1", "F2", "F3"]
     assert all(i.status == "done" for i in store.state.ideas.values())
-    assert all(
-        any(v.by == "member-4" for v in f.verifications) for f in store.state.findings.values()
-    )
+    reviewed = {r.target for r in store.state.reviews.values() if r.by == "member-4"}
+    assert reviewed == {"F1", "F2", "F3"}
+    assert not any(e == "member-reset" for e, _ in lifecycle(run_dir))
     answer = (run_dir / "ANSWER.md").read_text()
     assert "validated by member-2" in answer
     assert (
@@ -162,7 +171,9 @@ def test_four_members_find_verify_solve_and_report(tmp_path: Path) -> None:
     assert kinds[2] == ("member-spawn", "member-1")
     spawns = [m for k, m in kinds if k == "member-spawn"]
     assert spawns[:4] == ["member-1", "member-2", "member-3", "member-4"]
-    assert ("solved-proposed", "member-1") in kinds and ("solved-validated", "member-1") in kinds
+    assert ("solved-proposed", "member-1") in kinds and ("solved-validated", "member-1") in kinds, (
+        kinds
+    )
     assert kinds[-1] == ("run-end", None)
     assert kinds.index(("phase-end", None)) < kinds.index(("run-end", None))
     assert not (run_dir / ".live").exists()
@@ -615,6 +626,68 @@ def blocker_answered_in_repair() -> dict[str, list[dict[str, Any]]]:
         ],
         **HELPERS,
     }
+
+
+def tool_results(stub: StubThread, member: str) -> list[str]:
+    """Every tool result `member`'s process sent back to the model, as the model read it."""
+    seen: list[str] = []
+    for request in stub.stub.requests_for(member):
+        for message in request.body.get("messages") or []:
+            text = str(message.get("content") or "")
+            if message.get("role") == "tool" and text not in seen:
+                seen.append(text)
+    return seen
+
+
+def test_members_closing_work_are_nudged_to_validate_the_answer_and_to_get_reviews(
+    tmp_path: Path,
+) -> None:
+    """member-1 proposes an answer citing its critical F1; closing its idea, it is told F1
+    has no review. member-2, closing its own idea while the answer waits, is told to
+    validate it, and does."""
+    plans = {
+        "member-1": [
+            horde("idea", text="Check app.py for a hard-coded password"),
+            horde("claim", id="$id"),
+            horde(
+                "finding",
+                concern="secrets",
+                concernDef="secrets in code",
+                text="app.py hard-codes the login password",
+                evidence="app.py:1",
+                support="tested",
+                importance="critical",
+                confidence="high",
+            ),
+            horde("solved", text="The login password is hard-coded in app.py", cites="F1"),
+            horde("fact", text="An answer citing F1 was proposed for the login review"),
+            horde("done", id="$I", result="filed F1"),
+            {"say": "Proposed."},
+        ],
+        "member-2": [
+            horde("idea", text="Check login() in app.py for timing attacks"),
+            horde("claim", id="$id"),
+            {**horde("inspect", target="T1"), "until_ok": 150, "delay_ms": 100},
+            horde("done", id="$I", result="nothing beyond F1"),
+            horde("confirm-solved", text="app.py:1 holds the password"),
+            {"say": "Validated."},
+        ],
+        **HELPERS,
+    }
+    (tmp_path / "app.py").write_text(APP)
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review app.py", 2), cfg)
+        first, second = tool_results(stub, "member-1"), tool_results(stub, "member-2")
+    solved_nudge = "member-1's answer (round 1) awaits validation by a second member"
+    review_nudge = "Your critical finding F1 has no review at its current revision"
+    closed_first = next(t for t in first if "ok #1 done." in t)
+    closed_second = next(t for t in second if "ok #2 done." in t)
+    assert review_nudge in closed_first and solved_nudge not in closed_first
+    assert solved_nudge in closed_second and review_nudge not in closed_second
+    assert not any(solved_nudge in t for t in second if "ok answer validated" in t)
+    assert summary.outcome == "solved", summary.diagnosis
+    assert "validated by member-2" in (sup.run_dir / "ANSWER.md").read_text()
 
 
 def test_a_blocker_left_open_after_discovery_is_answered_in_repair(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ STATUS_CLASS = {
     "limited": "note",
     "disputed": "bad",
     "unreviewed": "quiet",
+    "legacy": "note",
     "superseded": "quiet",
     # ideas and claims
     "open": "active",

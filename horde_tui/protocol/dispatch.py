@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from horde_tui.protocol import hints
 from horde_tui.protocol.actions import (
     artifacts,
     claims,
@@ -325,6 +326,8 @@ def run_action(
             run, action, clipped(submitted), decide, params.requestId, ASKS.get(action, ())
         )
         text = receipt.text + (" (replayed: same requestId)" if receipt.replayed else "")
+        if receipt.ok:
+            text += hints.after(ctx, action, store.state)
         return ToolResult(receipt.ok, receipt.id, text, event=receipt.event)
     except ActionRefused as exc:
         return ToolResult(False, None, str(exc))

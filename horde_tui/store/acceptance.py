@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from horde_tui.store.ledgers.findings import classify
 from horde_tui.store.ledgers.threads import open_blockers, threads_about
 from horde_tui.store.model import Review
 
@@ -173,6 +174,11 @@ def _open_reason(
             "reason": f"refuted by {', '.join(r.id for r in refuting)}; no supporting review",
             "deciding": tuple(r.id for r in refuting),
         }
+    f = state.findings.get(target)
+    if f is not None and classify(state, f) == "legacy":
+        names = dict.fromkeys(v.by for v in f.verifications if v.revision == revision)
+        by = ", ".join(n for n in names if n != f.by)
+        return {"reason": f"legacy: verified by {by} with no scoped review of r{revision} yet"}
     return {"reason": f"no qualifying review of r{revision} yet"}
 
 

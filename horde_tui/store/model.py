@@ -12,7 +12,7 @@ from typing import Literal
 
 IdeaStatus = Literal["open", "claimed", "done", "ruled-out"]
 ClaimStatus = Literal["asserted", "confirmed", "contested", "retracted", "superseded"]
-Classification = Literal["full", "limited", "disputed", "unreviewed", "superseded"]
+Classification = Literal["full", "limited", "disputed", "unreviewed", "legacy", "superseded"]
 
 IMPORTANCE = ("critical", "high", "medium", "low", "info")
 CONFIDENCE = ("high", "medium", "low")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from horde_tui.protocol.actions.collab_reads import (
     acceptance_line,
@@ -46,13 +47,23 @@ def collaboration_md(state: LedgerState, run: str) -> str:
     return "\n".join(parts)
 
 
+def _scored(state: LedgerState, item: dict[str, Any]) -> dict[str, Any]:
+    """An artifact's acceptance plus the sha256 and path of the revision it is about, so a
+    scorer can tell which bytes were accepted (the copy under `revisions/<sha256>` keeps
+    them after a later republish)."""
+    art = state.artifacts.get(item["target"])
+    if art is None:
+        return item
+    rev = next((r for r in art.revisions if r.n == item["revision"]), art.current)
+    return item | {"sha256": rev.sha256, "path": f"artifacts/{art.name}"}
+
+
 def freeze(horde_dir: Path, state: LedgerState, run: str) -> dict[str, int]:
     """Write the frozen acceptance files and the snapshot; return counts by label."""
     run_dir = horde_dir / "runs" / run
     items = acceptance_all(state, run)
-    atomic_write_text(
-        run_dir / "ACCEPTANCE.json", json.dumps([a.as_json() for a in items], indent=2) + "\n"
-    )
+    scored = [_scored(state, a.as_json()) for a in items]
+    atomic_write_text(run_dir / "ACCEPTANCE.json", json.dumps(scored, indent=2) + "\n")
     lines = [f"# Acceptance (run {run})", ""]
     lines += [acceptance_line(a) for a in items] or [
         "_Nothing to accept: no findings or artifacts._"

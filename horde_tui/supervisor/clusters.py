@@ -6,8 +6,8 @@ report lists *issues*, so findings are grouped before ranking: a `deltaOf` link 
 cluster (followed through supersessions to the current finding), and two findings of
 the same concern whose text matches by `textmatch` keys join too.
 
-Clusters rank by review status (full > limited > unreviewed > disputed), then the best
-support, importance, the number of independent members, confidence, and finally ledger
+Clusters rank by review status (full > limited > legacy > unreviewed > disputed), then
+the best support, importance, the number of independent members, confidence, and finally ledger
 order, so the ranking is total and rendering is deterministic.
 """
 
@@ -20,8 +20,10 @@ from horde_tui.store.model import CONFIDENCE, IMPORTANCE, SUPPORT, Finding
 from horde_tui.store.state import LedgerState
 from horde_tui.store.textmatch import TextKey, is_duplicate
 
-STATUS_ORDER = ("full", "limited", "unreviewed", "disputed")
-"""Best first. A disputed finding ranks below an unreviewed one: someone refuted it."""
+STATUS_ORDER = ("full", "limited", "legacy", "unreviewed", "disputed")
+"""Best first. A legacy finding (a `verify` label, no scoped review) was reproduced by
+someone, without saying what was checked; a disputed one ranks below an unreviewed one:
+someone refuted it."""
 _STATUS = {s: i for i, s in enumerate(STATUS_ORDER)}
 _SUPPORT = {s: i for i, s in enumerate(SUPPORT)}
 _IMPORTANCE = {s: i for i, s in enumerate(IMPORTANCE)}

@@ -24,6 +24,7 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store import identity
+from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
@@ -372,19 +373,8 @@ class Supervisor:
             return []
         self.parent.refresh()
         state = self.parent.state
-        owed = []
-        for f in state.findings.values():
-            if f.run != self.run_id or f.by == name or f.superseded_by:
-                continue
-            if f.importance not in ("critical", "high"):
-                continue
-            reviewed = any(
-                state.reviews[r].by == name and state.reviews[r].revision == f.revision
-                for r in state.reviews_by_target.get(f.id, [])
-            ) or any(v.by == name and v.revision == f.revision for v in f.verifications)
-            if not reviewed:
-                owed.append(f.id)
-        return owed
+        pending = pending_reviews(state, name, self.run_id)
+        return [i for i in pending if state.findings[i].importance in ("critical", "high")]
 
     def _settle_answer(self) -> None:
         """The last member may exit before the next solved poll, and repair may validate an

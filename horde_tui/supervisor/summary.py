@@ -79,6 +79,11 @@ def coverage_sentence(state: LedgerState, scope: RunScope) -> str:
     for status, word in (("full", "full-scope"), ("limited", "limited"), ("disputed", "disputed")):
         ids = by_status.get(status, [])
         parts.append(f"{len(ids)} {word}" + (f" ({', '.join(ids)})" if ids else ""))
+    legacy = by_status.get("legacy", [])
+    if legacy:
+        parts.append(
+            f"{len(legacy)} legacy ({', '.join(legacy)}: a verify label, no scoped review)"
+        )
     unreviewed = by_status.get("unreviewed", [])
     tail = f"unreviewed: {', '.join(unreviewed)}" if unreviewed else "none unreviewed"
     noun = "finding" if len(findings) == 1 else "findings"

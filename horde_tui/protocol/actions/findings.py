@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from horde_tui.protocol.actions.ideas import held_by
 from horde_tui.protocol.actions.solved import withdrawals
 from horde_tui.protocol.context import ActionContext, resolve
+from horde_tui.protocol.hints import held_by
 from horde_tui.protocol.params import AmendParams, FindingParams, VerifyParams
 from horde_tui.protocol.rules import check_new_concern, normalize_slug
 from horde_tui.store.ledgers.artifacts import unregistered_runnables
@@ -202,7 +202,8 @@ def verify(ctx: ActionContext, p: VerifyParams, state: LedgerState) -> Decision:
         )
     return Decision(
         True,
-        f"ok verification of {ident} at r{target.revision} recorded ({p.support})",
+        f"ok verification of {ident} at r{target.revision} recorded ({p.support}); a legacy "
+        f"label: only `review target={ident}` with checked/unchecked counts as a review",
         ident,
         [{"op": "finding.verify", "id": ident, "support": p.support, "text": p.text}],
         outcome="verified",

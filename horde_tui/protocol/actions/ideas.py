@@ -6,6 +6,7 @@ import re
 
 from horde_tui.protocol.actions.solved import reopenings
 from horde_tui.protocol.context import ActionContext, resolve
+from horde_tui.protocol.hints import held_by, ids
 from horde_tui.protocol.params import (
     ClaimParams,
     DoneParams,
@@ -15,28 +16,13 @@ from horde_tui.protocol.params import (
     RuleOutParams,
 )
 from horde_tui.protocol.rules import is_confirmed_negative
-from horde_tui.store.ledgers.findings import is_settled
+from horde_tui.store.ledgers.findings import is_settled, pending_reviews
 from horde_tui.store.model import Idea
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision
 from horde_tui.store.textmatch import SIMILAR_OVERLAP, TextKey, is_duplicate, similarity
 
 _PLAN = re.compile(r"^\s*(?:my\s+)?(?:plan|next steps?|i will|i'll|i am going to|going to)\b", re.I)
-
-
-def held_by(state: LedgerState, actor: str) -> list[Idea]:
-    return [i for i in state.ideas.values() if i.status == "claimed" and i.owner == actor]
-
-
-def idle_nudge(state: LedgerState, actor: str, finished: str) -> str:
-    """Appended when a member closes its last idea while others are still open."""
-    if any(i.id != finished for i in held_by(state, actor)):
-        return ""
-    open_ids = [i.id for i in state.ideas.values() if i.status == "open" and i.id != finished]
-    if not open_ids:
-        return ""
-    shown = ", ".join(open_ids[:8]) + (" ..." if len(open_ids) > 8 else "")
-    return f" You now hold no idea; {len(open_ids)} open idea(s) remain ({shown}): claim one before stopping."
 
 
 def post(ctx: ActionContext, p: PostParams, state: LedgerState) -> Decision:
@@ -76,23 +62,6 @@ def idea(ctx: ActionContext, p: IdeaParams, state: LedgerState) -> Decision:
     )
 
 
-def _pending_reviews(state: LedgerState, actor: str) -> list[str]:
-    """Findings of other members the verifier has not checked at their current revision."""
-    from horde_tui.store.ledgers.findings import classify
-
-    pending = []
-    for f in state.findings.values():
-        if f.by == actor or classify(state, f) == "superseded":
-            continue
-        reviewed = any(
-            state.reviews[r].by == actor and state.reviews[r].revision == f.revision
-            for r in state.reviews_by_target.get(f.id, [])
-        ) or any(v.by == actor and v.revision == f.revision for v in f.verifications)
-        if not reviewed:
-            pending.append(f.id)
-    return pending
-
-
 def claim(ctx: ActionContext, p: ClaimParams, state: LedgerState) -> Decision:
     ident = resolve(state, p.id, "ideas")
     target = state.ideas[ident]
@@ -109,11 +78,11 @@ def claim(ctx: ActionContext, p: ClaimParams, state: LedgerState) -> Decision:
             f"open idea, or message {target.owner} to coordinate"
         )
     if ctx.role == "verifier":
-        pending = _pending_reviews(state, ctx.actor)
+        pending = pending_reviews(state, ctx.actor, ctx.run)
         if pending:
             raise ActionRefused(
                 f"refused: the verifier claims ideas only when nothing awaits review "
-                f"(verifier rule); review first: {', '.join(pending[:10])}"
+                f"(verifier rule); review first: {ids(pending)}"
             )
     key = state.idea_index.keys[ident]
     warning = ""
@@ -171,11 +140,10 @@ def done(ctx: ActionContext, p: DoneParams, state: LedgerState) -> Decision:
             f"refused: the result reads as a confirmed negative, so `done` is the wrong close "
             f"(done/rule-out rule); use `rule-out id={target.id} reason=...` instead"
         )
-    nudge = idle_nudge(state, ctx.actor, target.id)
     reopen, note = reopenings(state, ctx.run, target.id)
     return Decision(
         True,
-        f"ok {target.id} done.{nudge}{note}",
+        f"ok {target.id} done.{note}",
         target.id,
         [{"op": "idea.done", "id": target.id, "result": p.result}, *reopen],
         outcome="done",
@@ -195,11 +163,10 @@ def drop(ctx: ActionContext, p: DropParams, state: LedgerState) -> Decision:
 
 def rule_out(ctx: ActionContext, p: RuleOutParams, state: LedgerState) -> Decision:
     target = _owned(ctx, state, p.id, "rule out")
-    nudge = idle_nudge(state, ctx.actor, target.id)
     reopen, note = reopenings(state, ctx.run, target.id)
     return Decision(
         True,
-        f"ok {target.id} ruled out.{nudge}{note}",
+        f"ok {target.id} ruled out.{note}",
         target.id,
         [{"op": "idea.ruleout", "id": target.id, "reason": p.reason}, *reopen],
         outcome="ruled-out",

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 HEADER = (
     "# Findings\n\n"
     "Each finding: `F#` [importance/confidence/support] claim line, then its idea, concern,\n"
-    "reporter, revision and review status (full, limited, disputed, unreviewed, superseded).\n"
+    "reporter, revision and review status (full, limited, disputed, unreviewed, legacy,\n"
+    "superseded).\n"
     "Written only through the `horde` tool; regenerated from ledger.jsonl.\n"
 )
 
@@ -158,7 +159,25 @@ def classify(state: LedgerState, f: Finding) -> Classification:
         return "full"
     if reviews:
         return "limited"
+    if any(v.by != f.by and v.revision == f.revision for v in f.verifications):
+        # A `verify` label says someone reproduced it, not what they checked.
+        return "legacy"
     return "unreviewed"
+
+
+def pending_reviews(state: LedgerState, reviewer: str, run: str) -> list[str]:
+    """Other members' current findings of `run` that `reviewer` has not reviewed (a V#,
+    not a `verify` label) at their current revision: what a verifier owes."""
+    pending = []
+    for f in state.findings.values():
+        if f.run != run or f.by == reviewer or f.superseded_by:
+            continue
+        if not any(
+            state.reviews[r].by == reviewer and state.reviews[r].revision == f.revision
+            for r in state.reviews_by_target.get(f.id, [])
+        ):
+            pending.append(f.id)
+    return pending
 
 
 def independent_reporters(f: Finding) -> list[str]:
