@@ -344,10 +344,11 @@ def test_a_contested_answer_reopens_once_every_named_idea_closes(filed):
     last = horde("member-2", "rule-out", id="#3", reason="no tokens module")
 
     assert last.ok
-    assert last.text.endswith(
-        " Every idea the contest of run r1's answer named is closed: the answer reopens as "
-        "round 2, awaiting validation by another member."
+    assert last.text.startswith(
+        "ok #3 ruled out. Every idea the contest of run r1's answer named is closed: the "
+        "answer reopens as round 2, awaiting validation by another member."
     )
+    assert "awaits validation by a second member" in last.text  # the solved nudge follows
     props = horde.state().proposals["r1"]
     assert [(p.round, p.status) for p in props] == [(1, "contested"), (2, "pending")]
     again = props[-1]

@@ -66,18 +66,7 @@ def resource(ctx: ActionContext, p: ResourceParams, state: LedgerState) -> Decis
                 f"refused: {res.id} `{res.name}` was claimed in run {res.run}; only the owning "
                 "run and member may update its description (resources rule); reuse it as is"
             )
-        records = []
-        if ctx.actor != res.by and ctx.actor not in res.reusers:
-            records.append({"op": "resource.reuse", "id": res.id})
-        where = f" at `{res.path}`" if res.path else ""
-        return Decision(
-            True,
-            f"{res.id} `{res.name}` is owned by {res.by} (run {res.run}); recorded you as a "
-            f"reuser; use it{where}, do not rebuild it",
-            res.id,
-            records,
-            outcome="reused",
-        )
+        return _reused(ctx, res)
     check_cleanup(p.cleanup, protect)
     new_id = state.next_id("resources")
     record = {"op": "resource.add", "id": new_id, "name": name, "text": p.text}
@@ -102,14 +91,19 @@ def _duplicate(ctx: ActionContext, res: Resource, name: str, how: str) -> Decisi
             res.id,
             outcome="unchanged",
         )
-    records = [] if ctx.actor in res.reusers else [{"op": "resource.reuse", "id": res.id}]
+    return _reused(ctx, res, f" and matches `{name}` ({how})", f"; {apart}")
+
+
+def _reused(ctx: ActionContext, res: Resource, matched: str = "", tail: str = "") -> Decision:
+    """Record `ctx.actor` as a reuser of `res` (once) and say where it is."""
+    new = ctx.actor != res.by and ctx.actor not in res.reusers
     where = f" at `{res.path}`" if res.path else ""
     return Decision(
         True,
-        f"{res.id} `{res.name}` is owned by {res.by} (run {res.run}) and matches `{name}` "
-        f"({how}); recorded you as a reuser; use it{where}, do not rebuild it; {apart}",
+        f"{res.id} `{res.name}` is owned by {res.by} (run {res.run}){matched}; recorded you "
+        f"as a reuser; use it{where}, do not rebuild it{tail}",
         res.id,
-        records,
+        [{"op": "resource.reuse", "id": res.id}] if new else [],
         outcome="reused",
     )
 
