@@ -215,6 +215,27 @@ def test_a_member_setting_reaches_the_member(
     assert member_sees(launch(project, monkeypatch, case, way))[case.field] == case.seen
 
 
+def test_a_swarm_helper_gets_the_member_settings(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A swarm's planner is a member session of the swarm host, not of a horde's
+    supervisor: it reads the same settings from its own environment."""
+    from horde_tui.supervisor.setup import MemberSpec
+    from horde_tui.supervisor.swarm import PLANNER, SwarmSupervisor
+
+    (project / ".horde" / "config.toml").write_text("[horde]\ninbox_turns = 5\nmax_turns = 33\n")
+    swarm = build_host(_check(project, ["run", "--headless", "2/2", "audit app.py"]), project)
+    assert isinstance(swarm, SwarmSupervisor)
+    swarm.gateway = GatewayHandle(None, "http://127.0.0.1:9", "token")  # type: ignore[arg-type]
+    env = swarm.member_env(MemberSpec(PLANNER, PLANNER), 1)
+    out = subprocess.run(
+        [sys.executable, "-c", MEMBER_READ], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert (seen["inbox_turns"], seen["max_turns"]) == (5, 33)
+
+
 # -- the gateway ------------------------------------------------------------------------------
 
 
