@@ -194,6 +194,8 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="horde-tui",
         description="Run a small swarm of LLM agents that coordinate through .horde/ ledgers.",
+        epilog="Settings come from flags, HORDE_* variables and .horde/config.toml; "
+        "`horde-tui run --help` lists every one.",
     )
     parser.add_argument("--version", action="version", version=f"horde-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

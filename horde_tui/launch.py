@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.member.sandbox import bwrap_problem
-from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
@@ -38,9 +38,11 @@ SETTING_OPTIONS = (
     "api_base",
     "api_key",
     "tool_protocol",
+    "compact_tokens",
+    "member_models",
     "sandbox",
 )
-"""`RunOptions` fields that override `Settings` of the same name."""
+"""`RunOptions` fields that override `Settings` of the same name (flags: `FLAGS`)."""
 SECRET_OPTIONS = frozenset({"api_key"})
 """Settings a detached process gets through its environment (`detached_env`), not argv."""
 DETACH_FLAGS = ("no_verifier", "until_stop")
@@ -68,6 +70,9 @@ class RunOptions:
     api_base: str | None = None
     api_key: str | None = None
     tool_protocol: str | None = None
+    compact_tokens: str | int | None = None
+    member_models: tuple[str, ...] | list[str] | None = None
+    """`MEMBER=MODEL` pairs, as `--member-model` gives them."""
     sandbox: str | None = None
     no_verifier: bool = False
     until_stop: bool = False
@@ -258,8 +263,10 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
             command += ["--prompt", options.prompt]
     for name in SETTING_OPTIONS:
         value = getattr(options, name, None)
-        if value is not None and name not in SECRET_OPTIONS:
-            command += [f"--{name.replace('_', '-')}", str(value)]
+        if value is None or name in SECRET_OPTIONS:
+            continue
+        for one in value if isinstance(value, list | tuple) else [value]:
+            command += [flag_name(name), str(one)]
     command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
     return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from horde_tui.settings import THINKING_LEVELS
+from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.swarm_state import horde_run_dirs, live_swarm, read_swarm_json
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
@@ -43,6 +43,19 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
     p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
+    p.add_argument(
+        "--compact-tokens",
+        type=int,
+        metavar="N",
+        help="json protocol: fit each prompt in N tokens (small-context models; 0 off)",
+    )
+    p.add_argument(
+        FLAGS["member_models"],
+        dest="member_models",
+        action="append",
+        metavar="MEMBER=MODEL",
+        help="a model for one member, e.g. member-3=openai/gpt-4o (repeatable)",
+    )
     p.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "off"),
@@ -449,7 +462,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a horde of M members (or H hordes of M) on a prompt")
+    run = sub.add_parser(
+        "run",
+        help="run a horde of M members (or H hordes of M) on a prompt",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("count", help="members: M (1-12), or H/M for a swarm of H hordes (1-4)")
     run.add_argument("prompt")
     add_run_arguments(run)
@@ -457,7 +475,12 @@ def add_commands(sub: Any) -> None:
     detach_help = "start the run as a background process and return (watch: horde-tui attach)"
     run.add_argument("--detach", action="store_true", help=detach_help)
 
-    plan = sub.add_parser("plan", help='run a partitioned horde: plan N "layer; layer; ..."')
+    plan = sub.add_parser(
+        "plan",
+        help='run a partitioned horde: plan N "layer; layer; ..."',
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     plan.add_argument("count")
     plan.add_argument("layers", help="layers separated by ';'")
     add_run_arguments(plan)

@@ -248,7 +248,7 @@ def test_gateway_number_typo_is_usage_at_start(tmp_path: Path, name: str, value:
         timeout=60,
     )
     line = one_line(r, 2)
-    assert f"{name}={value!r}" in line
+    assert name in line and repr(value) in line
 
 
 def test_a_hand_edited_pid_file_or_variable_is_no_pid(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """`python -m horde_tui.gateway`: the one process of a run that imports litellm.
 
-It listens on 127.0.0.1 (random port by default), writes `gateway.json` (url, pid) and
+It listens on 127.0.0.1 (random port by default), writes `gateway.json` (url, pid, the settings it runs with) and
 `gateway.token` (mode 0600; the token is never printed or logged) to the run directory,
 prints one `listening on URL` line, and serves until SIGTERM or until its parent is gone
 (then it ends what that parent started for the run first: see `orphaned`).
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import secrets
 import signal
@@ -37,13 +36,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-base")
     p.add_argument("--tool-protocol", choices=("auto", "native", "json"))
     p.add_argument("--max-cost-usd", type=float)
-    p.add_argument("--compact-tokens", type=int, help="JSON protocol: fit prompts in N tokens")
+    p.add_argument(
+        "--compact-tokens",
+        type=int,
+        help="JSON protocol: fit prompts in N tokens, 0 off ($HORDE_COMPACT_TOKENS)",
+    )
     p.add_argument(
         "--member-model",
         action="append",
         default=[],
         metavar="MEMBER=MODEL",
-        help="a model for one member (repeatable)",
+        help="a model for one member (repeatable; $HORDE_MEMBER_MODELS: comma-separated)",
     )
     p.add_argument("--parent-pid", type=int, help="exit when this process is gone")
     return p.parse_args(argv)
@@ -59,22 +62,9 @@ def write_private(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def _env_number(name: str, default: float) -> float:
-    """A non-negative number from the environment; a typo is a `SettingsError` naming
-    the variable (exit 2 at start), never a traceback or an endless backoff."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not math.isfinite(value) or value < 0:
-        raise SettingsError(f"{name}={raw!r} is not a number of 0 or more")
-    return value
-
-
 def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
+    """The gateway's configuration: its flags over its `HORDE_*` variables (the
+    supervisor passes every gateway setting as one, whichever way it was set)."""
     settings = load_settings(
         overrides={
             "model": args.model,
@@ -82,18 +72,13 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
             "api_base": args.api_base,
             "tool_protocol": args.tool_protocol,
             "max_cost_usd": args.max_cost_usd,
+            "compact_tokens": args.compact_tokens,
+            "member_models": args.member_model or None,
         }
     )
     if not settings.model:
         raise SettingsError("no model: pass --model or set HORDE_MODEL (any litellm model string)")
-    members: dict[str, str] = {}
-    for pair in args.member_model:
-        name, sep, model = pair.partition("=")
-        if not sep or not name or not model:
-            raise SettingsError(f"--member-model expects MEMBER=MODEL, got {pair!r}")
-        members[name] = model
     run_dir = args.run_dir
-    compact = args.compact_tokens or int(_env_number("HORDE_COMPACT_TOKENS", 0)) or None
     return GatewayConfig(
         model=settings.model,
         token=token,
@@ -101,14 +86,31 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         api_base=settings.api_base,
         api_key=settings.api_key,
         tool_protocol=settings.tool_protocol,
-        member_models=members,
+        member_models=dict(settings.member_models),
         max_cost_usd=settings.max_cost_usd,
         usage_path=run_dir / "usage.jsonl" if run_dir else None,
         budget_flag=run_dir / ".budget-reached" if run_dir else None,
-        compact_tokens=compact,
-        backoff_base_s=_env_number("HORDE_GATEWAY_BACKOFF_MS", 500) / 1000,
+        compact_tokens=settings.compact_tokens or None,
+        backoff_base_s=settings.gateway_backoff_ms / 1000,
         retry_after_max_s=settings.retry_after_max_ms / 1000,
     )
+
+
+def settings_record(config: GatewayConfig) -> dict[str, Any]:
+    """The settings this gateway runs with, under their `Settings` names, for
+    `gateway.json`: what a person (or a test) reads to see that a setting arrived.
+    Never the key."""
+    return {
+        "model": config.model,
+        "thinking": config.thinking,
+        "api_base": config.api_base,
+        "tool_protocol": config.tool_protocol,
+        "member_models": config.member_models,
+        "compact_tokens": config.compact_tokens,
+        "max_cost_usd": config.max_cost_usd,
+        "retry_after_max_ms": round(config.retry_after_max_s * 1000),
+        "gateway_backoff_ms": round(config.backoff_base_s * 1000),
+    }
 
 
 def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
@@ -167,7 +169,13 @@ async def run(args: argparse.Namespace) -> int:
     if args.run_dir:
         args.run_dir.mkdir(parents=True, exist_ok=True)
         write_private(args.run_dir / "gateway.token", token + "\n")
-        info = {"url": server.url, "port": server.port, "pid": os.getpid(), "model": config.model}
+        info = {
+            "url": server.url,
+            "port": server.port,
+            "pid": os.getpid(),
+            "model": config.model,
+            "settings": settings_record(config),
+        }
         (args.run_dir / "gateway.json").write_text(json.dumps(info) + "\n")
     print(f"listening on {server.url}", flush=True)
     stop = asyncio.Event()

@@ -22,7 +22,7 @@ from horde_tui import prompts
 from horde_tui.member.sandbox import SandboxPolicy, passed_through
 from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
-from horde_tui.settings import Settings
+from horde_tui.settings import Settings, env_name
 from horde_tui.store import identity
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.siblings import siblings_json
@@ -268,9 +268,8 @@ class Supervisor:
             HORDE_PARENT_PID=str(os.getpid()),
             HORDE_GATEWAY_URL=self.gateway.url,
             HORDE_GATEWAY_TOKEN=self.gateway.token,
-            HORDE_REMIND_CALLS=str(self.settings.remind_calls),
-            HORDE_REMIND_MS=str(self.settings.remind_ms),
         )
+        env.update(member_settings_env(self.settings))
         if spec.layers:
             env["HORDE_LAYER"] = "; ".join(spec.layers)
         if self.request.siblings:
@@ -630,19 +629,56 @@ class Supervisor:
         self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)
 
 
+MEMBER_SETTINGS = ("remind_calls", "remind_ms", "inbox_turns", "max_turns", "request_timeout_s")
+"""Settings a member reads from its environment (besides the sandbox policy, which the
+supervisor resolves first): a member never imports the settings model, so each is
+passed as its `HORDE_*` variable, whichever way it was set."""
+GATEWAY_SETTINGS = (
+    "model",
+    "thinking",
+    "api_base",
+    "api_key",
+    "tool_protocol",
+    "member_models",
+    "compact_tokens",
+    "retry_after_max_ms",
+    "gateway_backoff_ms",
+)
+"""Settings the gateway reads (with `load_settings`, from its environment); the cost
+budget goes as `--max-cost-usd`, which a resumed run lowers (`gateway_budget_usd`)."""
+
+
+def setting_text(value: object) -> str:
+    """A setting's value as its `HORDE_*` variable spells it (`load_settings` reads it
+    back): lists comma-separated, member models as MEMBER=MODEL pairs, booleans on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _settings_env(s: Settings, names: tuple[str, ...]) -> dict[str, str]:
+    """`names` as variables; an unset one is passed empty (read as unset), so a value
+    in this process's environment cannot reach the child in its place."""
+    env: dict[str, str] = {}
+    for name in names:
+        value = getattr(s, name)
+        env[env_name(name)] = "" if value is None else setting_text(value)
+    return env
+
+
+def member_settings_env(s: Settings) -> dict[str, str]:
+    """The member settings (`MEMBER_SETTINGS`) as a member's variables."""
+    return _settings_env(s, MEMBER_SETTINGS)
+
+
 def gateway_env(s: Settings) -> dict[str, str]:
-    """The gateway's environment from the settings: the model, its key, a fresh token.
-    A swarm starts its own gateway (for its planner and merge helpers) with the same."""
-    env = {
-        "HORDE_MODEL": s.model or "",
-        "HORDE_THINKING": s.thinking,
-        "HORDE_TOOL_PROTOCOL": s.tool_protocol,
-        "HORDE_RETRY_AFTER_MAX_MS": str(s.retry_after_max_ms),
-        "HORDE_GATEWAY_TOKEN": secrets.token_urlsafe(32),
-        "HORDE_PARENT_PID": str(os.getpid()),
-    }
-    if s.api_base:
-        env["HORDE_API_BASE"] = s.api_base
-    if s.api_key:
-        env["HORDE_API_KEY"] = s.api_key
+    """The gateway's environment from the settings (`GATEWAY_SETTINGS`, the key among
+    them) and a fresh token. A swarm starts its own gateway (for its planner and merge
+    helpers) with the same."""
+    env = _settings_env(s, GATEWAY_SETTINGS)
+    env.update(HORDE_GATEWAY_TOKEN=secrets.token_urlsafe(32), HORDE_PARENT_PID=str(os.getpid()))
     return env

@@ -37,7 +37,7 @@ from horde_tui.supervisor.processes import (
     MemberState,
     spawn_gateway,
 )
-from horde_tui.supervisor.run import Supervisor, gateway_env
+from horde_tui.supervisor.run import Supervisor, gateway_env, member_settings_env
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
 from horde_tui.supervisor.swarm_plan import SwarmError, Workstream, deal_layers, parse_partition
 from horde_tui.supervisor.swarm_report import render_report, render_swarm_md
@@ -333,6 +333,7 @@ class SwarmSupervisor:
             HORDE_SESSIONS=str(self.swarm_dir / SESSIONS[spec.name]),
             HORDE_TASK_FILE=str(self.swarm_dir / "SWARM.md"),
         )
+        env.update(member_settings_env(self.settings))
         env.update(extra)
         return env
 
