@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from horde_tui.store.paths import HordePaths
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
-WAITING_WORK_EVERY_S = 0.003
+WAITING_WORK_EVERY_S = 0.01
 """How often a waiter runs its `while_waiting` work (catching up on what the holder
 appends), so that little is left to do once it holds the lock."""
 
