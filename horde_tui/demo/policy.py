@@ -26,6 +26,7 @@ verified (that is what makes the outcome `solved` rather than `finished`).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -448,8 +449,9 @@ def challenge(state: str = r"\w+") -> str:
 AUDITOR_POST = (
     "delete_user skips the admin check it documents; I also filed a possible XSS in /users."
 )
-SIGN_OFF = r"\*\*member-3\*\*: delete_user skips the admin check"
-"""member-3's last board post, as BOARD.md shows it."""
+SIGN_OFF = rf"^- \[x\] #\d+ {re.escape(FALSE_LEAD.idea[:40])}.*; done by member-3\)"
+"""member-3's XSS idea closed, as `list` shows it: the last call of its session, after
+its board post, so a challenge opened from here on waits for the repair phase."""
 
 
 def verifier_plan(t: Timing) -> Plan:
@@ -474,7 +476,7 @@ def verifier_plan(t: Timing) -> Plan:
             )
         elif key == "xss":
             # Refuted after member-3 signed off, so its challenge waits for the repair phase.
-            plan.append(wait(read(".horde/BOARD.md"), t, [SIGN_OFF]))
+            plan.append(wait(horde("list"), t, [SIGN_OFF]))
             plan.append(bash('grep -n "Content-Type\\|json.dumps" app.py', t.hold(600)))
             plan.append(
                 horde(
@@ -599,8 +601,9 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
             [
                 read("auth.py", t.hold(600)),
                 *work("authz", DEFECTS["authz"], t),
-                *work("xss", FALSE_LEAD, t),
+                *work("xss", FALSE_LEAD, t)[:-1],
                 horde("post", t.hold(500), text=AUDITOR_POST),
+                work("xss", FALSE_LEAD, t)[-1],  # done: closing the idea is its last call
                 {"say": "I filed the missing admin check and a possible XSS."},
             ]
         ),
