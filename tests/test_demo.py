@@ -31,6 +31,7 @@ from horde_tui.demo.policy import (
     POLL_FLOOR_MS,
     POLL_MS,
     REFUTATION,
+    REPAIR_MARK,
     VERIFY_GREP,
     Timing,
     build_plans,
@@ -42,6 +43,7 @@ from horde_tui.protocol.dispatch import READS, parse_params
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
 from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.repair import REPAIR_BRIEF
 from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.supervisor.swarm_plan import parse_partition
 
@@ -454,3 +456,16 @@ def test_a_wait_reads_until_it_sees_what_it_waits_for_and_binds_the_ids() -> Non
         {"role": "tool", "content": "[horde result: data]\n- F1 x\n- F2 [critical] sql-injection"}
     )
     assert step() == ({"action": "solved", "text": "x", "cites": ["F2"]}, 0)
+
+
+def test_the_repair_items_play_in_a_repair_session() -> None:
+    """The demo's repair items are keyed on how the supervisor's repair brief begins."""
+    assert REPAIR_BRIEF.startswith(REPAIR_MARK)
+    repair_items = [
+        i for plan in build_plans().values() for i in plan if i.get("when") == REPAIR_MARK
+    ]
+    assert {i["args"]["action"] for i in repair_items if "args" in i} == {
+        "inbox",
+        "respond",
+        "resolve",
+    }

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.stubmodel.agent import POLL_TRIES, AgentPolicy
 
 Plan = list[dict[str, Any]]
 
@@ -46,10 +46,8 @@ POLL_FLOOR_MS = 150
 POLL_MS = 1000
 """Wait between two reads of a wait at speed 1."""
 LINGER_FLOOR_MS = 600
-"""Least pause before the validator's and verifier's last post (over two supervisor
-ticks), so the run is still live when the solved condition is met."""
-POLL_TRIES = 150
-"""Reads before a wait gives up; members stop at 200 turns."""
+"""Least pause before the validator's last read and the verifier's last post (over two
+supervisor ticks), so the run is still live when the solved condition is met."""
 VERIFIER = "member-4"
 REPAIR_MARK = "This is a REPAIR session"
 """How a repair session's brief begins (`supervisor.repair.REPAIR_BRIEF`): the demo
