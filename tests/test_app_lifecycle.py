@@ -109,7 +109,7 @@ async def test_report_opens_when_the_run_ends_with_d_and_m_one_key_away(tmp_path
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         run = app.run_screen
         assert run is not None and not run.live and run.has_class("-ended")
-        assert run.check_action("pause", ()) is None, "nothing to pause after the run"
+        assert run.check_action("pause", ()) is False, "hidden: nothing to pause after the run"
         assert "ended: finished" in static_text(app, "#run-status")
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running)

@@ -142,7 +142,9 @@ async def test_x_asks_then_resets_the_selected_member_and_escape_resets_nothing(
         assert fake.members["member-2"].attempt == 2
 
 
-async def test_x_is_greyed_for_pending_exited_stopping_and_ended_runs(tmp_path: Path) -> None:
+async def test_x_is_greyed_for_pending_exited_stopping_and_hidden_for_ended_runs(
+    tmp_path: Path,
+) -> None:
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
@@ -167,7 +169,7 @@ async def test_x_is_greyed_for_pending_exited_stopping_and_ended_runs(tmp_path: 
         assert screen.check_action("reset", ()) is None
         fake.finish()
         await wait_for(pilot, lambda: not screen.live)
-        assert screen.check_action("reset", ()) is None
+        assert screen.check_action("reset", ()) is False, "hidden once the run ended"
     assert not [c for c in fake.calls if c[0] == "reset"]
 
 

@@ -13,11 +13,13 @@ from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_f
 from textual.app import App, ComposeResult
 from textual.command import CommandList
 from textual.widgets import Input, Static, TabbedContent
+from textual.widgets._footer import FooterKey
 
 from horde_tui.app import HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
+from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from widgets.event_log import EventLog
 from widgets.member_table import MemberTable
@@ -338,3 +340,81 @@ async def test_a_large_backlog_is_indexed_in_a_worker_while_the_log_says_so(
         log.set_filter("post")  # asked while loading: applied when the worker is done
         await wait_for(pilot, lambda: not log.loading and log.row_count == 20_000)
         assert log.view.filter.kinds == frozenset({"post"})
+
+
+def static_text(app: HordeApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def footer_keys(app: HordeApp) -> dict[str, bool]:
+    """The footer's keys as shown: description -> enabled (greyed out when False)."""
+    return {k.description: not k.disabled for k in app.screen.query(FooterKey)}
+
+
+async def test_tool_column_keeps_the_last_tool_dimmed_and_cost_has_one_notation(
+    tmp_path: Path,
+) -> None:
+    """Between tools the column shows the last tool dimmed, not an empty cell; a member
+    that has not called the model shows `-` for cost, not `$0.000` beside `unknown`."""
+    fake = FakeSupervisor(tmp_path, count=4)
+    app = deterministic_app(fake)
+    async with app.run_test(size=(120, 36)) as pilot:
+        fake.emit("run-start", at=0, members=4, model=fake.settings.model)
+        for name in fake.members:
+            fake.spawn(name, at=1)
+        fake.status("member-1", 2, type="turn-start")
+        fake.status(
+            "member-1", 3, type="usage", prompt_tokens=900, completion_tokens=40, cost_usd=0.0012
+        )
+        fake.status("member-2", 3, type="turn-start")
+        fake.status(
+            "member-2", 3, type="usage", prompt_tokens=800, completion_tokens=30, cost_usd=None
+        )
+        fake.tool("member-1", 4, "horde", "horde review F1")
+        table = app.query_one(MemberTable)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        await wait_for(pilot, lambda: cell(app, "member-1", "tool") == "horde review F1")
+        assert table._shown["member-1"]["tool"][1] == "", "running: not dimmed"
+        fake.status("member-1", 5, type="tool-end", tool="horde")
+        await wait_for(pilot, lambda: table._shown["member-1"]["tool"][1] == "member-table--last")
+        assert cell(app, "member-1", "tool") == "horde review F1", "the last tool stays, dimmed"
+        assert cell(app, "member-1", "cost") == "$0.001"
+        assert cell(app, "member-2", "cost") == "unknown"
+        assert cell(app, "member-3", "cost") == "-" and cell(app, "member-3", "tool") == ""
+
+
+async def test_header_counts_members_and_names_helpers_apart(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path, count=4)
+    app = deterministic_app(fake)
+    async with app.run_test(size=(120, 36)) as pilot:
+        fake.emit("run-start", at=0, members=4, model=fake.settings.model)
+        for name in list(fake.members):
+            fake.spawn(name, at=1)
+            fake.exit(name, 20, "completed")
+        for helper in ("synthesis", "postmortem"):
+            fake.members[helper] = MemberState(helper, helper, status="exited")
+        fake.emit("phase-start", at=30, phase="deliverable")
+        await wait_for(pilot, lambda: "helpers" in static_text(app, "#run-status"))
+        status = static_text(app, "#run-status")
+        assert "4 members: 4 exited · helpers: synthesis exited, postmortem exited" in status
+        assert "6 members" not in status
+
+
+async def test_an_ended_runs_footer_offers_only_keys_that_apply(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, fake)
+        await wait_for(pilot, lambda: "Pause" in footer_keys(app))
+        live = footer_keys(app)
+        assert {"Pause", "Stop", "Hard stop", "Reset"} <= set(live)
+        fake.finish()
+        await wait_for(pilot, lambda: not run_screen(app).live)
+        if not isinstance(app.screen, RunScreen):
+            await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        await wait_for(pilot, lambda: "Pause" not in footer_keys(app))
+        shown = footer_keys(app)
+        for control in ("Pause", "Resume", "Reset", "Stop", "Hard stop"):
+            assert control not in shown, shown
+        assert shown.get("Detail") and shown.get("Transcript"), shown

@@ -24,9 +24,14 @@ from horde_tui.demo.policy import (
     DEFECTS,
     DELIVERABLE,
     DEMO_PROMPT,
+    FALSE_LEAD,
     LINGER_FLOOR_MS,
+    POC,
+    POC_PATH,
     POLL_FLOOR_MS,
     POLL_MS,
+    REFUTATION,
+    REPAIR_MARK,
     VERIFY_GREP,
     Timing,
     build_plans,
@@ -35,14 +40,32 @@ from horde_tui.demo.policy import (
 from horde_tui.demo.run import prepare_demo, sample_files
 from horde_tui.member.tools import TOOL_DEFINITIONS
 from horde_tui.protocol.dispatch import READS, parse_params
+from horde_tui.store.store import HordeStore
+from horde_tui.store.timestamps import epoch
+from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor.repair import REPAIR_BRIEF
 from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.supervisor.swarm_plan import parse_partition
 
 SAMPLE = Path(str(sample_files()))
 EVIDENCE_LINE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): (?P<code>.+)$")
-PLACEHOLDERS = {"$id": "#1", "$I": "#1", "$F": "F1"}
+PLACEHOLDERS = {"$id": "#1", "$I": "#1", "$F": "F1", "$<poc>": "A1", "$<q>": "Q1", "$<": "F1"}
+"""Run-time ids a plan names, as the ids they stand for (`$<key>` binds an F#, but the
+PoC's is an A# and `$<q>` a Q#); `$<` last, so the specific names win."""
 PROVIDER_KEY = re.compile(r"(API_KEY|_TOKEN|SECRET|^AWS_|^AZURE_|^GOOGLE_|^VERTEX)", re.I)
-ITEM_KEYS = {"tool", "args", "hold_ms", "until_ok", "delay_ms", "say", "when"}
+ITEM_KEYS = {
+    "tool",
+    "args",
+    "hold_ms",
+    "say",
+    "when",
+    "unless",
+    "match",
+    "bind",
+    "wait_ms",
+    "tries",
+}
+"""No `until_ok`/`delay_ms`: the demo model never retries a refused call."""
 SCHEMAS = {d["function"]["name"]: d["function"]["parameters"] for d in TOOL_DEFINITIONS}
 
 
@@ -64,7 +87,7 @@ def sample_line(path: str, number: int) -> str:
 def substituted(value: Any) -> Any:
     if isinstance(value, str):
         for name, dummy in PLACEHOLDERS.items():
-            value = value.replace(name, dummy)
+            value = re.sub(re.escape(name) + (r"\w+>" if name == "$<" else ""), dummy, value)
         return value
     if isinstance(value, dict):
         return {k: substituted(v) for k, v in value.items()}
@@ -76,14 +99,47 @@ def substituted(value: Any) -> Any:
 # -- end to end ---------------------------------------------------------------------------
 
 
+RUN_BOUND_S = 60.0
+"""The issue's promise: the demo finishes in under a minute at the default speed a person
+watches. Asserted on run-start to run-end minus the gateway's warm-up (its litellm import
+before member-1's first turn, ~6 s on an idle box and 11-17 s on this loaded 2-core one),
+which the script cannot shorten; measured whole runs: 44-52 s at load ~9."""
+
+
+def load_events(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def refusals(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(intent, outcome) of every refused `horde` call, in order."""
+    intents: dict[str, dict[str, Any]] = {}
+    refused = []
+    for event in events:
+        if event.get("type") == "intent":
+            intents[event["actor"]] = event
+        elif event.get("type") == "outcome" and event.get("ok") is False:
+            refused.append((intents.get(event["actor"], {}), event))
+    return refused
+
+
+def call_key(intent: dict[str, Any]) -> str:
+    """A call as the member's repeat guard sees it: action and arguments, no requestId."""
+    return json.dumps(
+        [intent.get("actor"), intent.get("action"), intent.get("params")], sort_keys=True
+    )
+
+
 def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
+    """The demo as a newcomer runs it (default speed, no key): no spinning on refused
+    calls, and a run that shows what the product is for."""
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "demo", "--headless", "--speed", "0"],
+        [sys.executable, "-m", "horde_tui", "demo", "--headless"],
         cwd=tmp_path,
         env=clean_env(tmp_path),
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=240,
     )
     out = done.stdout
     assert done.returncode == 0, out[-4000:] + done.stderr[-4000:]
@@ -98,28 +154,96 @@ def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
     runs = list((workdir / ".horde" / "runs").iterdir())
     assert len(runs) == 1
     run_dir = runs[0]
-    assert DEMO_MODEL in (run_dir / "REPORT.md").read_text()
-    assert "Outcome: **solved**" in (run_dir / "REPORT.md").read_text()
+    report = (run_dir / "REPORT.md").read_text()
+    assert DEMO_MODEL in report and "Outcome: **solved**" in report
     assert "demo model" in (run_dir / "TASK.md").read_text()
     manifest = json.loads((run_dir / "MANIFEST.json").read_text())
     assert manifest["demo_model"] is True
+    events = load_events(run_dir)
 
+    # A sensible member: not one refused call, so none repeated unchanged and no
+    # confirm-solved with nothing pending (the old script sent ~20 of those).
+    refused = refusals(events)
+    keys = [call_key(intent) for intent, _ in refused]
+    assert len(set(keys)) == len(keys), "a refused call was sent again unchanged"
+    assert not [o for i, o in refused if i.get("action") == "confirm-solved"]
+    assert refused == [], [o["text"] for _, o in refused]
+
+    # Several findings: four defects accepted, one suspicion refuted.
     findings = (workdir / ".horde" / "FINDINGS.md").read_text()
-    for fid in ("F1", "F2", "F3", "F4"):
-        assert f"### {fid} " in findings
-    assert findings.count("supports r1 by member-4") == 4
-    assert findings.count("status full") == 4
-    for defect in DEFECTS.values():
+    assert len(re.findall(r"^### F\d+ ", findings, re.M)) == 5
+    for defect in [*DEFECTS.values(), FALSE_LEAD]:
         assert f"concern `{defect.slug}`" in findings
         for line in defect.evidence:
             assert line in findings  # cites real sample files, checked line by line below
+    assert findings.count("status full") == 4 and findings.count("status disputed") == 1
+    acceptance = {a["target"]: a for a in json.loads((run_dir / "ACCEPTANCE.json").read_text())}
+    states = sorted((t[0], a["state"], bool(a["refuting"])) for t, a in acceptance.items())
+    assert states == [("A", "accepted", False)] + [("F", "accepted", False)] * 4 + [
+        ("F", "open", True)
+    ], states
+    artifact = next(a for t, a in acceptance.items() if t.startswith("A"))
+    assert artifact["owner"] == "member-2"
+    assert (run_dir / "artifacts" / POC_PATH).read_text() == POC
 
+    # The refuting review opened a challenge to the finding's owner; the owner answered
+    # it in the repair phase and the verifier resolved it there.
+    opened = [
+        e
+        for e in events
+        if e.get("action") == "review" and "challenge opened to member-3" in e.get("text", "")
+    ]
+    assert len(opened) == 1, "one refuting review opens one challenge"
+    challenge = re.search(r"\b(Q\d+) challenge opened", opened[0]["text"])
+    assert challenge
+    repair_at = next(
+        i
+        for i, e in enumerate(events)
+        if e.get("kind") == "phase-start" and e.get("phase") == "repair"
+    )
+    answered = [
+        (i, e["actor"], e["action"])
+        for i, e in enumerate(events)
+        if e.get("type") == "outcome" and e.get("entry") == challenge.group(1)
+    ]
+    assert [(a, act) for _, a, act in answered] == [
+        ("member-3", "respond"),
+        ("member-4", "resolve"),
+    ]
+    assert all(i > repair_at for i, _, _ in answered), "answered in the repair phase"
+
+    # Threads for the Threads tab: a review request per finding and artifact, the challenge.
+    reader = HordeStore(workdir / ".horde", "reader")
+    reader.refresh()
+    state = reader.state
+    kinds = sorted(t.kind for t in state.threads.values())
+    assert kinds == ["challenge"] + ["review-request"] * 6, kinds
+    assert all(t.closed for t in state.threads.values())
+
+    # A clean report with an Acceptance section, and the answer citing the four defects.
+    assert "## Acceptance" in report and "1 refuted" in report and "5 accepted" in report
+    assert "## Consistency warnings\n\n_None._" in report
+    late = report.split("## Late board posts")[-1].split("\n## ")[0]
+    assert "**member-" not in late, late  # nobody posted after the wrap-up
     answer = (run_dir / "ANSWER.md").read_text()
     assert "Status: validated by member-2" in answer
-    assert "Cites: F1, F2, F3, F4." in answer
+    cites = re.search(r"Cites: (.+)\.", answer)
+    accepted = {t for t, a in acceptance.items() if t[0] == "F" and a["state"] == "accepted"}
+    assert cites and set(cites.group(1).split(", ")) == accepted, answer
     deliverable = (run_dir / "DELIVERABLE.md").read_text()
     assert deliverable.startswith("# Deliverable") and "demo model" in deliverable
     assert "demo model" in (run_dir / "POSTMORTEM.md").read_text()
+
+    def at(kind: str, member: str | None = None) -> float:
+        stamp = next(
+            e["ts"] for e in events if e.get("kind") == kind and e.get("member", member) == member
+        )
+        return epoch(stamp) or 0.0
+
+    took = at("run-end") - at("run-start")
+    warm_up = at("member-spawn", "member-2") - at("member-spawn", "member-1")
+    print(f"demo run-start to run-end: {took:.1f} s, of which gateway warm-up {warm_up:.1f} s")
+    assert 0 < took - warm_up < RUN_BOUND_S, (took, warm_up)
 
 
 # -- the script -------------------------------------------------------------------------------
@@ -145,7 +269,12 @@ def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
             if "say" in item:
                 assert isinstance(item["say"], str) and item["say"].strip()
                 continue
-            assert item["hold_ms"] >= 0 and item.get("delay_ms", 0) >= 0
+            assert item["hold_ms"] >= 0 and item.get("wait_ms", 0) >= 0
+            for pattern in item.get("match", ()):
+                assert (
+                    re.compile(pattern).groups == len(item.get("bind", ()))
+                    or len(item["match"]) > 1
+                ), item
             args = substituted(item["args"])
             if item["tool"] == "horde":
                 params = parse_params(args)  # raises UsageError on any bad field
@@ -153,19 +282,21 @@ def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
                     assert params.action in READS, "helpers are read-only"
                 continue
             schema = SCHEMAS[item["tool"]]
-            assert item["tool"] in ("read", "bash"), "the demo never edits the sample"
+            assert item["tool"] in ("read", "bash", "write"), "the demo never edits the sample"
+            if item["tool"] == "write":
+                assert not (SAMPLE / args["path"]).exists(), "the demo never edits the sample"
             assert set(schema["required"]) <= set(args) <= set(schema["properties"])
 
 
-def test_speed_scales_pauses_but_polls_and_lingers_keep_a_floor() -> None:
+def test_speed_scales_pauses_but_waits_and_lingers_keep_a_floor() -> None:
     fast, slow = build_plans(0), build_plans(2)
     for member in fast:
         for quick, paced in zip(fast[member], slow[member], strict=True):
-            if "until_ok" in quick:
-                assert quick["delay_ms"] >= POLL_FLOOR_MS and paced["delay_ms"] == 2 * POLL_MS
+            if "wait_ms" in quick:
+                assert quick["wait_ms"] >= POLL_FLOOR_MS and paced["wait_ms"] == 2 * POLL_MS
             elif quick.get("hold_ms"):
                 assert quick["hold_ms"] == LINGER_FLOOR_MS  # only the two lingers at speed 0
-            if "hold_ms" in paced and "until_ok" not in quick:
+            if "hold_ms" in paced:
                 assert paced["hold_ms"] >= quick["hold_ms"]
     with pytest.raises(ValueError):
         Timing(-1)
@@ -182,8 +313,9 @@ def test_finding_evidence_points_at_the_planted_lines() -> None:
         for item in plan
         if item.get("tool") == "horde" and item["args"]["action"] == "finding"
     ]
-    assert sorted(a["concern"] for a in filed) == sorted(d.slug for d in DEFECTS.values())
-    by_slug = {d.slug: d for d in DEFECTS.values()}
+    planted = [*DEFECTS.values(), FALSE_LEAD]
+    assert sorted(a["concern"] for a in filed) == sorted(d.slug for d in planted)
+    by_slug = {d.slug: d for d in planted}
     for args in filed:
         defect = by_slug[args["concern"]]
         refs = [m for line in args["evidence"].splitlines() if (m := EVIDENCE_LINE.match(line))]
@@ -216,6 +348,10 @@ def test_answer_and_deliverable_cite_defect_lines() -> None:
         for line in d.evidence
         if (m := EVIDENCE_LINE.match(line))
     }
+    # The refutation cites the lines that show /users answers JSON, not HTML.
+    assert '"application/json"' in sample_line("app.py", 33) and "app.py:33" in REFUTATION
+    assert "json.dumps" in sample_line("app.py", 34) and "app.py:34" in REFUTATION
+    cited |= {("app.py", 33)}
     refs = re.findall(r"\b(\w+\.py):(\d+)(?:-(\d+))?", ANSWER + DELIVERABLE)
     assert len(refs) >= 8
     for path, first, last in refs:
@@ -284,3 +420,52 @@ def test_the_demo_model_plans_and_merges_a_swarm_of_any_size(hordes: int) -> Non
     merged = final("merge", merge_brief)
     for n in range(1, hordes + 1):
         assert merged.count(f"[h{n} F") == len(DEFECTS)
+
+
+def test_a_wait_reads_until_it_sees_what_it_waits_for_and_binds_the_ids() -> None:
+    """The agent policy's wait: the same read repeats `wait_ms` apart (never a refused
+    write) until its regex matches, and the ids it captured fill the next call."""
+    policy = AgentPolicy(
+        {
+            "member-1": [
+                {
+                    "tool": "horde",
+                    "args": {"action": "findings"},
+                    "match": [r"^- (F\d+) .*sql-injection"],
+                    "bind": ["$<sql>"],
+                    "wait_ms": 700,
+                    "hold_ms": 50,
+                },
+                {"tool": "horde", "args": {"action": "solved", "text": "x", "cites": ["$<sql>"]}},
+                {"say": "done"},
+            ]
+        }
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+
+    def step() -> tuple[dict[str, Any], int]:
+        reply = policy("member-1", {"messages": messages})
+        assert reply is not None and reply.tool_calls
+        return json.loads(reply.tool_calls[0].arguments_json()), reply.delay_ms
+
+    assert step() == ({"action": "findings"}, 50)
+    for shown in ("No findings yet.", "1 findings:\n- F1 [high] a secret (#1 · secrets · m · r1)"):
+        messages.append({"role": "tool", "content": f"[horde result: data]\n{shown}"})
+        assert step() == ({"action": "findings"}, 700), "same read again, no requestId"
+    messages.append(
+        {"role": "tool", "content": "[horde result: data]\n- F1 x\n- F2 [critical] sql-injection"}
+    )
+    assert step() == ({"action": "solved", "text": "x", "cites": ["F2"]}, 0)
+
+
+def test_the_repair_items_play_in_a_repair_session() -> None:
+    """The demo's repair items are keyed on how the supervisor's repair brief begins."""
+    assert REPAIR_BRIEF.startswith(REPAIR_MARK)
+    repair_items = [
+        i for plan in build_plans().values() for i in plan if i.get("when") == REPAIR_MARK
+    ]
+    assert {i["args"]["action"] for i in repair_items if "args" in i} == {
+        "inbox",
+        "respond",
+        "resolve",
+    }

@@ -150,6 +150,7 @@ def test_turns_tokens_and_current_tool_come_from_the_newest_transcript(run):
     assert view.refresh() == {"members"}
     m1 = view.members()[0]
     assert (m1.current_tool, m1.version) == ("", version + 1)
+    assert m1.last_tool == "bash", "the table shows the last tool, dimmed, between tools"
 
     # a reset: the newer session is followed from now on
     run.message("member-1", "20260102T120510-bbbbbb", **answer((7, 1)))

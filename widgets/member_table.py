@@ -76,7 +76,9 @@ class MemberRow:
     role: str
     status: str
     tool: str = ""
+    """The tool running now ("" between tools)."""
     summary: str = ""
+    """The running tool's summary, or the last tool's once it ended (shown dimmed)."""
     elapsed_s: float | None = None
     turns: int = 0
     tokens: int = 0
@@ -112,7 +114,11 @@ def format_tokens(tokens: int) -> str:
     return f"{tokens / 1_000_000:.1f}M"
 
 
-def format_cost(cost: float | None) -> str:
+def format_cost(cost: float | None, called: bool = True) -> str:
+    """`$0.012`, `unknown` when the provider did not say, `-` before the first model call
+    (its cost is neither $0 nor unknown yet, like the time column before a start)."""
+    if not called:
+        return "-"
     if cost is None:
         return "unknown"
     return f"${cost:.3f}" if cost < 10 else f"${cost:.2f}"
@@ -132,6 +138,7 @@ class MemberTable(ScrollView, can_focus=True):
         "member-table--capped",
         "member-table--failed",
         "member-table--note",
+        "member-table--last",
     }
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -177,6 +184,7 @@ class MemberTable(ScrollView, can_focus=True):
         & > .member-table--capped { color: $warning; }
         & > .member-table--failed { color: $error; text-style: bold; }
         & > .member-table--note { color: $warning; }
+        & > .member-table--last { color: $text-muted; }
     }
     """
 
@@ -274,25 +282,29 @@ class MemberTable(ScrollView, can_focus=True):
 
     def _cells(self, row: MemberRow) -> dict[str, Cell]:
         """Each column's text and component class (empty for the row's own style)."""
+        tool_class = ""
         if row.tool:
             # A member's summary already names its tool ("bash: rg -n x", "read a.py").
             tool = row.summary or row.tool
         elif row.status == "exited" and row.exit_cause:
             tool = f"({row.exit_cause})"
         else:
-            tool = ""
+            # Between tools (a model call): the last tool, dimmed, so the column says
+            # what the member is doing rather than flicker empty.
+            tool, tool_class = row.summary, "member-table--last" if row.summary else ""
         state = status_class(row.status, row.exit_cause)
+        called = bool(row.tokens or row.turns)
         return {
             "name": (row.name, ""),
             "role": (row.role, ""),
             "status": (row.status, f"member-table--{state}"),
-            "tool": (clip(tool, self._widths["tool"]), ""),
+            "tool": (clip(tool, self._widths["tool"]), tool_class),
             "elapsed": (format_elapsed(row.elapsed_s), ""),
             "turns": (str(row.turns), ""),
             "tokens": (format_tokens(row.tokens), ""),
             "cost": (
-                format_cost(row.cost_usd),
-                "member-table--note" if row.cost_usd is None else "",
+                format_cost(row.cost_usd, called),
+                "member-table--note" if row.cost_usd is None and called else "",
             ),
             "resets": (str(row.resets), "member-table--note" if row.resets else ""),
         }

@@ -1,18 +1,24 @@
 """The demo model: scripted plans for a 4-member security review of the bundled sample.
 
 `horde-tui demo` must show a whole run on a machine with no provider key, so the model
-is the stub server playing an `AgentPolicy`: three workers that read and grep the sample,
-add and claim ideas, file findings with `file:line` evidence, post to the board and
-settle a two-phase answer, and a verifier (member-4) that verifies every finding. The
-ids the run hands out depend on who writes first, so plans use `$id`, `$I` and `$F` and
-poll with `until_ok` where they wait on another member.
+is the stub server playing an `AgentPolicy`. It plays what the product is for: three
+workers read and grep the sample, claim ideas, file findings with `file:line` evidence and
+ask the verifier (member-4) for reviews; member-2 publishes a runnable proof of concept as
+an artifact; member-3 files a suspicion that does not hold, the verifier's refuting
+review opens a challenge, and member-3 answers it in the repair phase; member-1 proposes
+the answer once every finding is reviewed and member-2 validates it.
+
+Members wait like sensible members: they read (`inbox`, `findings`, `inspect
+target=answer`) until what they wait for is there, and never retry a refused call. The
+ids the run hands out depend on who writes first, so plans bind them from what they read
+(`$<sql>` is the F# of the SQL injection) and use `$id`/`$I` for the idea just added.
 
 Every defect's evidence is data (`DEFECTS`), not prose, so a test can check that each
 `file:line` still points at the planted line after anyone edits the sample.
 
 Pauses: `hold_ms` is think time for a person watching and scales with `speed` (0: none).
-Retry delays and the final linger are synchronisation, not theatre, so they keep a floor
-even at speed 0: a poll must not spin the member through its turn budget, and the run
+The wait between reads and the final linger are synchronisation, not theatre, so they
+keep a floor even at speed 0: a wait must not spin the member through its turn budget, and the run
 must still be live when the supervisor sees the answer validated and every finding
 verified (that is what makes the outcome `solved` rather than `finished`).
 """
@@ -20,10 +26,11 @@ verified (that is what makes the outcome `solved` rather than `finished`).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.stubmodel.agent import POLL_TRIES, AgentPolicy
 
 Plan = list[dict[str, Any]]
 
@@ -35,15 +42,16 @@ DEMO_PROMPT = (
 results, where the policy reads finding and idea ids."""
 
 POLL_FLOOR_MS = 150
-"""Least wait between retries of a refused call, at any speed."""
-POLL_MS = 500
-"""Wait between retries at speed 1."""
+"""Least wait between two reads of a wait, at any speed."""
+POLL_MS = 1000
+"""Wait between two reads of a wait at speed 1."""
 LINGER_FLOOR_MS = 600
-"""Least pause before the validator's and verifier's last post (over two supervisor
-ticks), so the run is still live when the solved condition is met."""
-POLL_TRIES = 150
-"""Retries before a poll gives up; members stop at 200 turns."""
+"""Least pause before the validator's last read and the verifier's last post (over two
+supervisor ticks), so the run is still live when the solved condition is met."""
 VERIFIER = "member-4"
+REPAIR_MARK = "This is a REPAIR session"
+"""How a repair session's brief begins (`supervisor.repair.REPAIR_BRIEF`): the demo
+model plays its repair items only there."""
 VERIFY_GREP = 'grep -n "SECRET_KEY = \\|+ name +\\|==\\|DELETE" app.py auth.py'
 """The verifier's one check of every cited defect line."""
 SUPPORT = "derived"
@@ -136,12 +144,63 @@ DEFECTS: dict[str, Defect] = {
     ),
 }
 
+FALSE_LEAD = Defect(
+    slug="reflected-xss",
+    definition="request input echoed into an HTML page without escaping",
+    idea="Check whether /users reflects the name parameter into the page (XSS)",
+    grep='grep -n "json\\|Content-Type" app.py',
+    text="GET /users in app.py writes the rows found for the `name` parameter straight into "
+    "the response without HTML escaping, so a crafted name could run script in a browser",
+    evidence=(
+        'app.py:32: rows = find_user(db, params.get("name", [""])[0])',
+        "app.py:34: return [json.dumps(rows).encode()]",
+    ),
+    needle="json.dumps(rows)",
+    importance="medium",
+    confidence="low",
+)
+"""A plausible suspicion that does not hold: /users answers JSON (app.py:33), not HTML.
+member-3 files it, the verifier refutes it, and the challenge that opens is answered in
+the repair phase."""
+
+REFUTATION = (
+    "app.py:33 sends Content-Type application/json and app.py:34 encodes the rows with "
+    "json.dumps: no HTML page is rendered, so nothing is reflected as markup"
+)
+
+POC_PATH = "poc_sqli.py"
+POC = """\
+\"\"\"Proof of concept: find_user() in app.py returns every user for a crafted name.\"\"\"
+
+import sqlite3
+
+from app import find_user
+
+db = sqlite3.connect(":memory:")
+db.execute("CREATE TABLE users (name TEXT, email TEXT, admin INTEGER)")
+db.executemany(
+    "INSERT INTO users VALUES (?, ?, ?)",
+    [("alice", "alice@example.com", 0), ("bob", "bob@example.com", 1)],
+)
+rows = find_user(db, "' OR '1'='1")
+print(f"{len(rows)} rows for name=' OR '1'='1: {rows}")
+assert len(rows) == 2, "find_user was not injectable"
+"""
+"""member-2's runnable artifact: it shows the injection instead of describing it."""
+POC_CRITERIA = (
+    "`python3 poc_sqli.py` exits 0 and prints 2 rows (every user) for the name ' OR '1'='1"
+)
+
+REVIEWED = ("secret", "sql", "authz", "poc", "timing", "xss")
+"""The order in which the verifier takes its review requests (about the order they come)."""
 ANSWER = (
     "The userdir sample has four exploitable defects, each filed with file:line evidence "
-    "(F1-F4): the admin token is hard-coded (app.py:13); find_user builds SQL by string "
-    "concatenation, an injection (app.py:24); check_token compares the token with == in "
-    "non-constant time (auth.py:6); and delete_user never calls is_admin, so the documented "
-    "admin check is missing (auth.py:14-16)."
+    "and accepted in review: the admin token is hard-coded ($<secret>, app.py:13); find_user "
+    "builds SQL by string concatenation, an injection ($<sql>, app.py:24, shown by the "
+    "runnable proof of concept poc_sqli.py); check_token compares the token with == in "
+    "non-constant time ($<timing>, auth.py:6); and delete_user never calls is_admin, so the "
+    "documented admin check is missing ($<authz>, auth.py:14-16). A suspected reflected XSS "
+    "in /users was refuted in review: /users answers JSON (app.py:33)."
 )
 
 DELIVERABLE = """\
@@ -150,19 +209,22 @@ DELIVERABLE = """\
 > Written by the horde-tui **demo model** (scripted, not a real LLM). The run, its
 > ledgers and its reports are real; the reasoning was played from a script.
 
-Four defects, each filed as a finding with `file:line` evidence and verified by the
-verifier (member-4); FINDINGS.md has the F# ids and the exact evidence.
+Four defects, each filed as a finding with `file:line` evidence and accepted in review by
+the verifier (member-4); FINDINGS.md has the F# ids and the exact evidence.
 
 1. **Hard-coded admin token** (critical): `SECRET_KEY` is committed in `app.py:13`.
    Move it to the environment and rotate it.
 2. **SQL injection** (critical): `find_user` concatenates `name` into SQL (`app.py:24`).
-   Use a `?` placeholder.
+   Use a `?` placeholder. The runnable proof of concept `poc_sqli.py` (an artifact,
+   reproduced by the verifier) returns every user for the name `' OR '1'='1`.
 3. **Timing-unsafe token check** (medium): `check_token` uses `==` (`auth.py:6`). Use
    `hmac.compare_digest`.
 4. **Missing authorization** (high): `delete_user` never calls `is_admin`
    (`auth.py:14-16`) although its docstring says only admins may delete users.
 
-Nothing here is unverified or disputed."""
+Not a defect: a suspected reflected XSS in `/users` was refuted in review, because
+`/users` answers `application/json` (`app.py:33`); its reporter agreed in the repair
+phase. REPORT.md lists it under Acceptance as refuted."""
 
 POSTMORTEM = """\
 # Post-mortem (demo model)
@@ -171,13 +233,18 @@ POSTMORTEM = """\
 > part of the script, not an analysis of the run.
 
 - **What worked**: each worker claimed a distinct idea, so no work was duplicated; every
-  finding names a concern slug and cites `file:line` evidence; the verifier checked all
-  four findings; the answer was proposed by one member and validated by another.
-- **Waits**: the verifier, the validator and the proposer polled with refused calls
-  while they waited for findings and the answer (visible as refusals in events.jsonl).
-  A real model would read the board instead of retrying.
-- **Fixes**: none needed for this run. Try a real model with
-  `horde-tui run 4 "<your task>" --model <litellm model>` in your own project."""
+  finding names a concern slug and cites `file:line` evidence; each worker asked the
+  verifier for a review with `message kind=review-request`, and the verifier reviewed
+  every finding and the proof-of-concept artifact; the answer was proposed by one member
+  and validated by another.
+- **What went wrong**: member-3 filed a reflected XSS that does not hold (`/users`
+  answers JSON). The verifier's refuting review opened a challenge; member-3 had already
+  finished, so the repair phase gave it a short session to answer it.
+- **Waits**: members waited by reading (`inbox`, `findings`, `inspect target=answer`),
+  never by retrying a refused call.
+- **Fixes**: read the response's content type before filing an injection into a page. Try
+  a real model with `horde-tui run 4 "<your task>" --model <litellm model>` in your own
+  project."""
 
 
 WORKSTREAMS: dict[int, list[tuple[str, str]]] = {
@@ -276,9 +343,39 @@ def bash(command: str, hold_ms: int = 0) -> dict[str, Any]:
     return {"tool": "bash", "args": {"command": command}, "hold_ms": hold_ms}
 
 
-def poll(item: dict[str, Any], t: Timing) -> dict[str, Any]:
-    """Repeat `item` while it is refused (it waits on another member's write)."""
-    return {**item, "until_ok": POLL_TRIES, "delay_ms": t.retry}
+def write(path: str, content: str, hold_ms: int = 0) -> dict[str, Any]:
+    return {"tool": "write", "args": {"path": path, "content": content}, "hold_ms": hold_ms}
+
+
+def wait(
+    read_item: dict[str, Any], t: Timing, match: list[str], names: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Repeat a read until every `match` regex is in its result; bind their groups.
+
+    This is how a sensible member waits for another's work: it reads the inbox or the
+    ledger, it does not retry a call that was refused."""
+    return {
+        **read_item,
+        "match": match,
+        "bind": list(names),
+        "wait_ms": t.retry,
+        "tries": POLL_TRIES,
+    }
+
+
+def bind(item: dict[str, Any], pattern: str, name: str) -> dict[str, Any]:
+    """`item`, binding `name` to the id its receipt names (`ok F2 filed` -> F2)."""
+    return {**item, "match": [pattern], "bind": [name]}
+
+
+def discovery(plan: Plan) -> Plan:
+    """Items played in discovery sessions only (not in a repair session)."""
+    return [{**item, "unless": REPAIR_MARK} for item in plan]
+
+
+def repair(plan: Plan) -> Plan:
+    """Items played only in a repair session, whose brief starts with REPAIR_MARK."""
+    return [{**item, "when": REPAIR_MARK} for item in plan]
 
 
 def evidence_text(defect: Defect) -> str:
@@ -286,109 +383,248 @@ def evidence_text(defect: Defect) -> str:
     return "\n".join([f"$ {defect.grep}", *defect.evidence])
 
 
-def work(defect: Defect, t: Timing) -> Plan:
-    """Add an idea, claim it, grep for the defect, file it, close the idea."""
+def var(key: str) -> str:
+    """The plan variable holding the id of `key`'s finding (or of the PoC artifact)."""
+    return f"$<{key}>"
+
+
+def review_request(key: str, text: str, hold_ms: int) -> dict[str, Any]:
+    """Ask the verifier to review `key`'s F# (or A#); the text opens with `[key]`, which
+    is how the verifier's inbox wait tells the requests apart."""
+    return horde(
+        "message",
+        hold_ms,
+        to=VERIFIER,
+        kind="review-request",
+        target=var(key),
+        text=f"[{key}] {text}",
+    )
+
+
+def work(key: str, defect: Defect, t: Timing) -> Plan:
+    """Add an idea, claim it, grep for the defect, file it, ask for a review, close it."""
     return [
-        horde("idea", t.hold(900), text=defect.idea),
-        horde("claim", t.hold(600), id="$id"),
-        bash(defect.grep, t.hold(1500)),
-        horde(
-            "finding",
-            t.hold(2000),
-            idea="$I",
-            concern=defect.slug,
-            concernDef=defect.definition,
-            text=defect.text,
-            evidence=evidence_text(defect),
-            support=SUPPORT,
-            importance=defect.importance,
-            confidence=defect.confidence,
+        horde("idea", t.hold(600), text=defect.idea),
+        horde("claim", t.hold(300), id="$id"),
+        bash(defect.grep, t.hold(800)),
+        bind(
+            horde(
+                "finding",
+                t.hold(1000),
+                idea="$I",
+                concern=defect.slug,
+                concernDef=defect.definition,
+                text=defect.text,
+                evidence=evidence_text(defect),
+                support=SUPPORT,
+                importance=defect.importance,
+                confidence=defect.confidence,
+            ),
+            r"\bok (F\d+) filed",
+            var(key),
         ),
-        horde("done", t.hold(700), id="$I", result=f"filed $F ({defect.slug})"),
+        review_request(key, f"please check the cited lines of {defect.slug}.", t.hold(300)),
+        horde("done", t.hold(300), id="$I", result=f"filed {var(key)} ({defect.slug})"),
+    ]
+
+
+def finding_line(key: str, slug: str, status: str) -> str:
+    """A `findings` read's line for the finding of `slug` once its review status is
+    `status`; group 1 is its F#."""
+    return rf"^- (F\d+) .*\(#\d+ · {slug} · member-\d+ · r\d+ · {status}\)$"
+
+
+def inbox_request(key: str) -> str:
+    """The verifier's inbox entry of the review request `[key]`; group 1 is its target."""
+    return rf"review-request member-\d+ -> {VERIFIER} about ([FA]\d+) r\d+ · \w+\n\s+\[{key}\]"
+
+
+def challenge(state: str = r"\w+") -> str:
+    """The challenge about the refuted finding in an inbox; group 1 is its Q#."""
+    return rf"^- (Q\d+) challenge {VERIFIER} -> member-3 about F\d+ r\d+ · {state}"
+
+
+AUDITOR_POST = (
+    "delete_user skips the admin check it documents; I also filed a possible XSS in /users."
+)
+SIGN_OFF = rf"^- \[x\] #\d+ {re.escape(FALSE_LEAD.idea[:40])}.*; done by member-3\)"
+"""member-3's XSS idea closed, as `list` shows it: the last call of its session, after
+its board post, so a challenge opened from here on waits for the repair phase."""
+
+
+def verifier_plan(t: Timing) -> Plan:
+    """Review each request as it comes: supports for the four defects, reproduced for the
+    PoC, refutes for the false lead (which opens a challenge to member-3)."""
+    plan: Plan = [read("app.py", t.hold(800)), read("auth.py", t.hold(800))]
+    for key in REVIEWED:
+        plan.append(wait(horde("inbox"), t, [inbox_request(key)], (var(key),)))
+        if key == "poc":
+            plan.append(bash(f"python3 {POC_PATH}", t.hold(600)))
+            plan.append(
+                horde(
+                    "review",
+                    t.hold(600),
+                    target=var(key),
+                    verdict="supports",
+                    support="reproduced",
+                    checked=f"ran `python3 {POC_PATH}`: it printed 2 rows for ' OR '1'='1",
+                    evidenceText=f"$ python3 {POC_PATH}\n2 rows for name=' OR '1'='1: "
+                    "[('alice', 'alice@example.com'), ('bob', 'bob@example.com')]",
+                )
+            )
+        elif key == "xss":
+            # Refuted after member-3 signed off, so its challenge waits for the repair phase.
+            plan.append(wait(horde("list"), t, [SIGN_OFF]))
+            plan.append(bash('grep -n "Content-Type\\|json.dumps" app.py', t.hold(600)))
+            plan.append(
+                horde(
+                    "review",
+                    t.hold(600),
+                    target=var(key),
+                    verdict="refutes",
+                    support="derived",
+                    checked="app.py:33-34, the /users response's content type and encoding",
+                    evidenceText=REFUTATION,
+                )
+            )
+        else:
+            plan.append(
+                horde(
+                    "review",
+                    t.hold(600),
+                    target=var(key),
+                    verdict="supports",
+                    support=VERIFY_SUPPORT,
+                    checked="the cited lines, re-read, and the evidence's grep, re-run",
+                    evidenceText=f"Re-read the cited lines and checked them with "
+                    f"`{VERIFY_GREP}`: the defect is in the code as described.",
+                )
+            )
+    plan.append(
+        horde(
+            "post",
+            t.linger(600),
+            text="Reviewed every finding and the PoC artifact: four defects hold, the "
+            "reflected XSS does not (/users answers JSON); I opened a challenge on it.",
+        )
+    )
+    return [
+        *discovery([*plan, {"say": "I reviewed every finding and the artifact."}]),
+        *repair(
+            [
+                wait(horde("inbox", t.hold(300)), t, [challenge("responded")], ("$<q>",)),
+                horde(
+                    "resolve",
+                    t.hold(500),
+                    id="$<q>",
+                    text="member-3 agrees the XSS does not hold; the finding stays refuted.",
+                ),
+                {"say": "I resolved my challenge."},
+            ]
+        ),
     ]
 
 
 def build_plans(speed: float = 1.0) -> dict[str, Plan]:
     """Every member's plan, and the two finalize helpers' replies, at this speed."""
     t = Timing(speed)
-    last = f"F{len(DEFECTS)}"
-    proposer: Plan = [
-        bash("ls", t.hold(800)),
-        read("app.py", t.hold(1200)),
-        *work(DEFECTS["secret"], t),
-        horde(
-            "post",
-            t.hold(700),
-            text="The admin token is hard-coded in app.py (filed $F). I will propose "
-            "the answer once every suspected defect is filed.",
-        ),
-        poll(horde("inspect", t.hold(500), target=last), t),
-        horde(
-            "solved", t.hold(1200), text=ANSWER, cites=[f"F{i + 1}" for i in range(len(DEFECTS))]
-        ),
-        {"say": "I proposed the answer; another member must validate it."},
+    accepted = [
+        finding_line(k, DEFECTS[k].slug, "full") for k in ("secret", "sql", "timing", "authz")
     ]
-    validator: Plan = [
-        read("app.py", t.hold(1000)),
-        *work(DEFECTS["sql"], t),
-        horde("post", t.hold(700), text="find_user in app.py is injectable (filed $F)."),
-        poll(
+    proposer: Plan = discovery(
+        [
+            read("app.py", t.hold(600)),
+            *work("secret", DEFECTS["secret"], t),
+            *work("timing", DEFECTS["timing"], t),
+            horde(
+                "post",
+                t.hold(500),
+                text="The admin token is hard-coded in app.py (filed $<secret>) and "
+                "check_token leaks it through timing ($<timing>). I will propose the answer "
+                "once every finding has been reviewed.",
+            ),
+            wait(
+                horde("findings", t.hold(300)),
+                t,
+                [*accepted, finding_line("xss", FALSE_LEAD.slug, "disputed")],
+                (var("secret"), var("sql"), var("timing"), var("authz")),
+            ),
+            horde(
+                "solved",
+                t.hold(600),
+                text=ANSWER,
+                cites=[var(k) for k in ("secret", "sql", "timing", "authz")],
+            ),
+            {"say": "I proposed the answer; another member must validate it."},
+        ]
+    )
+    validator: Plan = discovery(
+        [
+            read("app.py", t.hold(600)),
+            *work("sql", DEFECTS["sql"], t),
+            write(POC_PATH, POC, t.hold(1000)),
+            bash(f"python3 {POC_PATH}", t.hold(700)),
+            bind(
+                horde(
+                    "artifact",
+                    t.hold(700),
+                    path=POC_PATH,
+                    artifactKind="runnable",
+                    criteria=POC_CRITERIA,
+                ),
+                r"\bok (A\d+)\b",
+                var("poc"),
+            ),
+            review_request("poc", f"please run {POC_PATH} against its criteria.", t.hold(400)),
+            horde(
+                "post",
+                t.hold(500),
+                text="find_user in app.py is injectable (filed $<sql>); poc_sqli.py shows it.",
+            ),
+            wait(horde("inspect", t.hold(300), target="answer"), t, [r"^Status: proposed"]),
             horde(
                 "confirm-solved",
-                t.hold(900),
-                text="Re-read app.py:13, app.py:24, auth.py:6 and auth.py:14-16: each cited "
-                "defect is in the code as the answer describes.",
+                t.hold(500),
+                text="Re-read app.py:13, app.py:24, auth.py:6 and auth.py:14-16 and ran "
+                f"{POC_PATH}: each cited defect is in the code as the answer describes.",
             ),
-            t,
-        ),
-        horde("post", t.linger(600), text="Validated member-1's answer."),
-        {"say": "I validated the answer."},
-    ]
-    auditor: Plan = [
-        read("auth.py", t.hold(1200)),
-        *work(DEFECTS["timing"], t),
-        *work(DEFECTS["authz"], t),
-        horde(
-            "post",
-            t.hold(700),
-            text="auth.py compares the token in non-constant time and delete_user "
-            "skips the admin check (both filed).",
-        ),
-        {"say": "I filed both auth.py defects."},
-    ]
-    verify_text = (
-        f"Re-read the cited lines and checked them with `{VERIFY_GREP}`: the defect is in "
-        "the code as described."
+            # A read, not a board post: it keeps the session live over two supervisor
+            # ticks without a post after the wrap-up.
+            horde("inbox", t.linger(600)),
+            {"say": "I validated member-1's answer."},
+        ]
     )
-    verifier: Plan = [
-        read("app.py", t.hold(1000)),
-        read("auth.py", t.hold(1000)),
-        bash(VERIFY_GREP, t.hold(1200)),
-        *[
-            poll(
+    auditor: Plan = [
+        *discovery(
+            [
+                read("auth.py", t.hold(600)),
+                *work("authz", DEFECTS["authz"], t),
+                *work("xss", FALSE_LEAD, t)[:-1],
+                horde("post", t.hold(500), text=AUDITOR_POST),
+                work("xss", FALSE_LEAD, t)[-1],  # done: closing the idea is its last call
+                {"say": "I filed the missing admin check and a possible XSS."},
+            ]
+        ),
+        *repair(
+            [
+                wait(horde("inbox", t.hold(300)), t, [challenge()], ("$<q>",)),
                 horde(
-                    "review",
-                    t.hold(900),
-                    target=f"F{i + 1}",
-                    verdict="supports",
-                    support=VERIFY_SUPPORT,
-                    checked="the cited lines, re-read, and the evidence's grep, re-run",
-                    evidenceText=verify_text,
+                    "respond",
+                    t.hold(600),
+                    id="$<q>",
+                    text=f"Agreed: {REFUTATION}. My finding does not hold; leave it refuted.",
                 ),
-                t,
-            )
-            for i in range(len(DEFECTS))
-        ],
-        horde("post", t.linger(600), text=f"Reviewed F1-{last} against the source."),
-        {"say": "I reviewed every finding."},
+                {"say": "I answered the challenge: the XSS finding does not hold."},
+            ]
+        ),
     ]
     return {
         "member-1": proposer,
         "member-2": validator,
         "member-3": auditor,
-        VERIFIER: verifier,
-        "synthesis": [horde("findings", t.hold(800)), {"say": DELIVERABLE}],
-        "postmortem": [read(".horde/BOARD.md", t.hold(800)), {"say": POSTMORTEM}],
+        VERIFIER: verifier_plan(t),
+        "synthesis": [horde("findings", t.hold(400)), {"say": DELIVERABLE}],
+        "postmortem": [read(".horde/BOARD.md", t.hold(400)), {"say": POSTMORTEM}],
         # A swarm's helpers: the planner answers for the number of hordes its brief
         # names; the merge helper lists the hordes' deliverables first.
         "planner": [

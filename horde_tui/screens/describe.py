@@ -7,6 +7,8 @@ field means on screen, so the table, the keys and the member detail screen agree
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from horde_tui.supervisor.processes import MemberState
 from widgets.member_table import MemberRow
 
@@ -14,6 +16,24 @@ LIVE_STATUSES = frozenset({"starting", "running"})
 """A member in one of these can be paused."""
 
 STOPPABLE_STATUSES = frozenset({"starting", "running", "paused"})
+
+MEMBER_ROLES = frozenset({"member", "verifier"})
+"""The horde's members; any other role (synthesis, postmortem) is a finalize helper."""
+
+
+def member_tally(states: Iterable[MemberState]) -> str:
+    """`4 members: 3 running, 1 exited · helpers: synthesis exited`: the header counts
+    the run's members and names the finalize helpers apart (they are not members)."""
+    counts: dict[str, int] = {}
+    helpers = []
+    for state in states:
+        if state.role in MEMBER_ROLES:
+            counts[state.status] = counts.get(state.status, 0) + 1
+        else:
+            helpers.append(f"{state.name} {state.status}")
+    tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+    text = f"{sum(counts.values())} members: {tally}"
+    return text + (f" · helpers: {', '.join(helpers)}" if helpers else "")
 
 
 def elapsed(state: MemberState, now: float) -> float | None:

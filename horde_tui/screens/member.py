@@ -277,7 +277,7 @@ class MemberDetailScreen(HordeScreen):
             f"turns {state.turns}",
             f"tokens {format_tokens(tokens)} ({state.prompt_tokens} in, "
             f"{state.completion_tokens} out)",
-            f"cost {format_cost(state.cost_usd)}",
+            f"cost {format_cost(state.cost_usd, bool(tokens or state.turns))}",
             f"pid {state.pid or '-'}",
         ]
         if state.layers:

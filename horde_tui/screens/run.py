@@ -25,7 +25,12 @@ from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
-from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, member_row
+from horde_tui.screens.describe import (
+    LIVE_STATUSES,
+    STOPPABLE_STATUSES,
+    member_row,
+    member_tally,
+)
 from horde_tui.screens.member import MemberDetailScreen, reset_applies
 from horde_tui.screens.modals import reset_screen, stop_hard_screen
 from horde_tui.screens.panes import (
@@ -68,6 +73,9 @@ TAB_KEYS = {
 TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "reset", "stop_hard", "member_detail", "transcript"})
 KEYED_ACTIONS = ("pause", "resume", "reset", "stop_hard", "member_detail", "stop_clean")
+RUN_CONTROLS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard"})
+"""Keys that act on a live run: shown greyed while they do not apply to the selected
+member, hidden once the run has ended."""
 """The actions whose greying follows the run and the selected member."""
 
 
@@ -232,11 +240,7 @@ class RunScreen(HordeScreen):
     def show_status(self) -> None:
         if not self._ready:
             return
-        counts: dict[str, int] = {}
-        for state in self.sup.members.values():
-            counts[state.status] = counts.get(state.status, 0) + 1
-        tally = ", ".join(f"{n} {status}" for status, n in counts.items())
-        parts = [self.phase, f"{len(self.sup.members)} members: {tally}"]
+        parts = [self.phase, member_tally(self.sup.members.values())]
         stopping = self.live and self.sup.stop is not None
         if stopping:
             parts.append(f"stopping clean ({self.sup.stop.reason})")
@@ -276,6 +280,8 @@ class RunScreen(HordeScreen):
         return self.sup.members.get(name) if name else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.live and action in RUN_CONTROLS:
+            return False  # an ended run has nothing to pause, reset or stop: hide the keys
         if action in MEMBER_ACTIONS:
             state = self.selected_state()
             if state is None:

@@ -68,7 +68,7 @@ def member_state(row: MemberRow) -> MemberState:
         started=row.started,
         ended=row.ended,
         current_tool=row.current_tool,
-        tool_summary=row.current_tool,
+        tool_summary=row.current_tool or row.last_tool,
         turns=row.turns,
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,

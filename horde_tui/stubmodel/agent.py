@@ -4,9 +4,16 @@ Fixed scripts cannot know the ids a run hands out (`#3` or `#5` depends on who w
 first). A plan item may say `$id` (the id named by the previous tool result, e.g. `ok #3
 added`) or `$F` (the newest finding id any result named), and may repeat until the tool
 accepts it (`until_ok`), e.g. "validate the answer" while no answer exists yet (each
-retry of a `horde` call carries a fresh `requestId`: a new attempt, not a repeat). The
-position in the plan is recomputed from the conversation on every request, so a member
-reset into a fresh session simply starts its plan again.
+retry of a `horde` call carries a fresh `requestId`: a new attempt, not a repeat).
+
+A sensible member does not retry a refused call to wait: it reads (`inbox`, `findings`,
+`inspect`) until what it waits for is there. An item with `match` (regexes) and
+`wait_ms` repeats its read, `wait_ms` apart, until every regex matches the result; the
+regexes' groups bind the variables named in `bind` (`$<sql>` = the F# a read showed),
+so a plan can cite ids it only learns at run time. `match`/`bind` without `wait_ms`
+bind from the item's one result. The position in the plan and the bound variables are
+recomputed from the conversation on every request, so a member reset into a fresh
+session simply starts its plan again.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from horde_tui.stubmodel.script import Step, ToolCallSpec
 _ID = re.compile(r"\b(?:ok|duplicate of|ok answer|ok verification of)\s+(#\d+|[FTCR]\d+)")
 _FINDING = re.compile(r"\bF\d+\b")
 _REFUSED = ("refused", "usage:", "dropped:")
+POLL_TRIES = 150
+"""Reads a wait makes before it gives up and moves on; members stop at 200 turns."""
 
 
 def _result_text(message: Mapping[str, Any]) -> str:
@@ -61,10 +70,35 @@ def _ok(text: str) -> bool:
     return not text.lstrip().lower().startswith(_REFUSED)
 
 
+def _matches(item: Mapping[str, Any], text: str) -> list[str] | None:
+    """The groups of every `match` regex in `text`, in order; None if one does not match."""
+    groups: list[str] = []
+    for pattern in item.get("match", ()):
+        m = re.search(str(pattern), text, re.M)
+        if m is None:
+            return None
+        groups += [g or "" for g in m.groups()]
+    return groups
+
+
+def _bound(item: Mapping[str, Any], text: str, variables: dict[str, str]) -> bool:
+    """Bind the item's variables from `text`; False when a `match` regex misses."""
+    groups = _matches(item, text)
+    if groups is None:
+        return False
+    variables.update(zip(item.get("bind", ()), groups, strict=False))
+    return True
+
+
 def _position(
-    plan: Sequence[Mapping[str, Any]], results: list[str], text_only: bool = False
+    plan: Sequence[Mapping[str, Any]],
+    results: list[str],
+    text_only: bool = False,
+    variables: dict[str, str] | None = None,
 ) -> tuple[int, int]:
-    """The plan item due and how many times it was already refused.
+    """The plan item due and how many times it was already refused (or, for a wait, how
+    many reads did not show what it waits for); fills `variables` with what `bind`
+    items bound on the way.
 
     In a text-only conversation an item marked `gateway_refuses` (a tool that does not
     exist) never reaches the member, so no result of it stays in the history: it counts
@@ -83,8 +117,18 @@ def _position(
             break
         text = results[index]
         index += 1
-        limit = int(plan[pos].get("until_ok", 0))
+        item = plan[pos]
+        if "wait_ms" in item:
+            found = _bound(item, text, variables if variables is not None else {})
+            if found or attempts + 1 >= int(item.get("tries", POLL_TRIES)):
+                pos, attempts = pos + 1, 0
+            else:
+                attempts += 1
+            continue
+        limit = int(item.get("until_ok", 0))
         if _ok(text) or attempts >= limit:
+            if _ok(text) and variables is not None:
+                _bound(item, text, variables)
             pos, attempts = pos + 1, 0
         else:
             attempts += 1
@@ -122,7 +166,8 @@ def _substitute(value: Any, variables: dict[str, str]) -> Any:
 
 class AgentPolicy:
     """`plans[member]` is a list of items: `{"tool": name, "args": {...}, "until_ok": n,
-    "delay_ms": d}` (d: wait before each retry) or `{"say": text}` (a final answer); an
+    "delay_ms": d}` (d: wait before each retry), a wait `{"tool": ..., "match": [regex],
+    "bind": [var], "wait_ms": d, "tries": n}`, or `{"say": text}` (a final answer); an
     item's `hold_ms` delays the reply itself (a slow model); `when`/`unless` keep an item
     only in sessions whose first message does / does not contain that text (a reset's
     brief, say). `"*"` is the plan of members without their own.
@@ -157,13 +202,17 @@ class AgentPolicy:
             results = _text_results(messages)
         else:
             results = [_result_text(m) for m in messages if m.get("role") == "tool"]
-        pos, attempts = _position(plan, results, text_only)
+        bound: dict[str, str] = {}
+        pos, attempts = _position(plan, results, text_only, bound)
         if pos >= len(plan):
             return Step(content=_answer("Done.", text_only))
         item = plan[pos]
         if "say" in item:
             return Step(content=_answer(str(item["say"]), text_only))
-        delay = int(item.get("delay_ms", 0)) if results and not _ok(results[-1]) else 0
+        if "wait_ms" in item:
+            delay = int(item["wait_ms"]) if attempts else 0
+        else:
+            delay = int(item.get("delay_ms", 0)) if results and not _ok(results[-1]) else 0
         variables: dict[str, str] = {}
         if results:
             if m := _ID.search(results[-1]):
@@ -176,8 +225,14 @@ class AgentPolicy:
         ]
         if ideas:
             variables["$I"] = ideas[-1]
+        variables.update(bound)
         args = _substitute(item.get("args", {}), variables)
-        if attempts and item["tool"] == "horde" and isinstance(args, dict):
+        if (
+            attempts
+            and "wait_ms" not in item
+            and item["tool"] == "horde"
+            and isinstance(args, dict)
+        ):
             # A poll is a deliberate wait, not a stuck model: each retry is a new request
             # (its own requestId), so the member's guard against identical refused calls
             # (`looping`) leaves it alone.

@@ -61,6 +61,9 @@ class SessionStats:
     last_text: str = ""
     pending_tools: list[str] = field(default_factory=list)
     """Tools the last answer called whose results are not in the transcript yet."""
+    last_tool: str = ""
+    """The newest tool any answer called: the member table shows it, dimmed, between
+    tools."""
     _index: LineIndex | None = field(default=None, repr=False, compare=False)
     _generation: int = field(default=0, repr=False, compare=False)
 
@@ -74,6 +77,7 @@ class SessionStats:
             self._generation, start = self._index.generation, 0
             self.turns = self.prompt_tokens = self.completion_tokens = 0
             self.cost_usd, self.last_ts, self.last_text, self.pending_tools = 0.0, None, "", []
+            self.last_tool = ""
         elif not added:
             return False
         for raw in self._index.raw_lines(start, len(self._index)):
@@ -105,6 +109,8 @@ class SessionStats:
         self.pending_tools = [
             str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)
         ]
+        if self.pending_tools:
+            self.last_tool = self.pending_tools[-1]
         content = msg.get("content")
         if isinstance(content, str) and content.strip():
             self.last_text = one_line(content, 200)
@@ -141,6 +147,7 @@ class MemberRow:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     current_tool: str = ""
+    last_tool: str = ""
     last_text: str = ""
     last_activity: float | None = None
     transcript: Path | None = None
@@ -262,6 +269,7 @@ class MemberTable:
                 row.last_text, row.last_activity = stats.last_text, stats.last_ts
                 row.transcript = stats.path
                 row.current_tool = stats.current_tool if row.status == "running" else ""
+                row.last_tool = stats.last_tool
             if not run_live and row.status in ("running", "paused", "starting", "waiting"):
                 row = replace(
                     row,
