@@ -208,14 +208,16 @@ async def check_stop_deadline(sup: Supervisor) -> None:
     ]
     if active:
         stop.active_extended.update(active)
-        stop.deadline = now + sup.settings.active_grace_ms / 1000
-        sup.emit("stop-extended", reason="active output", members=active)
+        grace_s = sup.settings.active_grace_ms / 1000
+        stop.deadline = now + grace_s
+        sup.emit("stop-extended", reason="active output", members=active, grace_s=grace_s)
         return
     prop = answers.current(sup.parent.state, sup.run_id) if sup.parent else None  # type: ignore[union-attr]
     if prop is not None and prop.status == "pending" and not stop.solved_extended:
         stop.solved_extended = True
-        stop.deadline = now + sup.settings.solved_stop_ms / 1000
-        sup.emit("stop-extended", reason="solve awaiting validation")
+        grace_s = sup.settings.solved_stop_ms / 1000
+        stop.deadline = now + grace_s
+        sup.emit("stop-extended", reason="solve awaiting validation", grace_s=grace_s)
         return
     if running:
         sup.emit("stop-hard", targets=running, reason="clean-stop deadline")
