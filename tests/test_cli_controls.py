@@ -54,7 +54,7 @@ def test_headless_output_ends_with_the_post_mortem_text(tmp_path: Path) -> None:
     with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
         proc = _headless(tmp_path, stub, members=2)
         try:
-            _wait_for_line(proc, "[member-spawn] member-2")
+            seen = _wait_for_line(proc, "[member-spawn] member-2")
             asked = _cli(tmp_path, "stop-clean", "postmortem", "--grace", "1")
             assert "clean stop requested" in asked.stdout, asked.stdout + asked.stderr
             out, err = proc.communicate(timeout=120)
@@ -63,5 +63,9 @@ def test_headless_output_ends_with_the_post_mortem_text(tmp_path: Path) -> None:
                 proc.kill()
     run_dir = next((tmp_path / ".horde" / "runs").iterdir())
     assert (run_dir / "POSTMORTEM.md").is_file(), out[-3000:] + err[-3000:]
+    # What the run screen's canary line and countdown read (attached runs from disk).
+    assert "[canary] member-1 result=ok" in "".join(seen), "".join(seen)[-3000:]
+    extended = [line for line in out.splitlines() if "[stop-extended]" in line]
+    assert extended and "grace_s=0.3" in extended[0], out[-3000:]
     tail = out[out.index("outcome: stopped by user") :]
     assert "post-mortem:" in tail and "The members did not duplicate work." in tail, tail
