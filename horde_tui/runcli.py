@@ -496,7 +496,7 @@ def add_commands(sub: Any) -> None:
 
     for name, text in (
         ("status", "show the live run and each member: status [target]"),
-        ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s); alias: stop"),
+        ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s)"),
         ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
         ("pause", "suspend members (SIGSTOP of their process groups)"),
         (
