@@ -335,7 +335,28 @@ async def _host(sup: Any) -> int:
     report = sup.run_dir / "REPORT.md"
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
     print(f"report: {report}")
+    for label, path, text in postmortems(sup):
+        print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
     return summary.exit_code
+
+
+def postmortems(sup: Any) -> list[tuple[str, Path, str]]:
+    """The post-mortem text the reference hands back with the diagnosis: the run's
+    POSTMORTEM.md, or each horde's in a swarm (`h2 `), when the reviewer wrote one."""
+    hordes = getattr(sup, "hordes", None)
+    runs = (
+        [(f"{name} ", h.run_dir) for name, h in sorted(hordes.items())]
+        if isinstance(hordes, dict)
+        else [("", sup.run_dir)]
+    )
+    out = []
+    for label, run_dir in runs:
+        path = run_dir / "POSTMORTEM.md"
+        try:
+            out.append((label, path, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue  # not generated: a clean stop without `postmortem`, a hard stop
+    return out
 
 
 def find_run(
@@ -356,7 +377,7 @@ def cmd_control(args: argparse.Namespace) -> int:
     horde_dir = _horde_dir()
     words = list(args.words)
     postmortem = False
-    if args.command == "stop-clean" and words and words[0] == "postmortem":
+    if args.control == "stop-clean" and words and words[0] == "postmortem":
         postmortem, words = True, words[1:]
     target = " ".join(words) or "all"
     try:
@@ -370,11 +391,11 @@ def cmd_control(args: argparse.Namespace) -> int:
     if run_dir is None or controls.run_state(run_dir) != "active":
         states = controls.runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
-        if args.command == "status":
+        if args.control == "status":
             print(f"no run is live in {horde_dir} (runs: {listing})")
             return 0
         return _err(
-            f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.command}", 1
+            f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.control}", 1
         )
     answer = _ask(run_dir, args, target, postmortem)
     if answer is None:
@@ -385,34 +406,35 @@ def cmd_control(args: argparse.Namespace) -> int:
 
 def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) -> Any:
     """Leave a control request in `folder/control/` and wait for the answer (None: none)."""
-    request = controls.new_request(args.command, target, getattr(args, "grace", None), postmortem)
+    request = controls.new_request(args.control, target, getattr(args, "grace", None), postmortem)
     return controls.wait_response(controls.submit(folder, request))
 
 
 def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
     """A control for a live swarm: each started horde gets the request in its own run's
     `control/` with the member part of the target (`h2:member-3` -> h2 `member-3`);
-    a stop of hordes not started yet goes to the swarm, which keeps them from starting."""
+    a stop of hordes not started yet goes to the swarm, which keeps them from starting.
+    `status` prints one block per targeted horde."""
     data = read_swarm_json(swarm) or {}
     runs = horde_run_dirs(swarm, data)
     names = [f"h{n}" for n in range(1, int(data.get("hordes") or 1) + 1)]
-    if args.command == "status":
+    try:
+        routed = per_horde(parse_targets(target), len(names))
+    except TargetError as exc:
+        return _err(str(exc))
+    if args.control == "status":
         print(
             f"swarm {swarm.name}: {data.get('state')}, {len(names)} hordes of "
             f"{data.get('members')} members, merge {data.get('merge')}"
         )
         work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
-        for name in names:
-            run_dir = runs.get(name)
+        for n, sub in routed.items():
+            name, run_dir = f"h{n}", runs.get(f"h{n}")
             state = controls.run_state(run_dir) if run_dir else "not started"
-            answer = _ask(run_dir, args, "all", False) if state == "active" and run_dir else None
+            answer = _ask(run_dir, args, sub, False) if state == "active" and run_dir else None
             print(f"\n{name}: {work.get(name) or '(not partitioned yet)'}")
             print(answer["text"] if answer else f"  {state}")
         return 0
-    try:
-        routed = per_horde(parse_targets(target), len(names))
-    except TargetError as exc:
-        return _err(str(exc))
     code, unreached = 0, []
     for n, sub in routed.items():
         name, run_dir = f"h{n}", runs.get(f"h{n}")
@@ -421,11 +443,11 @@ def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmorte
             text = answer["text"] if answer else "its supervisor did not answer within 15 s"
             code = code or (0 if answer and answer["ok"] else 1)
             print(f"{name}: {text}")
-        elif run_dir is None and args.command.startswith("stop") and sub == "all":
+        elif run_dir is None and args.control.startswith("stop") and sub == "all":
             unreached.append(name)
         else:
             state = controls.run_state(run_dir) if run_dir else "not started"
-            print(f"{name}: nothing to {args.command} ({state})")
+            print(f"{name}: nothing to {args.control} ({state})")
     if unreached:
         answer = _ask(swarm, args, ",".join(unreached), postmortem)
         if answer is None:
@@ -496,7 +518,7 @@ def add_commands(sub: Any) -> None:
     attach.set_defaults(func=cmd_attach)
 
     for name, text in (
-        ("status", "show the live run and each member"),
+        ("status", "show the live run and each member: status [target]"),
         ("stop-hard", "terminate members now (SIGTERM, SIGKILL after 5 s)"),
         ("stop-clean", "members wrap up, then the run finalizes: stop-clean [postmortem] [target]"),
         ("pause", "suspend members (SIGSTOP of their process groups)"),
@@ -507,7 +529,7 @@ def add_commands(sub: Any) -> None:
         ),
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, aliases=["stop"] if name == "stop-hard" else [])
         targets = "all, member-N, N, hN, hN:member-M, or a list"
         p.add_argument(
             "words",
@@ -518,7 +540,7 @@ def add_commands(sub: Any) -> None:
         p.add_argument("--run", help="the run id (default: the live run)")
         if name == "stop-clean":
             p.add_argument("--grace", type=float, help="seconds before escalating (default 90)")
-        p.set_defaults(func=cmd_control)
+        p.set_defaults(func=cmd_control, control=name)  # `stop` arrives as `stop-hard`
         if name == "resume":
             p.add_argument(
                 "--detach", action="store_true", help="resume RUN|SWARM as a background process"

@@ -20,7 +20,12 @@ from pathlib import Path
 
 SIZE = "120x36"
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("test_app_snapshots", "test_app_snapshots_tabs", "test_app_snapshots_swarm")
+MODULES = (
+    "test_app_snapshots",
+    "test_app_snapshots_tabs",
+    "test_app_snapshots_swarm",
+    "test_app_snapshots_state",
+)
 SNAPSHOT_TESTS = [ROOT / "tests" / f"{module}.py" for module in MODULES]
 SNAPSHOTS = [ROOT / "tests" / "snapshots" / module for module in MODULES]
 OUT = ROOT / "screenshots"

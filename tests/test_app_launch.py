@@ -417,9 +417,9 @@ async def test_the_runs_list_shows_each_state_start_count_model_outcome_prompt(
         done = rows["20260102-120000-aaaa"]
         assert done[2] == "2026-01-02 12:00"  # UTC in the deterministic config
         assert done[3:6] == ["3", "openai/gpt-4o", "solved"]
-        assert done[6] == "Find the SQL injections in app/"
+        assert done[6:] == ["-R---", "Find the SQL injections in app/"]
         assert rows["20260102-120300-dddd"][3:6] == ["4", "ollama/qwen3:8b", "-"]
-        assert rows["20260102-120400-eeee"][2:] == ["-", "-", "-", "-", ""]
+        assert rows["20260102-120400-eeee"][2:] == ["-", "-", "-", "-", "-----", ""]
 
 
 async def test_a_narrow_runs_list_keeps_the_prompt_and_details_the_highlighted_run(
@@ -442,6 +442,7 @@ async def test_a_narrow_runs_list_keeps_the_prompt_and_details_the_highlighted_r
             "started",
             "count",
             "outcome",
+            "files",
             "prompt",
         ]
         await pilot.press("down", "down")

@@ -69,7 +69,8 @@ async def test_runs_list_shows_every_run_with_its_state(horde: Path) -> None:
         assert rows[INTERRUPTED][1] == "interrupted" and rows[INTERRUPTED][3] == "2"
         assert rows[MANUAL][1] == "manual"
         assert rows[ACTIVE][1] == "active"
-        assert rows[FINISHED][6] == "Find the SQL injections in app/"
+        assert rows[FINISHED][6] == "-R---"  # files: its REPORT.md
+        assert rows[FINISHED][7] == "Find the SQL injections in app/"
         await pilot.press("q")
     assert app.return_value == 0
 

@@ -166,10 +166,12 @@ def test_runs_list_in_every_state(
 ) -> None:
     """Bare `horde-tui` on a `.horde/` with five runs, newest first. A reviewer should see
     the status line "5 runs in .horde · 2 live", a table with the columns run, state,
-    started (UTC), members, model, outcome, prompt, and one run in each state: not started
+    started (UTC), members, model, outcome, files (letters P R D M A for the documents
+    present, "-" for absent ones), prompt, and one run in each state: not started
     (no start, no members: "-"), active (4 members, ollama/qwen3:8b), finalizing (6
     members), interrupted (2 members, anthropic/claude-sonnet-4) and finished (3 members,
-    outcome "solved"); each with its own prompt; a footer with enter Open and n New run."""
+    outcome "solved", files "-RDM-": report, deliverable, post-mortem); each with its own
+    prompt; a footer with enter Open and n New run."""
     monkeypatch.chdir(tmp_path)
     horde = tmp_path / ".horde"
     states = several_runs(horde)
@@ -181,6 +183,8 @@ def test_runs_list_in_every_state(
     )
     for run, prompt in zip(states, prompts, strict=False):
         write_prompt(horde / "runs" / run, prompt)
+    for name in ("DELIVERABLE.md", "POSTMORTEM.md"):  # the finished run's files: -RDM-
+        (horde / "runs" / "20260102-120000-aaaa" / name).write_text(f"# {name}\n")
     app = HordeApp(horde_dir=Path(".horde"), config=AppConfig.deterministic(NOW))
 
     async def before(pilot: Pilot[Any]) -> None:

@@ -65,8 +65,9 @@ def test_runs_list_with_swarms(
     "1 runs and 2 swarms in .horde · 1 live", then newest first: the swarm
     20260102-121000-5a5a (active, 12:10, members "3/3", openai/stub, "Audit the web app
     for injection and auth bugs") under the cursor, the finished run (solved, 3), and
-    the swarm 20260102-110000-0b0b "interrupted" (its host is gone) with "2/4"; under
-    the table the selected swarm's detail line "... · 3 hordes of 3 members · ..."."""
+    the swarm 20260102-110000-0b0b "interrupted" (its host is gone) with "2/4"; a files
+    column ("-R---" for the run's REPORT.md); under the table the selected swarm's
+    detail line "... · 3 hordes of 3 members · ... · files: SWARM"."""
     app = swarm_app(tmp_path, monkeypatch)
 
     async def before(pilot: Pilot[Any]) -> None:

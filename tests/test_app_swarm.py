@@ -116,6 +116,7 @@ async def test_the_runs_list_shows_swarms_with_runs_newest_first(horde: Path) ->
             "3/3",
             "openai/stub",
             "-",
+            "-----",  # files: no report, deliverable, ... yet
             "Audit the web app for injection and auth bugs",
         ]
         assert rows[OLD_SWARM][1] == "interrupted", "a dead parent_pid: interrupted"

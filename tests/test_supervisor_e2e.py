@@ -191,6 +191,7 @@ def test_dead_provider_canary_retried_once_then_the_run_stops(tmp_path: Path) ->
     spawns = [m for k, m in kinds if k == "member-spawn"]
     assert spawns[:2] == ["member-1", "member-1"]
     assert "member-2" not in spawns and "member-3" not in spawns
+    assert ("canary", "member-1") in kinds  # the run screen's canary line reads it
     assert summary.exit_code == 1
     assert "canary" in (sup.run_dir / "REPORT.md").read_text().lower()
 

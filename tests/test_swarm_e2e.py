@@ -200,6 +200,10 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
             assert status.returncode == 0, status.stdout + status.stderr
             assert "\nh1: layers: api; ui\n" in status.stdout
             assert "\nh2: layers: db\n" in status.stdout and "member-1" in status.stdout
+            one = _cli(tmp_path, "status", "h2:member-1")  # one horde's block, one member
+            assert one.returncode == 0, one.stdout + one.stderr
+            assert "\nh2: layers: db\n" in one.stdout and "h1:" not in one.stdout, one.stdout
+            assert "  member-1 " in one.stdout
 
             paused = _cli(tmp_path, "pause", "h2:member-1")
             assert paused.stdout.strip() == "h2: paused member-1", paused.stdout + paused.stderr

@@ -48,8 +48,9 @@ from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
+from horde_tui.view.phase import RunPhase
 from widgets.event_log import EventLog
-from widgets.member_table import MemberTable
+from widgets.member_table import MemberTable, format_elapsed
 from widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -116,7 +117,12 @@ class RunScreen(HordeScreen):
         self.remote = isinstance(supervisor, AttachedRun)
         """Attached to another process's run: controls go through `control/`."""
         self.live = True
-        self.phase = "starting"
+        self.life = RunPhase()
+        """Phase, canary and clean-stop countdown, folded from the lifecycle events."""
+        canary = getattr(supervisor, "canary", "not run")  # a resumed run's is known
+        if canary != "not run":
+            self.life.canary = canary
+        self.phase = self.life.phase
         self.summary: RunSummary | None = None
         self._ready = False
         self._early: list[SupervisorEvent] = []
@@ -161,7 +167,12 @@ class RunScreen(HordeScreen):
         self.call_after_refresh(self._become_ready)
         config = self.horde_app.config
         if config.tick_s > 0:
-            self.set_interval(config.tick_s, self.refresh_table)
+            self.set_interval(config.tick_s, self.tick)
+
+    def tick(self) -> None:
+        """The clock moved: elapsed times, the canary's wait and the stop countdown."""
+        self.refresh_table()
+        self.show_status()
 
     # -- the model -------------------------------------------------------------------------
 
@@ -192,11 +203,11 @@ class RunScreen(HordeScreen):
             return
         self.event_log.catch_up()
         for event in batch:
-            if event.kind in ("phase-start", "phase-end") and event.data.get("phase"):
-                verb = "" if event.kind == "phase-start" else "end of "
-                self.phase = f"{verb}{event.data['phase']}"
-            elif event.kind == "run-end":
-                self.phase = f"ended: {event.data.get('outcome', '?')}"
+            if event.kind != "member-status":
+                before = self.life.phase
+                self.life.apply(event.kind, event.member, event.data, event.ts)
+                if self.life.phase != before:
+                    self.phase = self.life.phase
         self.refresh_table()
         self.show_status()
         self.refresh_keys()
@@ -241,9 +252,15 @@ class RunScreen(HordeScreen):
         if not self._ready:
             return
         parts = [self.phase, member_tally(self.sup.members.values())]
-        stopping = self.live and self.sup.stop is not None
+        now = self.horde_app.config.clock()
+        # What is happening to the run comes before the tally (which the table shows
+        # too), so 80 columns keep the countdown and the canary's wait in view.
+        if canary := self.life.canary_text(now, format_elapsed):
+            parts.insert(1, canary)
+        stopping = self.live and self.sup.stop is not None and not self.life.ended
         if stopping:
-            parts.append(f"stopping clean ({self.sup.stop.reason})")
+            countdown = self.life.stop_text(now, format_elapsed)
+            parts.insert(1, countdown or f"stopping clean ({self.sup.stop.reason})")
         self.query_one("#run-status", StatusLine).show(" · ".join(parts))
         self.set_class(not self.live, "-ended")
         self.set_class(stopping, "-stopping")

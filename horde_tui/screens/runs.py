@@ -36,8 +36,20 @@ COLUMNS = (
     ("members", "count"),
     ("model", "model"),
     ("outcome", "outcome"),
+    ("files", "files"),
     ("prompt", "prompt"),
 )
+FILE_FLAGS = (
+    ("PLAN", "P"),
+    ("REPORT", "R"),
+    ("DELIVERABLE", "D"),
+    ("POSTMORTEM", "M"),
+    ("ANSWER", "A"),
+)
+"""The files column: one letter per document a person opens, `-` while it is absent, at
+fixed places so the column scans like `ls -l` modes (`-RDM-`: report, deliverable and
+post-mortem written). TASK (always there) and what comes with REPORT (SUMMARY,
+ACCEPTANCE, GRAPH) have no letter; the detail line names every file present."""
 NARROW_WIDTH = 100
 """Below this many columns the run id and the model are left out of the table so the
 prompt keeps some room; the detail line under the table shows them."""
@@ -60,8 +72,20 @@ def row_cells(row: RunRow, date_text: Callable[[float], str], prompt_width: int)
         "members": row.count,
         "model": clip(row.model or "-", MODEL_WIDTH),
         "outcome": row.outcome or "-",
+        "files": file_flags(row.files),
         "prompt": clip(row.prompt, prompt_width),
     }
+
+
+def file_stems(files: tuple[str, ...]) -> list[str]:
+    """`REPORT.md` -> `REPORT`, once each (ACCEPTANCE is both .md and .json), in order."""
+    return list(dict.fromkeys(name.split(".", 1)[0] for name in files))
+
+
+def file_flags(files: tuple[str, ...]) -> str:
+    """The files column's letters (`FILE_FLAGS`)."""
+    present = set(file_stems(files))
+    return "".join(letter if stem in present else "-" for stem, letter in FILE_FLAGS)
 
 
 def detail_text(row: RunRow, date_text: Callable[[float], str]) -> str:
@@ -70,6 +94,7 @@ def detail_text(row: RunRow, date_text: Callable[[float], str]) -> str:
     members = f"{row.hordes} hordes of {row.members or '?'}" if row.hordes else row.members or "?"
     facts = [row.run_id, row.state, started, f"{members} members"]
     facts += [row.model or "no model", row.outcome or "no outcome yet"]
+    facts.append(f"files: {' '.join(file_stems(row.files))}" if row.files else "no files yet")
     return " · ".join(facts) + "\n" + (row.prompt or "(no prompt)")
 
 

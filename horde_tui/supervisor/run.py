@@ -312,6 +312,7 @@ class Supervisor:
             ok = await self._await_output(first, self.settings.canary_ms / 1000)
             if ok:
                 self.canary = "ok" if attempt == 1 else "ok after a retry"
+                self.emit("canary", first, result=self.canary)  # the run screen's canary line
                 return True
             state = self.members[first]
             cause = state.exit_cause or "silent"
@@ -321,6 +322,7 @@ class Supervisor:
                 await self.tasks[first]
             self.emit("member-exit", first, cause=cause, detail=detail[:500], canary=True)
         self.canary = f"failed: {cause}: {detail[:300]}"
+        self.emit("canary", first, result=f"failed: {cause}")
         self.outcome = "canary failed"
         self.diagnosis = f"the canary (member-1) failed twice ({cause}): {detail[:200]}"
         self.members[first].status = "exited"

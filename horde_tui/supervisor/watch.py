@@ -47,7 +47,7 @@ async def perform(
     postmortem: bool = False,
 ) -> str:
     if action == "status":
-        return status_text(sup)
+        return status_text(sup, target)
     if action == "pause":
         return sup.pause(target)
     if action == "resume":
@@ -61,10 +61,19 @@ async def perform(
     return f"refused: unknown control {action!r}; use one of {', '.join(controls.ACTIONS)}"
 
 
-def status_text(sup: Supervisor) -> str:
-    lines = [f"run {sup.run_id}: {sup.outcome or ('stopping' if sup.stop else 'running')}"]
+def status_text(sup: Supervisor, target: str = "all") -> str:
+    """The run's line, then one line per member the target selects (`status member-2`)."""
     now = time.time()
-    for m in sup.members.values():
+    head = f"run {sup.run_id}: {sup.outcome or ('stopping' if sup.stop else 'running')}"
+    if sup.stop is not None:
+        left = max(0.0, sup.stop.deadline - now)
+        head += f", clean stop ({sup.stop.reason}): {left:.0f}s of grace left"
+    canary = "pending" if sup.canary == "not run" else sup.canary[:80]
+    lines = [f"{head}, canary {canary}"]
+    names = sup.select(parse_targets(target))
+    if not names:
+        lines.append(f"  no member matched {target!r}")
+    for m in (sup.members[n] for n in names):
         elapsed = f"{now - m.started:.0f}s" if m.started else "-"
         tool = f" {m.current_tool}" if m.current_tool else ""
         cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
@@ -210,14 +219,16 @@ async def check_stop_deadline(sup: Supervisor) -> None:
     ]
     if active:
         stop.active_extended.update(active)
-        stop.deadline = now + sup.settings.active_grace_ms / 1000
-        sup.emit("stop-extended", reason="active output", members=active)
+        grace_s = sup.settings.active_grace_ms / 1000
+        stop.deadline = now + grace_s
+        sup.emit("stop-extended", reason="active output", members=active, grace_s=grace_s)
         return
     prop = answers.current(sup.parent.state, sup.run_id) if sup.parent else None  # type: ignore[union-attr]
     if prop is not None and prop.status == "pending" and not stop.solved_extended:
         stop.solved_extended = True
-        stop.deadline = now + sup.settings.solved_stop_ms / 1000
-        sup.emit("stop-extended", reason="solve awaiting validation")
+        grace_s = sup.settings.solved_stop_ms / 1000
+        stop.deadline = now + grace_s
+        sup.emit("stop-extended", reason="solve awaiting validation", grace_s=grace_s)
         return
     if running:
         sup.emit("stop-hard", targets=running, reason="clean-stop deadline")
