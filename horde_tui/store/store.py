@@ -28,6 +28,7 @@ write rewrites), and a retry with the same `requestId` is correct in both.
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, f
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
+FREEZE_EVERY_LINES = 200
 
 
 def utc_now() -> str:
@@ -116,6 +118,8 @@ class HordeStore:
         """Ledger lines the fold started from: the checkpoint's, or 0 (folded from scratch)."""
         self._checkpoint_seen = 0
         """Ledger lines of the newest checkpoint this process knows of."""
+        self._frozen_at: int | None = None
+        """Ledger lines folded at the last `gc.freeze` (None: not yet)."""
         self._ledger_file: tuple[int, int] | None = None
         """(device, inode) of the ledger file this fold read: only a fold of the file that
         is there now may be saved as its checkpoint."""
@@ -348,8 +352,27 @@ class HordeStore:
         if not self._projections_checked:
             for kind in RENDERERS:
                 self.state.render(kind)
+        self._freeze_heap()
         yield
         self._checkpoint_if_due()
+
+    def _freeze_heap(self) -> None:
+        """Hand the fold to the collector's permanent generation (`gc.freeze`) on this
+        process's first write and every `FREEZE_EVERY_LINES` lines folded since.
+
+        The fold is a large heap that lives as long as the process; each full collection
+        walked all of it, and twelve writers each folding every record set one off every
+        few writes: 27 of them took 3.8 s of CPU in a 4.3 s run of `bench_store.py`'s
+        12-writer case at 10,000 entries. Frozen objects are never collected, so only
+        garbage with cycles that is alive at that moment is kept (rare, and bounded by the
+        ledger's growth).
+        """
+        if self._frozen_at is not None and (
+            self._ledger.line_count - self._frozen_at < FREEZE_EVERY_LINES
+        ):
+            return
+        self._frozen_at = self._ledger.line_count
+        gc.freeze()
 
     def _follow(self, run: str) -> Callable[[], None]:
         """What a writer waiting for the lock does meanwhile: fold what the holders append
