@@ -22,6 +22,8 @@ from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.swarm import SwarmScreen
 
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+
 pytest.importorskip("horde_tui.supervisor.swarm", reason="the swarm supervisor is not here yet")
 
 SWARM_TIMEOUT_S = 300.0

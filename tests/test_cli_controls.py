@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_supervisor_e2e import HEADLESS_PLAN, _cli, _headless, _wait_for_line
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
+
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
 
 def member_lines(text: str) -> list[str]:

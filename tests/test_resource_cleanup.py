@@ -24,6 +24,8 @@ from horde_tui.supervisor.recover import finalize_from_disk
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+
 STOP_LAB = """\
 echo "lab stopped"
 printf 'stopped\\n' > lab/state

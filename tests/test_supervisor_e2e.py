@@ -25,6 +25,8 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.run import Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+
 APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
 
 

@@ -31,6 +31,8 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.stubmodel.script import Step
 from horde_tui.supervisor import controls
 
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+
 RUN = "20260102-120000-aaaa"
 
 

@@ -36,6 +36,8 @@ from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 from horde_tui.supervisor.swarm_state import read_swarm_json, swarm_state
 
+pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+
 __all__ = ["in_dir"]  # the fixture, used by name
 
 PARTITION = (
