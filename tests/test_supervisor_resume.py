@@ -213,6 +213,20 @@ def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture
     assert line.endswith("(nor a member target); `horde-tui app` lists them")
 
 
+def test_a_one_member_runs_canary_result_is_read_from_its_canary_event(in_dir: Path) -> None:
+    """With one member no second spawn shows the canary passed: the supervisor's `canary`
+    event says so, and a resumed run must not wait for the canary again."""
+    from horde_tui.supervisor.resume import load_resume
+
+    run = RunDir(in_dir / ".horde", RUN, members=1)
+    run.event(0, "run-start", members=1)
+    run.event(1, "phase-start", phase="discovery")
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=1)
+    assert not load_resume(in_dir / ".horde", RUN, environ={}).canary_passed
+    run.event(3, "canary", "member-1", result="ok after a retry")
+    assert load_resume(in_dir / ".horde", RUN, environ={}).canary_passed
+
+
 def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
     """Phase, attempts, resets, the clean stop under way, the start the deadline counts
     from, who is carried on and how, and the budget left, from a hand-written run."""

@@ -185,6 +185,8 @@ def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
         # `solved-proposed` and `solved-reopened` announce a pending round.
         status = "pending" if status in ("proposed", "reopened") else status
         point.solved_seen[f"{ev.get('round')}:{status}"] = when
+    elif kind == "canary" and str(ev.get("result", "")).startswith("ok"):
+        point.canary_passed = True  # the only sign of it in a one-member run
     elif kind in MEMBER_KINDS and member in point.members:
         m = point.members[member]
         m.last = kind
