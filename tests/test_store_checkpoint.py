@@ -70,8 +70,7 @@ def cold_write(root: Path, trace: Path, text: str) -> float:
     assert trace.exists(), "the tool process wrote no lock trace"
     mine = [ln for ln in trace.read_text().splitlines() if ln.startswith(f"pid={proc.pid} ")]
     assert len(mine) == 1, mine
-    fields = dict(part.split("=", 1) for part in mine[0].split())
-    return float(fields["held_ms"])
+    return float(_bench().held_ms(mine[0]))
 
 
 def fresh_fold(root: Path) -> LedgerState:

@@ -44,8 +44,6 @@ with HordeLock(paths, "holder").held():
     for line in sys.stdin:  # each line: a JSON record to append, as a holder's write
         append_bytes(paths.ledger, line.encode())
         print("appended", flush=True)
-        if line.strip() == "":
-            break
     while not release.exists():
         time.sleep(0.01)
 """

@@ -253,7 +253,10 @@ class HordeStore:
             self.paths.ensure()
         except OSError as exc:
             return Receipt(False, None, not_recorded(exc))
-        with self._around_the_lock(run, indexes), self._lock.held(while_waiting=self._follow(run)):
+        with (
+            self._around_the_lock(run, indexes),
+            self._lock.held(while_waiting=self._follow(run, indexes)),
+        ):
             try:
                 self._catch_up_locked()
                 if not self.run_exists(run) or run not in self.state.runs:
@@ -345,10 +348,7 @@ class HordeStore:
         compares; under the lock only the few bytes appended since are left. After the
         release: save a checkpoint if one is due.
         """
-        self.refresh()
-        self.state.warm_indexes(indexes)
-        if run is not None:
-            self.events(run)
+        self._fold_unlocked(run, indexes)
         if not self._projections_checked:
             for kind in RENDERERS:
                 self.state.render(kind)
@@ -374,18 +374,24 @@ class HordeStore:
         self._frozen_at = self._ledger.line_count
         gc.freeze()
 
-    def _follow(self, run: str) -> Callable[[], None]:
-        """What a writer waiting for the lock does meanwhile: fold what the holders append
-        to the ledger and the run's events, so its own turn under the lock is short (with
-        twelve writers, each would otherwise fold eleven writes while holding it)."""
+    def _fold_unlocked(self, run: str | None, indexes: Sequence[str] = ()) -> None:
+        """Fold what was appended to the ledger and the run's events, and key the match
+        indexes `indexes` names (and those asked before): work that needs no lock."""
+        self.refresh()
+        self.state.warm_indexes(indexes)
+        if run is not None:
+            self.events(run)
+
+    def _follow(self, run: str, indexes: Sequence[str]) -> Callable[[], None]:
+        """What a writer waiting for the lock does meanwhile: `_fold_unlocked` as the
+        holders append, so its own turn under the lock is short (with twelve writers, each
+        would otherwise fold eleven writes while holding it)."""
 
         def catch_up() -> None:
             try:
-                self.refresh()
-                self.events(run)
+                self._fold_unlocked(run, indexes)
             except OSError:
-                return  # the catch-up under the lock reads again, and reports
-            self.state.warm_indexes()
+                pass  # the catch-up under the lock reads again, and reports
 
         return catch_up
 

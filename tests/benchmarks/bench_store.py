@@ -126,6 +126,11 @@ def writer(root: str, name: str, writes: int, seed: int, out: str, start: Any) -
     Path(out).write_text(json.dumps(latencies))
 
 
+def held_ms(line: str) -> float:
+    """The hold time of one `HORDE_LOCK_TRACE` line (`... held_ms=1.234`)."""
+    return float(dict(part.split("=", 1) for part in line.split())["held_ms"])
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -156,10 +161,7 @@ def scenario(entries: int, procs: int, writes: int) -> dict[str, float]:
         wall = time.perf_counter() - started
         del os.environ["HORDE_LOCK_TRACE"]
         lat = [x for _, out in jobs for x in json.loads(Path(out).read_text())]
-        held = [
-            float(dict(p.split("=", 1) for p in line.split())["held_ms"])
-            for line in trace.read_text().splitlines()
-        ]
+        held = [held_ms(line) for line in trace.read_text().splitlines()]
     return {
         "entries": entries,
         "writers": procs,
@@ -191,7 +193,7 @@ def cold_write(root: Path, trace: Path, text: str, action: str = "post") -> tupl
     if proc.returncode != 0 or not proc.stdout.startswith("ok"):
         raise SystemExit(f"cold write failed: {proc.stdout}{proc.stderr}")
     last = trace.read_text().splitlines()[-1]
-    held = float(dict(part.split("=", 1) for part in last.split())["held_ms"]) / 1000
+    held = held_ms(last) / 1000
     return held, wall
 
 
@@ -260,10 +262,7 @@ def cli_storm(entries: int, shells: int, writes: int) -> dict[str, float]:
             job.join()
         wall = time.perf_counter() - t0
         refused = sum(int(trace.with_suffix(f".shell-{s}").read_text()) for s in range(shells))
-        held = [
-            float(dict(p.split("=", 1) for p in line.split())["held_ms"])
-            for line in trace.read_text().splitlines()
-        ]
+        held = [held_ms(line) for line in trace.read_text().splitlines()]
     return {
         "writes": shells * writes,
         "refused": refused,
