@@ -145,6 +145,7 @@ def test_owner_may_not_update_description_from_another_run(horde):
         "echo $(unlink notes.txt)",
         "find build -name '*.o' -exec rm {} +",
         "git clean -fdx",
+        "git --namespace lab clean -fdx",
         "python3 -c 'import shutil; shutil.rmtree(\"build\")'",
         "docker logs lab >> lab.log",
         "flock lab.lock -c 'rm -rf build'",

@@ -110,12 +110,13 @@ _RULES: dict[str, tuple[str, str]] = {
 _RULE_OWNER = {"keep-files": "resources rule"}
 """Rules that are not the shell refusal list's own, by the rule their message names."""
 _FILE_CHANGERS = frozenset(
-    "rm rmdir unlink shred truncate srm wipe mv cp install ln dd tee sed rsync patch "
-    "split csplit".split()
+    "rm rmdir unlink shred truncate srm wipe mv cp install ln rsync patch split csplit".split()
 )
-"""Commands that delete, move or write files whatever their options (`sed` only with
-`-i`, `tee` and `dd` only onto a file, `cp`/`install`/`ln`/`rsync` always write)."""
+"""Commands that delete, move or write files whatever their options (`sed`, `tee` and
+`dd` are judged by their options in `_changes_files`)."""
 _GIT_FILE_CHANGERS = frozenset("clean rm mv checkout restore reset stash apply".split())
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+"""git's global options that take a value, skipped to find its subcommand."""
 
 _FORK_BOMB = re.compile(r"([A-Za-z_:][\w:]*)\(\)\{[^}]*\1\|\1")
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
@@ -476,11 +477,11 @@ def _segment_refusal(
 def _changes_files(name: str, args: list[str]) -> bool:
     """Whether a simple command (wrappers stripped) deletes, moves or writes a file."""
     if name == "sed":
-        return any(a.startswith(("-i", "--in-place")) for a in args)
+        return _in_place(args)
     if name == "tee":
         return any(not _SAFE_DEVICES.match(a) for a in _operands(args))
     if name == "dd":
-        return any(a.startswith("of=") and not _SAFE_DEVICES.match(a[3:]) for a in args)
+        return any(not _SAFE_DEVICES.match(a) for a in _dd_outputs(args))
     if name in _FILE_CHANGERS:
         return True
     if name == "find":
@@ -491,7 +492,7 @@ def _changes_files(name: str, args: list[str]) -> bool:
             for i, a in enumerate(args)
         )
     if name == "git":
-        rest = _skip_options(args, frozenset({"-C", "-c", "--git-dir", "--work-tree"}))
+        rest = _skip_options(args, _GIT_VALUE_OPTIONS)
         return bool(rest) and rest[0] in _GIT_FILE_CHANGERS
     return False
 
@@ -645,8 +646,12 @@ def _recursive_perm(args: list[str]) -> str | None:
     return "perm-root" if recursive and any(_broad_target(a) for a in _operands(args)) else None
 
 
+def _dd_outputs(args: list[str]) -> list[str]:
+    return [a[3:] for a in args if a.startswith("of=")]
+
+
 def _dd(args: list[str]) -> str | None:
-    return _written([a[3:] for a in args if a.startswith("of=")])
+    return _written(_dd_outputs(args))
 
 
 def _writes_operands(args: list[str]) -> str | None:
@@ -664,9 +669,12 @@ def _move(args: list[str]) -> str | None:
     return "ledger" if any(_in_ledgers(a) for a in operands) else _written(operands[-1:])
 
 
+def _in_place(args: list[str]) -> bool:
+    return any(a.startswith(("-i", "--in-place")) for a in args)
+
+
 def _sed(args: list[str]) -> str | None:
-    in_place = any(a.startswith(("-i", "--in-place")) for a in args)
-    return _written(_operands(args)) if in_place else None
+    return _written(_operands(args)) if _in_place(args) else None
 
 
 def _init(args: list[str]) -> str | None:
@@ -678,7 +686,7 @@ def _systemctl(args: list[str]) -> str | None:
 
 
 def _git(args: list[str]) -> str | None:
-    rest = _skip_options(args, frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"}))
+    rest = _skip_options(args, _GIT_VALUE_OPTIONS)
     if not rest or rest[0] != "push":
         return None
     for arg in rest[1:]:
