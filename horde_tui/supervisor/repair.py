@@ -138,19 +138,19 @@ def _skip_reason(sup: Supervisor) -> str:
     return ""
 
 
+RECHECK_SHARES = 2
+"""Demand units the budgets keep beyond the queues' own, for requesters' rechecks."""
+
+
 def budgets(settings: Settings, units: int) -> tuple[int, int]:
     """Total repair (ms, tokens): one floor per demand unit (at most six) plus two recheck
     shares, unless the settings give a flat total."""
-    shares = min(6, units) + 2
+    shares = min(6, units) + RECHECK_SHARES
     flat_ms, flat_tokens = settings.repair_ms, settings.repair_tokens
     return (
         flat_ms if flat_ms is not None else settings.repair_min_ms * shares,
         flat_tokens if flat_tokens is not None else settings.repair_min_tokens * shares,
     )
-
-
-RECHECK_SHARES = 2
-"""Demand units the budgets keep beyond the queues' own, for requesters' rechecks."""
 
 
 def unit_shares(

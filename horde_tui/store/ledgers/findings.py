@@ -172,10 +172,7 @@ def pending_reviews(state: LedgerState, reviewer: str, run: str) -> list[str]:
     for f in state.findings.values():
         if f.run != run or f.by == reviewer or f.superseded_by:
             continue
-        if not any(
-            state.reviews[r].by == reviewer and state.reviews[r].revision == f.revision
-            for r in state.reviews_by_target.get(f.id, [])
-        ):
+        if not any(r.by == reviewer for r in current_reviews(state, f)):
             pending.append(f.id)
     return pending
 
