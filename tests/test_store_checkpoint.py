@@ -9,6 +9,7 @@ and the lock hold they report (`HORDE_LOCK_TRACE`) is measured inside them.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -38,6 +39,7 @@ BENCH = Path(__file__).parent / "benchmarks" / "bench_store.py"
 RUN = "bench"
 
 
+@functools.cache
 def _bench() -> ModuleType:
     """`bench_store.prefill` writes a big ledger directly (the benchmark's own scene)."""
     spec = importlib.util.spec_from_file_location("bench_store", BENCH)

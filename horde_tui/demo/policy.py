@@ -428,7 +428,7 @@ def work(key: str, defect: Defect, t: Timing) -> Plan:
     ]
 
 
-def finding_line(key: str, slug: str, status: str) -> str:
+def finding_line(slug: str, status: str) -> str:
     """A `findings` read's line for the finding of `slug` once its review status is
     `status`; group 1 is its F#."""
     return rf"^- (F\d+) .*\(#\d+ · {slug} · member-\d+ · r\d+ · {status}\)$"
@@ -528,9 +528,7 @@ def verifier_plan(t: Timing) -> Plan:
 def build_plans(speed: float = 1.0) -> dict[str, Plan]:
     """Every member's plan, and the two finalize helpers' replies, at this speed."""
     t = Timing(speed)
-    accepted = [
-        finding_line(k, DEFECTS[k].slug, "full") for k in ("secret", "sql", "timing", "authz")
-    ]
+    accepted = [finding_line(DEFECTS[k].slug, "full") for k in ("secret", "sql", "timing", "authz")]
     proposer: Plan = discovery(
         [
             read("app.py", t.hold(600)),
@@ -546,7 +544,7 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
             wait(
                 horde("findings", t.hold(300)),
                 t,
-                [*accepted, finding_line("xss", FALSE_LEAD.slug, "disputed")],
+                [*accepted, finding_line(FALSE_LEAD.slug, "disputed")],
                 (var("secret"), var("sql"), var("timing"), var("authz")),
             ),
             horde(
@@ -594,14 +592,15 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
             {"say": "I validated member-1's answer."},
         ]
     )
+    lead = work("xss", FALSE_LEAD, t)
     auditor: Plan = [
         *discovery(
             [
                 read("auth.py", t.hold(600)),
                 *work("authz", DEFECTS["authz"], t),
-                *work("xss", FALSE_LEAD, t)[:-1],
+                *lead[:-1],
                 horde("post", t.hold(500), text=AUDITOR_POST),
-                work("xss", FALSE_LEAD, t)[-1],  # done: closing the idea is its last call
+                lead[-1],  # done: closing the idea is its last call
                 {"say": "I filed the missing admin check and a possible XSS."},
             ]
         ),

@@ -74,10 +74,10 @@ TAB_KEYS = {
 TABS = Binding.Group("tabs", compact=True)
 MEMBER_ACTIONS = frozenset({"pause", "resume", "reset", "stop_hard", "member_detail", "transcript"})
 KEYED_ACTIONS = ("pause", "resume", "reset", "stop_hard", "member_detail", "stop_clean")
-RUN_CONTROLS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard"})
+"""The actions whose greying follows the run and the selected member."""
+RUN_CONTROLS = frozenset(KEYED_ACTIONS) - {"member_detail"}
 """Keys that act on a live run: shown greyed while they do not apply to the selected
 member, hidden once the run has ended."""
-"""The actions whose greying follows the run and the selected member."""
 
 
 class RunScreen(HordeScreen):
