@@ -47,15 +47,15 @@ def reopenings(state: LedgerState, run: str, closing: str) -> tuple[list[dict[st
         return [], ""
     named = f" Every idea the contest of run {run}'s answer named is closed"
     changed = answers.changed_citations(state, prop)
-    why = [f"{', '.join(changed)} changed"] if changed else []  # for the withdrawal reason
-    told = [f"{', '.join(changed)} changed since the answer pinned it"] if changed else []
+    why = [f"{', '.join(changed)} changed"] if changed else []
     for ref in prop.cites:
         fact = state.facts.get(ref)
         # The closing idea settles the facts provisional on it.
         if fact is not None and fact.provisional_on != closing and is_provisional(state, fact):
             why.append(f"{ref} is still provisional on {fact.provisional_on}")
-            told.append(why[-1])
     if why:
+        # The receipt says what the withdrawal reason says, the change dated to the pins.
+        told = [f"{why[0]} since the answer pinned it", *why[1:]] if changed else why
         waited = ", ".join(prop.contest_ideas)
         reason = f"{' and '.join(why)} while the contest waited on {waited}"
         return (
