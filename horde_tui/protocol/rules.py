@@ -10,7 +10,6 @@ import re
 import shlex
 from pathlib import Path
 
-from horde_tui.member.refusal import cleanup_refusal
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused
 from horde_tui.store.textmatch import jaccard, tokens
@@ -118,6 +117,10 @@ def check_cleanup(command: str, paths_to_protect: list[Path]) -> None:
     `sed -i` or `tee FILE` is seen for what it runs."""
     if not command.strip():
         return
+    # Imported here: its pattern tables cost a fresh `horde-tui tool` process tens of ms,
+    # and only a resource with a cleanup command needs them.
+    from horde_tui.member.refusal import cleanup_refusal
+
     reason = cleanup_refusal(command)
     if reason:
         raise ActionRefused(reason)

@@ -32,6 +32,9 @@ DEFAULT_LOCK_TIMEOUT_S = 10.0
 WAITING_WORK_EVERY_S = 0.01
 """How often a waiter runs its `while_waiting` work (catching up on what the holder
 appends), so that little is left to do once it holds the lock."""
+HOLDER_WIDTH = 160
+"""Bytes of the holder note: every note is padded to this, so a shorter one overwrites a
+longer one whole."""
 
 
 class LockTimeoutError(RuntimeError):
@@ -184,11 +187,15 @@ class HordeLock:
             _trace(self._actor, got - asked, time.perf_counter() - got)
 
     def _write_holder(self) -> None:
-        note = f"pid={os.getpid()} actor={self._actor} since={time.time():.3f}\n"
+        """Overwrite the note in place, padded to a fixed width: truncating the file
+        instead (`O_TRUNC`) makes ext4 flush it on close (its replace-by-truncate
+        safeguard), which cost about 4 ms of every hold on a loaded machine."""
+        note = f"pid={os.getpid()} actor={self._actor} since={time.time():.3f}"
+        data = note.encode()[: HOLDER_WIDTH - 1].ljust(HOLDER_WIDTH - 1) + b"\n"
         try:
-            fd = os.open(self._paths.lock_holder, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(self._paths.lock_holder, os.O_WRONLY | os.O_CREAT, 0o644)
             try:
-                os.write(fd, note.encode())
+                os.pwrite(fd, data, 0)
             finally:
                 os.close(fd)
         except OSError:

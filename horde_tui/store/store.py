@@ -97,7 +97,15 @@ Decide = Callable[[LedgerState], Decision]
 class HordeStore:
     """One process's handle on a `.horde/` directory, acting as `actor`."""
 
-    def __init__(self, root: Path, actor: str, *, fsync_projections: bool = True) -> None:
+    def __init__(self, root: Path, actor: str, *, fsync_projections: bool = False) -> None:
+        """`fsync_projections`: sync each rewritten markdown projection and `.horde/`.
+
+        Off by default: the projections are a view of the fsynced ledger, and a power
+        loss (the only thing that can roll back a rename once it is made) is followed by
+        a reboot, after which every process's first write compares every projection
+        with its fold (a checkpoint vouches for them only in the boot that wrote it).
+        The two syncs were most of a write's lock hold on a loaded machine.
+        """
         self.paths = HordePaths(Path(root))
         self.actor = actor
         self.state = LedgerState()
