@@ -47,7 +47,7 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import Coalescer, watch_dir
 from horde_tui.view.swarm import RunsAndSwarms
-from widgets.event_log import BACKLOG_BYTES, default_clock_text
+from horde_tui.widgets.event_log import BACKLOG_BYTES, default_clock_text
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
     from horde_tui.settings import Settings

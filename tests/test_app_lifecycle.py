@@ -19,7 +19,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
-from widgets.member_table import MemberTable
+from horde_tui.widgets.member_table import MemberTable
 
 SIZE = (100, 30)
 
