@@ -89,7 +89,7 @@ def action_names() -> list[str]:
     return sorted(set(ACTION_MODELS) - collab) + sorted(collab)
 
 
-def build_tool_schema() -> dict[str, Any]:
+def tool_schema() -> dict[str, Any]:
     """The `horde` tool definition (OpenAI function format) with one flat parameter object."""
     properties: dict[str, Any] = {
         "action": {"type": "string", "enum": action_names(), "description": "What to do."}
