@@ -24,6 +24,7 @@ from horde_tui.protocol.fields import (
     RefList,
     Support,
     Text,
+    action_of,
 )
 
 __all__ = ["EVIDENCE_CAP", "NAME_CAP", "TEXT_CAP", "Params", "ReadParams"]
@@ -182,38 +183,38 @@ class ContestSolvedParams(Params):
     ideas: RefList = Field(default_factory=list)
 
 
-ACTION_MODELS: dict[str, type[Params]] = {
-    m.model_fields["action"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (
-        ListParams,
-        FindingsParams,
-        FactsParams,
-        ClaimsParams,
-        ResourcesParams,
-        ConcernsParams,
-        InspectParams,
-        PostParams,
-        IdeaParams,
-        ClaimParams,
-        DoneParams,
-        DropParams,
-        RuleOutParams,
-        FindingParams,
-        VerifyParams,
-        AmendParams,
-        FactParams,
-        AssertParams,
-        ConfirmParams,
-        ContestParams,
-        RetractParams,
-        SupersedeParams,
-        ResourceParams,
-        SolvedParams,
-        ConfirmSolvedParams,
-        ContestSolvedParams,
-        *COLLAB_MODELS,
-    )
-}
+MODELS: tuple[type[Params], ...] = (
+    ListParams,
+    FindingsParams,
+    FactsParams,
+    ClaimsParams,
+    ResourcesParams,
+    ConcernsParams,
+    InspectParams,
+    PostParams,
+    IdeaParams,
+    ClaimParams,
+    DoneParams,
+    DropParams,
+    RuleOutParams,
+    FindingParams,
+    VerifyParams,
+    AmendParams,
+    FactParams,
+    AssertParams,
+    ConfirmParams,
+    ContestParams,
+    RetractParams,
+    SupersedeParams,
+    ResourceParams,
+    SolvedParams,
+    ConfirmSolvedParams,
+    ContestSolvedParams,
+    *COLLAB_MODELS,
+)
+"""Every action's parameter model (the collaboration ones last)."""
+
+ACTION_MODELS: dict[str, type[Params]] = {action_of(m): m for m in MODELS}
 
 CAPS: dict[str, int] = {
     "text": TEXT_CAP,
