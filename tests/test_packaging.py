@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import horde_tui
@@ -14,12 +15,17 @@ from horde_tui.app import styles_dir
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = Path(horde_tui.__file__).parent
 GENERIC_NAMES = {"widgets", "styles"}
+MAY_IMPORT_ONE = re.compile(r"\b(?:from|import)\s+(?:widgets|styles)\b")
+"""Files without this text cannot import either name: only the others are parsed."""
 
 
 def top_level_imports_of_generic_names(source: Path) -> list[str]:
     """`import widgets...` / `from widgets... import` lines in one file, as `file:line`."""
+    text = source.read_text(encoding="utf-8")
+    if not MAY_IMPORT_ONE.search(text):
+        return []
     found = []
-    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(text)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
