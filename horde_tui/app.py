@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sysconfig
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -47,7 +46,7 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import Coalescer, watch_dir
 from horde_tui.view.swarm import RunsAndSwarms
-from widgets.event_log import BACKLOG_BYTES, default_clock_text
+from horde_tui.widgets.event_log import BACKLOG_BYTES, default_clock_text
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
     from horde_tui.settings import Settings
@@ -59,25 +58,8 @@ this often, and its idle CPU stays a few percent of a core."""
 
 
 def styles_dir() -> Path:
-    """The top-level `styles/` folder, in a source checkout or an installed wheel.
-
-    The wheel force-includes `styles` beside the `horde_tui` package in site-packages, so
-    the package's parent holds it in both layouts; purelib/platlib are asked as well in
-    case the package was imported from elsewhere (a zipapp, a vendored copy).
-    """
-    paths = sysconfig.get_paths()
-    candidates = [
-        Path(__file__).resolve().parent.parent / "styles",
-        Path(paths["purelib"]) / "styles",
-        Path(paths["platlib"]) / "styles",
-    ]
-    for folder in candidates:
-        if (folder / "app.tcss").is_file():
-            return folder
-    searched = ", ".join(str(c) for c in candidates)
-    raise FileNotFoundError(
-        f"horde-tui: styles/app.tcss not found (looked in {searched}); reinstall horde-tui"
-    )
+    """The package's `styles/` folder (a link to the top-level one in a source checkout)."""
+    return Path(__file__).parent / "styles"
 
 
 def utc_clock_text(ts: float) -> str:

@@ -159,7 +159,7 @@ def cmd_tool(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from horde_tui.protocol.params import tool_schema
+    from horde_tui.protocol.schema import tool_schema
 
     print(json.dumps(tool_schema(), indent=2))
     return 0

@@ -31,7 +31,7 @@ from horde_tui.screens.source import AttachedRun
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
-from widgets.event_log import EventLog
+from horde_tui.widgets.event_log import EventLog
 
 SIZE = (120, 30)
 RUN = "20260102-120000-aaaa"

@@ -20,8 +20,8 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.demo.run import prepare_demo
 from horde_tui.screens.report import ReportScreen
 from horde_tui.supervisor.run import Supervisor
-from widgets.event_log import EventLog
-from widgets.member_table import MemberTable
+from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.member_table import MemberTable
 
 RUN_TIMEOUT_S = 240.0
 """The demo takes ~30 s alone; the gateway's litellm import and a loaded CI box add more."""

@@ -19,7 +19,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
-from widgets.member_table import MemberTable
+from horde_tui.widgets.member_table import MemberTable
 
 SIZE = (100, 30)
 
@@ -180,10 +180,10 @@ async def test_bridge_coalesces_a_burst_into_few_updates_and_loses_nothing() -> 
     assert recorder.updates[-1].events[-1].kind == "run-end"
 
 
-def test_styles_resolve_next_to_the_package() -> None:
+def test_styles_resolve_inside_the_package() -> None:
     folder = styles_dir()
     assert (folder / "app.tcss").is_file()
-    assert folder == Path(__file__).resolve().parent.parent / "styles"
+    assert folder.resolve() == Path(__file__).resolve().parent.parent / "styles"
 
 
 def test_app_subcommand_is_registered() -> None:

@@ -41,9 +41,9 @@ from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
-from widgets.log_tail import LogTail
-from widgets.member_table import MemberTable
-from widgets.transcript_view import TranscriptView
+from horde_tui.widgets.log_tail import LogTail
+from horde_tui.widgets.member_table import MemberTable
+from horde_tui.widgets.transcript_view import TranscriptView
 
 SIZE = (100, 30)
 

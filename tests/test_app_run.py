@@ -21,8 +21,8 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
-from widgets.event_log import EventLog
-from widgets.member_table import MemberTable
+from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.member_table import MemberTable
 
 SIZE = (100, 30)
 

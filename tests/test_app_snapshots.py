@@ -30,10 +30,10 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
-from widgets.event_log import EventLog
-from widgets.log_tail import LogTail
-from widgets.member_table import MemberTable
-from widgets.transcript_view import TranscriptView
+from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.log_tail import LogTail
+from horde_tui.widgets.member_table import MemberTable
+from horde_tui.widgets.transcript_view import TranscriptView
 
 SIZES = pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
 

@@ -22,7 +22,7 @@ from textual.widgets import Markdown
 
 from horde_tui.screens.entry import EntryScreen
 from horde_tui.screens.panes import LedgerPane
-from widgets.swimlane import Swimlane
+from horde_tui.widgets.swimlane import Swimlane
 
 WIDE = (120, 36)
 SMALL = (80, 24)

@@ -22,9 +22,9 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.entry import EntryScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.panes import GraphPane, LedgerPane
-from widgets.ledger_table import HEADING, LedgerTable
-from widgets.member_table import MemberTable
-from widgets.swimlane import Swimlane
+from horde_tui.widgets.ledger_table import HEADING, LedgerTable
+from horde_tui.widgets.member_table import MemberTable
+from horde_tui.widgets.swimlane import Swimlane
 
 SIZE = (120, 36)
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from horde_tui.protocol.bounds import ACTOR_NAME_CAP, LIST_CAP, cap_of
-from horde_tui.protocol.params import ACTION_MODELS, NAME_CAP, TEXT_CAP, tool_schema
+from horde_tui.protocol.params import ACTION_MODELS, NAME_CAP, TEXT_CAP
+from horde_tui.protocol.schema import tool_schema
 from horde_tui.store.store import HordeStore
 
 

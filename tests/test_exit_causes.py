@@ -18,7 +18,7 @@ from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import RESET_CAUSES
 from horde_tui.supervisor.summary import end_label, is_partial
 from horde_tui.view.events import event_parts
-from widgets.member_table import STATUS_CLASSES, status_class
+from horde_tui.widgets.member_table import STATUS_CLASSES, status_class
 
 EXPECTED = {
     # cause: (table class, log level, partial after work, reset)

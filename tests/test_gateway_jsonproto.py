@@ -20,7 +20,7 @@ import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
 
-from horde_tui.protocol.params import tool_schema
+from horde_tui.protocol.schema import tool_schema
 from horde_tui.stubmodel import RecordedRequest, StubThread
 
 BASH = {

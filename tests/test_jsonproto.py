@@ -31,7 +31,7 @@ from horde_tui.gateway.jsonproto import (
     to_text_messages,
     to_tool_call,
 )
-from horde_tui.protocol.params import tool_schema
+from horde_tui.protocol.schema import tool_schema
 
 NAMES = {"bash", "horde"}
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from horde_tui.protocol.dispatch import parse_params
-from horde_tui.protocol.params import ACTION_MODELS, tool_schema
+from horde_tui.protocol.params import ACTION_MODELS
+from horde_tui.protocol.schema import tool_schema
 from horde_tui.store import textmatch as tm
 from horde_tui.store.textmatch import (
     SIMILAR_OVERLAP,

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from horde_tui.cli import main
 from horde_tui.protocol.bounds import _FORBIDDEN
 from horde_tui.protocol.fields import EVIDENCE_CAP
-from horde_tui.protocol.params import tool_schema
+from horde_tui.protocol.schema import tool_schema
 from horde_tui.store.store import HordeStore
 
 PROPERTIES: dict[str, Any] = tool_schema()["function"]["parameters"]["properties"]

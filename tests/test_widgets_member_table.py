@@ -19,7 +19,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot
 
-from widgets.member_table import COLUMNS, MemberRow, MemberTable, format_elapsed
+from horde_tui.widgets.member_table import COLUMNS, MemberRow, MemberTable, format_elapsed
 
 ROWS = [
     MemberRow("member-1", "member", "running", "bash", "bash: rg -n x src/", 61.0, 3, 5200),

@@ -6,7 +6,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
 from horde_tui.view.swimlane import LaneLine, Mark, SwimlaneLayout
-from widgets.swimlane import GUTTER, Swimlane
+from horde_tui.widgets.swimlane import GUTTER, Swimlane
 
 
 class LaneApp(App[None]):

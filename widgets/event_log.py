@@ -33,7 +33,7 @@ from textual.strip import Strip
 from horde_tui.store.timestamps import epoch
 from horde_tui.view.cells import pad
 from horde_tui.view.events import EventFilter, EventView, event_parts
-from widgets.tail_scroll import TailScrollView
+from horde_tui.widgets.tail_scroll import TailScrollView
 
 WHO_WIDTH = 9
 KIND_WIDTH = 12

@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from horde_tui.view.rows import LedgerRow
-from widgets.member_table import clip
+from horde_tui.widgets.member_table import clip
 
 HEADING = "\x00group:"
 """Row-key prefix of a group heading (no ledger id starts with a NUL)."""

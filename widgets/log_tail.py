@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from widgets.tail_scroll import TailScrollView
+from horde_tui.widgets.tail_scroll import TailScrollView
 
 MAX_WIDTH = 1000
 """Columns the view scrolls across at most, so one enormous line cannot make the

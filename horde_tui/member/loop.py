@@ -39,7 +39,7 @@ from horde_tui.member.session import (
 from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
-from horde_tui.protocol.params import tool_schema
+from horde_tui.protocol.schema import tool_schema
 from horde_tui.store import inbox, notices
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths

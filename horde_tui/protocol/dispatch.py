@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from horde_tui.protocol import hints
 from horde_tui.protocol.actions import (
@@ -229,7 +230,7 @@ def _unknown_field(raw: Mapping[str, Any], action: str, model: type[Params]) -> 
     )
 
 
-def _describe(error: dict[str, Any], action: str, model: type[Params]) -> str:
+def _describe(error: ErrorDetails, action: str, model: type[Params]) -> str:
     field = _named(".".join(str(part) for part in error.get("loc", ())) or "?")
     kind = error.get("type", "")
     accepted = ", ".join(n for n in model.model_fields if n != "action")

@@ -6,7 +6,7 @@ collaboration models (`collab_params`) share them without importing each other.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -68,6 +68,11 @@ class Params(BaseModel):
         description="Any write: an id of your choosing; a retry with the same id returns "
         "the first result and writes nothing.",
     )
+
+
+def action_of(model: type[Params]) -> str:
+    """The one action a parameter model serves: its `action: Literal[...]` value."""
+    return str(get_args(model.model_fields["action"].annotation)[0])
 
 
 class ReadParams(Params):

@@ -1,4 +1,4 @@
-"""Parameter models of the `horde` tool, one per action, and the tool's JSON schema.
+"""Parameter models of the `horde` tool, one per action (the JSON schema is `schema.py`).
 
 Models validate what one action accepts (unknown fields are refused by name, so a
 typo never silently drops data). The schema an LLM sees is one flat object: `action`
@@ -8,7 +8,7 @@ work with strong and small models alike where `oneOf` unions often do not.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -24,9 +24,10 @@ from horde_tui.protocol.fields import (
     RefList,
     Support,
     Text,
+    action_of,
 )
 
-__all__ = ["EVIDENCE_CAP", "NAME_CAP", "TEXT_CAP", "Params", "ReadParams", "tool_schema"]
+__all__ = ["EVIDENCE_CAP", "NAME_CAP", "TEXT_CAP", "Params", "ReadParams"]
 
 
 class ListParams(ReadParams):
@@ -182,38 +183,38 @@ class ContestSolvedParams(Params):
     ideas: RefList = Field(default_factory=list)
 
 
-ACTION_MODELS: dict[str, type[Params]] = {
-    m.model_fields["action"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (
-        ListParams,
-        FindingsParams,
-        FactsParams,
-        ClaimsParams,
-        ResourcesParams,
-        ConcernsParams,
-        InspectParams,
-        PostParams,
-        IdeaParams,
-        ClaimParams,
-        DoneParams,
-        DropParams,
-        RuleOutParams,
-        FindingParams,
-        VerifyParams,
-        AmendParams,
-        FactParams,
-        AssertParams,
-        ConfirmParams,
-        ContestParams,
-        RetractParams,
-        SupersedeParams,
-        ResourceParams,
-        SolvedParams,
-        ConfirmSolvedParams,
-        ContestSolvedParams,
-        *COLLAB_MODELS,
-    )
-}
+MODELS: tuple[type[Params], ...] = (
+    ListParams,
+    FindingsParams,
+    FactsParams,
+    ClaimsParams,
+    ResourcesParams,
+    ConcernsParams,
+    InspectParams,
+    PostParams,
+    IdeaParams,
+    ClaimParams,
+    DoneParams,
+    DropParams,
+    RuleOutParams,
+    FindingParams,
+    VerifyParams,
+    AmendParams,
+    FactParams,
+    AssertParams,
+    ConfirmParams,
+    ContestParams,
+    RetractParams,
+    SupersedeParams,
+    ResourceParams,
+    SolvedParams,
+    ConfirmSolvedParams,
+    ContestSolvedParams,
+    *COLLAB_MODELS,
+)
+"""Every action's parameter model (the collaboration ones last)."""
+
+ACTION_MODELS: dict[str, type[Params]] = {action_of(m): m for m in MODELS}
 
 CAPS: dict[str, int] = {
     "text": TEXT_CAP,
@@ -227,10 +228,3 @@ CAPS: dict[str, int] = {
     **COLLAB_CAPS,
 }
 """Size caps checked as rules (a refusal a model can act on), not as type errors."""
-
-
-def tool_schema() -> dict[str, Any]:
-    """The `horde` tool definition (OpenAI function format), built in `schema`."""
-    from horde_tui.protocol.schema import build_tool_schema
-
-    return build_tool_schema()

@@ -13,6 +13,7 @@ from typing import Any
 
 from horde_tui.protocol.bounds import LIST_CAP, cap_of
 from horde_tui.protocol.collab_params import COLLAB_MODELS
+from horde_tui.protocol.fields import action_of
 from horde_tui.protocol.params import ACTION_MODELS
 
 TOOL_DOC = (
@@ -85,11 +86,11 @@ in the member system prompt."""
 def action_names() -> list[str]:
     """The foundation's actions, then the collaboration actions, each group sorted (so the
     long-standing ones keep their place in prompts that list them)."""
-    collab = {m.model_fields["action"].annotation.__args__[0] for m in COLLAB_MODELS}  # type: ignore[union-attr]
+    collab = {action_of(m) for m in COLLAB_MODELS}
     return sorted(set(ACTION_MODELS) - collab) + sorted(collab)
 
 
-def build_tool_schema() -> dict[str, Any]:
+def tool_schema() -> dict[str, Any]:
     """The `horde` tool definition (OpenAI function format) with one flat parameter object."""
     properties: dict[str, Any] = {
         "action": {"type": "string", "enum": action_names(), "description": "What to do."}

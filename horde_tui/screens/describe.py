@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from horde_tui.supervisor.processes import MemberState
-from widgets.member_table import MemberRow
+from horde_tui.widgets.member_table import MemberRow
 
 LIVE_STATUSES = frozenset({"starting", "running"})
 """A member in one of these can be paused."""

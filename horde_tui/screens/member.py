@@ -25,15 +25,15 @@ from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.linefile import LineIndex
 from horde_tui.view.transcript import TranscriptReader, sessions
-from widgets.log_tail import LogTail
-from widgets.member_table import (
+from horde_tui.widgets.log_tail import LogTail
+from horde_tui.widgets.member_table import (
     STATUS_CLASSES,
     format_cost,
     format_elapsed,
     format_tokens,
     status_class,
 )
-from widgets.transcript_view import TranscriptView
+from horde_tui.widgets.transcript_view import TranscriptView
 
 if TYPE_CHECKING:
     from horde_tui.screens.source import RunSource

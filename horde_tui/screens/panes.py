@@ -26,10 +26,10 @@ from horde_tui.supervisor.graph import MAX_NODES
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView
-from widgets.event_log import EventLog
-from widgets.ledger_table import LEDGER_KEYS, LedgerTable
-from widgets.status_line import StatusLine
-from widgets.swimlane import Swimlane
+from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.ledger_table import LEDGER_KEYS, LedgerTable
+from horde_tui.widgets.status_line import StatusLine
+from horde_tui.widgets.swimlane import Swimlane
 
 RUN_DOCUMENTS = (
     "REPORT.md",

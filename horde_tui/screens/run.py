@@ -49,9 +49,9 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
-from widgets.event_log import EventLog
-from widgets.member_table import MemberTable, format_elapsed
-from widgets.status_line import StatusLine
+from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.member_table import MemberTable, format_elapsed
+from horde_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from horde_tui.tui_bridge import HostedRun

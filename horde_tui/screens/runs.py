@@ -27,7 +27,7 @@ from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.view.run import LIVE_STATES, RunRow
 from horde_tui.view.swarm import LIVE_SWARM_STATES, RunsAndSwarms
-from widgets.member_table import clip
+from horde_tui.widgets.member_table import clip
 
 COLUMNS = (
     ("run", "run"),

@@ -50,8 +50,8 @@ from horde_tui.tui_bridge import HordeControls
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
-from widgets.member_table import clip, format_cost
-from widgets.status_line import StatusLine
+from horde_tui.widgets.member_table import clip, format_cost
+from horde_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:  # the supervisor loads only when a swarm is hosted
     from horde_tui.settings import Settings

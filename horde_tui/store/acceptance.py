@@ -144,7 +144,7 @@ def acceptance(state: LedgerState, target: str) -> Acceptance:
         )
     qualifying = tuple(r.id for r in reviews if is_qualifying(state, target, r))
     if qualifying:
-        settled = "accepted-with-limits" if limits else "accepted"
+        settled: AcceptanceState = "accepted-with-limits" if limits else "accepted"
         return Acceptance(
             **base, state=settled, reason=f"r{revision} reviewed full-scope", deciding=qualifying
         )

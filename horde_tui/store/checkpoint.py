@@ -117,7 +117,7 @@ def _dumps(obj: object) -> bytes:
     return buf.getvalue()
 
 
-def _loads(payload: memoryview) -> object:
+def _loads(payload: memoryview) -> Any:
     """Unpickle with the cyclic GC off: it would walk the growing heap again and again."""
     enabled = gc.isenabled()
     gc.disable()
@@ -182,7 +182,7 @@ def load(paths: HordePaths) -> Checkpoint | None:
                 or _mark(fh.fileno(), offset) != header["mark"]
             ):
                 return None
-        state, corrupt = _loads(payload)  # type: ignore[misc]
+        state, corrupt = _loads(payload)
         if not isinstance(state, LedgerState) or not isinstance(corrupt, list):
             return None
         if not all(isinstance(c, CorruptLine) for c in corrupt):

@@ -100,7 +100,9 @@ class SessionStats:
         if msg.get("role") != "assistant":
             return
         self.turns += 1
-        usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+        usage = msg.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
         self.completion_tokens += int(usage.get("completion_tokens") or 0)
         cost = usage.get("cost_usd")
@@ -187,11 +189,11 @@ class MemberTable:
         if kind in ("pause", "resume", "stop-hard"):
             targets = [t for t in ev.get("targets") or [] if t in self.rows]
             for name in targets:
-                row = self.rows[name]
-                if kind == "pause" and row.status == "running":
-                    row.status = "paused"
-                elif kind == "resume" and row.status == "paused":
-                    row.status = "running"
+                target = self.rows[name]
+                if kind == "pause" and target.status == "running":
+                    target.status = "paused"
+                elif kind == "resume" and target.status == "paused":
+                    target.status = "running"
             return bool(targets)
         name = ev.get("member")
         if not name or not isinstance(name, str):

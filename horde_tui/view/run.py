@@ -106,7 +106,9 @@ def read_info(run_dir: Path) -> tuple[RunInfo, dict[str, Any]]:
         prompt, task = task_prompt((run_dir / "TASK.md").read_text(encoding="utf-8"))
     except OSError:
         prompt, task = "", ""
-    request = manifest.get("request") if isinstance(manifest.get("request"), dict) else {}
+    request = manifest.get("request")
+    if not isinstance(request, dict):
+        request = {}
     created = manifest.get("created")
     info = RunInfo(
         run_id=run_dir.name,

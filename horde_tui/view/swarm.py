@@ -100,7 +100,9 @@ def parse_swarm(data: dict[str, Any]) -> SwarmInfo | None:
         for p in data.get("partition") or ()
         if isinstance(p, dict) and _text(p.get("horde"))
     )
-    runs = data.get("runs") if isinstance(data.get("runs"), dict) else {}
+    runs = data.get("runs")
+    if not isinstance(runs, dict):
+        runs = {}
     timeline = tuple(
         (_number(t.get("ts")) or 0.0, _text(t.get("kind")), _text(t.get("horde")))
         for t in data.get("timeline") or ()

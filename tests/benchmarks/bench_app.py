@@ -87,7 +87,7 @@ def write_run(horde: Path, events: int) -> Path:
 def child(run_dir: Path, started: float) -> None:
     """Run the app attached to `run_dir`; report on stdout, take orders on stdin."""
     from horde_tui.app import HordeApp
-    from widgets.event_log import EventLog
+    from horde_tui.widgets.event_log import EventLog
 
     def say(*words: object) -> None:
         # Straight to the descriptor: Textual captures `print` while the app runs.

@@ -26,7 +26,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 
 from horde_tui.view.transcript import TranscriptReader
-from widgets.transcript_view import TranscriptView
+from horde_tui.widgets.transcript_view import TranscriptView
 
 
 def pair(i: int) -> str:

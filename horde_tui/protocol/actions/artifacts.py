@@ -218,7 +218,7 @@ def _repins(
 ) -> list[dict[str, Any]]:
     """One review-request per dependent whose owner is someone else: re-check and re-pin."""
     base = int(state.next_id("threads")[1:])
-    out = []
+    out: list[dict[str, Any]] = []
     for dep in (d for d in pinned_by if d.by != ctx.actor):
         out.append(
             {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from horde_tui.inputs import loads, whole_number
 from horde_tui.protocol.actions import collab_reads
@@ -93,7 +94,9 @@ def list_findings(ctx: ActionContext, p: FindingsParams, state: LedgerState) -> 
     return _with_warnings(state, f"{len(items)} findings:\n" + body)
 
 
-def _ledger(render, shared: str | None = None):  # type: ignore[no-untyped-def]
+def _ledger(
+    render: Callable[[LedgerState], str], shared: str | None = None
+) -> Callable[[ActionContext, ReadParams, LedgerState], str]:
     """A whole-ledger read; `shared` (a ledger kind) also appends the siblings' entries."""
 
     def read(ctx: ActionContext, p: ReadParams, state: LedgerState) -> str:

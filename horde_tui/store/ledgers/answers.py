@@ -10,23 +10,21 @@ With --until-stop a validated round is banked: a later round does not hide it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, stamp
+from horde_tui.store.ledgers.common import stamp
 from horde_tui.store.ledgers.threads import threads_about
 from horde_tui.store.model import Proposal, Thread
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 
-def current(state: LedgerState, run: str) -> Proposal | None:
+def current(state: LedgerTables, run: str) -> Proposal | None:
     """The run's latest proposal, whatever its status."""
     props = state.proposals.get(run)
     return props[-1] if props else None
 
 
-def _propose(state: LedgerState, rec: dict[str, Any]) -> None:
+def _propose(state: LedgerTables, rec: dict[str, Any]) -> None:
     props = state.proposals.setdefault(rec["run"], [])
     props.append(
         Proposal(
@@ -42,7 +40,7 @@ def _propose(state: LedgerState, rec: dict[str, Any]) -> None:
     )
 
 
-def _reopen(state: LedgerState, rec: dict[str, Any]) -> None:
+def _reopen(state: LedgerTables, rec: dict[str, Any]) -> None:
     """The contested round comes back as a new pending round with the same text and pins."""
     props = state.proposals.get(rec["run"], [])
     prior = props[-1] if props else None
@@ -63,7 +61,7 @@ def _reopen(state: LedgerState, rec: dict[str, Any]) -> None:
     )
 
 
-def banked(state: LedgerState, run: str) -> Proposal | None:
+def banked(state: LedgerTables, run: str) -> Proposal | None:
     """The latest validated round before the current one (--until-stop banks each validated
     answer and reopens the slot): it stands until a later round is validated too."""
     props = state.proposals.get(run, [])
@@ -72,7 +70,7 @@ def banked(state: LedgerState, run: str) -> Proposal | None:
     return next((p for p in reversed(props[:-1]) if p.status == "validated"), None)
 
 
-def reopened_note(state: LedgerState, prop: Proposal) -> str:
+def reopened_note(state: LedgerTables, prop: Proposal) -> str:
     """`reopened from round 1 (contested by member-2; #2, #3 closed)`, or ''."""
     if prop.reopened_from is None:
         return ""
@@ -83,7 +81,7 @@ def reopened_note(state: LedgerState, prop: Proposal) -> str:
     )
 
 
-def _settle(state: LedgerState, rec: dict[str, Any]) -> None:
+def _settle(state: LedgerTables, rec: dict[str, Any]) -> None:
     prop = current(state, rec["run"])
     if prop is None:
         return
@@ -107,7 +105,7 @@ OPS: dict[str, Fold] = {
 }
 
 
-def changed_citations(state: LedgerState, prop: Proposal) -> list[str]:
+def changed_citations(state: LedgerTables, prop: Proposal) -> list[str]:
     """Cited findings whose revision moved, or that were superseded, and cited artifacts
     republished, since the pin."""
     changed = []
@@ -121,13 +119,13 @@ def changed_citations(state: LedgerState, prop: Proposal) -> list[str]:
     return changed
 
 
-def open_requests(state: LedgerState, run: str) -> list[Thread]:
+def open_requests(state: LedgerTables, run: str) -> list[Thread]:
     """Unresolved threads about `run`'s answer (`target=answer`): debt the report names,
     and work the repair phase serves with the blockers while the answer is pending."""
     return [t for t in threads_about(state, "answer") if t.run == run and not t.closed]
 
 
-def render(state: LedgerState, run: str) -> str:
+def render(state: LedgerTables, run: str) -> str:
     """ANSWER.md for `run` (empty string when the run has no proposal)."""
     prop = current(state, run)
     if prop is None:

@@ -9,13 +9,10 @@ publisher of a name in a run owns it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold
 from horde_tui.store.model import DOCUMENT_SUFFIXES, Artifact, ArtifactRevision
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 
 def name_key(run: str, name: str) -> str:
@@ -23,7 +20,7 @@ def name_key(run: str, name: str) -> str:
     return f"{run}/{name}"
 
 
-def _publish(state: LedgerState, rec: dict[str, Any]) -> None:
+def _publish(state: LedgerTables, rec: dict[str, Any]) -> None:
     art = state.artifacts.get(rec["id"])
     if art is None:
         art = Artifact(
@@ -61,7 +58,7 @@ def is_document_name(name: str) -> bool:
     return name.lower().endswith(DOCUMENT_SUFFIXES)
 
 
-def dependents(state: LedgerState, art_id: str, revision: int | None = None) -> list[Artifact]:
+def dependents(state: LedgerTables, art_id: str, revision: int | None = None) -> list[Artifact]:
     """Artifacts whose current revision pins `art_id` (at `revision`, when given)."""
     out = []
     for other in state.artifacts.values():
@@ -71,7 +68,7 @@ def dependents(state: LedgerState, art_id: str, revision: int | None = None) -> 
     return out
 
 
-def reaches(state: LedgerState, start: str, goal: str) -> bool:
+def reaches(state: LedgerTables, start: str, goal: str) -> bool:
     """True when `goal` is reachable from `start` along current-revision dependencies."""
     seen: set[str] = set()
     stack = [start]
@@ -89,7 +86,7 @@ def reaches(state: LedgerState, start: str, goal: str) -> bool:
 _CITED = re.compile(r"(?<![\w-])artifacts/([\w\-./]+)")
 
 
-def unregistered_runnables(state: LedgerState, text: str) -> list[str]:
+def unregistered_runnables(state: LedgerTables, text: str) -> list[str]:
     """Runnable files under `artifacts/` cited in `text` that no A# or R# covers."""
     out: list[str] = []
     for m in _CITED.finditer(text):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, indented, one_line, stamp
+from horde_tui.store.ledgers.common import indented, one_line, stamp
 from horde_tui.store.model import Post, RunInfo
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
     "# Board\n\n"
@@ -17,7 +15,7 @@ HEADER = (
 )
 
 
-def _post(state: LedgerState, rec: dict[str, Any]) -> None:
+def _post(state: LedgerTables, rec: dict[str, Any]) -> None:
     post = Post(
         id=f"P{len(state.posts) + 1}",
         by=rec["actor"],
@@ -30,7 +28,7 @@ def _post(state: LedgerState, rec: dict[str, Any]) -> None:
     state.touch("board", post)
 
 
-def _run_start(state: LedgerState, rec: dict[str, Any]) -> None:
+def _run_start(state: LedgerTables, rec: dict[str, Any]) -> None:
     if rec["run"] not in state.runs:
         state.runs[rec["run"]] = RunInfo(
             rec["run"], rec.get("task_sha256", ""), rec["seq"], rec["ts"]
@@ -54,7 +52,7 @@ def render_post(post: Post) -> str:
     return out
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     parts = [HEADER]
     for run_id, posts in state.entry_texts_by_run("board"):
         info = state.runs.get(run_id)

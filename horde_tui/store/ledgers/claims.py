@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.model import Claim, HistoryNote
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
     "# Claims\n\n"
@@ -17,7 +15,7 @@ HEADER = (
 )
 
 
-def _assert(state: LedgerState, rec: dict[str, Any]) -> None:
+def _assert(state: LedgerTables, rec: dict[str, Any]) -> None:
     claim = Claim(
         id=rec["id"],
         by=rec["actor"],
@@ -32,7 +30,7 @@ def _assert(state: LedgerState, rec: dict[str, Any]) -> None:
     state.claim_index.add_text(claim.id, claim.text)
 
 
-def _move(state: LedgerState, rec: dict[str, Any]) -> None:
+def _move(state: LedgerTables, rec: dict[str, Any]) -> None:
     claim = state.claims[rec["id"]]
     state.touch("claims", claim)
     op = rec["op"]
@@ -76,6 +74,6 @@ def render_claim(claim: Claim) -> str:
     return out
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     lines = state.entry_texts("claims")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No claims yet._\n")

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from horde_tui.store.model import Entity
-    from horde_tui.store.state import LedgerState
-
-Fold = Callable[["LedgerState", dict[str, Any]], None]
 
 
 def one_line(text: str, limit: int = 0) -> str:

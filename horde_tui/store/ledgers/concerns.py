@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.model import Concern
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
     "# Concerns\n\n"
@@ -17,7 +15,7 @@ HEADER = (
 )
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     concern = Concern(
         id=rec["slug"],
         by=rec["actor"],
@@ -37,6 +35,6 @@ def render_concern(concern: Concern) -> str:
     return f"- `{concern.id}`: {one_line(concern.definition)} (by {concern.by}, run {concern.run})"
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     lines = state.entry_texts("concerns")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No concerns yet._\n")

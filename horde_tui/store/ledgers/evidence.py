@@ -7,16 +7,13 @@ numbered per run, so evidence is keyed by `run/E#`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold
 from horde_tui.store.model import Evidence
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     ev = Evidence(
         id=rec["id"],
         run=rec["run"],
@@ -37,6 +34,6 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
 OPS: dict[str, Fold] = {"evidence.add": _add}
 
 
-def evidence_about(state: LedgerState, target: str) -> list[Evidence]:
+def evidence_about(state: LedgerTables, target: str) -> list[Evidence]:
     """Evidence attached to `target`, in ledger order."""
     return [state.evidence[k] for k in state.evidence_by_target.get(target, [])]

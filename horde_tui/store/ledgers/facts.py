@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, indented, one_line
+from horde_tui.store.ledgers.common import indented, one_line
 from horde_tui.store.model import Fact
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
     "# Facts\n\n"
@@ -17,7 +15,7 @@ HEADER = (
 )
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     fact = Fact(
         id=rec["id"],
         by=rec["actor"],
@@ -38,7 +36,7 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     state.fact_index.add_text(fact.id, fact.text)
 
 
-def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
+def _corroborate(state: LedgerTables, rec: dict[str, Any]) -> None:
     fact = state.facts[rec["id"]]
     if rec["actor"] not in fact.corroborators and rec["actor"] != fact.by:
         state.touch("facts", fact)
@@ -48,7 +46,7 @@ def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
 OPS: dict[str, Fold] = {"fact.add": _add, "fact.corroborate": _corroborate}
 
 
-def is_provisional(state: LedgerState, fact: Fact) -> bool:
+def is_provisional(state: LedgerTables, fact: Fact) -> bool:
     """Still provisional while the idea it depends on is open or the claim is contested."""
     ref = fact.provisional_on
     if not ref:
@@ -60,7 +58,7 @@ def is_provisional(state: LedgerState, fact: Fact) -> bool:
     return False
 
 
-def render_fact(state: LedgerState, fact: Fact) -> str:
+def render_fact(state: LedgerTables, fact: Fact) -> str:
     lines = fact.text.strip().splitlines() or [""]
     out = f"- {fact.id} {one_line(lines[0])} (by {fact.by}, run {fact.run}"
     if fact.delta_of:
@@ -75,6 +73,6 @@ def render_fact(state: LedgerState, fact: Fact) -> str:
     return out
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     lines = state.entry_texts("facts")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No facts yet._\n")

@@ -7,14 +7,12 @@ reviews of that revision.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from horde_tui.store.ledgers.board import run_heading
-from horde_tui.store.ledgers.common import Fold, indented, one_line
+from horde_tui.store.ledgers.common import indented, one_line
 from horde_tui.store.model import Classification, Finding, HistoryNote, Review, Verification
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
     "# Findings\n\n"
@@ -30,7 +28,7 @@ def match_text(f: Finding) -> str:
     return f"{f.text}\n{f.evidence}"
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     f = Finding(
         id=rec["id"],
         by=rec["actor"],
@@ -57,14 +55,14 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     state.finding_index.add_text(f.id, match_text(f))
 
 
-def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
+def _corroborate(state: LedgerTables, rec: dict[str, Any]) -> None:
     f = state.findings[rec["id"]]
     if rec["actor"] not in f.corroborators and rec["actor"] != f.by:
         state.touch("findings", f)
         f.corroborators.append(rec["actor"])
 
 
-def _verify(state: LedgerState, rec: dict[str, Any]) -> None:
+def _verify(state: LedgerTables, rec: dict[str, Any]) -> None:
     f = state.findings[rec["id"]]
     state.touch("findings", f)
     f.verifications.append(
@@ -72,7 +70,7 @@ def _verify(state: LedgerState, rec: dict[str, Any]) -> None:
     )
 
 
-def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
+def _amend(state: LedgerTables, rec: dict[str, Any]) -> None:
     """New prose, new revision; verifications become history; corroborators are dropped."""
     f = state.findings[rec["id"]]
     state.touch("findings", f)
@@ -98,7 +96,7 @@ def _amend(state: LedgerState, rec: dict[str, Any]) -> None:
     state.finding_index.add_text(f.id, match_text(f))
 
 
-def _review(state: LedgerState, rec: dict[str, Any]) -> None:
+def _review(state: LedgerTables, rec: dict[str, Any]) -> None:
     review = Review(
         id=rec["id"],
         target=rec["target"],
@@ -139,7 +137,7 @@ OPS: dict[str, Fold] = {
 }
 
 
-def current_reviews(state: LedgerState, f: Finding) -> list[Review]:
+def current_reviews(state: LedgerTables, f: Finding) -> list[Review]:
     """Reviews of the finding's current revision by members other than its reporter."""
     return [
         r
@@ -148,7 +146,7 @@ def current_reviews(state: LedgerState, f: Finding) -> list[Review]:
     ]
 
 
-def classify(state: LedgerState, f: Finding) -> Classification:
+def classify(state: LedgerTables, f: Finding) -> Classification:
     """The review status of the finding's current revision (see the reference)."""
     if f.superseded_by:
         return "superseded"
@@ -165,7 +163,7 @@ def classify(state: LedgerState, f: Finding) -> Classification:
     return "unreviewed"
 
 
-def pending_reviews(state: LedgerState, reviewer: str, run: str) -> list[str]:
+def pending_reviews(state: LedgerTables, reviewer: str, run: str) -> list[str]:
     """Other members' current findings of `run` that `reviewer` has not reviewed (a V#,
     not a `verify` label) at their current revision: what a verifier owes."""
     pending = []
@@ -184,7 +182,7 @@ def independent_reporters(f: Finding) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def is_settled(state: LedgerState, f: Finding) -> bool:
+def is_settled(state: LedgerTables, f: Finding) -> bool:
     """Corroborated by someone else, or reviewed full-scope: a re-report adds nothing."""
     return len(independent_reporters(f)) > 1 or classify(state, f) == "full"
 
@@ -194,7 +192,7 @@ def label(f: Finding) -> str:
     return "/".join(parts)
 
 
-def render_finding(state: LedgerState, f: Finding) -> str:
+def render_finding(state: LedgerTables, f: Finding) -> str:
     lines = [f"### {f.id} [{label(f)}] {one_line(f.claim_line)}", ""]
     meta = [
         f"idea {f.idea or '-'}",
@@ -229,7 +227,7 @@ def render_finding(state: LedgerState, f: Finding) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     parts = [HEADER]
     for run_id, findings in state.entry_texts_by_run("findings"):
         info = state.runs.get(run_id)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, indented, one_line
+from horde_tui.store.ledgers.common import indented, one_line
 from horde_tui.store.model import HistoryNote, Idea
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 MARK = {"open": "[ ]", "claimed": "[~]", "done": "[x]", "ruled-out": "[-]"}
 
@@ -19,7 +17,7 @@ HEADER = (
 )
 
 
-def _changing(state: LedgerState, rec: dict[str, Any]) -> Idea:
+def _changing(state: LedgerTables, rec: dict[str, Any]) -> Idea:
     """The idea `rec` changes, marked changed before anything about it is mutated."""
     idea = state.ideas[rec["id"]]
     state.touch("ideas", idea)
@@ -30,7 +28,7 @@ def _note(idea: Idea, rec: dict[str, Any], what: str, text: str = "") -> None:
     idea.history.append(HistoryNote(rec["seq"], rec["ts"], rec["actor"], what, text))
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     idea = Idea(
         id=rec["id"],
         by=rec["actor"],
@@ -44,32 +42,32 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     state.idea_index.add_text(idea.id, idea.text)
 
 
-def _claim(state: LedgerState, rec: dict[str, Any]) -> None:
+def _claim(state: LedgerTables, rec: dict[str, Any]) -> None:
     idea = _changing(state, rec)
     idea.status, idea.owner = "claimed", rec["actor"]
     _note(idea, rec, "claimed")
 
 
-def _done(state: LedgerState, rec: dict[str, Any]) -> None:
+def _done(state: LedgerTables, rec: dict[str, Any]) -> None:
     idea = _changing(state, rec)
     idea.status, idea.result = "done", rec.get("result", "")
     _note(idea, rec, "done", idea.result)
 
 
-def _rule_out(state: LedgerState, rec: dict[str, Any]) -> None:
+def _rule_out(state: LedgerTables, rec: dict[str, Any]) -> None:
     idea = _changing(state, rec)
     idea.status, idea.result = "ruled-out", rec.get("reason", "")
     _note(idea, rec, "ruled out", idea.result)
 
 
-def _release(state: LedgerState, rec: dict[str, Any]) -> None:
+def _release(state: LedgerTables, rec: dict[str, Any]) -> None:
     """`drop` by the owner, or the parent returning an unfinished idea to the pool."""
     idea = _changing(state, rec)
     idea.status, idea.owner = "open", None
     _note(idea, rec, "dropped" if rec["op"] == "idea.drop" else "released", rec.get("reason", ""))
 
 
-def _corroborate(state: LedgerState, rec: dict[str, Any]) -> None:
+def _corroborate(state: LedgerTables, rec: dict[str, Any]) -> None:
     idea = state.ideas[rec["id"]]
     if rec["actor"] not in idea.corroborators:
         state.touch("ideas", idea)
@@ -108,6 +106,6 @@ def render_idea(idea: Idea) -> str:
     return out
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     lines = state.entry_texts("ideas")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No ideas yet._\n")

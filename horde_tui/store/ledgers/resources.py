@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold, one_line
+from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.model import Resource
+from horde_tui.store.tables import Fold, LedgerTables
 from horde_tui.store.textmatch import TextKey, tokens
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
 
 HEADER = (
     "# Resources\n\n"
@@ -51,7 +49,7 @@ def resource_key(name: str, path: str, text: str) -> TextKey:
     return TextKey(ids, base.words, plain)
 
 
-def _add(state: LedgerState, rec: dict[str, Any]) -> None:
+def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
     res = Resource(
         id=rec["id"],
         by=rec["actor"],
@@ -69,14 +67,14 @@ def _add(state: LedgerState, rec: dict[str, Any]) -> None:
     state.resource_index.add(res.id, resource_key(res.name, res.path, res.text))
 
 
-def _reuse(state: LedgerState, rec: dict[str, Any]) -> None:
+def _reuse(state: LedgerTables, rec: dict[str, Any]) -> None:
     res = state.resources[rec["id"]]
     if rec["actor"] not in res.reusers and rec["actor"] != res.by:
         state.touch("resources", res)
         res.reusers.append(rec["actor"])
 
 
-def _update(state: LedgerState, rec: dict[str, Any]) -> None:
+def _update(state: LedgerTables, rec: dict[str, Any]) -> None:
     res = state.resources[rec["id"]]
     state.touch("resources", res)
     for key in ("text", "cleanup", "path"):
@@ -85,7 +83,7 @@ def _update(state: LedgerState, rec: dict[str, Any]) -> None:
     state.resource_index.add(res.id, resource_key(res.name, res.path, res.text))
 
 
-def _state(state: LedgerState, rec: dict[str, Any]) -> None:
+def _state(state: LedgerTables, rec: dict[str, Any]) -> None:
     """`resource-state`: readiness, lease, ports and health; `building` after another state
     starts a new generation (a rebuild)."""
     res = state.resources[rec["id"]]
@@ -128,6 +126,6 @@ def render_resource(res: Resource) -> str:
     return out
 
 
-def render(state: LedgerState) -> str:
+def render(state: LedgerTables) -> str:
     lines = state.entry_texts("resources")
     return HEADER + "\n" + ("\n".join(lines) + "\n" if lines else "_No resources yet._\n")

@@ -9,19 +9,16 @@ The fold also keeps each member's inbox watermark (`inbox.deliver` receipts).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from horde_tui.store.ledgers.common import Fold
 from horde_tui.store.model import Thread, ThreadNote
-
-if TYPE_CHECKING:
-    from horde_tui.store.state import LedgerState
+from horde_tui.store.tables import Fold, LedgerTables
 
 NEXT_STATE = {"respond": "responded", "defer": "deferred", "resolve": "resolved"}
 """Note -> the thread state it leads to (`ack` only moves an `open` thread to `acked`)."""
 
 
-def _open(state: LedgerState, rec: dict[str, Any]) -> None:
+def _open(state: LedgerTables, rec: dict[str, Any]) -> None:
     thread = Thread(
         id=rec["id"],
         by=rec["actor"],
@@ -42,7 +39,7 @@ def _open(state: LedgerState, rec: dict[str, Any]) -> None:
         state.threads_by_target.setdefault(thread.target, []).append(thread.id)
 
 
-def _note(state: LedgerState, rec: dict[str, Any]) -> None:
+def _note(state: LedgerTables, rec: dict[str, Any]) -> None:
     thread = state.threads[rec["id"]]
     state.stamp(thread)
     what = rec["what"]
@@ -64,7 +61,7 @@ def _note(state: LedgerState, rec: dict[str, Any]) -> None:
         thread.state = NEXT_STATE[what]  # type: ignore[assignment]
 
 
-def _deliver(state: LedgerState, rec: dict[str, Any]) -> None:
+def _deliver(state: LedgerTables, rec: dict[str, Any]) -> None:
     member = rec["member"]
     state.delivered[member] = max(state.delivered.get(member, 0), int(rec["upto"]))
 
@@ -76,12 +73,12 @@ OPS: dict[str, Fold] = {
 }
 
 
-def threads_about(state: LedgerState, target: str) -> list[Thread]:
+def threads_about(state: LedgerTables, target: str) -> list[Thread]:
     """Every thread whose target is `target`, in ledger order."""
     return [state.threads[q] for q in state.threads_by_target.get(target, [])]
 
 
-def open_blockers(state: LedgerState, target: str) -> list[Thread]:
+def open_blockers(state: LedgerTables, target: str) -> list[Thread]:
     """Blockers and challenges on `target` that are not resolved (deferred ones count:
     `defer` keeps the debt visible)."""
     return [t for t in threads_about(state, target) if t.blocking]
@@ -92,7 +89,7 @@ def participants(thread: Thread) -> tuple[str, str]:
 
 
 def open_threads_to(
-    state: LedgerState, member: str, kinds: frozenset[str] | None = None
+    state: LedgerTables, member: str, kinds: frozenset[str] | None = None
 ) -> list[Thread]:
     """Unresolved threads addressed to `member` (of `kinds`, when given): its queue."""
     return [
@@ -102,6 +99,6 @@ def open_threads_to(
     ]
 
 
-def awaiting_resolution(state: LedgerState, member: str) -> list[Thread]:
+def awaiting_resolution(state: LedgerTables, member: str) -> list[Thread]:
     """Threads `member` sent that were answered and wait for it to resolve them."""
     return [t for t in state.threads.values() if t.by == member and t.state == "responded"]
