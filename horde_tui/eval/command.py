@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ duplicates, refusals, tokens, cost, wall time and $ per true finding.
 Examples:
   horde-tui eval --list
   horde-tui eval bundled --model openai/gpt-4o-mini --max-cost-usd 0.50 --max-minutes 10
-  horde-tui eval bundled --model demo --tasks demo-userdir --configs horde:4
+  horde-tui eval demo --model demo --configs horde:4   (no key: the demo model)
   horde-tui eval financebench.jsonl --from-jsonl --model openai/gpt-4o --configs single
 """
 
@@ -36,7 +37,9 @@ def add_eval_command(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("taskset", nargs="?", help="a task-set folder, or `bundled`")
+    p.add_argument(
+        "taskset", nargs="?", help="a task-set folder, `bundled`, or `demo` (the demo sample)"
+    )
     p.add_argument("--list", action="store_true", help="print the task set's tasks and exit")
     p.add_argument("--model", help="litellm model string for every run (`demo`: the demo model)")
     p.add_argument("--configs", default=DEFAULT_CONFIGS, help=f"default {DEFAULT_CONFIGS}")
@@ -69,12 +72,28 @@ def _positive(name: str, value: float | None, *, integer: bool = False) -> str |
     return None
 
 
+def _materialize(taskset: str, from_jsonl: bool, scratch: Path) -> str | Path:
+    """The task-set folder for TASKSET: `demo` (the demo sample) and a JSONL file are
+    written into `scratch` first; `bundled` and folders are read where they are."""
+    if from_jsonl:
+        from horde_tui.eval.financebench import convert
+
+        return convert(Path(taskset), scratch)
+    if taskset == "demo":
+        from horde_tui.eval.demo import write_demo_taskset
+
+        return write_demo_taskset(scratch)
+    return taskset
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from horde_tui.eval.taskset import BUNDLED, TaskSetError, load_taskset
 
     if args.list:
         try:
-            taskset = load_taskset(args.taskset or BUNDLED)
+            with tempfile.TemporaryDirectory(prefix="horde-eval-list-") as scratch:
+                source = _materialize(args.taskset or BUNDLED, args.from_jsonl, Path(scratch))
+                taskset = load_taskset(source)
         except TaskSetError as exc:
             return _err(str(exc))
         for task in taskset.tasks:
@@ -112,12 +131,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _err(f"refused: --out {out} is not empty; name a new folder")
     try:
         configs = parse_configs(args.configs)
-        source = args.taskset
-        if args.from_jsonl:
-            from horde_tui.eval.financebench import convert
-
-            source = str(convert(Path(args.taskset), out / "taskset"))
-        taskset = load_taskset(source)
+        taskset = load_taskset(_materialize(args.taskset, args.from_jsonl, out / "taskset"))
         tasks = taskset.select([t.strip() for t in args.tasks.split(",")] if args.tasks else None)
     except (EvalUsageError, TaskSetError) as exc:
         return _err(str(exc))
