@@ -202,6 +202,7 @@ def score_run(job: RunJob, work: Path) -> dict[str, Any]:
     }
     if job.task.defects:
         score = score_defects(files.findings, job.task.defects)
+        concerns = {f.id: f.concern for f in files.findings}
         result.update(
             recall=score.recall,
             precision=score.precision,
@@ -215,6 +216,7 @@ def score_run(job: RunJob, work: Path) -> dict[str, Any]:
             matches=[
                 {
                     "finding": m.finding,
+                    "concern": concerns.get(m.finding, ""),
                     "defect": m.defect,
                     "how": m.how,
                     "duplicate": m.duplicate,
