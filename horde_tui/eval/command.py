@@ -161,8 +161,9 @@ def _run_eval(args: argparse.Namespace) -> int:
         f"= {len(jobs)} run(s), model {args.model}; writing to {out}",
         flush=True,
     )
+    runner = Runner(options, lambda line: print(line, flush=True))
     try:
-        runs = Runner(options, lambda line: print(line, flush=True)).run(jobs)
+        runs = runner.run(jobs)
     finally:
         if stub is not None:
             stub.close()
@@ -184,6 +185,10 @@ def _run_eval(args: argparse.Namespace) -> int:
     write_outputs(out, data)
     print("\n" + plain(table(aggregate(runs, names)["summary"], "configuration")))
     print(f"\neval: wrote {out / 'EVAL.json'}, {out / 'EVAL.md'}, {out / 'eval.svg'}")
+    if runner.interrupted:
+        return _err(
+            f"interrupted: {len(runs)} of {len(jobs)} run(s) scored; the outputs hold them", 130
+        )
     missing = [f"{r['task']} {r['config']} #{r['repeat']}" for r in runs if not r.get("run_id")]
     if missing:
         return _err(f"{len(missing)} run(s) never started (see run.log): {', '.join(missing)}", 1)

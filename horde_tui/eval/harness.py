@@ -15,6 +15,7 @@ have up to P x N calls in flight (keep P at 1 for a provider with a tight rate l
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ from typing import Any
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.score import AnswerGrade, grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
+from horde_tui.store.paths import atomic_write_text
 
 CLEAN_STOP_GRACE_S = 180.0
 """Beyond `--max-minutes`, how long a run may take to stop clean before it is stopped."""
@@ -150,8 +152,11 @@ def _wait(proc: subprocess.Popen[bytes], deadline_s: float | None) -> None:
     proc.wait()
 
 
-def execute(job: RunJob, options: EvalOptions) -> dict[str, Any]:
-    """Copy, run, score one job; every figure of it as a JSON-able dict."""
+def execute(
+    job: RunJob, options: EvalOptions, started_run: Callable[[subprocess.Popen[bytes]], None]
+) -> dict[str, Any]:
+    """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
+    the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
     started = time.perf_counter()
     work = job.folder / "work"
     if job.folder.exists():
@@ -171,6 +176,7 @@ def execute(job: RunJob, options: EvalOptions) -> dict[str, Any]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        started_run(proc)
         _wait(proc, deadline)
     wall_s = time.perf_counter() - run_started
     scoring = time.perf_counter()
@@ -181,6 +187,7 @@ def execute(job: RunJob, options: EvalOptions) -> dict[str, Any]:
         overhead_s=round(setup_s + time.perf_counter() - scoring, 4),
         folder=str(job.folder),
     )
+    atomic_write_text(job.folder / "RESULT.json", json.dumps(result, indent=2) + "\n")
     return result
 
 
@@ -237,32 +244,68 @@ Progress = Callable[[str], None]
 
 class Runner:
     """Runs jobs configuration by configuration, up to `parallel` at a time, printing one
-    line when each run starts and one when it ends (with the spend so far)."""
+    line when each run starts and one when it ends (with the spend so far).
+
+    Ctrl-C asks every live run to stop clean (SIGINT, as Ctrl-C on `horde-tui run`) and
+    starts no more; the stopped runs are still scored. A second Ctrl-C stops them hard."""
 
     def __init__(self, options: EvalOptions, progress: Progress) -> None:
         self.options = options
         self.progress = progress
+        self.interrupted = False
         self._lock = threading.Lock()
+        self._live: dict[int, subprocess.Popen[bytes]] = {}
         self._started = 0
         self._done = 0
         self._spent = 0.0
         self._total = 0
 
     def run(self, jobs: list[RunJob]) -> list[dict[str, Any]]:
+        """The results of the runs that ran (all of them unless interrupted)."""
         self._total = len(jobs)
         results: list[dict[str, Any]] = []
         for config in self.options.configs:
             batch = [j for j in jobs if j.config == config]
             with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
-                results += list(pool.map(self._one, batch))
+                futures = [pool.submit(self._one, job) for job in batch]
+                for future in futures:
+                    while True:
+                        try:
+                            result = future.result()
+                            break
+                        except KeyboardInterrupt:
+                            self._interrupt()
+                    if result is not None:
+                        results.append(result)
         return results
 
-    def _one(self, job: RunJob) -> dict[str, Any]:
+    def _interrupt(self) -> None:
         with self._lock:
+            sig = signal.SIGTERM if self.interrupted else signal.SIGINT
+            self.interrupted = True
+            live = list(self._live.values())
+        how = "hard (SIGTERM)" if sig == signal.SIGTERM else "clean; Ctrl-C again stops hard"
+        self.progress(f"eval: interrupted: stopping {len(live)} live run(s) {how}")
+        for proc in live:
+            if proc.poll() is None:
+                proc.send_signal(sig)
+
+    def _one(self, job: RunJob) -> dict[str, Any] | None:
+        with self._lock:
+            if self.interrupted:
+                return None
             self._started += 1
             self.progress(f"eval: start {job.label} ({self._started}/{self._total})")
-        result = execute(job, self.options)
+
+        def started_run(proc: subprocess.Popen[bytes]) -> None:
+            with self._lock:
+                self._live[proc.pid] = proc
+                if self.interrupted:
+                    proc.send_signal(signal.SIGINT)
+
+        result = execute(job, self.options, started_run)
         with self._lock:
+            self._live = {pid: p for pid, p in self._live.items() if p.poll() is None}
             self._done += 1
             self._spent += result.get("cost_usd") or 0.0
             self.progress(
