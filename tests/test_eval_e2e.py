@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import wait_until
 
 from horde_tui.eval.taskset import load_taskset
 from horde_tui.stubmodel import StubThread
@@ -231,3 +233,55 @@ def test_eval_scores_single_and_horde_exactly_and_the_outputs_agree(tmp_path: Pa
     assert terminal[0].split()[:3] == ["configuration", "runs", "recall"]
     assert terminal[1].split()[:3] == ["single", "2", "0.50"]
     assert terminal[2].split()[:3] == ["horde:4", "2", "1.00"]
+
+
+def test_ctrl_c_stops_the_live_run_clean_scores_it_and_starts_no_more(tmp_path: Path) -> None:
+    """SIGINT to the eval: the live run gets a clean stop (its member sees WRAP UP on the
+    board and ends), is scored, the next task never starts, the outputs hold the one run."""
+    plan = [
+        horde("idea", text="Check store.py's queries for SQL injection"),
+        horde("claim", id="$id"),
+        finding("sql-injection", "find_user concatenates email into SQL", cite("login-lookup")),
+        {
+            "tool": "read",
+            "args": {"path": ".horde/BOARD.md"},
+            "match": ["WRAP UP"],
+            "wait_ms": 300,
+            "tries": POLL_TRIES * 4,
+        },
+        {"say": "Wrapped up."},
+    ]
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(HORDE_GATEWAY_BACKOFF_MS="20")
+    with StubThread(policy=AgentPolicy({"member-1": plan}), token="stub") as stub:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                *("-m", "horde_tui", "eval", "bundled", "--configs", "single"),
+                *("--tasks", "sql-injection,ssrf", "--model", stub.model),
+                *("--api-base", stub.api_base, "--api-key", "stub", "--out", str(out)),
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ledger = out / "runs" / "sql-injection.single.1" / "work" / ".horde" / "ledger.jsonl"
+            assert wait_until(lambda: ledger.exists() and '"F1"' in ledger.read_text(), 120)
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, stdout[-3000:] + stderr[-3000:]
+    assert "interrupted: 1 of 2 run(s) scored" in stderr
+    assert "eval: start ssrf" not in stdout
+    (run,) = json.loads((out / "EVAL.json").read_text())["runs"]
+    assert run["task"] == "sql-injection" and run["found"] == 1 and run["exit_code"] == 130
+    assert run["outcome"] == "stopped by user"
+    result = json.loads((out / "runs" / "sql-injection.single.1" / "RESULT.json").read_text())
+    assert result["found"] == 1
+    assert not (out / "runs" / "ssrf.single.1").exists()
