@@ -285,3 +285,41 @@ def test_ctrl_c_stops_the_live_run_clean_scores_it_and_starts_no_more(tmp_path: 
     result = json.loads((out / "runs" / "sql-injection.single.1" / "RESULT.json").read_text())
     assert result["found"] == 1
     assert not (out / "runs" / "ssrf.single.1").exists()
+
+
+def test_a_run_the_gateway_refuses_says_why_in_its_progress_line(tmp_path: Path) -> None:
+    """A budget on a model litellm cannot price: the run fails before any member, and the
+    eval's line for it carries the run's own one-line diagnosis."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    with StubThread(token="stub") as stub:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "horde_tui",
+                "eval",
+                "bundled",
+                "--tasks",
+                "ssrf",
+                "--configs",
+                "single",
+                "--model",
+                stub.model,
+                "--api-base",
+                stub.api_base,
+                "--api-key",
+                "stub",
+                "--max-cost-usd",
+                "1",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("eval: done ")]
+    assert "failed (" in line and "has no price for openai/stub" in line, line
+    assert not stub.stub.requests  # no member ever called the model

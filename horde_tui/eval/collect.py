@@ -33,6 +33,7 @@ class RunFiles:
     cost_usd: float | None = 0.0
     refusals: int = 0
     outcome: str | None = None
+    diagnosis: str = ""
     manifest_sha256: str | None = None
     acceptance_sha256: str | None = None
 
@@ -127,6 +128,7 @@ def read_run(workdir: Path) -> RunFiles:
         cost_usd=cost,
         refusals=refusals,
         outcome=str(ends[-1].get("outcome")) if ends else None,
+        diagnosis=str(ends[-1].get("diagnosis") or "") if ends else "",
         manifest_sha256=sha256_of(run_dir / "MANIFEST.json"),
         acceptance_sha256=sha256_of(run_dir / "ACCEPTANCE.json"),
     )

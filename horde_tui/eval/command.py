@@ -99,7 +99,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for task in taskset.tasks:
             first = task.prompt.splitlines()[0][:100]
             size = len(task.defects) if task.defects else len(task.questions)
-            unit = "defects" if task.defects else "questions"
+            unit = ("defect" if task.defects else "question") + ("" if size == 1 else "s")
             print(f"{task.name}\t{task.kind}\t{size} {unit}\t{first}")
         return 0
     if not args.taskset:

@@ -187,8 +187,19 @@ def execute(
         overhead_s=round(setup_s + time.perf_counter() - scoring, 4),
         folder=str(job.folder),
     )
+    if result["run_id"] is None:
+        result["error"] = last_line(job.folder / "run.log")
     atomic_write_text(job.folder / "RESULT.json", json.dumps(result, indent=2) + "\n")
     return result
+
+
+def last_line(path: Path) -> str:
+    """The last non-blank line of a run's log: why a run that never started did not."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")[:300]
 
 
 def score_run(job: RunJob, work: Path) -> dict[str, Any]:
@@ -200,6 +211,7 @@ def score_run(job: RunJob, work: Path) -> dict[str, Any]:
         "repeat": job.repeat,
         "run_id": files.run_id,
         "outcome": files.outcome,
+        "diagnosis": files.diagnosis,
         "tokens": files.tokens,
         "cost_usd": files.cost_usd,
         "refusals": files.refusals,
@@ -317,7 +329,12 @@ class Runner:
 
 def brief(result: dict[str, Any]) -> str:
     """One run's figures in a few words, for its progress line."""
-    parts = [f"{result.get('outcome') or 'no run'}"]
+    if result.get("run_id") is None:
+        return f"no run: {result.get('error') or 'see run.log'}"
+    outcome = result.get("outcome") or "no outcome"
+    if outcome in ("failed", "no outcome") and result.get("diagnosis"):
+        outcome += f" ({' '.join(str(result['diagnosis']).split())[:200]})"
+    parts = [outcome]
     if "recall" in result:
         parts.append(f"recall {result['found']}/{result['planted']}")
         precision = result["precision"]
