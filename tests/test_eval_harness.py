@@ -121,3 +121,45 @@ def test_eval_refuses_a_non_empty_out_folder_and_touches_nothing(tmp_path: Path)
     )
     assert done.returncode == 2 and "is not empty" in done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_material_that_cannot_be_copied_is_one_line_per_run_and_exit_1(tmp_path: Path) -> None:
+    """A socket in the material (copytree refuses special files): no run starts, the
+    eval still writes its outputs and names the run that never started."""
+    import socket
+
+    task = tmp_path / "set" / "t1"
+    (task / "material").mkdir(parents=True)
+    (task / "material" / "a.py").write_text("x = 1\n")
+    (task / "prompt.md").write_text("Review a.py")
+    (task / "truth.toml").write_text(
+        '[[defect]]\nid = "d"\nfile = "a.py"\nlines = [1, 1]\nconcern = "c"\nwords = ["x"]\n'
+    )
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(task / "material" / "s.sock"))
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "horde_tui",
+                "eval",
+                str(tmp_path / "set"),
+                "--model",
+                "m",
+                "--configs",
+                "single",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        sock.close()
+    assert done.returncode == 1, done.stderr
+    assert "no run: cannot set up the run" in done.stdout
+    assert "Traceback" not in done.stderr
+    assert "1 run(s) never started" in done.stderr
+    assert (tmp_path / "out" / "EVAL.json").exists()

@@ -148,7 +148,10 @@ def _wait(proc: subprocess.Popen[bytes], deadline_s: float | None) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-    os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended between the last wait and the kill
     proc.wait()
 
 
@@ -315,7 +318,11 @@ class Runner:
                 if self.interrupted:
                     proc.send_signal(signal.SIGINT)
 
-        result = execute(job, self.options, started_run)
+        try:
+            result = execute(job, self.options, started_run)
+        except OSError as exc:  # the material could not be copied, python not started
+            result = score_run(job, job.folder / "work")
+            result["error"] = f"cannot set up the run: {exc}"
         with self._lock:
             self._live = {pid: p for pid, p in self._live.items() if p.poll() is None}
             self._done += 1
