@@ -160,13 +160,13 @@ def execute(
 ) -> dict[str, Any]:
     """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
     the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     work = job.folder / "work"
     if job.folder.exists():
         shutil.rmtree(job.folder)
     job.folder.mkdir(parents=True)
     shutil.copytree(job.task.material, work, symlinks=True)
-    setup_s = time.perf_counter() - started
+    setup_s, setup_cpu = time.perf_counter() - started, time.thread_time() - cpu
     deadline = None if options.max_minutes is None else options.max_minutes * 60 + 60
     run_started = time.perf_counter()
     with open(job.folder / "run.log", "wb") as log:
@@ -182,12 +182,16 @@ def execute(
         started_run(proc)
         _wait(proc, deadline)
     wall_s = time.perf_counter() - run_started
-    scoring = time.perf_counter()
+    scoring, cpu = time.perf_counter(), time.thread_time()
     result = score_run(job, work)
+    score_s, score_cpu = time.perf_counter() - scoring, time.thread_time() - cpu
     result.update(
         exit_code=proc.returncode,
         wall_s=round(wall_s, 3),
-        overhead_s=round(setup_s + time.perf_counter() - scoring, 4),
+        overhead_s=round(setup_s + score_s, 4),
+        setup_s=round(setup_s, 4),
+        score_s=round(score_s, 4),
+        overhead_cpu_s=round(setup_cpu + score_cpu, 4),
         folder=str(job.folder),
     )
     if result["run_id"] is None:

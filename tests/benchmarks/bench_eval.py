@@ -7,9 +7,11 @@ issue 15), with 20 planted defects; the stub model plays one member that files
 `--findings` findings (half true, half false). `horde-tui eval TASKSET --configs single
 --repeat R` runs it as a user would, and reports:
 
-- per run: the harness's own time around the run (`overhead_s` in EVAL.json: removing
-  and creating the run folder, copying the material, then reading the ledger,
-  ACCEPTANCE.json, usage.jsonl and events.jsonl and scoring), median and max;
+- per run: the harness's own time around the run (`overhead_s` in EVAL.json: creating
+  the run folder and copying the material, `setup_s`, then reading the ledger,
+  ACCEPTANCE.json, usage.jsonl and events.jsonl and scoring, `score_s`), median and max,
+  and the CPU time of that work (`overhead_cpu_s`: on a loaded machine wall time
+  stretches with the load, CPU time does not);
 - per eval: the whole command's wall time minus the runs' own wall time, divided by the
   number of runs (interpreter start, loading and hashing the task set, writing EVAL.json,
   EVAL.md and eval.svg);
@@ -128,8 +130,13 @@ def main() -> int:
     print(f"material: {args.files} files; {len(runs)} runs; (found, findings) {sorted(found)}")
     print(
         f"harness per run (copy + score): median {statistics.median(overhead):.3f} s, "
-        f"max {max(overhead):.3f} s"
+        f"max {max(overhead):.3f} s (copy median "
+        f"{statistics.median(r['setup_s'] for r in runs):.3f} s, score median "
+        f"{statistics.median(r['score_s'] for r in runs):.3f} s)"
     )
+    cpu = [r["overhead_cpu_s"] for r in runs]
+    print(f"harness CPU per run: median {statistics.median(cpu):.3f} s, max {max(cpu):.3f} s")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"eval command beyond its runs, per run: {per_eval:.3f} s")
     print(f"the run itself: median {statistics.median(walls):.1f} s")
     # The command's time beyond its runs already holds each run's copy and scoring.
