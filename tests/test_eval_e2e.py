@@ -181,6 +181,7 @@ def test_eval_scores_single_and_horde_exactly_and_the_outputs_agree(tmp_path: Pa
     lines = done.stdout.splitlines()
     assert sum(1 for line in lines if line.startswith("eval: start ")) == 4
     assert sum(1 for line in lines if line.startswith("eval: done ")) == 4
+    assert "(4/4, spent $0.0000 + 4 unpriced run(s))" in done.stdout  # not a $0 eval
     data = json.loads((out / "EVAL.json").read_text())
     runs = {(r["task"], r["config"]): r for r in data["runs"]}
     assert set(runs) == {

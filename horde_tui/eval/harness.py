@@ -277,6 +277,7 @@ class Runner:
         self._started = 0
         self._done = 0
         self._spent = 0.0
+        self._unpriced = 0
         self._total = 0
 
     def run(self, jobs: list[RunJob]) -> list[dict[str, Any]]:
@@ -331,9 +332,13 @@ class Runner:
             self._live = {pid: p for pid, p in self._live.items() if p.poll() is None}
             self._done += 1
             self._spent += result.get("cost_usd") or 0.0
+            if result.get("cost_usd") is None and result.get("run_id"):
+                self._unpriced += 1
+            spent = f"spent ${self._spent:.4f}"
+            if self._unpriced:
+                spent += f" + {self._unpriced} unpriced run(s)"
             self.progress(
-                f"eval: done  {job.label}: {brief(result)} "
-                f"({self._done}/{self._total}, spent ${self._spent:.4f})"
+                f"eval: done  {job.label}: {brief(result)} ({self._done}/{self._total}, {spent})"
             )
         return result
 

@@ -158,7 +158,7 @@ def eval_svg(data: dict[str, Any]) -> str:
     configs = list(data["configs"])
     panels = [("recall", "Recall (mean)"), ("usd_per_true", "$ per true finding (mean)")]
     bar_w, gap, height, top, left = 48, 24, 200, 40, 20
-    panel_w = left + len(configs) * (bar_w + gap) + gap
+    panel_w = max(240, left + len(configs) * (bar_w + gap) + gap)
     width = panel_w * len(panels)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 60}" '
@@ -176,6 +176,9 @@ def eval_svg(data: dict[str, Any]) -> str:
             f'<line x1="{x0}" y1="{top + height}" x2="{x0 + panel_w - left}" '
             f'y2="{top + height}" stroke="#444"/>'
         )
+        if all(m is None for m in means):
+            note = "no figure: cost unknown or nothing found"
+            parts.append(f'<text x="{x0}" y="{top + height / 2}" fill="#666">{note}</text>')
         for i, (config, mean) in enumerate(zip(configs, means, strict=True)):
             x = x0 + gap + i * (bar_w + gap)
             h = 0 if mean is None else round(height * mean / scale, 1)
