@@ -18,21 +18,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from horde_tui.prompts import INTERRUPTED_RESULT
+from horde_tui.store.causes import MEMBER_EXIT_CAUSES
 from horde_tui.transcript import read_transcript
 
-EXIT_CAUSES = (
-    "completed",
-    "turns",
-    "model_error",
-    "no_output",
-    "killed",
-    "exit_nonzero",
-    "looping",
-)
-"""How a member session can end, as its `exit` status line names it. `turns`: stopped at
-the turn cap while it still wanted a turn (a normal end, not a failure: the parent
-neither resets it nor marks its work partial). `looping`: the model kept sending the
-same refused call after it was told to stop (a failure: the parent resets it)."""
+EXIT_CAUSES = MEMBER_EXIT_CAUSES
+"""How a member session can end, as its `exit` status line names it (`store.causes`)."""
 
 
 class StatusStream:

@@ -30,11 +30,12 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.store.causes import HANDOFF
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
-from horde_tui.supervisor.outcome import HANDOFF, RunSummary
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.run import StopState, Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.view.members import SessionStats

@@ -24,12 +24,13 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings, env_name
 from horde_tui.store import identity
+from horde_tui.store.causes import FINISHED_CAUSES, USER_RESET
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import FINISHED_CAUSES, RunSummary
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -50,8 +51,6 @@ from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
 RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "looping", "stalled"})
-USER_RESET = "reset by user"
-"""The exit cause of a session a person reset (`reset`); its `member-reset` says `user`."""
 
 
 @dataclass

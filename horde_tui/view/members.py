@@ -23,24 +23,6 @@ from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.timestamps import epoch
 from horde_tui.view.linefile import LineIndex, parse_record
 
-FAILED_CAUSES = frozenset(
-    {
-        "model_error",
-        "no_output",
-        "killed",
-        "exit_nonzero",
-        "looping",
-        "stalled",
-        "silent",
-        "budget",
-    }
-)
-"""Exit causes that count as failures (painted red, logged as errors)."""
-
-CAPPED_CAUSES = frozenset({"turns"})
-"""Exit causes of a session that ended normally but at its turn cap, so it may have left
-work undone (painted amber, logged as warnings); any other exit is done."""
-
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
 separators): such lines are counted without parsing their often large content."""
