@@ -30,6 +30,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.store import usage
 from horde_tui.store.causes import HANDOFF
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
@@ -286,12 +287,7 @@ def _count_sessions(run_dir: Path, state: Any) -> None:
         stats.close()
         state.transcripts.append(str(path))
         state.turns += stats.turns
-        state.prompt_tokens += stats.prompt_tokens
-        state.completion_tokens += stats.completion_tokens
-        if stats.cost_usd is None or state.cost_usd is None:
-            state.cost_usd = None
-        else:
-            state.cost_usd += stats.cost_usd
+        usage.fold(state, stats.prompt_tokens, stats.completion_tokens, stats.cost_usd)
 
 
 async def _restart(sup: Supervisor, point: ResumePoint) -> str:

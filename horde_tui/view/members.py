@@ -21,6 +21,7 @@ from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.timestamps import epoch
+from horde_tui.store.usage import fold_record
 from horde_tui.view.linefile import LineIndex, parse_record
 
 _TOOL_ROLE = b'"role": "tool"'
@@ -82,11 +83,7 @@ class SessionStats:
         if msg.get("role") != "assistant":
             return
         self.turns += 1
-        usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        cost = usage.get("cost_usd")
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        fold_record(self, msg.get("usage"))
         calls = msg.get("tool_calls") or []
         self.pending_tools = [
             str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor.swarm_plan import Workstream
 from horde_tui.supervisor.swarm_state import LIVE_STATES as LIVE_SWARM_STATES
 from horde_tui.supervisor.swarm_state import read_swarm_json
@@ -153,9 +154,7 @@ def swarm_files(swarm_dir: Path) -> tuple[str, ...]:
 
 def member_cost(costs: list[float | None]) -> float | None:
     """Total cost; unknown as soon as one member's is (a guess would read as a fact)."""
-    if any(c is None for c in costs):
-        return None
-    return sum(c or 0.0 for c in costs)
+    return sum_cost(costs)
 
 
 @dataclass(frozen=True)
