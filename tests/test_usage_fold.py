@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from horde_tui.member.session import load_conversation
-from horde_tui.store.usage import Usage, fold_record, sum_cost
+from horde_tui.store.usage import fold_record, sum_cost
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.summary import total_cost
 from horde_tui.view.members import SessionStats
@@ -22,12 +22,14 @@ UNPRICED = {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": None}
 
 
 def test_a_usage_total_turns_unknown_after_one_unpriced_call_and_stays_so() -> None:
-    total = Usage()
+    total = MemberState("member-1", "member")
     fold_record(total, PRICED)
-    assert (total.tokens, total.cost_usd) == (120, 0.5)
+    assert (total.prompt_tokens + total.completion_tokens, total.cost_usd) == (120, 0.5)
     fold_record(total, UNPRICED)
     fold_record(total, PRICED)
-    assert (total.tokens, total.cost_usd) == (252, None)
+    assert (total.prompt_tokens + total.completion_tokens, total.cost_usd) == (252, None)
+    fold_record(total, "not a record")  # counts as an unpriced call with no tokens
+    assert (total.prompt_tokens, total.cost_usd) == (210, None)
 
 
 def test_a_costs_sum_is_unknown_once_one_is() -> None:

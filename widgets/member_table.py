@@ -57,7 +57,6 @@ Cell = tuple[str, str]
 """A cell as drawn: its text (unpadded) and its component class ("" for the row's)."""
 
 
-
 @dataclass(frozen=True)
 class MemberRow:
     """What one table row shows, as plain values; the table formats them."""

@@ -9,7 +9,6 @@ unknown (`None`) for good once any call was unpriced.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -53,16 +52,3 @@ def fold_record(total: UsageTotal, usage: Any, cost_key: str = "cost_usd") -> No
         int(record.get("completion_tokens") or 0),
         record.get(cost_key),
     )
-
-
-@dataclass
-class Usage:
-    """A running usage total of its own."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens

@@ -25,7 +25,6 @@ OUTCOMES = (
 )
 
 
-
 @dataclass
 class RunSummary:
     run_id: str
