@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from horde_tui.store.ledgers.common import Fold, indented, one_line, stamp
-from horde_tui.store.model import Post, RunInfo
+from horde_tui.store.model import Post, RunHeading
 
 if TYPE_CHECKING:
     from horde_tui.store.state import LedgerState
@@ -32,7 +32,7 @@ def _post(state: LedgerState, rec: dict[str, Any]) -> None:
 
 def _run_start(state: LedgerState, rec: dict[str, Any]) -> None:
     if rec["run"] not in state.runs:
-        state.runs[rec["run"]] = RunInfo(
+        state.runs[rec["run"]] = RunHeading(
             rec["run"], rec.get("task_sha256", ""), rec["seq"], rec["ts"]
         )
 
@@ -40,7 +40,7 @@ def _run_start(state: LedgerState, rec: dict[str, Any]) -> None:
 OPS: dict[str, Fold] = {"board.post": _post, "run.start": _run_start}
 
 
-def run_heading(info: RunInfo) -> str:
+def run_heading(info: RunHeading) -> str:
     """`## Run <id>` citing TASK.md by sha256, shared by BOARD.md and FINDINGS.md."""
     sha = info.task_sha256 or "unknown"
     return f"## Run {info.id}\n\nTASK.md sha256 `{sha}` · started {stamp(info.ts)}\n"
