@@ -23,11 +23,20 @@ from typing import Any
 
 from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
-from horde_tui.supervisor import controls
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import (
+    live_file,
+    live_swarm,
+    read_swarm_json,
+    run_ids,
+    runs_by_state,
+    supervisor_pid,
+    swarm_ids,
+    swarms_by_state,
+)
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
-from horde_tui.supervisor.swarm_state import live_swarm, read_swarm_json, swarms_by_state
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (
@@ -191,7 +200,7 @@ def check_launch(
                 f"{problem}, or run with --sandbox auto",
             )
         )
-    states = controls.runs_by_state(horde_dir)
+    states = runs_by_state(horde_dir)
     if states.get("active"):
         live = states["active"][-1]
         refuse(
@@ -299,7 +308,7 @@ def _host_pid(run_dir: Path) -> int | None:
     """The process that has taken a run (its live marker) or a swarm (its SWARM.json)."""
     if run_dir.parent.name == "swarms":
         return (read_swarm_json(run_dir) or {}).get("parent_pid")
-    return controls.supervisor_pid(run_dir)
+    return supervisor_pid(run_dir)
 
 
 def start_detached(
@@ -310,9 +319,9 @@ def start_detached(
     `run_dir` (a resume) once the new process has marked it.
 
     Blocks up to `DETACH_WAIT_S`: the app calls it from a thread worker."""
-    runs, swarms = horde_dir / "runs", horde_dir / "swarms"
-    before = {p.name for p in runs.iterdir()} if runs.is_dir() else set()
-    swarms_before = {p.name for p in swarms.iterdir()} if swarms.is_dir() else set()
+    paths = HordePaths(horde_dir)
+    runs, swarms = paths.runs, paths.swarms
+    before, swarms_before = set(run_ids(horde_dir)), set(swarm_ids(horde_dir))
     horde_dir.mkdir(parents=True, exist_ok=True)
     log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
     with open(log, "ab") as out:
@@ -333,7 +342,7 @@ def start_detached(
             fresh = (
                 sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
             )
-            live = [p for p in fresh if controls.live_file(p).is_file()]
+            live = [p for p in fresh if live_file(p).is_file()]
             if swarms.is_dir():  # a swarm is under way once its SWARM.json is written
                 live += sorted(
                     p

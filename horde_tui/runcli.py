@@ -25,8 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import (
+    existing_run,
+    existing_swarm,
+    find_run,
+    horde_run_dirs,
+    live_swarm,
+    read_swarm_json,
+    run_state,
+    runs_by_state,
+)
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.swarm_state import horde_run_dirs, live_swarm, read_swarm_json
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
@@ -208,8 +218,7 @@ def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None
     from horde_tui.launch import start_detached
 
     argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
-    swarm_dir = horde_dir / "swarms" / run
-    taken = swarm_dir if swarm_dir.is_dir() else horde_dir / "runs" / run
+    taken = existing_swarm(horde_dir, run) or HordePaths(horde_dir).run_dir(run)
     return start_detached(argv, horde_dir, taken, env)
 
 
@@ -226,9 +235,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 "supervisor is gone); `resume [target]` resumes paused members"
             )
         return cmd_control(args)
-    if (horde_dir / "swarms" / run).is_dir():
+    if existing_swarm(horde_dir, run) is not None:
         return _resume_swarm(args, horde_dir, run)
-    if not (horde_dir / "runs" / run).is_dir():
+    if existing_run(horde_dir, run) is None:
         return _err(
             f"no run or swarm named {run} in {horde_dir} (nor a member target); "
             "`horde-tui app` lists them",
@@ -359,20 +368,6 @@ def postmortems(sup: Any) -> list[tuple[str, Path, str]]:
     return out
 
 
-def find_run(
-    horde_dir: Path, run: str | None, states: tuple[str, ...] = ("active",)
-) -> Path | None:
-    if run:
-        path = horde_dir / "runs" / run
-        if path.is_dir():
-            return path
-        # A swarm's horde run (`<swarm>-h2`) lives in its horde's own directory.
-        return next(iter(sorted(horde_dir.glob(f"swarms/*/h[1-4]/runs/{run}"))), None)
-    by_state = controls.runs_by_state(horde_dir)
-    candidates = [r for s in states for r in by_state.get(s, [])]
-    return horde_dir / "runs" / candidates[-1] if candidates else None
-
-
 def cmd_control(args: argparse.Namespace) -> int:
     horde_dir = _horde_dir()
     words = list(args.words)
@@ -388,8 +383,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     if swarm is not None:
         return _control_swarm(args, swarm, target, postmortem)
     run_dir = find_run(horde_dir, args.run)
-    if run_dir is None or controls.run_state(run_dir) != "active":
-        states = controls.runs_by_state(horde_dir)
+    if run_dir is None or run_state(run_dir) != "active":
+        states = runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
         if args.control == "status":
             print(f"no run is live in {horde_dir} (runs: {listing})")
@@ -430,7 +425,7 @@ def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmorte
         work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
         for n, sub in routed.items():
             name, run_dir = f"h{n}", runs.get(f"h{n}")
-            state = controls.run_state(run_dir) if run_dir else "not started"
+            state = run_state(run_dir) if run_dir else "not started"
             answer = _ask(run_dir, args, sub, False) if state == "active" and run_dir else None
             print(f"\n{name}: {work.get(name) or '(not partitioned yet)'}")
             print(answer["text"] if answer else f"  {state}")
@@ -438,7 +433,7 @@ def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmorte
     code, unreached = 0, []
     for n, sub in routed.items():
         name, run_dir = f"h{n}", runs.get(f"h{n}")
-        if run_dir is not None and controls.run_state(run_dir) == "active":
+        if run_dir is not None and run_state(run_dir) == "active":
             answer = _ask(run_dir, args, sub, postmortem)
             text = answer["text"] if answer else "its supervisor did not answer within 15 s"
             code = code or (0 if answer and answer["ok"] else 1)
@@ -446,7 +441,7 @@ def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmorte
         elif run_dir is None and args.control.startswith("stop") and sub == "all":
             unreached.append(name)
         else:
-            state = controls.run_state(run_dir) if run_dir else "not started"
+            state = run_state(run_dir) if run_dir else "not started"
             print(f"{name}: nothing to {args.control} ({state})")
     if unreached:
         answer = _ask(swarm, args, ",".join(unreached), postmortem)
@@ -466,7 +461,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         return _err(
             f"no interrupted run {'named ' + args.run if args.run else 'found'} in {horde_dir}", 1
         )
-    state = controls.run_state(run_dir)
+    state = run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
     summary = finalize_from_disk(run_dir.parent.parent, run_dir.name)

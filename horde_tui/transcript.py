@@ -7,11 +7,12 @@ interesting exactly when its member died badly.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from horde_tui.store.jsonl import NOT_OBJECT, parse_line
 
 
 @dataclass
@@ -26,16 +27,14 @@ def read_transcript(path: Path) -> Iterator[TranscriptEntry | str]:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except ValueError:
+            value, error = parse_line(line)
+            if error == NOT_OBJECT:
+                yield f"line {number}: {NOT_OBJECT}"
+            elif error:
                 torn = "" if line.endswith("\n") else " (torn last line)"
                 yield f"line {number}: not valid JSON{torn}"
-                continue
-            if isinstance(value, dict):
-                yield TranscriptEntry(number, value)
             else:
-                yield f"line {number}: not a JSON object"
+                yield TranscriptEntry(number, value)
 
 
 def message_text(message: dict[str, Any]) -> str:

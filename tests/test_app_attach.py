@@ -28,6 +28,7 @@ from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
@@ -139,7 +140,7 @@ async def test_quitting_an_attached_live_run_leaves_it_going(live_run: RunDir) -
         await pilot.press("enter")  # Detach is focused: quit, the run goes on
     assert time.monotonic() - started < 5, "quit does not wait for the unanswered request"
     assert app.return_value == 0
-    assert controls.run_state(live_run.path) == "active"
+    assert run_state(live_run.path) == "active"
     assert [r.action for _, r in controls.pending_requests(live_run.path)] == ["pause"]
 
 
@@ -178,11 +179,11 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
         )
         assert started.returncode == 0, started.stdout + started.stderr
         run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-        pid = controls.supervisor_pid(run_dir)
+        pid = supervisor_pid(run_dir)
         try:
             assert f"run {run_dir.name} started" in started.stdout
             assert f"horde-tui attach {run_dir.name}" in started.stdout
-            assert controls.run_state(run_dir) == "active"
+            assert run_state(run_dir) == "active"
             assert list((tmp_path / ".horde").glob("detached-*.log"))
             events = run_dir / "events.jsonl"
             spawned = _wait(lambda: '"member-spawn"' in events.read_text(), 30)
@@ -207,13 +208,13 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
                 await pilot.press("enter")  # Detach
             assert app.return_value == 0
-            assert controls.run_state(run_dir) == "active", "quitting left the run going"
+            assert run_state(run_dir) == "active", "quitting left the run going"
             stopped = _cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert _wait(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
-            assert _wait(lambda: controls.run_state(run_dir) == "finished", 10)
+            assert _wait(lambda: run_state(run_dir) == "finished", 10)
         finally:
-            if pid is not None and controls.run_state(run_dir) == "active":
+            if pid is not None and run_state(run_dir) == "active":
                 os.killpg(pid, signal.SIGKILL)
     log = next((tmp_path / ".horde").glob("detached-*.log")).read_text()
     assert "[run-start]" in log, json.dumps(log[-2000:])

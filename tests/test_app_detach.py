@@ -23,9 +23,9 @@ from textual.widgets import Button
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.source import AttachedRun
+from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
@@ -63,18 +63,18 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
             assert app.return_value == 0
             assert app.handed_off is not None, "the app quit without handing the run off"
             assert f"horde-tui attach {run_dir.name}" in app.handed_off
-            pid = controls.supervisor_pid(run_dir)
+            pid = supervisor_pid(run_dir)
             assert pid is not None and pid != os.getpid()
-            assert controls.run_state(run_dir) == "active", "the run goes on after the app"
+            assert run_state(run_dir) == "active", "the run goes on after the app"
             source = AttachedRun(run_dir)
             source.poll()
             assert source.live and sorted(source.members) == ["member-1", "member-2"]
             source.close()
             assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 180), "no report"
-            assert wait_until(lambda: controls.run_state(run_dir) == "finished", 30)
+            assert wait_until(lambda: run_state(run_dir) == "finished", 30)
         finally:
-            if controls.run_state(run_dir) == "active" and (
-                live := controls.supervisor_pid(run_dir)
+            if run_state(run_dir) == "active" and (
+                live := supervisor_pid(run_dir)
             ):
                 os.killpg(live, signal.SIGKILL)
 

@@ -29,6 +29,7 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.settings import THINKING_LEVELS
+from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
@@ -259,7 +260,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         run_dir = app.sup.run_dir
         assert app.title == f"run {run_dir.name}"
         await wait_for(pilot, lambda: app.sup.members["member-1"].status == "running", 60)
-        assert controls.run_state(run_dir) == "active"
+        assert run_state(run_dir) == "active"
         await pilot.press("escape")  # back to the list; the run goes on in the app
         await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
         assert app.live
@@ -275,7 +276,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         await wait_for(pilot, lambda: not app.is_running, 60)
     assert app.return_value == 130
     assert (run_dir / "REPORT.md").is_file()
-    assert controls.run_state(run_dir) == "finished"
+    assert run_state(run_dir) == "finished"
 
 
 async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
@@ -301,14 +302,14 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
             assert not detach.disabled and detach.has_focus
             await pilot.press("enter")
             await wait_for(pilot, lambda: not app.is_running)
-        assert controls.run_state(run_dir) == "active", "detaching left the run going"
-        assert controls.supervisor_pid(run_dir) != os.getpid()
+        assert run_state(run_dir) == "active", "detaching left the run going"
+        assert supervisor_pid(run_dir) != os.getpid()
         stopped = _cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert _wait(lambda: controls.run_state(run_dir) == "finished", 60), "no report"
+        assert _wait(lambda: run_state(run_dir) == "finished", 60), "no report"
     finally:
-        pid = controls.supervisor_pid(run_dir) if run_dir else None
-        if pid is not None and controls.run_state(run_dir) == "active":  # type: ignore[arg-type]
+        pid = supervisor_pid(run_dir) if run_dir else None
+        if pid is not None and run_state(run_dir) == "active":  # type: ignore[arg-type]
             os.killpg(pid, signal.SIGKILL)
 
 

@@ -18,9 +18,9 @@ from polling import wait_until
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
 
 from horde_tui.launch import RunOptions, detached_argv, detached_env
+from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.supervisor import controls
 
 
 def proc_file(pid: int, name: str) -> bytes:
@@ -64,7 +64,7 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
         )
         assert started.returncode == 0, started.stdout + started.stderr
         run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-        pid = controls.supervisor_pid(run_dir)
+        pid = supervisor_pid(run_dir)
         assert pid is not None
         try:
             key = secret.encode()
@@ -87,9 +87,9 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
             ), "the gateway never called the model with the key"
         finally:
             stopped = _cli(tmp_path, "stop-hard")
-            if stopped.returncode != 0 and controls.run_state(run_dir) == "active":
+            if stopped.returncode != 0 and run_state(run_dir) == "active":
                 os.killpg(pid, signal.SIGKILL)
-            wait_until(lambda: controls.run_state(run_dir) != "active", 30)
+            wait_until(lambda: run_state(run_dir) != "active", 30)
 
 
 def test_the_detached_command_line_leaves_the_key_to_the_environment() -> None:

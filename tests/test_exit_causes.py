@@ -1,9 +1,11 @@
 """Every exit cause means the same thing everywhere: the table, the event log, the report
-and the supervisor's reset rule.
+and the supervisor's reset rule, all read from `store.causes`.
 
 `turns` (a session stopped at its turn cap while it still wanted a turn, as repair
 attempts are) is a normal end: painted as capped, logged as a warning, never reset,
-never marked partial.
+never marked partial. `stopped by user` is an abnormal end for the report (the
+reference lists it among them: `partial` after work) but not the member's failure:
+painted capped, logged as a warning.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import pytest
 
 from horde_tui.member.session import EXIT_CAUSES
 from horde_tui.runcli import print_event
+from horde_tui.store import causes
+from horde_tui.store.causes import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.run import RESET_CAUSES
 from horde_tui.supervisor.summary import end_label, is_partial
@@ -31,6 +34,16 @@ EXPECTED = {
     "looping": ("failed", "error", True, True),
 }
 
+SUPERVISOR_EXPECTED = {
+    # causes the supervisor records for a member (the member never names them)
+    "stalled": ("failed", "error", True, True),
+    "silent": ("failed", "error", True, False),
+    "stopped by user": ("capped", "warn", True, False),
+    "reset by user": ("done", "info", False, False),
+    "handoff": ("done", "info", False, False),
+}
+ALL_EXPECTED = EXPECTED | SUPERVISOR_EXPECTED
+
 
 def test_every_member_exit_cause_is_mapped():
     assert set(EXPECTED) == set(EXIT_CAUSES)
@@ -38,9 +51,16 @@ def test_every_member_exit_cause_is_mapped():
     assert not FINISHED_CAUSES & (ABNORMAL_CAUSES | RESET_CAUSES)
 
 
-@pytest.mark.parametrize("cause", EXIT_CAUSES)
+def test_the_table_names_every_cause_any_place_classifies():
+    assert set(ALL_EXPECTED) == set(causes.CAUSES)
+    assert set(EXIT_CAUSES) <= set(causes.CAUSES)
+
+
+@pytest.mark.parametrize("cause", sorted(ALL_EXPECTED))
 def test_a_cause_maps_the_same_in_table_log_report_and_resets(cause: str):
-    table, level, partial, reset = EXPECTED[cause]
+    """Every place that classifies an exit cause: the member table's colour, the event
+    log's level, the report's partial marker and the reset rule."""
+    table, level, partial, reset = ALL_EXPECTED[cause]
     member = MemberState("member-2", "member", turns=3, exit_cause=cause, status="exited")
 
     record = {"type": "lifecycle", "kind": "member-exit", "member": "member-2", "cause": cause}

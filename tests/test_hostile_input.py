@@ -253,7 +253,7 @@ def test_gateway_number_typo_is_usage_at_start(tmp_path: Path, name: str, value:
 
 def test_a_hand_edited_pid_file_or_variable_is_no_pid(tmp_path: Path) -> None:
     """`.live` and HORDE_PARENT_PID hold a pid; '²' there used to crash `status`."""
-    from horde_tui.supervisor.controls import live_file, supervisor_pid
+    from horde_tui.store.runs import live_file, supervisor_pid
     from horde_tui.watchdog import parent_pid_from_env
 
     live_file(tmp_path).write_text("²\n")

@@ -25,11 +25,11 @@ from test_view_run import RunDir
 
 from horde_tui import prompts
 from horde_tui.cli import main
+from horde_tui.store.runs import run_state
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.stubmodel.script import Step
-from horde_tui.supervisor import controls
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
@@ -116,7 +116,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
             if proc.poll() is None:
                 proc.kill()
         run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-        assert controls.run_state(run_dir) == "interrupted"
+        assert run_state(run_dir) == "interrupted"
         before = len(stub.stub.requests)
         resumed = subprocess.run(
             [sys.executable, "-m", "horde_tui", "resume", run_dir.name, "--headless"],
@@ -164,7 +164,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
     report = (run_dir / "REPORT.md").read_text()
     assert "- Resumed: " in report
     assert "# Run " in report and ": finished" in report.splitlines()[0]
-    assert controls.run_state(run_dir) == "finished"
+    assert run_state(run_dir) == "finished"
     for member in ("member-1", "member-2"):
         assert len(list((run_dir / "sessions" / member).glob("*.jsonl"))) == 1
 

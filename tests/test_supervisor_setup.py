@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from horde_tui.settings import load_settings
+from horde_tui.store.runs import mark_live, runs_by_state, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import (
@@ -137,25 +138,23 @@ def test_counts() -> None:
 def test_run_states_from_disk(tmp_path: Path) -> None:
     import os
 
-    from horde_tui.supervisor import controls
-
     horde = tmp_path / ".horde"
     HordeStore(horde, "user").ensure_run("manual")
     request = RunRequest("p", 1)
     settings = load_settings(environ={})
     live = write_run_files(horde, "r-live", request, settings, assign_roles(request))
-    controls.mark_live(live)
+    mark_live(live)
     dead = write_run_files(horde, "r-dead", request, settings, assign_roles(request))
     (dead / ".live").write_text("999999999\n")
     done = write_run_files(horde, "r-done", request, settings, assign_roles(request))
     (done / "REPORT.md").write_text("# Report\n")
-    assert controls.runs_by_state(horde) == {
+    assert runs_by_state(horde) == {
         "manual": ["manual"],
         "active": ["r-live"],
         "interrupted": ["r-dead"],
         "finished": ["r-done"],
     }
-    assert controls.supervisor_pid(live) == os.getpid()
+    assert supervisor_pid(live) == os.getpid()
 
 
 def test_the_retry_after_cap_from_the_config_file_reaches_the_gateway(tmp_path: Path) -> None:

@@ -28,8 +28,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from horde_tui.store.causes import STATUS_CLASSES as STATUS_CLASSES
+from horde_tui.store.causes import status_class
 from horde_tui.view.cells import cell_len, clip, pad
-from horde_tui.view.members import CAPPED_CAUSES, FAILED_CAUSES
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("name", "member", 9),
@@ -55,18 +56,6 @@ MOVE = Binding.Group("member table")
 Cell = tuple[str, str]
 """A cell as drawn: its text (unpadded) and its component class ("" for the row's)."""
 
-STATUS_CLASSES = ("running", "paused", "waiting", "done", "capped", "failed")
-"""Every state `status_class` returns: the CSS classes a repaint must clear."""
-
-STATUS_CLASS = {
-    "running": "running",
-    "paused": "paused",
-    "stopped": "paused",
-    "pending": "waiting",
-    "starting": "waiting",
-    "waiting": "waiting",
-}
-
 
 @dataclass(frozen=True)
 class MemberRow:
@@ -86,15 +75,6 @@ class MemberRow:
     """None means the provider did not say what a call cost: shown as `unknown`."""
     resets: int = 0
     exit_cause: str | None = None
-
-
-def status_class(status: str, exit_cause: str | None) -> str:
-    """The state a status is painted as: running, paused, waiting, done, capped or failed."""
-    if status == "exited":
-        if exit_cause in FAILED_CAUSES:
-            return "failed"
-        return "capped" if exit_cause in CAPPED_CAUSES else "done"
-    return STATUS_CLASS.get(status, "waiting")
 
 
 def format_elapsed(seconds: float | None) -> str:

@@ -65,7 +65,7 @@ class MemberConfig:
 
     @property
     def run_dir(self) -> Path:
-        return self.horde_dir / "runs" / self.run
+        return HordePaths(self.horde_dir).run_dir(self.run)
 
     @property
     def heartbeat(self) -> Path:

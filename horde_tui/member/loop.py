@@ -44,6 +44,7 @@ from horde_tui.store import inbox, notices
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
+from horde_tui.store.usage import fold as usage_fold
 
 SUMMARY_CHARS = 120
 
@@ -261,12 +262,7 @@ class MemberLoop:
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         cost = usage.get("horde_cost_usd")
-        self.state.prompt_tokens += prompt
-        self.state.completion_tokens += completion
-        if cost is None or self.state.cost_usd is None:
-            self.state.cost_usd = None  # one unpriced call makes the session's cost unknown
-        else:
-            self.state.cost_usd += float(cost)
+        usage_fold(self.state, prompt, completion, cost)
         self.status.emit(
             "usage",
             prompt_tokens=prompt,

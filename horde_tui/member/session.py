@@ -18,21 +18,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from horde_tui.prompts import INTERRUPTED_RESULT
+from horde_tui.store.causes import MEMBER_EXIT_CAUSES
+from horde_tui.store.usage import fold_record
 from horde_tui.transcript import read_transcript
 
-EXIT_CAUSES = (
-    "completed",
-    "turns",
-    "model_error",
-    "no_output",
-    "killed",
-    "exit_nonzero",
-    "looping",
-)
-"""How a member session can end, as its `exit` status line names it. `turns`: stopped at
-the turn cap while it still wanted a turn (a normal end, not a failure: the parent
-neither resets it nor marks its work partial). `looping`: the model kept sending the
-same refused call after it was told to stop (a failure: the parent resets it)."""
+EXIT_CAUSES = MEMBER_EXIT_CAUSES
+"""How a member session can end, as its `exit` status line names it (`store.causes`)."""
 
 
 class StatusStream:
@@ -142,11 +133,7 @@ def load_conversation(path: Path) -> Conversation:
 
 def _count_answer(conv: Conversation, record: dict[str, Any]) -> None:
     conv.turns += 1
-    usage = record.get("usage") if isinstance(record.get("usage"), dict) else {}
-    conv.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-    conv.completion_tokens += int(usage.get("completion_tokens") or 0)
-    cost = usage.get("cost_usd")
-    conv.cost_usd = None if cost is None or conv.cost_usd is None else conv.cost_usd + cost
+    fold_record(conv, record.get("usage"))
     calls = record.get("tool_calls") or []
     conv.unanswered = [
         (str(c.get("id")), str((c.get("function") or {}).get("name") or "?"))

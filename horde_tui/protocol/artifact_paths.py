@@ -45,7 +45,7 @@ def artifact_source(paths: HordePaths, run: str, raw: str) -> ArtifactSource:
     """Resolve `raw` (see the module docstring) or refuse naming the rule."""
     workdir = Path(os.path.realpath(paths.workdir))
     horde = Path(os.path.realpath(paths.root))
-    folder = horde / "runs" / run / "artifacts"
+    folder = HordePaths(horde).artifacts(run)
     candidate = Path(os.path.expanduser(raw.strip()))
     resolved = Path(os.path.realpath(candidate if candidate.is_absolute() else workdir / candidate))
     if not _inside(resolved, workdir):

@@ -22,7 +22,8 @@ from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.runs import RunsScreen
-from horde_tui.supervisor import controls
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import run_ids, run_state
 from horde_tui.view.run import RunsIndex
 
 
@@ -40,13 +41,9 @@ class NewestRun:
 
 def newest_run(horde_dir: Path) -> NewestRun | None:
     """The newest supervised run (run ids start with a timestamp, so names sort by age)."""
-    runs = horde_dir / "runs"
-    try:
-        names = sorted(p.name for p in runs.iterdir() if p.is_dir())
-    except OSError:
-        return None
-    for name in reversed(names):
-        state = controls.run_state(runs / name)
+    runs = HordePaths(horde_dir).runs
+    for name in reversed(run_ids(horde_dir)):
+        state = run_state(runs / name)
         if state not in ("manual", "not started"):
             return NewestRun(runs / name, state)
     return None

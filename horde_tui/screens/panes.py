@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from horde_tui.screens.entry import EntryScreen
+from horde_tui.store.runs import READING_ORDER
 from horde_tui.supervisor.graph import MAX_NODES
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
@@ -30,20 +31,6 @@ from horde_tui.widgets.event_log import EventLog
 from horde_tui.widgets.ledger_table import LEDGER_KEYS, LedgerTable
 from horde_tui.widgets.status_line import StatusLine
 from horde_tui.widgets.swimlane import Swimlane
-
-RUN_DOCUMENTS = (
-    "REPORT.md",
-    "DELIVERABLE.md",
-    "POSTMORTEM.md",
-    "SUMMARY.md",
-    "ANSWER.md",
-    "ACCEPTANCE.md",
-    "GRAPH.md",
-    "TASK.md",
-    "PLAN.md",
-    "SYSTEM.md",
-)
-"""The run's documents, most useful first; any other *.md in the run follows by name."""
 
 MAX_MARKDOWN_BYTES = 2_000_000
 """Beyond this a projection is shown cut, with a note: the Markdown widget slows down."""
@@ -116,7 +103,7 @@ class FilesPane(Horizontal):
             present = {p.name for p in self.run_dir.glob("*.md") if p.is_file()}
         except OSError:
             return []
-        known = [name for name in RUN_DOCUMENTS if name in present]
+        known = [name for name in READING_ORDER if name in present]
         return known + sorted(present - set(known))
 
     async def reload_if_changed(self) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from horde_tui.store.ledgers.findings import classify
+from horde_tui.store.ledgers.findings import classify, current_reviews, owner_and_revision
 from horde_tui.store.ledgers.threads import open_blockers, threads_about
 from horde_tui.store.model import Review
 
@@ -91,25 +91,6 @@ def required_support(state: LedgerState, target: str) -> frozenset[str]:
     if art is None:
         return FINDING_SUPPORT
     return RUNNABLE_SUPPORT if art.kind == "runnable" else DOCUMENT_SUPPORT
-
-
-def current_reviews(state: LedgerState, target: str) -> list[Review]:
-    """Reviews of the target's current revision by anyone but its owner, in ledger order."""
-    owner, revision = owner_and_revision(state, target)
-    return [
-        r
-        for rid in state.reviews_by_target.get(target, [])
-        if (r := state.reviews[rid]).revision == revision and r.by != owner
-    ]
-
-
-def owner_and_revision(state: LedgerState, target: str) -> tuple[str, int]:
-    """Owner and current revision of an F# or A# (KeyError for anything else)."""
-    if target in state.findings:
-        f = state.findings[target]
-        return f.by, f.revision
-    art = state.artifacts[target]
-    return art.by, art.revision
 
 
 def is_qualifying(state: LedgerState, target: str, review: Review) -> bool:

@@ -36,6 +36,9 @@ from horde_tui.store.paths import write_file
 
 MORE = "more"
 """Set on each record of a multi-record append except the last: the append goes on."""
+_MORE_MARK = b'"more":true'
+NOT_OBJECT = "not a JSON object"
+"""How `encode_records` writes the marker: lines without it are not parsed to look."""
 
 _BLOCK = 4096
 # At most 18 digits: more is no seq or id this store handed out, and int() refuses
@@ -83,12 +86,29 @@ def _numbers_in(raw: bytes) -> tuple[int, dict[str, int]]:
     return seq, ids
 
 
-def _parse(line: bytes) -> tuple[Any, str]:
+def parse_line(line: bytes | str) -> tuple[Any, str]:
+    """One complete line as a JSON object, or why it is not one (the decoder's words).
+
+    Every reader of a JSON-lines file parses through here (`inputs.loads`: a line nested
+    past the parser's depth is one corrupt line, not a RecursionError)."""
     try:
         value = loads(line)
     except ValueError as exc:
         return None, str(exc)
-    return value, "" if isinstance(value, dict) else "not a JSON object"
+    return value, "" if isinstance(value, dict) else NOT_OBJECT
+
+
+def parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """One line as a record for a viewer, or None and a one-line reason why it is not
+    one; the `more` marker of a multi-record append is dropped (as `read_new` does)."""
+    if not raw.strip():
+        return None, "blank line"
+    value, error = parse_line(raw)
+    if error:
+        return None, error if error == NOT_OBJECT else f"not valid JSON ({error})"
+    if value.get(MORE) is True:
+        del value[MORE]
+    return value, ""
 
 
 @dataclass
@@ -135,7 +155,7 @@ class JsonlTail:
             if skimmed is not None:
                 pending.append(skimmed)
             elif line:
-                value, error = _parse(line)
+                value, error = parse_line(line)
                 if error:
                     seq, ids = _numbers_in(line)
                     self.corrupt.append(CorruptLine(line_no, self.offset + start, error, seq, ids))
@@ -163,11 +183,11 @@ def _newline_before(fd: int, pos: int) -> int:
     return -1
 
 
-def _continues(line: bytes) -> bool:
+def continues(line: bytes) -> bool:
     """True for a record marked `more`: its transaction was not finished."""
-    if b'"more":true' not in line:
+    if _MORE_MARK not in line:
         return False
-    value, error = _parse(line)
+    value, error = parse_line(line)
     return not error and value.get(MORE) is True
 
 
@@ -232,7 +252,7 @@ def repair_torn_tail(path: Path) -> TailRepair:
         if os.read(fd, 1) != b"\n":
             start = _newline_before(fd, size) + 1
             os.lseek(fd, start, os.SEEK_SET)
-            value, error = _parse(os.read(fd, size - start).strip())
+            value, error = parse_line(os.read(fd, size - start).strip())
             if not error and value.get(MORE) is not True:
                 os.lseek(fd, size, os.SEEK_SET)
                 os.write(fd, b"\n")
@@ -243,7 +263,7 @@ def repair_torn_tail(path: Path) -> TailRepair:
         while keep_to > 0:
             start = _newline_before(fd, keep_to - 1) + 1
             os.lseek(fd, start, os.SEEK_SET)
-            if not _continues(os.read(fd, keep_to - start)):
+            if not continues(os.read(fd, keep_to - start)):
                 break
             keep_to, repair.lines = start, repair.lines + 1
         if keep_to < size:

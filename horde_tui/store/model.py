@@ -206,7 +206,7 @@ class Proposal:
 
 
 @dataclass
-class RunInfo:
+class RunHeading:
     """A `## Run <id>` heading: where a run's board posts and findings start."""
 
     id: str

@@ -24,7 +24,7 @@ from horde_tui.store.model import (
     Proposal,
     Resource,
     Review,
-    RunInfo,
+    RunHeading,
     Thread,
 )
 from horde_tui.store.projection import EntrySource, Projections
@@ -55,7 +55,7 @@ class LedgerTables:
     posts: list[Post] = field(default_factory=list)
     reviews: dict[str, Review] = field(default_factory=dict)
     reviews_by_target: dict[str, list[str]] = field(default_factory=dict)
-    runs: dict[str, RunInfo] = field(default_factory=dict)
+    runs: dict[str, RunHeading] = field(default_factory=dict)
     proposals: dict[str, list[Proposal]] = field(default_factory=dict)
     resource_by_name: dict[str, str] = field(default_factory=dict)
     threads: dict[str, Thread] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from horde_tui.protocol.actions.collab_reads import (
     review_line,
     thread_line,
 )
+from horde_tui.store import runs
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.paths import LEDGER_FILES, atomic_write_text
 from horde_tui.store.state import LedgerState
@@ -60,7 +61,7 @@ def _scored(state: LedgerState, item: dict[str, Any]) -> dict[str, Any]:
 
 def freeze(horde_dir: Path, state: LedgerState, run: str) -> dict[str, int]:
     """Write the frozen acceptance files and the snapshot; return counts by label."""
-    run_dir = horde_dir / "runs" / run
+    run_dir = runs.run_dir(horde_dir, run)
     items = acceptance_all(state, run)
     scored = [_scored(state, a.as_json()) for a in items]
     atomic_write_text(run_dir / "ACCEPTANCE.json", json.dumps(scored, indent=2) + "\n")

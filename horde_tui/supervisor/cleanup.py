@@ -98,7 +98,7 @@ def run_from_disk(
     get to (none twice), under the run's own settings as MANIFEST.json recorded them."""
     done = results(events)
     horde_dir = parent.paths.root
-    run_dir = horde_dir / "runs" / run_id
+    run_dir = parent.paths.run_dir(run_id)
     mode = resolve_sandbox(str(config.get("sandbox") or "auto"))[0]
     names = tuple(str(n) for n in config.get("sandbox_env") or ())
     policy = SandboxPolicy(mode, config.get("sandbox_network") is not False, names)

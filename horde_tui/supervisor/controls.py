@@ -3,24 +3,20 @@
 `horde-tui stop-clean member-3` (in any shell) writes `control/req-<id>.json`; the live
 supervisor picks it up within half a second, acts, and answers in `control/resp-<id>.json`.
 Files, not sockets: nothing to bind, it works over SSH, and a person can see what was
-asked. A run is *live* while `runs/<id>/.live` names a supervisor pid that exists; a
-`.live` whose pid is gone marks an interrupted run.
+asked. Which run is live (its `.live` marker) is `store.runs`'s to say.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.inputs import loads, whole_number
-from horde_tui.store.identity import clear_processes
+from horde_tui.inputs import loads
 from horde_tui.store.paths import atomic_write_text
-from horde_tui.watchdog import pid_alive
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
 
@@ -32,51 +28,6 @@ class ControlRequest:
     target: str = "all"
     grace_s: float | None = None
     postmortem: bool = False
-
-
-def live_file(run_dir: Path) -> Path:
-    return run_dir / ".live"
-
-
-def mark_live(run_dir: Path) -> None:
-    atomic_write_text(live_file(run_dir), f"{os.getpid()}\n")
-
-
-def clear_live(run_dir: Path) -> None:
-    live_file(run_dir).unlink(missing_ok=True)
-    clear_processes(run_dir)  # the run's names are no longer reserved (store.identity)
-
-
-def supervisor_pid(run_dir: Path) -> int | None:
-    try:
-        raw = live_file(run_dir).read_text().strip()
-    except OSError:
-        return None
-    return whole_number(raw)
-
-
-def run_state(run_dir: Path) -> str:
-    """`active`, `interrupted`, `finished`, `manual` (entries written with `horde-tui
-    tool`, no supervisor) or `not started` (no TASK.md)."""
-    if not (run_dir / "TASK.md").exists():
-        return "not started"
-    if not (run_dir / "MANIFEST.json").exists():
-        return "manual"
-    pid = supervisor_pid(run_dir)
-    if pid is not None:
-        return "active" if pid_alive(pid) else "interrupted"
-    return "finished" if (run_dir / "REPORT.md").exists() else "interrupted"
-
-
-def runs_by_state(horde_dir: Path) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    runs = horde_dir / "runs"
-    if not runs.is_dir():
-        return out
-    for run_dir in sorted(runs.iterdir()):
-        if run_dir.is_dir():
-            out.setdefault(run_state(run_dir), []).append(run_dir.name)
-    return out
 
 
 def submit(run_dir: Path, request: ControlRequest) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from horde_tui import prompts
+from horde_tui.store import runs
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
@@ -36,7 +37,7 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     from horde_tui.supervisor import graph, report
     from horde_tui.supervisor import summary as summary_md
 
-    run_dir = horde_dir / "runs" / summary.run_id
+    run_dir = runs.run_dir(horde_dir, summary.run_id)
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
     workdir = HordePaths(horde_dir).workdir
     events = read_events(run_dir)

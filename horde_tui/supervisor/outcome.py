@@ -24,21 +24,6 @@ OUTCOMES = (
     "interrupted",
 )
 
-ABNORMAL_CAUSES = frozenset(
-    {"model_error", "no_output", "killed", "exit_nonzero", "looping", "stopped by user"}
-)
-
-HANDOFF = "handoff"
-"""The end the supervisor records for a session it stopped to hand the run to another
-process (`Supervisor.handoff`): `horde-tui resume` carries the same session on, so it is
-neither a failure nor a finish: no reset, no `partial` marker."""
-
-FINISHED_CAUSES = frozenset({"completed", "turns"})
-"""A session that ended on its own: it stopped calling tools (`completed`), or it was
-stopped at its turn cap while it still wanted a turn (`turns`, a repair attempt's cap).
-Neither is a failure: no reset, no `partial` marker; a verifier still owing reviews and
-an --until-stop member go on as after `completed`."""
-
 
 @dataclass
 class RunSummary:

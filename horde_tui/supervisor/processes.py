@@ -21,6 +21,7 @@ from typing import Any
 
 from horde_tui.inputs import loads
 from horde_tui.reaper import end_session
+from horde_tui.store.usage import fold_record
 
 STREAM_LIMIT = 4 * 1024 * 1024
 """Bytes per status line; asyncio's 64 KiB default breaks on long final messages."""
@@ -87,10 +88,7 @@ class MemberState:
                 self.first_output = now
                 self.first_turn = FirstTurn.of(event)
             self.last_output = now
-            self.prompt_tokens += int(event.get("prompt_tokens") or 0)
-            self.completion_tokens += int(event.get("completion_tokens") or 0)
-            cost = event.get("cost_usd")
-            self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+            fold_record(self, event)
         elif kind == "tool-start":
             self.current_tool = str(event.get("tool", ""))
             self.tool_summary = str(event.get("summary", ""))

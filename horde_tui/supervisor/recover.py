@@ -14,9 +14,11 @@ import json
 import time
 from pathlib import Path
 
+from horde_tui.store import runs
+from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import acceptance_freeze, cleanup, controls, lifecycle
+from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
@@ -58,10 +60,10 @@ def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
 
 
 def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
-    run_dir = horde_dir / "runs" / run_id
+    run_dir = runs.run_dir(horde_dir, run_id)
     manifest = json.loads((run_dir / "MANIFEST.json").read_text())
     events = read_events(run_dir)
-    pid = controls.supervisor_pid(run_dir)
+    pid = supervisor_pid(run_dir)
     starts = [_parse_ts(e.get("ts")) for e in events if e.get("kind") == "run-start"]
     summary = RunSummary(
         run_id=run_id,
@@ -97,5 +99,5 @@ def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
         },
     )
     write_reports(horde_dir, summary, parent.state)
-    controls.clear_live(run_dir)
+    clear_live(run_dir)
     return summary

@@ -138,7 +138,7 @@ def _members(state: LedgerState, summary: RunSummary) -> str:
 
 
 def _coverage_of(state: LedgerState, f: Finding) -> str:
-    reviews = current_reviews(state, f)
+    reviews = current_reviews(state, f.id)
     detail = ", ".join(f"{r.id} {r.verdict} by {r.by}" for r in reviews)
     note = f" (delta of {f.delta_of})" if f.delta_of else ""
     return f"{f.id} {classify(state, f)}" + (f" [{detail}]" if detail else "") + note

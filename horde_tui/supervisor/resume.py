@@ -30,11 +30,13 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.store import runs, usage
+from horde_tui.store.causes import HANDOFF
+from horde_tui.store.runs import clear_live, run_state, supervisor_pid
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
-from horde_tui.supervisor.outcome import HANDOFF, RunSummary
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.run import StopState, Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.view.members import SessionStats
@@ -92,8 +94,8 @@ def check_resumable(run_dir: Path) -> None:
             f"refused: {run_dir} is not a run a supervisor started (no MANIFEST.json); "
             "`horde-tui app` lists the runs"
         )
-    if controls.run_state(run_dir) == "active":
-        pid = controls.supervisor_pid(run_dir)
+    if run_state(run_dir) == "active":
+        pid = supervisor_pid(run_dir)
         raise ResumeRefused(
             f"refused: run {run} is live (supervisor pid {pid}); only a run whose "
             f"supervisor is gone can be resumed; watch it with `horde-tui attach {run}`"
@@ -110,7 +112,7 @@ def load_resume(
     horde_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
 ) -> ResumePoint:
     """Read a resumable run's request, settings and lifecycle position from disk."""
-    run_dir = horde_dir / "runs" / run_id
+    run_dir = runs.run_dir(horde_dir, run_id)
     check_resumable(run_dir)
     try:
         manifest = json.loads((run_dir / "MANIFEST.json").read_text(encoding="utf-8"))
@@ -285,12 +287,7 @@ def _count_sessions(run_dir: Path, state: Any) -> None:
         stats.close()
         state.transcripts.append(str(path))
         state.turns += stats.turns
-        state.prompt_tokens += stats.prompt_tokens
-        state.completion_tokens += stats.completion_tokens
-        if stats.cost_usd is None or state.cost_usd is None:
-            state.cost_usd = None
-        else:
-            state.cost_usd += stats.cost_usd
+        usage.fold(state, stats.prompt_tokens, stats.completion_tokens, stats.cost_usd)
 
 
 async def _restart(sup: Supervisor, point: ResumePoint) -> str:
@@ -426,4 +423,4 @@ async def release_for_handoff(sup: Supervisor) -> None:
         await sup._on_exit_final(name, code)
     await sup.stop_gateway()
     sup.emit("run-handoff", members=at_work)
-    controls.clear_live(sup.run_dir)
+    clear_live(sup.run_dir)

@@ -24,12 +24,14 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings, env_name
 from horde_tui.store import identity
+from horde_tui.store.causes import FINISHED_CAUSES, USER_RESET
 from horde_tui.store.ledgers.findings import pending_reviews
+from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, lifecycle, repair, reviews, watch
+from horde_tui.supervisor import lifecycle, repair, reviews, watch
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import FINISHED_CAUSES, RunSummary
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -50,8 +52,6 @@ from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
 RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "looping", "stalled"})
-USER_RESET = "reset by user"
-"""The exit cause of a session a person reset (`reset`); its `member-reset` says `user`."""
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Supervisor:
         self.sink = sink or (lambda event: None)
         self.run_id = run_id or new_run_id()
         self.horde = horde
-        self.run_dir = self.horde_dir / "runs" / self.run_id
+        self.run_dir = run_dir(self.horde_dir, self.run_id)
         self.specs: list[MemberSpec] = assign_roles(request)
         self.members: dict[str, MemberState] = {
             s.name: MemberState(s.name, s.role, s.layers) for s in self.specs
@@ -173,7 +173,7 @@ class Supervisor:
         report. The phases run as their own task so that `handoff` can end them without
         finalizing; anything else that ends them (an error, this coroutine cancelled)
         still finalizes, so a report is written."""
-        controls.mark_live(self.run_dir)
+        mark_live(self.run_dir)
         identity.record_processes(self.run_dir, self.member_procs)
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
@@ -191,7 +191,7 @@ class Supervisor:
                 await release_for_handoff(self)
             else:
                 summary = await self._finalize()
-            controls.clear_live(self.run_dir)
+            clear_live(self.run_dir)
         return summary
 
     async def _through_repair(self, start: Callable[[], Awaitable[str]]) -> None:

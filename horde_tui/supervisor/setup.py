@@ -20,6 +20,7 @@ from typing import Any
 
 from horde_tui import __version__, prompts
 from horde_tui.settings import Settings
+from horde_tui.store import runs
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
@@ -139,7 +140,7 @@ def write_run_files(
     specs: list[MemberSpec],
 ) -> Path:
     """Create the run directory and its documents; return the run directory."""
-    run_dir = horde_dir / "runs" / run_id
+    run_dir = runs.run_dir(horde_dir, run_id)
     (run_dir / "control").mkdir(parents=True, exist_ok=True)
     (run_dir / "sessions").mkdir(exist_ok=True)
     atomic_write_text(run_dir / "TASK.md", task_text(request, settings, specs))

@@ -14,11 +14,13 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
+from horde_tui.store.causes import ABNORMAL_CAUSES
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.ledgers.findings import classify
 from horde_tui.store.model import Entity, Finding, Post
 from horde_tui.store.state import LedgerState
-from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, RunSummary
+from horde_tui.store.usage import sum_cost
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 
 DEMO_MODEL = "demo model (scripted, not a real LLM)"
@@ -134,9 +136,7 @@ def end_label(member: MemberState) -> str:
 
 def total_cost(members: list[MemberState]) -> float | None:
     """Sum of member costs; unknown as soon as one member's cost is unknown."""
-    if any(m.cost_usd is None for m in members):
-        return None
-    return sum(m.cost_usd or 0.0 for m in members)
+    return sum_cost(m.cost_usd for m in members)
 
 
 def member_table(members: list[MemberState]) -> list[str]:

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import runs
+from horde_tui.store.runs import SWARM_LIVE_STATES, read_swarm_json, swarm_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
@@ -35,7 +37,6 @@ from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import CONFIG, SwarmSummary, SwarmSupervisor
 from horde_tui.supervisor.swarm_plan import Workstream
-from horde_tui.supervisor.swarm_state import LIVE_STATES, read_swarm_json, swarm_state
 
 
 def check_swarm_resumable(swarm_dir: Path) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def check_swarm_resumable(swarm_dir: Path) -> dict[str, Any]:
     if data is None:
         raise ResumeRefused(f"refused: {swarm_dir} has no readable SWARM.json; not a swarm")
     state = swarm_state(data)
-    if state in LIVE_STATES:
+    if state in SWARM_LIVE_STATES:
         raise ResumeRefused(
             f"refused: swarm {swarm} is live (host pid {data.get('parent_pid')}); only a "
             "swarm whose host is gone can be resumed; watch it with `horde-tui status`"
@@ -63,7 +64,7 @@ def load_swarm(
 ) -> ResumedSwarm:
     """A supervisor for an interrupted swarm, every started horde's position read."""
     horde_dir = workdir / ".horde"
-    swarm_dir = horde_dir / "swarms" / swarm_id
+    swarm_dir = runs.swarm_dir(horde_dir, swarm_id)
     data = check_swarm_resumable(swarm_dir)
     try:
         recorded = json.loads((swarm_dir / CONFIG).read_text(encoding="utf-8"))

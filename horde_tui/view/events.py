@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.causes import exit_level
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.view.linefile import BATCH, LineIndex, parse_record
-from horde_tui.view.members import CAPPED_CAUSES, FAILED_CAUSES
 
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'
@@ -456,9 +456,7 @@ def _level(record: dict[str, Any]) -> str:
         kind = str(record.get("kind", ""))
         if kind == "member-exit":
             cause = record.get("cause")
-            if cause in FAILED_CAUSES:
-                return "error"
-            return "warn" if cause in CAPPED_CAUSES else "info"
+            return exit_level(cause if isinstance(cause, str) else None)
         return LEVELS.get(kind, "info")
     return "info"
 

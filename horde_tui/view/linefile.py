@@ -6,7 +6,7 @@ The read side of a log viewer for files that only grow (toolong's design): an
 appended, never the file's length. A line is read with one `os.pread` of exactly its
 bytes, so showing line 180,000 costs the same as showing line 3.
 
-What counts as a line mirrors `horde_tui.store.jsonl`: a last line without its newline
+What counts as a line is `horde_tui.store.jsonl`'s rule (`continues`, `parse_record`): a last line without its newline
 is a write in progress (or a crash) and stays invisible until it completes, and the
 records of a multi-record append still marked `"more": true` at the end of the file
 wait for the record that completes their transaction. A file that shrank or was
@@ -16,7 +16,6 @@ replaced (another inode at the path) is indexed again from the start, and
 
 from __future__ import annotations
 
-import json
 import os
 from array import array
 from collections import OrderedDict
@@ -25,7 +24,7 @@ from operator import add
 from pathlib import Path
 from typing import Any
 
-from horde_tui.store.jsonl import MORE
+from horde_tui.store.jsonl import continues, parse_record
 
 BATCH = 2048
 """Lines a reader walking many of them takes per `raw_lines` call (one `pread` each), so
@@ -36,33 +35,6 @@ batches) each first pass over a long file left the allocator's heap fragmented, 
 app's peak RSS grew with the file (26 MB above its imports at 20,000 events, 53 MB at
 200,000, attached to a bench run); at 256 KB and 2048 lines, 13 and 30 MB, where the
 indexes themselves hold ~36 bytes per event."""
-_MORE_MARK = b'"more":true'
-
-
-def parse_record(raw: bytes) -> tuple[dict[str, Any] | None, str]:
-    """One line as a JSON object, or None and a one-line reason why it is not one."""
-    if not raw.strip():
-        return None, "blank line"
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return None, f"not valid JSON ({exc})"
-    if not isinstance(value, dict):
-        return None, "not a JSON object"
-    if value.get(MORE) is True:
-        del value[MORE]
-    return value, ""
-
-
-def _continues(raw: bytes) -> bool:
-    """True for a record of an append whose last record has not been written yet."""
-    if _MORE_MARK not in raw:
-        return False
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and value.get(MORE) is True
 
 
 class LineIndex:
@@ -164,7 +136,7 @@ class LineIndex:
             # The last chunk's lines are still in memory: check those without a read.
             while len(self._starts) > before:
                 last = parts.pop() if parts else self.raw_line(len(self._starts) - 1)
-                if not _continues(last):
+                if not continues(last):
                     break
                 self._end = self._starts.pop()
         return len(self._starts) - before

@@ -21,25 +21,8 @@ from typing import Any
 
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.timestamps import epoch
+from horde_tui.store.usage import fold_record
 from horde_tui.view.linefile import LineIndex, parse_record
-
-FAILED_CAUSES = frozenset(
-    {
-        "model_error",
-        "no_output",
-        "killed",
-        "exit_nonzero",
-        "looping",
-        "stalled",
-        "silent",
-        "budget",
-    }
-)
-"""Exit causes that count as failures (painted red, logged as errors)."""
-
-CAPPED_CAUSES = frozenset({"turns"})
-"""Exit causes of a session that ended normally but at its turn cap, so it may have left
-work undone (painted amber, logged as warnings); any other exit is done."""
 
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
@@ -100,13 +83,7 @@ class SessionStats:
         if msg.get("role") != "assistant":
             return
         self.turns += 1
-        usage = msg.get("usage")
-        if not isinstance(usage, dict):
-            usage = {}
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-        cost = usage.get("cost_usd")
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        fold_record(self, msg.get("usage"))
         calls = msg.get("tool_calls") or []
         self.pending_tools = [
             str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)

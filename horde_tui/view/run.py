@@ -5,7 +5,7 @@ history): everything comes from the run directory. The lifecycle events in
 `events.jsonl` are tailed from the last offset; only lines that say
 `"type":"lifecycle"` are parsed, so tool traffic costs a substring test per line.
 
-Run states are `controls.run_state`'s (`active`, `interrupted`, `finished`, `manual`,
+Run states are `store.runs.run_state`'s (`active`, `interrupted`, `finished`, `manual`,
 `not started`) plus `finalizing`: a live run whose events show `phase-start finalize`
 and no `run-end` yet, which is what the reference's index calls it.
 """
@@ -18,24 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import controls
 from horde_tui.view.linefile import BATCH, LineIndex, parse_record
 from horde_tui.view.members import MemberRow, MemberTable
 
-RUN_DOCUMENTS = (
-    "TASK",
-    "PLAN",
-    "REPORT",
-    "SUMMARY",
-    "DELIVERABLE",
-    "POSTMORTEM",
-    "ANSWER",
-    "ACCEPTANCE",
-    "GRAPH",
-)
-"""Run documents the files list offers, in this order, as `NAME.md` (ACCEPTANCE also
-as `.json`)."""
 LIVE_STATES = frozenset({"active", "finalizing"})
 _LIFECYCLE = b'"type":"lifecycle"'
 
@@ -52,17 +40,6 @@ def task_prompt(task_md: str) -> tuple[str, str]:
         body.append(line)
     text = "\n".join(body).strip()
     return (text.splitlines()[0].strip() if text else ""), text
-
-
-def run_files(run_dir: Path) -> tuple[Path, ...]:
-    """The run documents present, in `RUN_DOCUMENTS` order."""
-    out = []
-    for name in RUN_DOCUMENTS:
-        for suffix in (".md", ".json") if name == "ACCEPTANCE" else (".md",):
-            path = run_dir / f"{name}{suffix}"
-            if path.is_file():
-                out.append(path)
-    return tuple(out)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -189,8 +166,8 @@ class RunLifecycle:
 
 
 def state_of(run_dir: Path, life: RunLifecycle) -> str:
-    """`controls.run_state`, with `finalizing` for a live run past `phase-start finalize`."""
-    state = controls.run_state(run_dir)
+    """`store.runs.run_state`, with `finalizing` for a live run past `phase-start finalize`."""
+    state = run_state(run_dir)
     if state == "active" and life.finalizing:
         return "finalizing"
     return state
@@ -284,14 +261,6 @@ class RunRow:
         return str(self.members or "-")
 
 
-def subfolders(folder: Path) -> list[str]:
-    """Names of the folders in `folder`, sorted; none when it does not exist (yet)."""
-    try:
-        return sorted(e.name for e in os.scandir(folder) if e.is_dir())
-    except OSError:
-        return []
-
-
 @dataclass
 class _Tracked:
     life: RunLifecycle
@@ -309,7 +278,7 @@ class RunsIndex:
     """
 
     def __init__(self, horde_dir: Path) -> None:
-        self.runs_dir = Path(horde_dir) / "runs"
+        self.runs_dir = HordePaths(Path(horde_dir)).runs
         self._runs: dict[str, _Tracked] = {}
         self._rows: list[RunRow] = []
 

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import SWARM_LIVE_STATES as LIVE_SWARM_STATES
+from horde_tui.store.runs import read_swarm_json, subfolders
+from horde_tui.store.runs import swarm_state as shown_state
+from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor.swarm_plan import Workstream
-from horde_tui.supervisor.swarm_state import LIVE_STATES as LIVE_SWARM_STATES
-from horde_tui.supervisor.swarm_state import read_swarm_json
-from horde_tui.supervisor.swarm_state import swarm_state as shown_state
 from horde_tui.view.ledgers import LedgerView
-from horde_tui.view.run import RunRow, RunsIndex, RunView, subfolders
+from horde_tui.view.run import RunRow, RunsIndex, RunView
 
 SWARM_DOCUMENTS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
 """The swarm's own documents, in the order the swarm screen offers them."""
@@ -143,7 +145,7 @@ def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
 
 
 def swarm_state(info: SwarmInfo) -> str:
-    """The state to show, by the supervisor's own rule (`supervisor.swarm_state`): as
+    """The state to show, by the store's rule (`store.runs.swarm_state`): as
     written, or `interrupted` when its host process is gone."""
     return shown_state({"state": info.state, "parent_pid": info.parent_pid})
 
@@ -155,9 +157,7 @@ def swarm_files(swarm_dir: Path) -> tuple[str, ...]:
 
 def member_cost(costs: list[float | None]) -> float | None:
     """Total cost; unknown as soon as one member's is (a guess would read as a fact)."""
-    if any(c is None for c in costs):
-        return None
-    return sum(c or 0.0 for c in costs)
+    return sum_cost(costs)
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ class RunsAndSwarms(RunsIndex):
 
     def __init__(self, horde_dir: Path) -> None:
         super().__init__(horde_dir)
-        self.swarms_dir = Path(horde_dir) / "swarms"
+        self.swarms_dir = HordePaths(Path(horde_dir)).swarms
         self._swarms: dict[str, _TrackedSwarm] = {}
         self._all: list[RunRow] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from horde_tui.store.ledgers.common import indented, one_line, stamp
-from horde_tui.store.model import Post, RunInfo
+from horde_tui.store.model import Post, RunHeading
 from horde_tui.store.tables import Fold, LedgerTables
 
 HEADER = (
@@ -30,7 +30,7 @@ def _post(state: LedgerTables, rec: dict[str, Any]) -> None:
 
 def _run_start(state: LedgerTables, rec: dict[str, Any]) -> None:
     if rec["run"] not in state.runs:
-        state.runs[rec["run"]] = RunInfo(
+        state.runs[rec["run"]] = RunHeading(
             rec["run"], rec.get("task_sha256", ""), rec["seq"], rec["ts"]
         )
 
@@ -38,7 +38,7 @@ def _run_start(state: LedgerTables, rec: dict[str, Any]) -> None:
 OPS: dict[str, Fold] = {"board.post": _post, "run.start": _run_start}
 
 
-def run_heading(info: RunInfo) -> str:
+def run_heading(info: RunHeading) -> str:
     """`## Run <id>` citing TASK.md by sha256, shared by BOARD.md and FINDINGS.md."""
     sha = info.task_sha256 or "unknown"
     return f"## Run {info.id}\n\nTASK.md sha256 `{sha}` · started {stamp(info.ts)}\n"

@@ -137,20 +137,30 @@ OPS: dict[str, Fold] = {
 }
 
 
-def current_reviews(state: LedgerTables, f: Finding) -> list[Review]:
-    """Reviews of the finding's current revision by members other than its reporter."""
+def current_reviews(state: LedgerTables, target: str) -> list[Review]:
+    """Reviews of an F# or A#'s current revision by anyone but its owner, in ledger order."""
+    owner, revision = owner_and_revision(state, target)
     return [
         r
-        for rid in state.reviews_by_target.get(f.id, [])
-        if (r := state.reviews[rid]).revision == f.revision and r.by != f.by
+        for rid in state.reviews_by_target.get(target, [])
+        if (r := state.reviews[rid]).revision == revision and r.by != owner
     ]
+
+
+def owner_and_revision(state: LedgerTables, target: str) -> tuple[str, int]:
+    """Owner and current revision of an F# or A# (KeyError for anything else)."""
+    if target in state.findings:
+        f = state.findings[target]
+        return f.by, f.revision
+    art = state.artifacts[target]
+    return art.by, art.revision
 
 
 def classify(state: LedgerTables, f: Finding) -> Classification:
     """The review status of the finding's current revision (see the reference)."""
     if f.superseded_by:
         return "superseded"
-    reviews = current_reviews(state, f)
+    reviews = current_reviews(state, f.id)
     if any(r.verdict == "refutes" for r in reviews):
         return "disputed"
     if any(r.verdict == "supports" and not r.unchecked.strip() for r in reviews):
@@ -170,7 +180,7 @@ def pending_reviews(state: LedgerTables, reviewer: str, run: str) -> list[str]:
     for f in state.findings.values():
         if f.run != run or f.by == reviewer or f.superseded_by:
             continue
-        if not any(r.by == reviewer for r in current_reviews(state, f)):
+        if not any(r.by == reviewer for r in current_reviews(state, f.id)):
             pending.append(f.id)
     return pending
 

@@ -1,0 +1,127 @@
+"""The on-disk contract of runs and swarms, read one way (`store.runs`): the listing,
+the lookup by name, each state from the live marker or SWARM.json with real pids, and
+the run documents."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from horde_tui.store import runs
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _run(horde: Path, run_id: str, *files: str, pid: int | None = None) -> Path:
+    path = horde / "runs" / run_id
+    path.mkdir(parents=True)
+    for name in files:
+        (path / name).write_text("x\n")
+    if pid is not None:
+        (path / ".live").write_text(f"{pid}\n")
+    return path
+
+
+def _swarm(horde: Path, swarm_id: str, state: str, pid: int | None) -> Path:
+    path = horde / "swarms" / swarm_id
+    path.mkdir(parents=True)
+    data = {"state": state, "parent_pid": pid, "runs": {"h1": f"h1/runs/{swarm_id}-h1"}}
+    (path / "SWARM.json").write_text(json.dumps(data))
+    (path / "h1" / "runs" / f"{swarm_id}-h1").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    """One run in every state, a stray file, and two swarms (one live, one orphaned)."""
+    h = tmp_path / ".horde"
+    _run(h, "20260101-000000-aaaa")  # no TASK.md
+    _run(h, "20260101-000001-bbbb", "TASK.md")  # `horde-tui tool` entries only
+    _run(h, "20260101-000002-cccc", "TASK.md", "MANIFEST.json", "REPORT.md")
+    _run(h, "20260101-000003-dddd", "TASK.md", "MANIFEST.json", pid=_dead_pid())
+    _run(h, "20260101-000004-eeee", "TASK.md", "MANIFEST.json", pid=os.getpid())
+    _run(h, "20260101-000005-ffff", "TASK.md", "MANIFEST.json", pid=os.getpid())
+    (h / "runs" / "notes.txt").write_text("not a run\n")
+    _swarm(h, "20260101-000006-swa1", "active", os.getpid())
+    _swarm(h, "20260101-000007-swa2", "active", _dead_pid())
+    return h
+
+
+def test_runs_are_listed_oldest_first_by_state_from_the_live_marker(horde: Path) -> None:
+    assert runs.run_ids(horde) == [f"20260101-00000{i}-{c * 4}" for i, c in enumerate("abcdef")]
+    assert runs.runs_by_state(horde) == {
+        "not started": ["20260101-000000-aaaa"],
+        "manual": ["20260101-000001-bbbb"],
+        "finished": ["20260101-000002-cccc"],
+        "interrupted": ["20260101-000003-dddd"],
+        "active": ["20260101-000004-eeee", "20260101-000005-ffff"],
+    }
+    assert set(runs.runs_by_state(horde)) <= set(runs.RUN_STATES)
+
+
+def test_the_live_marker_names_this_process_until_cleared(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path, "20260101-000000-aaaa", "TASK.md", "MANIFEST.json")
+    assert runs.supervisor_pid(run_dir) is None
+    runs.mark_live(run_dir)
+    assert (runs.supervisor_pid(run_dir), runs.run_state(run_dir)) == (os.getpid(), "active")
+    runs.clear_live(run_dir)
+    assert (runs.supervisor_pid(run_dir), runs.run_state(run_dir)) == (None, "interrupted")
+
+
+def test_a_run_is_found_by_name_in_a_swarm_or_as_the_newest_live_one(horde: Path) -> None:
+    assert runs.find_run(horde, "20260101-000002-cccc") == horde / "runs" / "20260101-000002-cccc"
+    horde_run = horde / "swarms/20260101-000006-swa1/h1/runs/20260101-000006-swa1-h1"
+    assert runs.find_run(horde, "20260101-000006-swa1-h1") == horde_run
+    assert runs.find_run(horde, None) == horde / "runs" / "20260101-000005-ffff"
+    assert runs.find_run(horde, None, ("interrupted",)) == horde / "runs/20260101-000003-dddd"
+    assert runs.find_run(horde, "20991231-000000-zzzz") is None
+    assert runs.find_run(horde, "../runs") is None  # never a path outside runs/
+    assert runs.find_run(horde / "absent", None) is None
+
+
+def test_a_swarm_state_is_its_swarm_json_unless_its_host_is_gone(horde: Path) -> None:
+    assert runs.swarm_ids(horde) == ["20260101-000006-swa1", "20260101-000007-swa2"]
+    assert runs.swarms_by_state(horde) == {
+        "active": ["20260101-000006-swa1"],
+        "interrupted": ["20260101-000007-swa2"],
+    }
+    live = runs.live_swarm(horde)
+    assert live == horde / "swarms" / "20260101-000006-swa1"
+    data = runs.read_swarm_json(live)
+    assert data is not None
+    assert runs.horde_run_dirs(live, data) == {"h1": live / "h1/runs/20260101-000006-swa1-h1"}
+    runs.write_swarm_json(live, {**data, "state": "finished"})
+    assert runs.live_swarm(horde) is None
+    (live / "SWARM.json").write_text('{"state": "act')  # torn: a swarm being created
+    assert runs.read_swarm_json(live) is None
+
+
+def test_a_bad_id_is_refused_before_it_becomes_a_path(tmp_path: Path) -> None:
+    assert runs.run_dir(tmp_path, "20260101-000000-aaaa") == tmp_path / "runs/20260101-000000-aaaa"
+    for bad in ("..", "a/b", ""):
+        with pytest.raises(ValueError, match="invalid run id"):
+            runs.run_dir(tmp_path, bad)
+        with pytest.raises(ValueError, match="invalid swarm id"):
+            runs.swarm_dir(tmp_path, bad)
+
+
+def test_run_documents_are_one_list_read_by_the_runs_list_and_the_files_pane(
+    tmp_path: Path,
+) -> None:
+    from horde_tui.screens import panes
+    from horde_tui.view import run as view_run
+
+    run_dir = _run(tmp_path, "r", "GRAPH.md", "ACCEPTANCE.json", "SYSTEM.md", "TASK.md", "x.md")
+    assert [p.name for p in runs.run_files(run_dir)] == ["TASK.md", "ACCEPTANCE.json", "GRAPH.md"]
+    assert view_run.run_files is runs.run_files
+    assert set(runs.READING_ORDER) == set(runs.RUN_DOCUMENTS)
+    assert panes.FilesPane(run_dir).documents() == ["GRAPH.md", "TASK.md", "SYSTEM.md", "x.md"]
