@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from horde_tui.hosting import print_event
 from horde_tui.member.session import EXIT_CAUSES
-from horde_tui.runcli import print_event
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
 from horde_tui.supervisor.processes import MemberState
