@@ -35,10 +35,10 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
+from horde_tui.view.source import AttachedRun
 from horde_tui.view.swarm import RunsAndSwarms
 from horde_tui.watching import AttachedPoll, FileWatch
 

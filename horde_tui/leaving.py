@@ -19,9 +19,9 @@ from horde_tui.launch import HandoffFailed, hand_off
 from horde_tui.quitting import Leaving, QuitState, QuitStep, quit_step
 from horde_tui.screens.modals import ChoiceScreen, quit_screen
 from horde_tui.screens.run import RunScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
 from horde_tui.tui_bridge import HostedRun
+from horde_tui.view.source import AttachedRun
 
 
 class QuitHost(Protocol):

@@ -18,9 +18,9 @@ from textual.app import App
 
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.view.coalesce import Coalescer, watch_dir
+from horde_tui.view.source import AttachedRun
 from widgets.event_log import BACKLOG_BYTES
 
 WAKE_RATE = 3.0

@@ -18,7 +18,7 @@ from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, horde_
 from horde_tui.screens.member import reset_applies
 
 if TYPE_CHECKING:
-    from horde_tui.screens.source import RunSource
+    from horde_tui.view.source import RunSource
     from horde_tui.view.swarm import HordeLine, SwarmView
 
 

@@ -45,10 +45,10 @@ from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import STOPPABLE_STATUSES, STOPS, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
-from horde_tui.screens.source import AttachedRun
 from horde_tui.tui_bridge import HordeControls
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
+from horde_tui.view.source import AttachedRun
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from widgets.member_table import clip, format_cost
 from widgets.status_line import StatusLine
