@@ -108,10 +108,9 @@ class HordeApp(App[int]):
         horde_dir: Path | None = None,
         config: AppConfig | None = None,
         attach: Path | None = None,
-        swarm: tuple[RunRequest, Settings, int] | HostedSwarm | None = None,
+        swarm: HostedSwarm | None = None,
     ) -> None:
-        """`swarm`: a swarm supervisor to host (`horde-tui run H/M`, `resume SWARM`), or
-        the (request, settings, hordes) of a checked `H/M` launch to build it from."""
+        """`swarm`: a swarm supervisor to host (`horde-tui run H/M`, `resume SWARM`)."""
         super().__init__()
         self.sup = supervisor
         self.config = config = config or AppConfig()
@@ -165,10 +164,7 @@ class HordeApp(App[int]):
     def on_mount(self) -> None:
         if self.config.watch_files:
             self.files.start()
-        swarm = self._first[1]
-        if isinstance(swarm, tuple):  # over the first screen, once it has mounted
-            self.call_after_refresh(self.start_swarm, *swarm)
-        elif swarm is not None:
+        if (swarm := self._first[1]) is not None:  # over the first screen, once mounted
             self.call_after_refresh(self.host_swarm, swarm)
         if self.sup is not None:
             self._start_hosting()
