@@ -25,6 +25,7 @@ from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
+    existing_swarm,
     live_file,
     live_swarm,
     read_swarm_json,
@@ -364,3 +365,51 @@ def start_detached(
         log,
         error=f"the detached run did not go live within {DETACH_WAIT_S:g} s; see {log}",
     )
+
+
+def watch_lines(run: str) -> str:
+    """How to watch and stop a run that goes on in the background."""
+    return (
+        f"watch it: horde-tui attach {run}   (or horde-tui status)\n"
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+    )
+
+
+def swarm_watch_lines(swarm: str, hordes: int) -> str:
+    """How to watch and stop a swarm that goes on in the background."""
+    attach = "   ".join(f"horde-tui attach {swarm}-h{n}" for n in range(1, hordes + 1))
+    return (
+        "watch it: horde-tui status   (one block per horde)\n"
+        f"a horde:  {attach}\n"
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+    )
+
+
+def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> DetachedStart:
+    """Start `horde-tui resume RUN --headless` (a run or a swarm) as its own session (as
+    `run --detach` starts a run) and wait until it has taken it."""
+    argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
+    taken = existing_swarm(horde_dir, run) or HordePaths(horde_dir).run_dir(run)
+    return start_detached(argv, horde_dir, taken, env)
+
+
+def hand_off(horde_dir: Path, what: str, run: str, api_key: str | None, watch: str) -> str:
+    """After the app's supervisor let go of a run or swarm (`what`), start the detached
+    resume that carries it on and return what to tell the shell; `HandoffFailed` says
+    why none took it. Blocks until the new process has it: the app calls it in a thread."""
+    env = dict(os.environ)
+    if api_key:  # given on this command line: never written down, so passed along
+        env["HORDE_API_KEY"] = api_key
+    started = resume_detached(horde_dir, run, env)
+    if started.run_dir is None:
+        raise HandoffFailed(
+            f"the {what} could not be handed off ({started.error.strip()}); it is "
+            f"interrupted: carry it on with `horde-tui resume {run}`"
+        )
+    return (
+        f"{what} {run} goes on in the background (pid {started.pid}); log: {started.log}\n{watch}"
+    )
+
+
+class HandoffFailed(Exception):
+    """The detached resume of a handed-off run did not take it (the message says why)."""

@@ -5,9 +5,9 @@
 SWARM` a swarm whose host is gone (`supervisor/swarm_resume.py`); with a member target
 (or none) `resume` resumes paused members of the live run.
 
-`run`/`plan` host a supervisor in this process (headless: one line per event on stdout),
-or with `--detach` start a headless one as its own process and return; `attach` opens
-the app on a run another process hosts.
+`run`/`plan` host a supervisor in this process (`hosting.host`: the app on a terminal,
+else one line per event on stdout), or with `--detach` start a headless one as its own
+process and return (`launch.py`); `attach` opens the app on a run another process hosts.
 The control commands reach a live supervisor from any other shell through its run's
 `control/` folder.
 """
@@ -15,17 +15,14 @@ The control commands reach a live supervisor from any other shell through its ru
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from horde_tui.hosting import host
 from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
-from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
     existing_run,
     existing_swarm,
@@ -38,8 +35,6 @@ from horde_tui.store.runs import (
 )
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
-
-QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,41 +75,9 @@ def _err(message: str, code: int = 2) -> int:
     return code
 
 
-def print_event(event: Any) -> None:
-    """Headless mode: one line per event, no colour unless stdout is a terminal; a
-    swarm's events start with their horde (`h2 member-1: ...`, `swarm [merge-start]`)."""
-    horde = ""
-    if "horde" in event.data:
-        horde = f"{event.data['horde'] or 'swarm'} "
-    if event.kind == "member-status":
-        data = event.data
-        kind = data.get("type")
-        if kind in QUIET_STATUS:
-            return
-        if kind == "tool-start":
-            text = f"{data.get('summary') or data.get('tool')}"
-        elif kind == "message":
-            text = "says: " + " ".join(str(data.get("text", "")).split())[:160]
-        elif kind == "exit":
-            text = f"exit {data.get('cause')} after {data.get('turns')} turns"
-            detail = " ".join(str(data.get("detail") or "").split())[:160]
-            text += f" ({detail})" if detail else ""
-        else:
-            text = kind or "?"
-        line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
-    else:
-        extras = " ".join(
-            f"{k}={v}" for k, v in event.data.items() if k != "horde" and v not in (None, "", [])
-        )
-        who = f" {event.member}" if event.member else ""
-        line = f"{time.strftime('%H:%M:%S')} {horde}[{event.kind}]{who} {extras}".rstrip()
-    print(line, flush=True)
-
-
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     from horde_tui.launch import RunOptions, build_host, check_launch
     from horde_tui.member.sandbox import resolve as resolve_sandbox
-    from horde_tui.supervisor.run import Supervisor
 
     workdir = Path.cwd()
     options = RunOptions.from_args(args)
@@ -130,23 +93,16 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings
     assert check.count is not None
+    sup = build_host(check, workdir)
     if check.count.hordes > 1:
-        if not args.headless and sys.stdout.isatty():
-            from horde_tui.app import HordeApp
-
-            hosted = (request, settings, check.count.hordes)
-            app = HordeApp(horde_dir=workdir / ".horde", swarm=hosted)
-            return app.run_hosted(mouse=not getattr(args, "no_mouse", False))
-        swarm = build_host(check, workdir, sink=print_event)
-        print(
-            f"swarm {swarm.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
-            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox)[1])}",
-            flush=True,
+        intro = (
+            f"swarm {sup.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
+            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox)[1])}"
         )
-        return asyncio.run(_host(swarm))
-    sup = Supervisor(workdir, request, settings)
-    intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"
-    return host_here(sup, args, intro + sandbox_line(sup.sandbox_note))
+    else:
+        intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"
+        intro += sandbox_line(sup.sandbox_note)
+    return host_here(sup, args, intro)
 
 
 def sandbox_line(note: str) -> str:
@@ -155,28 +111,22 @@ def sandbox_line(note: str) -> str:
 
 
 def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
-    """Host a supervisor in this process: in the app on a terminal, else headless (one
-    line per event after `intro`)."""
-    if not args.headless and sys.stdout.isatty():
-        from horde_tui.app import HordeApp
-
-        app = HordeApp(sup)
-        code = app.run_hosted(mouse=not getattr(args, "no_mouse", False))
-        if app.handed_off is not None:  # run_hosted said where the run goes on
-            return code
-        if app.summary is not None:
-            print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
-        print(f"report: {sup.run_dir / 'REPORT.md'}")
-        return code
-    sup.sink = print_event
-    print(intro, flush=True)
-    return asyncio.run(_host(sup))
+    """Host a run's or swarm's supervisor in this process (`hosting.host`): in the app on
+    a terminal, else headless (one line per event after `intro`)."""
+    mouse = not getattr(args, "no_mouse", False)
+    return host(sup, intro, headless=bool(getattr(args, "headless", False)), mouse=mouse)
 
 
 def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     """Start the run as its own session (it outlives this shell) and say how to watch and
     stop it."""
-    from horde_tui.launch import detached_argv, detached_env, start_detached
+    from horde_tui.launch import (
+        detached_argv,
+        detached_env,
+        start_detached,
+        swarm_watch_lines,
+        watch_lines,
+    )
 
     argv = detached_argv(options, layers_text)
     started = start_detached(argv, horde_dir, env=detached_env(options))
@@ -191,35 +141,6 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     else:
         print(watch_lines(run))
     return 0
-
-
-def watch_lines(run: str) -> str:
-    """How to watch and stop a run that goes on in the background."""
-    return (
-        f"watch it: horde-tui attach {run}   (or horde-tui status)\n"
-        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
-    )
-
-
-def swarm_watch_lines(swarm: str, hordes: int) -> str:
-    """How to watch and stop a swarm that goes on in the background."""
-    attach = "   ".join(f"horde-tui attach {swarm}-h{n}" for n in range(1, hordes + 1))
-    return (
-        "watch it: horde-tui status   (one block per horde)\n"
-        f"a horde:  {attach}\n"
-        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
-    )
-
-
-def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> Any:
-    """Start `horde-tui resume RUN --headless` (a run or a swarm) as its own session (as
-    `run --detach` starts a run) and wait until it has taken it; returns the
-    `DetachedStart`."""
-    from horde_tui.launch import start_detached
-
-    argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
-    taken = existing_swarm(horde_dir, run) or HordePaths(horde_dir).run_dir(run)
-    return start_detached(argv, horde_dir, taken, env)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -250,6 +171,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except ResumeRefused as exc:
         return _err(str(exc), 1)
     if args.detach:
+        from horde_tui.launch import resume_detached, watch_lines
+
         started = resume_detached(horde_dir, run)
         if started.run_dir is None:
             return _err(started.error, 1)
@@ -271,24 +194,19 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
     except ResumeRefused as exc:
         return _err(str(exc), 1)
     if args.detach:
+        from horde_tui.launch import resume_detached, swarm_watch_lines
+
         started = resume_detached(horde_dir, swarm_id)
         if started.run_dir is None:
             return _err(started.error, 1)
         print(f"swarm {swarm_id} resumed in the background (pid {started.pid}); log: {started.log}")
         print(swarm_watch_lines(swarm_id, swarm.count))
         return 0
-    if not args.headless and sys.stdout.isatty():
-        from horde_tui.app import HordeApp
-
-        app = HordeApp(horde_dir=horde_dir, swarm=swarm)
-        return app.run_hosted(mouse=not getattr(args, "no_mouse", False))
-    swarm.sink = print_event
-    print(
+    intro = (
         f"swarm {swarm_id} resumed: {len(swarm.standing)} hordes ended, "
-        f"{len(swarm.carried)} carried on, model {swarm.settings.model}",
-        flush=True,
+        f"{len(swarm.carried)} carried on, model {swarm.settings.model}"
     )
-    return asyncio.run(_host(swarm))
+    return host_here(swarm, args, intro)
 
 
 def _is_target(word: str) -> bool:
@@ -315,57 +233,6 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return attach_app(run_dir, no_mouse=args.no_mouse)
 
 
-async def _host(sup: Any) -> int:
-    """Run the supervisor; Ctrl-C asks for a clean stop, a second Ctrl-C stops hard."""
-    loop = asyncio.get_running_loop()
-    interrupts = 0
-    pending: set[asyncio.Task[Any]] = set()
-
-    def hard() -> None:
-        task = asyncio.ensure_future(sup.stop_hard())
-        pending.add(task)
-        task.add_done_callback(pending.discard)
-
-    def on_interrupt() -> None:
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts == 1:
-            sup.stop_clean(reason="stopped by user")
-        else:
-            hard()
-
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    loop.add_signal_handler(signal.SIGTERM, hard)
-    summary = await sup.run()
-    if summary is None:  # handed off: another process carries the run on
-        what = f"swarm {sup.swarm_id}" if hasattr(sup, "swarm_id") else f"run {sup.run_id}"
-        print(f"\n{what} handed off")
-        return 0
-    report = sup.run_dir / "REPORT.md"
-    print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
-    print(f"report: {report}")
-    for label, path, text in postmortems(sup):
-        print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
-    return summary.exit_code
-
-
-def postmortems(sup: Any) -> list[tuple[str, Path, str]]:
-    """The post-mortem text the reference hands back with the diagnosis: the run's
-    POSTMORTEM.md, or each horde's in a swarm (`h2 `), when the reviewer wrote one."""
-    hordes = getattr(sup, "hordes", None)
-    runs = (
-        [(f"{name} ", h.run_dir) for name, h in sorted(hordes.items())]
-        if isinstance(hordes, dict)
-        else [("", sup.run_dir)]
-    )
-    out = []
-    for label, run_dir in runs:
-        path = run_dir / "POSTMORTEM.md"
-        try:
-            out.append((label, path, path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            continue  # not generated: a clean stop without `postmortem`, a hard stop
-    return out
 
 
 def cmd_control(args: argparse.Namespace) -> int:

@@ -22,12 +22,12 @@ from textual.widgets import Button
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
+from horde_tui.view.source import AttachedRun
 
 SIZE = (120, 30)
 

@@ -29,7 +29,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
 
 from horde_tui.app import AppConfig, HordeApp
-from horde_tui.launch import DetachedStart
+from horde_tui.launch import DetachedStart, LaunchCheck, build_host
 from horde_tui.screens import launch as launch_screen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen
@@ -40,6 +40,7 @@ from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.targets import Count
 
 SIZE = (140, 36)
 OLD_SWARM = "20260102-110000-0b0b"
@@ -408,12 +409,13 @@ async def test_the_launch_form_starts_h_m_as_a_hosted_swarm(
 async def test_run_h_m_in_a_terminal_opens_the_app_hosting_the_swarm(
     quiet: Path, fake_swarm_module: list[FakeSwarm]
 ) -> None:
-    """`horde-tui run 2/3 ...` in a terminal: the app starts with the swarm to host."""
+    """`horde-tui run 2/3 ...` in a terminal: the app starts with the swarm to host, the
+    one `build_host` builds for the passed check (as `runcli.cmd_run` hands it over)."""
     request = RunRequest("Audit the web app", 3)
     settings = SimpleNamespace(model="openai/stub")
-    app = HordeApp(
-        horde_dir=quiet, config=AppConfig.deterministic(NOW), swarm=(request, settings, 2)
-    )
+    check = LaunchCheck(request=request, settings=settings, count=Count(2, 3))  # type: ignore[arg-type]
+    swarm = build_host(check, quiet.parent)
+    app = HordeApp(horde_dir=quiet, config=AppConfig.deterministic(NOW), swarm=swarm)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SwarmScreen))
         assert [(f.count, f.request) for f in fake_swarm_module] == [(2, request)]

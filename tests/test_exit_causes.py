@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from horde_tui.hosting import print_event
 from horde_tui.member.session import EXIT_CAUSES
-from horde_tui.runcli import print_event
 from horde_tui.store import causes
 from horde_tui.store.causes import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
 from horde_tui.supervisor.observe import SupervisorEvent

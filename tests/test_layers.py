@@ -16,22 +16,6 @@ from collections.abc import Iterable
 import grimp
 
 KNOWN_CYCLES: set[frozenset[str]] = {
-    # removed by issue 14 part 2 (a thin app: screens post messages, `hosting.py`)
-    frozenset(
-        {
-            "horde_tui.app",
-            "horde_tui.demo.run",
-            "horde_tui.runcli",
-            "horde_tui.screens.base",
-            "horde_tui.screens.commands",
-            "horde_tui.screens.home",
-            "horde_tui.screens.launch",
-            "horde_tui.screens.member",
-            "horde_tui.screens.run",
-            "horde_tui.screens.runs",
-            "horde_tui.screens.swarm",
-        }
-    ),
     # removed by issue 14 part 4 (supervisor phases over a small public interface)
     frozenset(
         {

@@ -7,9 +7,8 @@ what a run really is. So everything is real (supervisor, gateway and member proc
 SUMMARY.md and REPORT.md name the demo model, so its output never passes for an LLM's.
 
 Hosting: `prepare_demo()` returns what a host needs (workdir, request, settings, stub);
-the host builds a `Supervisor` on it, runs it, and closes the stub afterwards. The
-headless host here prints one line per event; the full-screen app can host the same
-prepared demo.
+`host_demo` builds a `Supervisor` on it and hosts it as `horde-tui run` does
+(`hosting.host`: the app or one line per event); the stub is closed afterwards.
 
 The sample is copied into a fresh temporary directory that is kept by default (its path
 is printed), because reading the ledgers and reports afterwards is the point of a demo.
@@ -17,7 +16,6 @@ is printed), because reading the ledgers and reports afterwards is the point of 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import sys
@@ -29,6 +27,7 @@ from typing import NamedTuple
 
 from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
 from horde_tui.demo.sloppy import SLOPPY_MEMBERS, SLOPPY_PROMPT, sloppy_policy
+from horde_tui.hosting import host
 from horde_tui.settings import Settings, load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.setup import RunRequest
@@ -123,39 +122,22 @@ def _err(message: str, code: int = 2) -> int:
     return code
 
 
-def host_headless(demo: PreparedDemo, hordes: int = 1) -> tuple[int, Path]:
-    """Run the prepared demo with one printed line per event; return (exit code, REPORT.md).
-
-    The full-screen app replaces only this step: it hosts a `Supervisor` built on the
-    same `PreparedDemo` and closes `demo.stub` when the run ends. With `hordes` > 1 the
-    demo is a swarm: the demo model also plays the planner and the merge helper.
-    """
-    from horde_tui.runcli import _host, print_event
-
+def host_demo(demo: PreparedDemo, headless: bool, hordes: int = 1) -> tuple[int, Path]:
+    """Run the prepared demo (`hosting.host`: the app on a terminal unless `headless`,
+    else one printed line per event); return (exit code, REPORT.md). With `hordes` > 1
+    the demo is a swarm: the demo model also plays the planner and the merge helper.
+    The caller closes `demo.stub` afterwards."""
     if hordes > 1:
         from horde_tui.supervisor.swarm import SwarmSupervisor
 
-        swarm = SwarmSupervisor(demo.workdir, demo.request, demo.settings, hordes, sink=print_event)
-        print(f"swarm {swarm.swarm_id}: {hordes} hordes of {MEMBERS} members, model {DEMO_MODEL}")
-        return asyncio.run(_host(swarm)), swarm.swarm_dir / "REPORT.md"
-    from horde_tui.supervisor.run import Supervisor
-
-    sup = Supervisor(demo.workdir, demo.request, demo.settings, sink=print_event)
-    print(f"run {sup.run_id}: {demo.request.count} members, model {DEMO_MODEL}", flush=True)
-    return asyncio.run(_host(sup)), sup.run_dir / "REPORT.md"
-
-
-def host_in_app(demo: PreparedDemo) -> tuple[int, Path]:
-    """Run the prepared demo in the full-screen app; return (exit code, REPORT.md)."""
-    from horde_tui.app import HordeApp
+        swarm = SwarmSupervisor(demo.workdir, demo.request, demo.settings, hordes)
+        intro = f"swarm {swarm.swarm_id}: {hordes} hordes of {MEMBERS} members, model {DEMO_MODEL}"
+        return host(swarm, intro, headless=True), swarm.swarm_dir / "REPORT.md"
     from horde_tui.supervisor.run import Supervisor
 
     sup = Supervisor(demo.workdir, demo.request, demo.settings)
-    app = HordeApp(sup)
-    code = app.run_hosted()
-    if app.summary is not None:
-        print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
-    return code, sup.run_dir / "REPORT.md"
+    intro = f"run {sup.run_id}: {demo.request.count} members, model {DEMO_MODEL}"
+    return host(sup, intro, headless=headless, report=False), sup.run_dir / "REPORT.md"
 
 
 def run_demo(
@@ -179,7 +161,6 @@ def run_demo(
         return _err(str(exc))
     if policy_name == "sloppy" and hordes > 1:
         return _err("the sloppy policy plays one horde; drop --hordes")
-    in_app = not headless and sys.stdout.isatty() and hordes == 1
     demo = prepare_demo(speed, policy_name=policy_name, tool_protocol=tool_protocol)
     print(f"demo: sample project copied to {demo.workdir}", flush=True)
     print(
@@ -188,7 +169,7 @@ def run_demo(
         flush=True,
     )
     try:
-        code, report = host_in_app(demo) if in_app else host_headless(demo, hordes)
+        code, report = host_demo(demo, headless, hordes)
     finally:
         demo.stub.close()
     # A swarm's hordes keep their own ledgers beside the swarm's REPORT.md.

@@ -10,11 +10,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
+from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.member import reset_applies
+
+if TYPE_CHECKING:
+    from horde_tui.view.source import RunSource
+    from horde_tui.view.swarm import HordeLine, SwarmView
+
+
+@runtime_checkable
+class MemberActions(Protocol):
+    """What the member palette uses of the run screen (which imports this module, so
+    the palette knows it by its shape, not its class)."""
+
+    live: bool
+    sup: RunSource
+
+    def stop_run_clean(self) -> None: ...
+    def confirm_stop_hard(self, name: str | None) -> None: ...
+    def pause_member(self, name: str) -> None: ...
+    def resume_member(self, name: str) -> None: ...
+    def confirm_reset(self, name: str) -> None: ...
+    def open_member(self, name: str) -> None: ...
+    def show_transcript(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class HordeActions(Protocol):
+    """What the horde palette uses of the swarm screen."""
+
+    view: SwarmView
+    lines: list[HordeLine]
+
+    def control(self, action: str, target: str) -> None: ...
+    def confirm_stop(self, horde: str | None, hard: bool) -> None: ...
+    def pause_horde(self, horde: str) -> None: ...
+    def resume_horde(self, horde: str) -> None: ...
+    def confirm_reset(self, target: str) -> None: ...
+    def open_horde(self, horde: str) -> None: ...
 
 
 class ListedCommands(Provider):
@@ -41,10 +78,8 @@ class MemberCommands(ListedCommands):
 
     def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
         """(title, callback, help) for everything that applies now."""
-        from horde_tui.screens.run import RunScreen
-
         screen = self.screen
-        if not isinstance(screen, RunScreen):
+        if not isinstance(screen, MemberActions):
             return
         live = screen.live
         if live and screen.sup.stop is None:
@@ -70,13 +105,11 @@ class MemberCommands(ListedCommands):
 
 class SwarmCommands(ListedCommands):
     """Per horde of a swarm: pause, resume, reset, stop clean or hard, open its run
-    screen; stop the whole swarm. Only what applies now (`swarm.horde_applies`)."""
+    screen; stop the whole swarm. Only what applies now (`describe.horde_applies`)."""
 
     def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
-        from horde_tui.screens.swarm import SwarmScreen, horde_applies
-
         screen = self.screen
-        if not isinstance(screen, SwarmScreen):
+        if not isinstance(screen, HordeActions):
             return
         live = screen.view.live
         if live:

@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from horde_tui.supervisor.processes import MemberState
+from horde_tui.view.run import LIVE_STATES
+from horde_tui.view.swarm import HordeLine
 from horde_tui.widgets.member_table import MemberRow
 
 LIVE_STATUSES = frozenset({"starting", "running"})
 """A member in one of these can be paused."""
 
 STOPPABLE_STATUSES = frozenset({"starting", "running", "paused"})
+
+STOPS = frozenset({"stop_clean", "stop_hard"})
+"""The horde controls that also reach a horde not started yet (it then never starts)."""
 
 MEMBER_ROLES = frozenset({"member", "verifier"})
 """The horde's members; any other role (synthesis, postmortem) is a finalize helper."""
@@ -58,3 +63,21 @@ def member_row(state: MemberState, now: float) -> MemberRow:
         resets=state.resets,
         exit_cause=state.exit_cause,
     )
+
+
+def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
+    """Whether a control applies to this horde now: the keys' `check_action` and the
+    palette share it, so neither offers what the other greys out."""
+    if action == "open_horde":
+        return line.run_dir is not None
+    if action in STOPS and swarm_live and line.run_dir is None:
+        return True  # not started yet: a stop keeps it from starting
+    if not swarm_live or line.state not in LIVE_STATES:
+        return False
+    if action == "pause":
+        return any(s in LIVE_STATUSES for s in line.statuses)
+    if action == "resume":
+        return "paused" in line.statuses
+    if action == "reset":
+        return any(s in STOPPABLE_STATUSES for s in line.statuses)
+    return action in ("stop_clean", "stop_hard")

@@ -7,7 +7,7 @@ Each refusal is one line under its field; what the user typed stays. A passing l
 is hosted in this app, as `horde-tui run` does, unless "detached" is on: then the
 supervisor starts as its own process (`run --detach`) and the app attaches to it, so
 the run outlives the terminal. A count of `H/M` starts a swarm, hosted in this app
-(`HordeApp.start_swarm`) or detached, and opens the swarm screen; one live swarm or run
+(`LaunchSwarm`) or detached, and opens the swarm screen; one live swarm or run
 at a time.
 
 The check reads `.horde/` and a detached start waits for the run to go live, so both
@@ -24,6 +24,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Select, Static
@@ -36,7 +37,7 @@ from horde_tui.launch import (
     detached_env,
     start_detached,
 )
-from horde_tui.screens.base import HordeScreen, shown_path
+from horde_tui.screens.base import HordeScreen, LaunchRun, LaunchSwarm, OpenRun, shown_path
 from horde_tui.screens.commands import ListedCommands
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
@@ -252,9 +253,10 @@ class LaunchScreen(HordeScreen):
             assert check.count is not None
             self.dismiss_form()
             if check.count.hordes > 1:
-                self.horde_app.start_swarm(check.request, check.settings, check.count.hordes)
+                launch: Message = LaunchSwarm(check.request, check.settings, check.count.hordes)
             else:
-                self.horde_app.host_new_run(check.request, check.settings)
+                launch = LaunchRun(check.request, check.settings)
+            self.app.post_message(launch)  # the app hosts it (the form is gone by then)
 
     def start_failed(self, error: str) -> None:
         self.set_busy(False)
@@ -267,7 +269,7 @@ class LaunchScreen(HordeScreen):
         if (run_dir / "SWARM.json").is_file():
             self.app.push_screen(SwarmScreen(run_dir))
         else:
-            self.horde_app.attach_run(run_dir)
+            self.app.post_message(OpenRun(run_dir))
 
     def dismiss_form(self) -> None:
         if self.app.screen is self:

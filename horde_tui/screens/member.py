@@ -36,7 +36,7 @@ from horde_tui.widgets.member_table import (
 from horde_tui.widgets.transcript_view import TranscriptView
 
 if TYPE_CHECKING:
-    from horde_tui.screens.source import RunSource
+    from horde_tui.view.source import RunSource
 
 
 def shown_path(sup: RunSource, path: Path) -> str:

@@ -5,7 +5,7 @@ files its watcher saw change (`files_changed`); the table repaints from the sour
 `MemberState`s (diffed cell by cell: only the changed cells' lines are repainted), the
 Events tab catches up with `events.jsonl` (reading only the appended bytes) and the
 visible tab reloads if its files moved. The source is a hosted supervisor or an
-`AttachedRun` read from another process's run files (`screens/source.py`); only the
+`AttachedRun` read from another process's run files (`view/source.py`); only the
 controls differ: an attached run's go through `control/` from a thread worker, and the
 answer comes back as a notification. Keys act on the member under the table cursor and
 are greyed out (`check_action` -> None) when they do not apply to it now.
@@ -43,12 +43,12 @@ from horde_tui.screens.panes import (
     LedgerSource,
     ThreadsPane,
 )
-from horde_tui.screens.source import AttachedRun
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
+from horde_tui.view.source import AttachedRun
 from horde_tui.widgets.event_log import EventLog
 from horde_tui.widgets.member_table import MemberTable, format_elapsed
 from horde_tui.widgets.status_line import StatusLine

@@ -20,10 +20,9 @@ from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.widgets import DataTable, Footer, Header, Static
 
-from horde_tui.screens.base import HordeScreen, shown_path
+from horde_tui.screens.base import HordeScreen, OpenRun, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
-from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.view.run import LIVE_STATES, RunRow
 from horde_tui.view.swarm import LIVE_SWARM_STATES, RunsAndSwarms
@@ -209,11 +208,8 @@ class RunsScreen(HordeScreen):
             self.app.push_screen(SwarmScreen(self.index.swarm_dir(row)))
             return
         run_dir = self.index.runs_dir / row.run_id
-        hosted = self.horde_app.sup
-        if hosted is not None and hosted.run_id == row.run_id and self.horde_app.live:
-            self.app.push_screen(RunScreen(hosted))  # this app's own run: no need to attach
-        elif row.state in LIVE_STATES:
-            self.horde_app.attach_run(run_dir)
+        if row.state in LIVE_STATES:  # the app shows its own hosted run, else attaches
+            self.app.post_message(OpenRun(run_dir))
         elif "REPORT.md" in row.files:
             self.app.push_screen(ReportScreen(run_dir))
         else:

@@ -40,15 +40,15 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from horde_tui.screens.base import HordeScreen
+from horde_tui.screens.base import HordeScreen, OpenRun
 from horde_tui.screens.commands import SwarmCommands
-from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES
+from horde_tui.screens.describe import STOPPABLE_STATUSES, STOPS, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
-from horde_tui.screens.source import AttachedRun
 from horde_tui.tui_bridge import HordeControls
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
+from horde_tui.view.source import AttachedRun
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
@@ -93,7 +93,6 @@ tab's label starts with its key, since the footer has no room for them at 80 col
 HORDE_KEYS = Binding.Group("hordes", compact=True)
 TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
-STOPS = frozenset({"stop_clean", "stop_hard"})
 
 
 class HostedSwarm(HordeControls, Protocol):
@@ -107,24 +106,6 @@ class HostedSwarm(HordeControls, Protocol):
     sink: Sink
 
     def handoff(self) -> str: ...
-
-
-def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:
-    """Whether a control applies to this horde now: the keys' `check_action` and the
-    palette share it, so neither offers what the other greys out."""
-    if action == "open_horde":
-        return line.run_dir is not None
-    if action in STOPS and swarm_live and line.run_dir is None:
-        return True  # not started yet: a stop keeps it from starting
-    if not swarm_live or line.state not in LIVE_STATES:
-        return False
-    if action == "pause":
-        return any(s in LIVE_STATUSES for s in line.statuses)
-    if action == "resume":
-        return "paused" in line.statuses
-    if action == "reset":
-        return any(s in STOPPABLE_STATUSES for s in line.statuses)
-    return action in ("stop_clean", "stop_hard")
 
 
 def swarm_quit_screen(swarm_id: str) -> ChoiceScreen:
@@ -422,7 +403,7 @@ class SwarmScreen(HordeScreen):
         elif line.run_dir is None:
             self.notify(f"{horde} has not started yet (hordes start a few seconds apart)")
         else:
-            self.horde_app.attach_run(line.run_dir)
+            self.app.post_message(OpenRun(line.run_dir))
 
     def action_open_horde(self) -> None:
         if line := self.selected_line():

@@ -1,0 +1,139 @@
+"""Hosting a supervisor in this process: the one place that picks the app or headless.
+
+`host` serves `run`, `plan`, `resume RUN`, `resume SWARM` and `demo` alike: on a terminal
+the full-screen app hosts the supervisor (a run or a swarm); otherwise (`--headless`, or
+output to a pipe) each event is one printed line, Ctrl-C asks for a clean stop and a
+second one stops hard. Either way the shell gets the run's exit status, and the lines
+that end a run (outcome, report, post-mortems, or where a handed-off run goes on).
+
+Textual-free: the app is imported only when it is the host, so a headless run never
+loads Textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
+"""Member statuses headless output leaves out (several a turn, none worth a line)."""
+
+
+def print_event(event: Any) -> None:
+    """Headless mode: one line per event, no colour unless stdout is a terminal; a
+    swarm's events start with their horde (`h2 member-1: ...`, `swarm [merge-start]`)."""
+    horde = ""
+    if "horde" in event.data:
+        horde = f"{event.data['horde'] or 'swarm'} "
+    if event.kind == "member-status":
+        data = event.data
+        kind = data.get("type")
+        if kind in QUIET_STATUS:
+            return
+        if kind == "tool-start":
+            text = f"{data.get('summary') or data.get('tool')}"
+        elif kind == "message":
+            text = "says: " + " ".join(str(data.get("text", "")).split())[:160]
+        elif kind == "exit":
+            text = f"exit {data.get('cause')} after {data.get('turns')} turns"
+            detail = " ".join(str(data.get("detail") or "").split())[:160]
+            text += f" ({detail})" if detail else ""
+        else:
+            text = kind or "?"
+        line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
+    else:
+        extras = " ".join(
+            f"{k}={v}" for k, v in event.data.items() if k != "horde" and v not in (None, "", [])
+        )
+        who = f" {event.member}" if event.member else ""
+        line = f"{time.strftime('%H:%M:%S')} {horde}[{event.kind}]{who} {extras}".rstrip()
+    print(line, flush=True)
+
+
+def is_swarm(sup: Any) -> bool:
+    """A `SwarmSupervisor` (hordes, a swarm id) rather than one run's `Supervisor`."""
+    return hasattr(sup, "swarm_id")
+
+
+def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True, report: bool = True) -> int:
+    """Host a run's or a swarm's supervisor here until it ends; return its exit status.
+
+    The app hosts it when standard output is a terminal and `headless` was not asked
+    for; then `report` adds the report's path to the outcome line after a run (the demo
+    names its report itself)."""
+    if headless or not sys.stdout.isatty():
+        sup.sink = print_event
+        print(intro, flush=True)
+        return asyncio.run(host_headless(sup))
+    from horde_tui.app import HordeApp
+
+    if is_swarm(sup):
+        app = HordeApp(horde_dir=sup.swarm_dir.parent.parent, swarm=sup)
+    else:
+        app = HordeApp(sup)
+    app.run(mouse=mouse)
+    if app.handed_off is not None:  # the terminal is the shell's again: say where it went
+        print(app.handed_off)
+        return app.exit_code
+    if app.summary is not None:
+        print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
+    if report and not is_swarm(sup):
+        print(f"report: {sup.run_dir / 'REPORT.md'}")
+    return app.exit_code
+
+
+async def host_headless(sup: Any) -> int:
+    """Run the supervisor; Ctrl-C asks for a clean stop, a second Ctrl-C stops hard."""
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+    pending: set[asyncio.Task[Any]] = set()
+
+    def hard() -> None:
+        task = asyncio.ensure_future(sup.stop_hard())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def on_interrupt() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            sup.stop_clean(reason="stopped by user")
+        else:
+            hard()
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    loop.add_signal_handler(signal.SIGTERM, hard)
+    summary = await sup.run()
+    if summary is None:  # handed off: another process carries the run on
+        what = f"swarm {sup.swarm_id}" if is_swarm(sup) else f"run {sup.run_id}"
+        print(f"\n{what} handed off")
+        return 0
+    report = sup.run_dir / "REPORT.md"
+    print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
+    print(f"report: {report}")
+    for label, path, text in postmortems(sup):
+        print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
+    return int(summary.exit_code)
+
+
+def postmortems(sup: Any) -> list[tuple[str, Path, str]]:
+    """The post-mortem text the reference hands back with the diagnosis: the run's
+    POSTMORTEM.md, or each horde's in a swarm (`h2 `), when the reviewer wrote one."""
+    hordes = getattr(sup, "hordes", None)
+    runs = (
+        [(f"{name} ", h.run_dir) for name, h in sorted(hordes.items())]
+        if isinstance(hordes, dict)
+        else [("", sup.run_dir)]
+    )
+    out = []
+    for label, run_dir in runs:
+        path = run_dir / "POSTMORTEM.md"
+        try:
+            out.append((label, path, path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue  # not generated: a clean stop without `postmortem`, a hard stop
+    return out

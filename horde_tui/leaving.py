@@ -1,0 +1,164 @@
+"""`q` in `HordeApp` carried out: the quit dialogs, detach and the handoff to a detached
+`horde-tui resume`.
+
+What to do is decided by the pure functions of `quitting.py`; `QuitFlow` asks the
+question they pick, acts on the answer and keeps the one `Leaving` state they read.
+It reaches the app only through `QuitHost`, so it never imports the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+from textual.screen import Screen
+
+from horde_tui.launch import HandoffFailed, hand_off
+from horde_tui.quitting import Leaving, QuitState, QuitStep, quit_step
+from horde_tui.screens.modals import ChoiceScreen, quit_screen
+from horde_tui.screens.run import RunScreen
+from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
+from horde_tui.tui_bridge import HostedRun
+from horde_tui.view.source import AttachedRun
+
+
+class QuitHost(Protocol):
+    """What `QuitFlow` uses of the app: what it hosts and shows, and Textual's calls."""
+
+    horde_dir: Path
+    sup: HostedRun | None
+    live: bool
+    swarm: HostedSwarm | None
+    swarm_live: bool
+
+    @property
+    def screen(self) -> Screen[Any]: ...
+    @property
+    def run_screen(self) -> RunScreen | None: ...
+    @property
+    def attached_live(self) -> AttachedRun | None: ...
+    @property
+    def exit_code(self) -> int: ...
+    def notify(self, message: str, *, severity: Any = ..., timeout: float | None = ...) -> None: ...
+    def push_screen(self, screen: Any, callback: Callable[[Any], None]) -> Any: ...
+    def exit(self, result: int | None = ...) -> None: ...
+    def run_worker(
+        self, work: Any, *, thread: bool = ..., group: str = ..., exit_on_error: bool = ...
+    ) -> Any: ...
+    def call_from_thread(self, callback: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class QuitFlow:
+    """Quit, stop or detach: never leaves a hosted run with no supervisor."""
+
+    def __init__(self, app: QuitHost) -> None:
+        self.app = app
+        self.leaving = Leaving.STAY
+        self.handed_off: str | None = None
+        """What to tell the shell after a detach: where the run goes on."""
+
+    def quit(self) -> None:
+        """`q`: ask whether to stop or detach what is live (`quit_step`), else quit."""
+        app = self.app
+        state = QuitState(
+            isinstance(app.screen, ChoiceScreen),
+            self.leaving,
+            app.live and app.sup is not None,
+            app.swarm_live and app.swarm is not None,
+            app.attached_live is not None,
+        )
+        step = quit_step(state)
+        if step is QuitStep.WAIT:
+            app.notify("Detaching: the app quits once the background supervisor has the run.")
+        elif step is QuitStep.ASK_RUN and app.sup is not None:
+            app.push_screen(quit_screen(app.sup.run_id, hosted=True), self._quit_run)
+        elif step is QuitStep.ASK_SWARM and app.swarm is not None:
+            app.push_screen(swarm_quit_screen(app.swarm.swarm_id), self._quit_swarm)
+        elif step is QuitStep.ASK_ATTACHED and (source := app.attached_live) is not None:
+            dialog = quit_screen(source.run_id, hosted=False)
+            app.push_screen(dialog, partial(self._quit_attached, source))
+        elif step is QuitStep.EXIT:
+            app.exit(app.exit_code)
+
+    def _quit_run(self, choice: str | None) -> None:
+        """Detach hands the run off (`Supervisor.handoff`: members and gateway stop
+        without finalizing); a stop quits once the report is written."""
+        app = self.app
+        screen, sup = app.run_screen, app.sup
+        if choice is None or screen is None or sup is None or not app.live:
+            return
+        self.leaving = Leaving.AFTER_END
+        if choice == "detach":
+            self._detach(sup.handoff(), f"run {sup.run_id}", "the report is written")
+            return
+        if choice == "stop-clean":
+            screen.stop_run_clean()
+        else:
+            screen.stop_hard("all")
+        what = "clean" if choice == "stop-clean" else "hard"
+        app.notify(f"Stopping {what}: the app quits once the report is written.", timeout=30)
+
+    def _quit_swarm(self, choice: str | None) -> None:
+        """A hosted swarm dies with the app: stop it (every horde) or hand it off, and quit
+        once its supervisor has returned."""
+        app, swarm = self.app, self.app.swarm
+        if choice is None or swarm is None or not app.swarm_live:
+            return
+        self.leaving = Leaving.AFTER_END
+        if choice == "detach":
+            self._detach(swarm.handoff(), f"swarm {swarm.swarm_id}", "it has ended")
+            return
+        if choice == "stop-clean":
+            app.notify(swarm.stop_clean("all", reason="stopped by user"))
+        else:
+            app.run_worker(swarm.stop_hard("all"), group="controls", exit_on_error=False)
+        app.notify(f"Stopping swarm {swarm.swarm_id}: the app quits once it has ended.", timeout=30)
+
+    def _detach(self, answer: str, what: str, until: str) -> None:
+        """The supervisor's answer to `handoff`: a run already finalizing cannot be
+        handed off, so the app quits once it has ended."""
+        if answer.startswith("refused"):
+            self.app.notify(f"{answer}; the app quits once {until}.", timeout=30)
+            return
+        self.leaving = Leaving.HANDING_OFF
+        self.app.notify(f"Detaching {what}: {answer}.", timeout=60)
+
+    def hand_off(self, what: str, run: str, settings: object, watch: str) -> None:
+        """The supervisor let go: a detached `horde-tui resume` takes it over (in a
+        thread: it waits for the new process), then the app quits."""
+        app, api_key = self.app, getattr(settings, "api_key", None)
+
+        def start() -> None:
+            try:
+                self.handed_off = hand_off(app.horde_dir, what, run, api_key, watch)
+            except HandoffFailed as exc:
+                app.call_from_thread(self._handoff_failed, str(exc))
+                return
+            app.call_from_thread(app.exit, 0)
+
+        app.run_worker(start, thread=True, group="handoff", exit_on_error=False)
+
+    def _handoff_failed(self, message: str) -> None:
+        self.leaving = Leaving.STAY
+        self.app.notify(message, severity="error", timeout=60)
+        if (screen := self.app.run_screen) is not None:
+            screen.run_ended(None, message)
+
+    def _quit_attached(self, source: AttachedRun, choice: str | None) -> None:
+        """Detach quits at once (another process hosts the run); a stop is sent through
+        `control/` and the app quits when its supervisor has answered (or timed out)."""
+        app = self.app
+        if choice is None or app.attached_live is not source:
+            return
+        if choice == "detach":
+            app.exit(0)
+            return
+        app.notify(f"Asking run {source.run_id} to {choice}; the app quits once it answers.")
+
+        def send() -> None:
+            source.send(choice.replace("-", "_"), "all")
+            app.call_from_thread(app.exit, 0)
+
+        app.run_worker(send, thread=True, group="controls", exit_on_error=False)
