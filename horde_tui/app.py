@@ -1,11 +1,11 @@
 """`HordeApp`: the full-screen app, hosting one supervisor as a background worker.
 
 The caller builds the supervisor (`horde-tui run`) or a test builds a fake with the same
-interface (`tui_bridge.HostedRun`); the app swaps the supervisor's sink for a
+interface (`view.source.HostedRun`); the app swaps the supervisor's sink for a
 `TuiBridge`, runs `supervisor.run()` in a worker on its own event loop, and applies each
 coalesced batch of events to the run screen. When the run ends the report screen opens.
 With no run to host it lists the runs on disk (or says how to start one); `attach`
-shows a run hosted by another process, polled from its files (`screens/source.py`).
+shows a run hosted by another process, polled from its files (`view/source.py`).
 A swarm (`H/M`, from the launch form) is hosted the same way (`start_swarm`), but its
 screen reads everything from the swarm's files, so it shows a hosted swarm and another
 process's alike; only its controls differ (`screens/swarm.py`).
@@ -40,12 +40,12 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen, quit_screen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen, swarm_quit_screen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
+from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
 from horde_tui.view.coalesce import Coalescer, watch_dir
+from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
 from horde_tui.view.swarm import RunsAndSwarms
 from widgets.event_log import BACKLOG_BYTES, default_clock_text
 
@@ -177,7 +177,7 @@ class HordeApp(App[int]):
             else:
                 horde_dir = Path.cwd() / ".horde"
         self.horde_dir = horde_dir
-        self.attached: AttachedRun | None = None
+        self.attached: AttachedSource | None = None
         """The run shown from another process's files, if any (`attach_run`)."""
         self._attach_first = attach
         self._attach_timer: object | None = None
@@ -226,7 +226,7 @@ class HordeApp(App[int]):
 
     def get_default_screen(self) -> Screen[object]:
         if self.sup is not None:
-            return RunScreen(self.sup)
+            return RunScreen(HostedSource(self.sup, self.bridge.take))
         if self._attach_first is not None:
             return RunScreen(self._attach(self._attach_first))
         index = RunsAndSwarms(self.horde_dir)
@@ -267,7 +267,7 @@ class HordeApp(App[int]):
         sup = Supervisor(self.horde_dir.parent, request, settings)
         self.sup, self.summary, self.run_error, self.quit_when_done = sup, None, None, False
         self._label_hosted(sup)
-        self.push_screen(RunScreen(sup))
+        self.push_screen(RunScreen(HostedSource(sup, self.bridge.take)))
         self._start_hosting()
 
     def start_swarm(self, request: RunRequest, settings: Settings, hordes: int) -> None:
@@ -392,10 +392,10 @@ class HordeApp(App[int]):
 
     # -- attached runs ---------------------------------------------------------------------
 
-    def _attach(self, run_dir: Path) -> AttachedRun:
+    def _attach(self, run_dir: Path) -> AttachedSource:
         if self.attached is not None:
             self.attached.close()
-        source = self.attached = AttachedRun(run_dir)
+        source = self.attached = AttachedSource(run_dir)
         self.title = f"run {source.run_id} · attached"
         self.sub_title = ""
         if self._attach_timer is None:
@@ -417,7 +417,7 @@ class HordeApp(App[int]):
         thread, and a poll asked for while one runs is done once it ends; the usual
         few appended lines cost well under a millisecond and are read here."""
         source, screen = self.attached, self.run_screen
-        if source is None or screen is None or screen.sup is not source:
+        if source is None or screen is None or screen.source is not source:
             return
         if not self.is_running:  # quitting: the screens are being torn down
             return
@@ -432,7 +432,7 @@ class HordeApp(App[int]):
             partial(self._read_attached, source), thread=True, group="attach", exit_on_error=False
         )
 
-    def _read_attached(self, source: AttachedRun) -> None:
+    def _read_attached(self, source: AttachedSource) -> None:
         try:
             items: list[SupervisorEvent] | None = source.poll()
         except OSError:  # the source was closed under us (the app is quitting)
@@ -440,12 +440,12 @@ class HordeApp(App[int]):
         with suppress(RuntimeError):  # the app ended while this thread read
             self.call_from_thread(self._show_attached, source, items)
 
-    def _show_attached(self, source: AttachedRun, items: list[SupervisorEvent] | None) -> None:
+    def _show_attached(self, source: AttachedSource, items: list[SupervisorEvent] | None) -> None:
         self._polling = False
         screen = self.run_screen
-        if items is not None and source is self.attached and screen and screen.sup is source:
-            model = source.settings.model or "no model"
-            self.sub_title = f"{'DEMO MODEL · ' if source.request.demo else ''}{model}"
+        if items is not None and source is self.attached and screen and screen.source is source:
+            model = source.model or "no model"
+            self.sub_title = f"{'DEMO MODEL · ' if source.demo else ''}{model}"
             screen.apply(items)
             self.revision += 1
             if screen.live and not source.live:
@@ -464,7 +464,9 @@ class HordeApp(App[int]):
     def on_supervisor_update(self, message: SupervisorUpdate) -> None:
         screen = self.run_screen
         if screen is not None:
-            screen.apply(message.events)
+            screen.wake()
+        else:
+            self.bridge.take()  # no screen shows them
         self.revision += 1
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -524,10 +526,10 @@ class HordeApp(App[int]):
             self.push_screen(HelpScreen(self.screen))
 
     @property
-    def attached_live(self) -> AttachedRun | None:
+    def attached_live(self) -> AttachedSource | None:
         """The attached run on screen, if it is still live."""
         screen, source = self.run_screen, self.attached
-        if screen is None or source is None or screen.sup is not source or not source.live:
+        if screen is None or source is None or screen.source is not source or not source.live:
             return None
         return source
 
@@ -637,7 +639,7 @@ class HordeApp(App[int]):
         if screen is not None:
             screen.run_ended(None, message)
 
-    def _quit_attached(self, source: AttachedRun, choice: str) -> None:
+    def _quit_attached(self, source: AttachedSource, choice: str) -> None:
         """Detach quits at once; a stop is sent through `control/` and the app quits
         when the run's supervisor has answered (or the answer timed out)."""
         if choice == "detach":

@@ -27,10 +27,10 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.screens.source import AttachedRun
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
+from horde_tui.view.source import AttachedSource
 from widgets.event_log import EventLog
 
 SIZE = (120, 30)
@@ -89,7 +89,7 @@ async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
     with FakeRemote(live_run) as remote:
         async with app.run_test(size=SIZE) as pilot:
             screen = app.screen
-            assert isinstance(screen, RunScreen) and screen.remote
+            assert isinstance(screen, RunScreen) and isinstance(screen.source, AttachedSource)
             await wait_for(pilot, lambda: screen.table.row_count == 3)
             await wait_for(pilot, lambda: "phase-start phase discovery" in log_texts(screen))
             assert "attached" in app.title and app.sub_title == "openai/stub"
@@ -187,7 +187,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
             events = run_dir / "events.jsonl"
             spawned = _wait(lambda: '"member-spawn"' in events.read_text(), 30)
             assert spawned, "no member spawned"
-            source = AttachedRun(run_dir)
+            source = AttachedSource(run_dir)
             source.poll()
             assert source.live and source.members
             source.close()

@@ -26,6 +26,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.view.run import LIVE_STATES, RunRow
+from horde_tui.view.source import HostedSource
 from horde_tui.view.swarm import LIVE_SWARM_STATES, RunsAndSwarms
 from widgets.member_table import clip
 
@@ -211,7 +212,8 @@ class RunsScreen(HordeScreen):
         run_dir = self.index.runs_dir / row.run_id
         hosted = self.horde_app.sup
         if hosted is not None and hosted.run_id == row.run_id and self.horde_app.live:
-            self.app.push_screen(RunScreen(hosted))  # this app's own run: no need to attach
+            own = HostedSource(hosted, self.horde_app.bridge.take)  # no need to attach
+            self.app.push_screen(RunScreen(own))
         elif row.state in LIVE_STATES:
             self.horde_app.attach_run(run_dir)
         elif "REPORT.md" in row.files:

@@ -2,7 +2,7 @@
 folded from lifecycle events.
 
 A hosted supervisor's events and an attached run's (replayed from events.jsonl by
-`screens/source.py`) are the same `SupervisorEvent`s, so one fold serves both, and a
+`view/source.py`) are the same `SupervisorEvent`s, so one fold serves both, and a
 run read from disk shows what the hosting process showed. Pure: no I/O, and the clock
 is an argument, so a countdown is the same on every machine under a frozen clock.
 
