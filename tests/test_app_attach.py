@@ -31,7 +31,7 @@ from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
 from horde_tui.view.source import AttachedSource
-from widgets.event_log import EventLog
+from widgets.event_log import EventTail
 
 SIZE = (120, 30)
 RUN = "20260102-120000-aaaa"
@@ -78,7 +78,7 @@ def live_run(tmp_path: Path) -> Iterator[RunDir]:
 
 
 def log_texts(screen: RunScreen) -> str:
-    log = screen.query_one(EventLog)
+    log = screen.query_one(EventTail)
     return "\n".join(log.row_text(r) for r in range(log.row_count))
 
 

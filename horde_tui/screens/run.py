@@ -48,7 +48,7 @@ from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.source import RunSource
-from widgets.event_log import EventLog
+from widgets.event_log import EventTail
 from widgets.member_table import MemberTable, format_elapsed
 from widgets.status_line import StatusLine
 
@@ -128,8 +128,8 @@ class RunScreen(HordeScreen):
         return self.query_one(MemberTable)
 
     @property
-    def event_log(self) -> EventLog:
-        return self.query_one(EventLog)
+    def event_log(self) -> EventTail:
+        return self.query_one(EventTail)
 
     def compose(self) -> ComposeResult:
         config = self.horde_app.config
@@ -144,7 +144,7 @@ class RunScreen(HordeScreen):
                     yield LedgerPane(ledgers, tab)
             with TabPane("Events", id="events"):
                 events = EventView(self.source.run_dir / "events.jsonl")
-                log = EventLog(events, clock_text=config.clock_text, id="event-log")
+                log = EventTail(events, clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
             with TabPane("Threads", id="threads"):
                 yield ThreadsPane(ledgers)
