@@ -48,7 +48,7 @@ from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.supervisor.targets import TargetError
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.run import LIVE_STATES
-from horde_tui.view.source import AttachedSource, HordeControls, swarm_routes
+from horde_tui.view.source import HordeControls, send_control, swarm_routes
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from widgets.member_table import clip, format_cost
 from widgets.status_line import StatusLine
@@ -515,14 +515,14 @@ class SwarmScreen(HordeScreen):
 
         def work() -> None:
             worker = get_current_worker()
+
+            def cancelled() -> bool:
+                return worker.is_cancelled
+
             answers = []
             for route in routes:
                 assert route.folder is not None
-                source = AttachedSource(route.folder)  # its request and answer, in control/
-                try:
-                    text = source.send(action, route.target, lambda: worker.is_cancelled)
-                finally:
-                    source.close()
+                text = send_control(route.folder, action, route.target, cancelled=cancelled)
                 answers.append(f"{route.name}: {text}")
             if not worker.is_cancelled:
                 self.app.call_from_thread(self.answered, "\n".join(answers))

@@ -222,6 +222,28 @@ def ask(
     return None
 
 
+def send_control(
+    folder: Path,
+    action: str,
+    target: str = "all",
+    timeout_s: float = ANSWER_TIMEOUT_S,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> str:
+    """Ask the supervisor whose `control/` is in `folder` (`pause`, `stop_clean`, ...)
+    and wait for its answer, as the one line to show (blocks: call it from a thread)."""
+    request = controls.new_request(REMOTE_ACTIONS.get(action, action), target)
+    try:
+        answer = ask(folder, request, timeout_s, cancelled)
+    except OSError as exc:
+        return f"could not send {request.action} {target}: {exc}"
+    if answer is None:
+        return (
+            f"the supervisor of {folder.name} did not answer {request.action} {target} "
+            f"within {timeout_s:g} s"
+        )
+    return str(answer.get("text") or ("ok" if answer.get("ok") else "refused"))
+
+
 class AttachedSource:
     """A run hosted by another process, read from its directory (see the module doc)."""
 
@@ -282,24 +304,14 @@ class AttachedSource:
     def send(
         self, action: str, target: str = "all", cancelled: Callable[[], bool] = lambda: False
     ) -> str:
-        """Ask the run's supervisor through `control/` and wait for its answer (blocks:
-        call it from a thread); `close` or `cancelled` ends the wait early."""
-        request = controls.new_request(REMOTE_ACTIONS.get(action, action), target)
-        try:
-            answer = ask(
-                self.run_dir,
-                request,
-                self.answer_timeout_s,
-                lambda: self._closed.is_set() or cancelled(),
-            )
-        except OSError as exc:
-            return f"could not send {request.action} {target}: {exc}"
-        if answer is None:
-            return (
-                f"the supervisor of {self.run_id} did not answer {request.action} {target} "
-                f"within {self.answer_timeout_s:g} s"
-            )
-        return str(answer.get("text") or ("ok" if answer.get("ok") else "refused"))
+        """`send_control` to this run; `close` or `cancelled` ends the wait early."""
+        return send_control(
+            self.run_dir,
+            action,
+            target,
+            self.answer_timeout_s,
+            lambda: self._closed.is_set() or cancelled(),
+        )
 
     async def _send(self, action: str, target: str) -> str:
         """`send` in a thread; cancelling the caller (the screen went away) ends it."""
