@@ -131,7 +131,8 @@ class RunSource(RunControls, Protocol):
         ...
 
     def poll(self) -> list[SupervisorEvent]:
-        """The lifecycle events since the last call, oldest first (members and the stop
+        """The events since the last call, oldest first: what the hosted supervisor
+        emitted, or an attached run's lifecycle events replayed (members and the stop
         state are current once it returns)."""
         ...
 
