@@ -2,7 +2,8 @@
 worker, and shows runs another process hosts; the screens do the showing.
 
 A hosted run's supervisor (`horde-tui run`, or a test's fake with the same interface,
-`tui_bridge.HostedRun`) sends its events through a `TuiBridge` to the run screen; when
+`view.source.HostedRun`) sends its events through a `TuiBridge`, which wakes the run
+screen (shown through `view.source.HostedSource`); when
 it ends the report opens. A hosted swarm (`H/M`) only wakes its screen, which reads the
 swarm's files. An attached run is read from its files (`watching.AttachedPoll`). With
 nothing to host the app lists the runs on disk (or says how to start one). Screens ask
@@ -36,8 +37,8 @@ from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.tui_bridge import HostedRun, SupervisorUpdate, TuiBridge
-from horde_tui.view.source import AttachedRun
+from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
+from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
 from horde_tui.view.swarm import RunsAndSwarms
 from horde_tui.watching import AttachedPoll, FileWatch
 
@@ -117,16 +118,15 @@ class HordeApp(App[int]):
         if not config.animations:
             self.animation_level = "none"
         if supervisor is not None:
-            self._label(f"run {supervisor.run_id}", supervisor.request, supervisor.settings)
+            self._label(f"run {supervisor.run_id}", supervisor.settings.model, supervisor.request.demo)
 
-    def _label(self, title: str, request: object, settings: object) -> None:
+    def _label(self, title: str, model: str, demo: bool) -> None:
         # The demo label goes first so a narrow terminal never cuts it off.
-        model = getattr(settings, "model", "") or "no model"
-        demo = "DEMO MODEL · " if getattr(request, "demo", False) else ""
-        self.title, self.sub_title = title, f"{demo}{model}"
+        self.title = title
+        self.sub_title = f"{'DEMO MODEL · ' if demo else ''}{model or 'no model'}"
 
     @property
-    def attached(self) -> AttachedRun | None:
+    def attached(self) -> AttachedSource | None:
         """The run shown from another process's files, if any."""
         return self.attachment.source
 
@@ -136,7 +136,7 @@ class HordeApp(App[int]):
 
     def get_default_screen(self) -> Screen[object]:
         if self.sup is not None:
-            return RunScreen(self.sup)
+            return RunScreen(self._hosted(self.sup))
         if (attach := self._first[0]) is not None:
             return self._attach(attach)
         index = RunsAndSwarms(self.horde_dir)
@@ -175,8 +175,8 @@ class HordeApp(App[int]):
         sup = Supervisor(self.horde_dir.parent, message.request, message.settings)
         self.sup, self.summary, self.run_error = sup, None, None
         self.quitting.leaving = Leaving.STAY
-        self._label(f"run {sup.run_id}", sup.request, sup.settings)
-        self.push_screen(RunScreen(sup))
+        self._label(f"run {sup.run_id}", sup.settings.model, sup.request.demo)
+        self.push_screen(RunScreen(self._hosted(sup)))
         self._start_hosting()
 
     def on_launch_swarm(self, message: LaunchSwarm) -> None:
@@ -195,7 +195,7 @@ class HordeApp(App[int]):
         swarm.sink = lambda event: None if event.member is not None else self.post_message(step())
         self.swarm, self.swarm_live = swarm, True
         self.quitting.leaving = Leaving.STAY
-        self._label(f"swarm {swarm.swarm_id}", swarm.request, swarm.settings)
+        self._label(f"swarm {swarm.swarm_id}", swarm.settings.model, swarm.request.demo)
         self.push_screen(SwarmScreen(swarm.swarm_dir))
         self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
 
@@ -207,8 +207,15 @@ class HordeApp(App[int]):
 
     def on_supervisor_update(self, message: SupervisorUpdate) -> None:
         if (screen := self.run_screen) is not None:
-            screen.apply(message.events)
+            screen.wake()
+        else:
+            self.bridge.take()  # no screen shows them
         self.revision += 1
+
+    def _hosted(self, sup: HostedRun) -> HostedSource:
+        """The hosted supervisor as the run screen's source: its events, buffered by the
+        bridge, are what `poll()` returns."""
+        return HostedSource(sup, self.bridge.take)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A hosted supervisor returned: hand its run off, quit, or show how it ended."""
@@ -277,7 +284,7 @@ class HordeApp(App[int]):
         """This app's own live run is shown as hosted; any other is attached."""
         sup = self.sup
         if sup is not None and self.live and sup.run_id == message.run_dir.name:
-            self.push_screen(RunScreen(sup))
+            self.push_screen(RunScreen(self._hosted(sup)))
         else:
             self.push_screen(self._attach(message.run_dir))
             self.attachment.poll()
@@ -287,12 +294,12 @@ class HordeApp(App[int]):
         self.title, self.sub_title = f"run {run_dir.name} · attached", ""
         return screen
 
-    def _attached_read(self, source: AttachedRun) -> None:
-        self._label(self.title, source.request, source.settings)
+    def _attached_read(self, source: AttachedSource) -> None:
+        self._label(self.title, source.model, source.demo)
         self.revision += 1
 
     @property
-    def attached_live(self) -> AttachedRun | None:
+    def attached_live(self) -> AttachedSource | None:
         return self.attachment.live
 
     # -- quitting -----------------------------------------------------------------------

@@ -20,8 +20,7 @@ from horde_tui.quitting import Leaving, QuitState, QuitStep, quit_step
 from horde_tui.screens.modals import ChoiceScreen, quit_screen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
-from horde_tui.tui_bridge import HostedRun
-from horde_tui.view.source import AttachedRun
+from horde_tui.view.source import AttachedSource, HostedRun
 
 
 class QuitHost(Protocol):
@@ -38,7 +37,7 @@ class QuitHost(Protocol):
     @property
     def run_screen(self) -> RunScreen | None: ...
     @property
-    def attached_live(self) -> AttachedRun | None: ...
+    def attached_live(self) -> AttachedSource | None: ...
     @property
     def exit_code(self) -> int: ...
     def notify(self, message: str, *, severity: Any = ..., timeout: float | None = ...) -> None: ...
@@ -146,7 +145,7 @@ class QuitFlow:
         if (screen := self.app.run_screen) is not None:
             screen.run_ended(None, message)
 
-    def _quit_attached(self, source: AttachedRun, choice: str | None) -> None:
+    def _quit_attached(self, source: AttachedSource, choice: str | None) -> None:
         """Detach quits at once (another process hosts the run); a stop is sent through
         `control/` and the app quits when its supervisor has answered (or timed out)."""
         app = self.app

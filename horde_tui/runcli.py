@@ -27,14 +27,13 @@ from horde_tui.store.runs import (
     existing_run,
     existing_swarm,
     find_run,
-    horde_run_dirs,
     live_swarm,
     read_swarm_json,
     run_state,
     runs_by_state,
 )
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
+from horde_tui.supervisor.targets import TargetError, parse_targets
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -273,49 +272,43 @@ def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) 
 
 
 def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
-    """A control for a live swarm: each started horde gets the request in its own run's
-    `control/` with the member part of the target (`h2:member-3` -> h2 `member-3`);
-    a stop of hordes not started yet goes to the swarm, which keeps them from starting.
+    """A control for a live swarm, sent along `view.source.swarm_routes` (as the swarm
+    screen sends it): each started horde gets the request in its own run's `control/`
+    with the member part of the target (`h2:member-3` -> h2 `member-3`); a stop of
+    hordes not started yet goes to the swarm, which keeps them from starting.
     `status` prints one block per targeted horde."""
+    from horde_tui.view.source import swarm_routes
+
     data = read_swarm_json(swarm) or {}
-    runs = horde_run_dirs(swarm, data)
-    names = [f"h{n}" for n in range(1, int(data.get("hordes") or 1) + 1)]
     try:
-        routed = per_horde(parse_targets(target), len(names))
+        routes = swarm_routes(swarm, args.control, target)
     except TargetError as exc:
         return _err(str(exc))
     if args.control == "status":
         print(
-            f"swarm {swarm.name}: {data.get('state')}, {len(names)} hordes of "
+            f"swarm {swarm.name}: {data.get('state')}, {data.get('hordes') or 1} hordes of "
             f"{data.get('members')} members, merge {data.get('merge')}"
         )
         work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
-        for n, sub in routed.items():
-            name, run_dir = f"h{n}", runs.get(f"h{n}")
-            state = run_state(run_dir) if run_dir else "not started"
-            answer = _ask(run_dir, args, sub, False) if state == "active" and run_dir else None
-            print(f"\n{name}: {work.get(name) or '(not partitioned yet)'}")
-            print(answer["text"] if answer else f"  {state}")
+        for route in routes:
+            answer = _ask(route.folder, args, route.target, False) if route.folder else None
+            print(f"\n{route.name}: {work.get(route.name) or '(not partitioned yet)'}")
+            print(answer["text"] if answer else f"  {route.state}")
         return 0
-    code, unreached = 0, []
-    for n, sub in routed.items():
-        name, run_dir = f"h{n}", runs.get(f"h{n}")
-        if run_dir is not None and run_state(run_dir) == "active":
-            answer = _ask(run_dir, args, sub, postmortem)
-            text = answer["text"] if answer else "its supervisor did not answer within 15 s"
-            code = code or (0 if answer and answer["ok"] else 1)
-            print(f"{name}: {text}")
-        elif run_dir is None and args.control.startswith("stop") and sub == "all":
-            unreached.append(name)
+    code = 0
+    for route in routes:
+        if route.folder is None:
+            print(f"{route.name}: nothing to {args.control} ({route.state})")
+            continue
+        answer = _ask(route.folder, args, route.target, postmortem)
+        if route.name == "swarm":  # the hordes not started yet
+            if answer is None:
+                return _err(f"the swarm {swarm.name} did not answer within 15 s", 1)
+            print(answer["text"])
         else:
-            state = run_state(run_dir) if run_dir else "not started"
-            print(f"{name}: nothing to {args.control} ({state})")
-    if unreached:
-        answer = _ask(swarm, args, ",".join(unreached), postmortem)
-        if answer is None:
-            return _err(f"the swarm {swarm.name} did not answer within 15 s", 1)
-        print(answer["text"])
-        code = code or (0 if answer["ok"] else 1)
+            text = answer["text"] if answer else "its supervisor did not answer within 15 s"
+            print(f"{route.name}: {text}")
+        code = code or (0 if answer and answer["ok"] else 1)
     return code
 
 

@@ -1,85 +1,36 @@
-"""The one adapter between a `Supervisor` and the Textual app.
+"""The one adapter between a hosted supervisor and the Textual app.
 
 The supervisor is plain asyncio and never imports Textual; it calls one sink per event.
-`TuiBridge` is that sink when the app hosts a run: it buffers events and posts them to
-the app as one `SupervisorUpdate` message per flush, at most one flush per `interval_s`
-(~10 UI refreshes a second), so a burst of tool lines from twelve members costs the UI
-one repaint, not hundreds. The first event after a quiet spell flushes at once, so a
-lone status change shows without delay.
-
-`HostedRun` names exactly what the app uses of a supervisor, so tests can host a fake.
+`TuiBridge` is that sink when the app hosts a run: it keeps the events until the run
+screen's source takes them (`take`, through `view.source.HostedSource.poll`) and wakes
+the app with a `SupervisorUpdate`, at most one per `interval_s` (~10 a second): the
+same `Coalescer` that paces file changes paces these, and a wake still waiting in the
+queue is replaced by the next one, so a burst of tool lines from twelve members costs
+the UI one repaint, not hundreds. The first event after a quiet spell wakes at once, so
+a lone status change shows without delay.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Protocol
 
 from textual.message import Message
 from textual.message_pump import MessagePump
 
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
-
-
-class HordeControls(Protocol):
-    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
-    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax)."""
-
-    def pause(self, target: str = "all") -> str: ...
-
-    def resume(self, target: str = "all") -> str: ...
-
-    def stop_clean(
-        self,
-        target: str = "all",
-        grace_s: float | None = None,
-        postmortem: bool = False,
-        reason: str = "stopped by user",
-    ) -> str: ...
-
-    async def stop_hard(self, target: str = "all") -> str: ...
-
-    async def reset(self, target: str) -> str: ...
-
-
-class HostedRun(HordeControls, Protocol):
-    """The part of `Supervisor` the app reads and drives."""
-
-    run_id: str
-    run_dir: Path
-    members: dict[str, MemberState]
-    sink: Callable[[SupervisorEvent], None]
-    settings: Any
-    """Has `.model` (the litellm model string)."""
-    request: Any
-    """Has `.demo` (True when the scripted demo model answers)."""
-    stop: Any
-    """None until a clean stop of the whole run begins."""
-
-    def handoff(self) -> str:
-        """Let go of the run so a detached supervisor can carry it on (`run()` then
-        returns None); a line starting "refused" when it cannot."""
-        ...
-
-    async def run(self) -> RunSummary | None: ...
+from horde_tui.view.coalesce import Coalescer
 
 
 class SupervisorUpdate(Message):
-    """Events the supervisor emitted since the previous update, oldest first."""
+    """The hosted supervisor emitted events since the last wake (`TuiBridge.take`)."""
 
-    def __init__(self, events: list[SupervisorEvent]) -> None:
-        super().__init__()
-        self.events = events
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SupervisorUpdate)
 
 
 class TuiBridge:
-    """A supervisor sink that turns events into coalesced `SupervisorUpdate` messages.
+    """A supervisor sink that keeps events and wakes the app at a coalesced rate.
 
     Call `attach()` from the app's event loop before the supervisor starts; the sink may
     then be called from that loop (the hosted case) or from any thread.
@@ -87,17 +38,16 @@ class TuiBridge:
 
     def __init__(self, target: MessagePump, interval_s: float = 0.1) -> None:
         self.target = target
-        self.interval_s = interval_s
         self.flushes = 0
-        """How many updates were posted (tests check the coalescing with it)."""
+        """How many wakes were posted (tests check the coalescing with it)."""
+        self._pace = Coalescer(1.0 / interval_s)
         self._pending: list[SupervisorEvent] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._scheduled: asyncio.TimerHandle | None = None
-        self._last_flush = 0.0
 
     def attach(self) -> None:
-        """Bind to the running loop (the app's); flushes are scheduled on it."""
+        """Bind to the running loop (the app's); wakes are scheduled on it."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
@@ -111,20 +61,25 @@ class TuiBridge:
 
     def _accept(self, event: SupervisorEvent) -> None:
         self._pending.append(event)
+        self._pace.note()
         if self._scheduled is not None:
             return
         assert self._loop is not None
-        wait = max(0.0, self._last_flush + self.interval_s - time.monotonic())
-        self._scheduled = self._loop.call_later(wait, self.flush)
+        self._scheduled = self._loop.call_later(self._pace.delay() or 0.0, self.flush)
 
     def flush(self) -> None:
-        """Post what is pending now (also called when the run ends, to miss nothing)."""
+        """Wake the app now if events wait (also called when the run ends, so the last
+        ones are shown)."""
         if self._scheduled is not None:
             self._scheduled.cancel()
             self._scheduled = None
         if not self._pending:
             return
-        events, self._pending = self._pending, []
-        self._last_flush = time.monotonic()
+        self._pace.take(force=True)
         self.flushes += 1
-        self.target.post_message(SupervisorUpdate(events))
+        self.target.post_message(SupervisorUpdate())
+
+    def take(self) -> list[SupervisorEvent]:
+        """The events emitted since the last call, oldest first (called on the app's loop)."""
+        events, self._pending = self._pending, []
+        return events

@@ -20,7 +20,7 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.view.coalesce import Coalescer, watch_dir
-from horde_tui.view.source import AttachedRun
+from horde_tui.view.source import AttachedSource
 from horde_tui.widgets.event_log import BACKLOG_BYTES
 
 WAKE_RATE = 3.0
@@ -102,12 +102,12 @@ class AttachedPoll:
     of a long run's log) is read in a thread, and a poll asked for while one runs is
     done once it ends; the usual few appended lines cost well under a millisecond."""
 
-    def __init__(self, app: App[Any], every_s: float, woke: Callable[[AttachedRun], None]) -> None:
+    def __init__(self, app: App[Any], every_s: float, woke: Callable[[AttachedSource], None]) -> None:
         self.app = app
         self.every_s = every_s
         self.woke = woke
         """Called after each batch shown (the app relabels and bumps its revision)."""
-        self.source: AttachedRun | None = None
+        self.source: AttachedSource | None = None
         self._timer: object | None = None
         self._polling = False
         self._again = False
@@ -117,7 +117,7 @@ class AttachedPoll:
         let go). With the watcher on, the timer only notices what writes no file (the
         supervisor dying, elapsed times); without it, it is the only source."""
         self.close()
-        self.source = source = AttachedRun(run_dir)
+        self.source = source = AttachedSource(run_dir)
         if self._timer is None:
             self._timer = self.app.set_interval(self.every_s, self.poll)
         return RunScreen(source)
@@ -129,13 +129,13 @@ class AttachedPoll:
     def run_screen(self) -> RunScreen | None:
         return next((s for s in self.app.screen_stack if isinstance(s, RunScreen)), None)
 
-    def shown(self, source: AttachedRun) -> bool:
+    def shown(self, source: AttachedSource) -> bool:
         """A poll consumes what it reads: none is done while no screen shows the run."""
         screen = self.run_screen()
-        return screen is not None and screen.sup is source
+        return screen is not None and screen.source is source
 
     @property
-    def live(self) -> AttachedRun | None:
+    def live(self) -> AttachedSource | None:
         """The attached run on screen, if it is still live."""
         source = self.source
         return source if source is not None and self.shown(source) and source.live else None
@@ -157,7 +157,7 @@ class AttachedPoll:
             partial(self._read_in_thread, source), thread=True, group="attach", exit_on_error=False
         )
 
-    def _read_in_thread(self, source: AttachedRun) -> None:
+    def _read_in_thread(self, source: AttachedSource) -> None:
         try:
             items: list[SupervisorEvent] | None = source.poll()
         except OSError:  # the source was closed under us (the app is quitting)
@@ -165,10 +165,10 @@ class AttachedPoll:
         with suppress(RuntimeError):  # the app ended while this thread read
             self.app.call_from_thread(self._read, source, items)
 
-    def _read(self, source: AttachedRun, items: list[SupervisorEvent] | None) -> None:
+    def _read(self, source: AttachedSource, items: list[SupervisorEvent] | None) -> None:
         self._polling = False
         screen = self.run_screen()
-        if items is not None and source is self.source and screen and screen.sup is source:
+        if items is not None and source is self.source and screen and screen.source is source:
             screen.apply(items)
             self.woke(source)
             if screen.live and not source.live:

@@ -31,8 +31,8 @@ from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
-from horde_tui.view.source import AttachedRun
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.view.source import AttachedSource
+from horde_tui.widgets.event_log import EventTail
 
 SIZE = (120, 30)
 RUN = "20260102-120000-aaaa"
@@ -79,7 +79,7 @@ def live_run(tmp_path: Path) -> Iterator[RunDir]:
 
 
 def log_texts(screen: RunScreen) -> str:
-    log = screen.query_one(EventLog)
+    log = screen.query_one(EventTail)
     return "\n".join(log.row_text(r) for r in range(log.row_count))
 
 
@@ -90,7 +90,7 @@ async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
     with FakeRemote(live_run) as remote:
         async with app.run_test(size=SIZE) as pilot:
             screen = app.screen
-            assert isinstance(screen, RunScreen) and screen.remote
+            assert isinstance(screen, RunScreen) and isinstance(screen.source, AttachedSource)
             await wait_for(pilot, lambda: screen.table.row_count == 3)
             await wait_for(pilot, lambda: "phase-start phase discovery" in log_texts(screen))
             assert "attached" in app.title and app.sub_title == "openai/stub"
@@ -188,7 +188,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
             events = run_dir / "events.jsonl"
             spawned = _wait(lambda: '"member-spawn"' in events.read_text(), 30)
             assert spawned, "no member spawned"
-            source = AttachedRun(run_dir)
+            source = AttachedSource(run_dir)
             source.poll()
             assert source.live and source.members
             source.close()

@@ -27,7 +27,7 @@ from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
-from horde_tui.view.source import AttachedRun
+from horde_tui.view.source import AttachedSource
 
 SIZE = (120, 30)
 
@@ -66,7 +66,7 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
             pid = supervisor_pid(run_dir)
             assert pid is not None and pid != os.getpid()
             assert run_state(run_dir) == "active", "the run goes on after the app"
-            source = AttachedRun(run_dir)
+            source = AttachedSource(run_dir)
             source.poll()
             assert source.live and sorted(source.members) == ["member-1", "member-2"]
             source.close()

@@ -20,7 +20,7 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.demo.run import prepare_demo
 from horde_tui.screens.report import ReportScreen
 from horde_tui.supervisor.run import Supervisor
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable
 
 RUN_TIMEOUT_S = 240.0
@@ -35,7 +35,7 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
-def rows(log: EventLog) -> list[str]:
+def rows(log: EventTail) -> list[str]:
     return [log.row_text(r) for r in range(log.row_count)]
 
 
@@ -48,7 +48,7 @@ async def test_the_app_hosts_a_real_run_from_first_spawn_to_its_report(
         app = HordeApp(sup, config=AppConfig(tick_s=0.5))
         async with app.run_test(size=(120, 36)) as pilot:
             table = app.query_one(MemberTable)
-            log = app.query_one(EventLog)
+            log = app.query_one(EventTail)
             await wait_for(pilot, lambda: table.row_count == 4, RUN_TIMEOUT_S)
             await wait_for(
                 pilot,

@@ -33,6 +33,7 @@ from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
+from horde_tui.view.source import AttachedSource, HostedSource
 
 SIZE = (120, 36)
 FINISHED = "20260102-120000-aaaa"
@@ -255,7 +256,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), 20)
         screen = app.screen
-        assert isinstance(screen, RunScreen) and not screen.remote
+        assert isinstance(screen, RunScreen) and isinstance(screen.source, HostedSource)
         assert app.sup is not None and app.live
         run_dir = app.sup.run_dir
         assert app.title == f"run {run_dir.name}"
@@ -268,7 +269,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         await wait_for(pilot, lambda: table.row_count == 2)
         await pilot.press("up", "enter")  # the newest run, hosted here: its own screen again
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        assert app.screen.sup is app.sup and app.attached is None
+        assert app.screen.source.supervisor is app.sup  # type: ignore[attr-defined] and app.attached is None
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         assert not app.screen.query_one("#detach", Button).disabled
@@ -293,7 +294,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
             await pilot.press("space", "enter")
             await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), 70)
             screen = app.screen
-            assert isinstance(screen, RunScreen) and screen.remote
+            assert isinstance(screen, RunScreen) and isinstance(screen.source, AttachedSource)
             assert app.attached is not None
             run_dir = app.attached.run_dir
             await pilot.press("q")

@@ -21,7 +21,7 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable
 
 SIZE = (100, 30)
@@ -167,7 +167,7 @@ async def test_event_log_follows_until_scrolled_up_and_counts_new_lines(tmp_path
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        log = app.query_one(EventLog)
+        log = app.query_one(EventTail)
         # The member rows first: their arrival shrinks the log, and a resize while
         # following jumps back to the tail, which would race the pageup below.
         await wait_for(pilot, lambda: app.query_one(MemberTable).row_count == 6)
@@ -201,7 +201,7 @@ async def test_slash_filters_events_by_member_or_kind(tmp_path: Path) -> None:
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await started(pilot, fake)
-        log = app.query_one(EventLog)
+        log = app.query_one(EventTail)
         await pilot.press("slash")
         box = app.query_one("#event-filter", Input)
         assert box.has_focus
@@ -300,11 +300,11 @@ async def test_event_log_reads_only_appended_bytes_and_renders_only_the_viewport
 
     class LogApp(App[None]):
         def compose(self) -> ComposeResult:
-            yield EventLog(view, clock_text=lambda ts: "00:00:00")
+            yield EventTail(view, clock_text=lambda ts: "00:00:00")
 
     app = LogApp()
     async with app.run_test(size=(80, 12)) as pilot:
-        log = app.query_one(EventLog)
+        log = app.query_one(EventTail)
         log.catch_up()
         await wait_for(pilot, lambda: log.row_count == 3000)
         assert log.scroll_y == log.max_scroll_y
@@ -330,11 +330,11 @@ async def test_a_large_backlog_is_indexed_in_a_worker_while_the_log_says_so(
 
     class LogApp(App[None]):
         def compose(self) -> ComposeResult:
-            yield EventLog(view, clock_text=lambda ts: "00:00:00")
+            yield EventTail(view, clock_text=lambda ts: "00:00:00")
 
     app = LogApp()
     async with app.run_test(size=(80, 12)) as pilot:
-        log = app.query_one(EventLog)
+        log = app.query_one(EventTail)
         log.catch_up()
         assert log.loading, "the backlog went to a worker, the UI loop is free"
         log.set_filter("post")  # asked while loading: applied when the worker is done

@@ -16,6 +16,7 @@ from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
+from horde_tui.view.source import AttachedSource
 
 SIZE = (140, 30)
 FINISHED = "20260102-120000-aaaa"
@@ -96,7 +97,11 @@ async def test_enter_on_an_active_run_attaches_and_quit_leaves_it(horde: Path) -
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         screen = app.screen
-        assert isinstance(screen, RunScreen) and screen.remote and screen.live
+        assert (
+            isinstance(screen, RunScreen)
+            and isinstance(screen.source, AttachedSource)
+            and screen.live
+        )
         await wait_for(pilot, lambda: screen.table.row_count == 3)
         await pilot.press("escape")  # table focused: back to the list
         await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))

@@ -30,7 +30,7 @@ from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.log_tail import LogTail
 from horde_tui.widgets.member_table import MemberTable
 from horde_tui.widgets.transcript_view import TranscriptView
@@ -93,7 +93,7 @@ def test_events_tab_not_following(snap_compare: Any, tmp_path: Path, size: tuple
             who = ("member-1", "member-2", "member-5")[i % 3]
             fake.write(who, 140 + i, "idea", f"#{i + 4}", f"ok #{i + 4} idea: check src/db.py:{i}")
         fake.emit("phase-start", at=161, phase="discovery")
-        log = pilot.app.query_one(EventLog)
+        log = pilot.app.query_one(EventTail)
         await wait_for(pilot, lambda: log.row_text(log.row_count - 1).endswith("discovery"))
         log.focus()
         await pilot.press("pageup")

@@ -1,6 +1,7 @@
 """Support for the app tests: a scripted fake supervisor and the `wait_for` helper.
 
-`FakeSupervisor` has the interface the app hosts (`tui_bridge.HostedRun`): it emits
+`FakeSupervisor` implements the interface the app hosts (`view.source.HostedRun`, held
+to it by `test_view_source.py`): it emits
 `SupervisorEvent`s only when a test tells it to, appends each lifecycle event to the
 run's real `events.jsonl` first (as the supervisor does; the Events tab reads that file),
 keeps `MemberState`s the way the real supervisor does (`absorb`), records every control
@@ -29,6 +30,7 @@ from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.setup import RunRequest, assign_roles
+from horde_tui.view.source import HostedRun
 
 RUN_ID = "20250101-120000-beef"
 T0 = 1_735_732_800.0
@@ -46,7 +48,7 @@ async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: fl
         await pilot.pause(0.02)
 
 
-class FakeSupervisor:
+class FakeSupervisor(HostedRun):
     """A supervisor that does only what the test scripts; see the module docstring."""
 
     def __init__(self, workdir: Path, count: int = 6, model: str = "stub/demo-model") -> None:
@@ -64,6 +66,7 @@ class FakeSupervisor:
         self.calls: list[tuple[str, str]] = []
         self.events = EventLog(self.run_dir / "events.jsonl")
         self.outcome = "finished"
+        self.handed_off = False
         self._finished = asyncio.Event()
 
     # -- scripting -----------------------------------------------------------------------
@@ -158,8 +161,17 @@ class FakeSupervisor:
         self.emit("stop-hard", at=195, targets=[target])
         return f"stopped {target}"
 
-    async def run(self) -> RunSummary:
+    def handoff(self) -> str:
+        """Let go at once: `run()` returns None, as the supervisor's does after a handoff."""
+        self.calls.append(("handoff", "all"))
+        self.handed_off = True
+        self._finished.set()
+        return "members stop where they are; a detached supervisor carries the run on"
+
+    async def run(self) -> RunSummary | None:
         await self._finished.wait()
+        if self.handed_off:
+            return None
         return RunSummary(
             run_id=RUN_ID,
             outcome=self.outcome,

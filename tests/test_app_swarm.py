@@ -41,6 +41,7 @@ from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.targets import Count
+from horde_tui.view.source import AttachedSource
 
 SIZE = (140, 36)
 OLD_SWARM = "20260102-110000-0b0b"
@@ -165,8 +166,8 @@ async def test_enter_opens_the_hordes_run_screen_and_escape_comes_back(horde: Pa
         await pilot.press("enter")  # h1, under the cursor
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
         run = app.screen
-        assert isinstance(run, RunScreen) and run.remote
-        assert run.sup.run_dir == horde_run_dir(horde, "h1")
+        assert isinstance(run, RunScreen) and isinstance(run.source, AttachedSource)
+        assert run.source.run_dir == horde_run_dir(horde, "h1")
         await wait_for(pilot, lambda: run.table.row_count == 3)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is swarm)
@@ -175,7 +176,7 @@ async def test_enter_opens_the_hordes_run_screen_and_escape_comes_back(horde: Pa
         assert app.screen.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
         await pilot.press("escape")  # the report, over h2's run screen
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        assert app.screen.sup.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
+        assert app.screen.source.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is swarm)
         assert swarm.check_action("horde", ("h3",)) is None, "h3 has not started"

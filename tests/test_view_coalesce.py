@@ -57,6 +57,20 @@ def test_delay_says_when_to_come_back_and_notes_are_counted():
     assert (c.pending, c.notes, c.delay()) == (False, 0, None)
 
 
+def test_a_forced_take_goes_now_and_paces_the_next():
+    """The last wake before an end goes at once, and still counts as a refresh."""
+    clock = Clock()
+    c = Coalescer(rate=10, clock=clock)
+    c.note(["a"])
+    assert c.take() == {Path("a")}
+    clock.now += 0.02
+    c.note(["b"])
+    assert c.take() is None
+    assert c.take(force=True) == {Path("b")}
+    c.note(["c"])
+    assert c.delay() == pytest.approx(0.1)
+
+
 def test_rate_must_be_positive():
     with pytest.raises(ValueError):
         Coalescer(rate=0)
@@ -117,7 +131,7 @@ async def test_a_disabled_watch_yields_nothing_and_ends_with_the_stop_event(tmp_
 def test_the_view_package_imports_no_textual():
     code = (
         "import sys, horde_tui.view.events, horde_tui.view.run, horde_tui.view.ledgers, "
-        "horde_tui.view.coalesce; "
+        "horde_tui.view.coalesce, horde_tui.view.source; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'litellm')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -140,24 +140,23 @@ def test_turns_tokens_and_current_tool_come_from_the_newest_transcript(run):
 
     m1 = view.members()[0]
     assert (m1.turns, m1.prompt_tokens, m1.completion_tokens, m1.cost_usd) == (2, 250, 30, 1.0)
-    assert (m1.current_tool, m1.last_text, m1.sessions) == ("bash", "Checking", 1)
-    version = m1.version
+    assert (m1.current_tool, m1.tool_summary, m1.final_message) == ("bash", "bash", "Checking")
+    assert len(m1.transcripts) == 1
 
-    assert view.refresh() == set()
-    assert view.members()[0].version == version  # nothing changed, nothing to repaint
+    assert view.refresh() == set(), "nothing changed, nothing to repaint"
 
     run.message("member-1", "20260102T120002-aaaaaa", role="tool", name="bash", content="...")
     assert view.refresh() == {"members"}
     m1 = view.members()[0]
-    assert (m1.current_tool, m1.version) == ("", version + 1)
-    assert m1.last_tool == "bash", "the table shows the last tool, dimmed, between tools"
+    assert m1.current_tool == ""
+    assert m1.tool_summary == "bash", "the table shows the last tool, dimmed, between tools"
 
     # a reset: the newer session is followed from now on
     run.message("member-1", "20260102T120510-bbbbbb", **answer((7, 1)))
     view.refresh()
     m1 = view.members()[0]
-    assert (m1.turns, m1.prompt_tokens, m1.sessions) == (1, 7, 2)
-    assert m1.transcript is not None and m1.transcript.name == "20260102T120510-bbbbbb.jsonl"
+    assert (m1.turns, m1.prompt_tokens, len(m1.transcripts)) == (1, 7, 2)
+    assert Path(m1.transcripts[-1]).name == "20260102T120510-bbbbbb.jsonl"
 
 
 def test_close_releases_descriptors_and_a_refresh_resumes(run):
@@ -213,7 +212,7 @@ def test_an_interrupted_run_shows_its_running_members_as_killed(run):
     m1 = view.members()[0]
     assert view.state == "interrupted"
     assert (m1.status, m1.exit_cause) == ("exited", "killed")
-    assert view.table.rows["member-1"].status == "running"  # the fold itself is untouched
+    assert view.fold.states["member-1"].status == "running"  # the fold itself is untouched
 
 
 def test_run_files_are_listed_in_document_order(run):

@@ -1,4 +1,4 @@
-"""`EventLog`: a run's `events.jsonl`, drawn with the Line API from an `EventView`.
+"""`EventTail`: a run's `events.jsonl`, drawn with the Line API from an `EventView`.
 
 A run of twelve members writes hundreds of thousands of events, so the widget holds no
 lines of its own: the `EventView` (Textual-free, `horde_tui/view/events.py`) keeps an
@@ -45,7 +45,7 @@ def default_clock_text(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
-class EventLog(TailScrollView, can_focus=True):
+class EventTail(TailScrollView, can_focus=True):
     """The events of one `EventView`, filterable, following the tail."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -58,7 +58,7 @@ class EventLog(TailScrollView, can_focus=True):
     }
 
     DEFAULT_CSS = """
-    EventLog {
+    EventTail {
         background: $surface;
         & > .event-log--time { color: $text-muted; }
         & > .event-log--who { color: $primary; text-style: bold; }
@@ -72,12 +72,12 @@ class EventLog(TailScrollView, can_focus=True):
     class FollowChanged(Message):
         """Following, loading or the count of unseen lines changed (for an indicator)."""
 
-        def __init__(self, log: EventLog) -> None:
+        def __init__(self, log: EventTail) -> None:
             super().__init__()
             self.log = log
 
         @property
-        def control(self) -> EventLog:
+        def control(self) -> EventTail:
             return self.log
 
     def __init__(

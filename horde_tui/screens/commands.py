@@ -28,7 +28,7 @@ class MemberActions(Protocol):
     the palette knows it by its shape, not its class)."""
 
     live: bool
-    sup: RunSource
+    source: RunSource
 
     def stop_run_clean(self) -> None: ...
     def confirm_stop_hard(self, name: str | None) -> None: ...
@@ -82,16 +82,16 @@ class MemberCommands(ListedCommands):
         if not isinstance(screen, MemberActions):
             return
         live = screen.live
-        if live and screen.sup.stop is None:
+        if live and screen.source.stop_reason is None:
             yield "Stop the run clean", screen.stop_run_clean, "members wrap up, then the report"
         if live:
             yield "Stop the run hard", partial(screen.confirm_stop_hard, None), "asks first"
-        for name, state in screen.sup.members.items():
+        for name, state in screen.source.members.items():
             if live and state.status in LIVE_STATUSES:
                 yield f"Pause {name}", partial(screen.pause_member, name), state.role
             if live and state.status == "paused":
                 yield f"Resume {name}", partial(screen.resume_member, name), state.role
-            if reset_applies(live, screen.sup, state):
+            if reset_applies(live, screen.source, state):
                 yield f"Reset {name}", partial(screen.confirm_reset, name), "asks first"
             if live and state.status in STOPPABLE_STATUSES:
                 yield (

@@ -13,14 +13,13 @@ Escape goes back to the run screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
-from horde_tui.screens.base import HordeScreen
+from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.linefile import LineIndex
@@ -39,19 +38,15 @@ if TYPE_CHECKING:
     from horde_tui.view.source import RunSource
 
 
-def shown_path(sup: RunSource, path: Path) -> str:
-    """A run path as the user would type it in the project: relative to the workdir."""
-    workdir = sup.run_dir.parent.parent.parent
-    try:
-        return str(path.relative_to(workdir))
-    except ValueError:
-        return str(path)
-
-
-def reset_applies(live: bool, sup: RunSource, state: MemberState | None) -> bool:
+def reset_applies(live: bool, source: RunSource, state: MemberState | None) -> bool:
     """A reset needs a live run that is not stopping and a member with a session to end
     (the supervisor refuses the rest too; the keys and the palette do not offer them)."""
-    return live and sup.stop is None and state is not None and state.status in STOPPABLE_STATUSES
+    return (
+        live
+        and source.stop_reason is None
+        and state is not None
+        and state.status in STOPPABLE_STATUSES
+    )
 
 
 @dataclass
@@ -100,16 +95,16 @@ class MemberDetailScreen(HordeScreen):
         ),
     ]
 
-    def __init__(self, supervisor: RunSource, name: str) -> None:
+    def __init__(self, source: RunSource, name: str) -> None:
         super().__init__(classes="member-detail")
-        self.sup = supervisor
+        self.source = source
         self.member = name
         self.reader: TranscriptReader | None = None
         self.session_pick: int | None = None
         """The session shown (index, oldest first), or None: the newest, whichever it is."""
         self.session_number = 0
         self.session_count = 0
-        self.log_index = LineIndex(supervisor.run_dir / f"{name}.log", transactions=False)
+        self.log_index = LineIndex(source.run_dir / f"{name}.log", transactions=False)
         self._indexing = False
         """A file worker is running: indexes are not safe to grow from two threads."""
         self._again = False
@@ -168,7 +163,7 @@ class MemberDetailScreen(HordeScreen):
         """The app's watcher saw files change: look again if they may be ours (the
         member's log or anything in its session folder; None means it cannot tell)."""
         paths = self.horde_app.changed_paths
-        folder = self.sup.run_dir / "sessions" / self.member
+        folder = self.source.run_dir / "sessions" / self.member
         if paths is None or any(
             p == self.log_index.path or p.parent == folder or p == folder for p in paths
         ):
@@ -184,7 +179,7 @@ class MemberDetailScreen(HordeScreen):
         self.run_worker(self._index_files, thread=True, group="detail-files", exit_on_error=False)
 
     def _index_files(self) -> None:
-        found = sessions(self.sup.run_dir, self.member)
+        found = sessions(self.source.run_dir, self.member)
         pick = self.session_pick
         index = pick if pick is not None and pick < len(found) else len(found) - 1
         reader = self.reader
@@ -217,7 +212,7 @@ class MemberDetailScreen(HordeScreen):
             self.reader = files.reader
             self.transcript.show(files.reader)
             self.query_one("#transcript-heading", Static).update(
-                f"Transcript · {files.reader.path.relative_to(self.sup.run_dir)}"
+                f"Transcript · {files.reader.path.relative_to(self.source.run_dir)}"
             )
         else:
             self.transcript.grew()
@@ -259,7 +254,7 @@ class MemberDetailScreen(HordeScreen):
 
     def repaint(self) -> None:
         self.reload_files()
-        state = self.sup.members.get(self.member)
+        state = self.source.members.get(self.member)
         title = self.query_one("#detail-title", Static)
         if state is None:
             title.update(f"{self.member}: not a member of this run")
@@ -308,8 +303,8 @@ class MemberDetailScreen(HordeScreen):
             return True if self.session_pick is not None else None
         if action == "reset":
             run = self.horde_app.run_screen
-            state = self.sup.members.get(self.member)
-            return True if run is not None and reset_applies(run.live, self.sup, state) else None
+            state = self.source.members.get(self.member)
+            return True if run is not None and reset_applies(run.live, self.source, state) else None
         return True
 
     def action_transcript(self) -> None:
@@ -317,7 +312,7 @@ class MemberDetailScreen(HordeScreen):
         view.focus()
         view.follow()
         if not view.count:
-            folder = shown_path(self.sup, self.sup.run_dir / "sessions" / self.member)
+            folder = shown_path(self.source.run_dir / "sessions" / self.member)
             self.notify(f"{self.member} has no transcript yet; it will appear in {folder}")
 
     def action_older_session(self) -> None:

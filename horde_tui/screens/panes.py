@@ -27,7 +27,7 @@ from horde_tui.supervisor.graph import MAX_NODES
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.ledger_table import LEDGER_KEYS, LedgerTable
 from horde_tui.widgets.status_line import StatusLine
 from horde_tui.widgets.swimlane import Swimlane
@@ -132,7 +132,7 @@ class FilesPane(Horizontal):
 class EventsPane(Vertical):
     """The event log with its filter input (hidden until `/`) and its status line."""
 
-    def __init__(self, log: EventLog, *, blink: bool = True, id: str | None = None) -> None:
+    def __init__(self, log: EventTail, *, blink: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
         self.log_widget = log
         self.blink = blink
@@ -162,7 +162,7 @@ class EventsPane(Vertical):
         status.show(" · ".join(parts))
         status.set_class(not log.following and log.new_lines > 0, "-new")
 
-    def on_event_log_follow_changed(self, event: EventLog.FollowChanged) -> None:
+    def on_event_tail_follow_changed(self, event: EventTail.FollowChanged) -> None:
         self.show_status()
 
     def open_filter(self) -> None:

@@ -1,27 +1,26 @@
 """The run screen: the member table above, the run's tabs below.
 
-The app hands it each coalesced batch of supervisor events (`apply`) and each set of
-files its watcher saw change (`files_changed`); the table repaints from the source's
-`MemberState`s (diffed cell by cell: only the changed cells' lines are repainted), the
-Events tab catches up with `events.jsonl` (reading only the appended bytes) and the
-visible tab reloads if its files moved. The source is a hosted supervisor or an
-`AttachedRun` read from another process's run files (`view/source.py`); only the
-controls differ: an attached run's go through `control/` from a thread worker, and the
-answer comes back as a notification. Keys act on the member under the table cursor and
-are greyed out (`check_action` -> None) when they do not apply to it now.
+The screen shows and drives a `view.source.RunSource`, hosted in this process or
+attached from another's files: one path for both. The app wakes it (`wake`, after the
+supervisor's events or an attached run's files changed) and it folds what the source's
+`poll()` returns (`apply`); the table repaints from the source's `MemberState`s (diffed
+cell by cell: only the changed cells' lines are repainted), the Events tab catches up
+with `events.jsonl` (reading only the appended bytes) and the visible tab reloads if its
+files moved (`files_changed`). Controls are the source's coroutines, awaited in a worker;
+each answer comes back as a notification. Keys act on the member under the table cursor
+and are greyed out (`check_action` -> None) when they do not apply to it now.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.widgets import Footer, Header, TabbedContent, TabPane
-from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
@@ -48,13 +47,10 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
-from horde_tui.view.source import AttachedRun
-from horde_tui.widgets.event_log import EventLog
+from horde_tui.view.source import RunSource
+from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable, format_elapsed
 from horde_tui.widgets.status_line import StatusLine
-
-if TYPE_CHECKING:
-    from horde_tui.tui_bridge import HostedRun
 
 LEDGER_TABS = ("board", "ideas", "findings", "facts", "claims", "resources")
 TAB_KEYS = {
@@ -81,7 +77,7 @@ member, hidden once the run has ended."""
 
 
 class RunScreen(HordeScreen):
-    """A hosted run, live or ended."""
+    """A run, hosted or attached, live or ended."""
 
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {MemberCommands}
     AUTO_FOCUS = "#members"
@@ -111,17 +107,14 @@ class RunScreen(HordeScreen):
         ),
     ]
 
-    def __init__(self, supervisor: HostedRun | AttachedRun) -> None:
+    def __init__(self, source: RunSource) -> None:
         super().__init__(id="run-screen")
-        self.sup = supervisor
-        self.remote = isinstance(supervisor, AttachedRun)
-        """Attached to another process's run: controls go through `control/`."""
+        self.source = source
         self.live = True
         self.life = RunPhase()
         """Phase, canary and clean-stop countdown, folded from the lifecycle events."""
-        canary = getattr(supervisor, "canary", "not run")  # a resumed run's is known
-        if canary != "not run":
-            self.life.canary = canary
+        if source.canary != "not run":  # a resumed run's is known
+            self.life.canary = source.canary
         self.phase = self.life.phase
         self.summary: RunSummary | None = None
         self._ready = False
@@ -135,31 +128,31 @@ class RunScreen(HordeScreen):
         return self.query_one(MemberTable)
 
     @property
-    def event_log(self) -> EventLog:
-        return self.query_one(EventLog)
+    def event_log(self) -> EventTail:
+        return self.query_one(EventTail)
 
     def compose(self) -> ComposeResult:
         config = self.horde_app.config
-        horde_dir = self.sup.run_dir.parent.parent
+        horde_dir = self.source.run_dir.parent.parent
         yield Header()
         yield StatusLine(id="run-status")
         yield MemberTable(id="members")
-        ledgers = LedgerSource(horde_dir, self.sup.run_dir.name)
+        ledgers = LedgerSource(horde_dir, self.source.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
                 with TabPane(tab.capitalize(), id=tab):
                     yield LedgerPane(ledgers, tab)
             with TabPane("Events", id="events"):
-                events = EventView(self.sup.run_dir / "events.jsonl")
-                log = EventLog(events, clock_text=config.clock_text, id="event-log")
+                events = EventView(self.source.run_dir / "events.jsonl")
+                log = EventTail(events, clock_text=config.clock_text, id="event-log")
                 yield EventsPane(log, blink=config.cursor_blink)
             with TabPane("Threads", id="threads"):
                 yield ThreadsPane(ledgers)
             with TabPane("Graph", id="graph"):
-                lanes = [(state.name, state.role) for state in self.sup.members.values()]
-                yield GraphPane(self.sup.run_dir, lanes)
+                lanes = [(state.name, state.role) for state in self.source.members.values()]
+                yield GraphPane(self.source.run_dir, lanes)
             with TabPane("Files", id="files"):
-                yield FilesPane(self.sup.run_dir)
+                yield FilesPane(self.source.run_dir)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -188,11 +181,14 @@ class RunScreen(HordeScreen):
         tab reloads if its files moved. Both cost a `stat` when nothing did."""
         if not self._ready:
             return
-        # An attached run's poll (which the same change started) catches up as it
-        # applies: one catch-up, one repaint per change.
-        if not self.remote and (paths is None or any(p.name == "events.jsonl" for p in paths)):
-            self.event_log.catch_up()
+        if paths is None or any(p.name == "events.jsonl" for p in paths):
+            self.event_log.catch_up()  # a stat when `wake` has read it already
         await self.reload_visible_tab()
+
+    def wake(self) -> None:
+        """The source has news (the supervisor's events, an attached run's files):
+        fold what it has gathered since the last wake."""
+        self.apply(self.source.poll())
 
     def apply(self, events: Iterable[SupervisorEvent]) -> None:
         """Fold one coalesced batch of events; the Events tab catches up with the log
@@ -246,21 +242,22 @@ class RunScreen(HordeScreen):
         if not self._ready:
             return
         clock = self.horde_app.config.clock()
-        self.table.show([member_row(state, clock) for state in self.sup.members.values()])
+        self.table.show([member_row(state, clock) for state in self.source.members.values()])
 
     def show_status(self) -> None:
         if not self._ready:
             return
-        parts = [self.phase, member_tally(self.sup.members.values())]
+        parts = [self.phase, member_tally(self.source.members.values())]
         now = self.horde_app.config.clock()
         # What is happening to the run comes before the tally (which the table shows
         # too), so 80 columns keep the countdown and the canary's wait in view.
         if canary := self.life.canary_text(now, format_elapsed):
             parts.insert(1, canary)
-        stopping = self.live and self.sup.stop is not None and not self.life.ended
+        reason = self.source.stop_reason
+        stopping = self.live and reason is not None and not self.life.ended
         if stopping:
             countdown = self.life.stop_text(now, format_elapsed)
-            parts.insert(1, countdown or f"stopping clean ({self.sup.stop.reason})")
+            parts.insert(1, countdown or f"stopping clean ({reason})")
         self.query_one("#run-status", StatusLine).show(" · ".join(parts))
         self.set_class(not self.live, "-ended")
         self.set_class(stopping, "-stopping")
@@ -294,7 +291,7 @@ class RunScreen(HordeScreen):
 
     def selected_state(self) -> MemberState | None:
         name = self.table.selected_member
-        return self.sup.members.get(name) if name else None
+        return self.source.members.get(name) if name else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.live and action in RUN_CONTROLS:
@@ -308,54 +305,24 @@ class RunScreen(HordeScreen):
             if action == "resume":
                 return True if self.live and state.status == "paused" else None
             if action == "reset":
-                return True if reset_applies(self.live, self.sup, state) else None
+                return True if reset_applies(self.live, self.source, state) else None
             if action == "stop_hard":
                 return True if self.live else None
         if action == "stop_clean":
-            return True if self.live and self.sup.stop is None else None
+            return True if self.live and self.source.stop_reason is None else None
         return True
 
     def pause_member(self, name: str) -> None:
-        if isinstance(self.sup, AttachedRun):
-            self.send_remote("pause", name)
-            return
-        self.notify(self.sup.pause(name))
-        self.after_control()
+        self.run_control(f"pause {name}", self.source.pause(name))
 
     def resume_member(self, name: str) -> None:
-        if isinstance(self.sup, AttachedRun):
-            self.send_remote("resume", name)
-            return
-        self.notify(self.sup.resume(name))
-        self.after_control()
+        self.run_control(f"resume {name}", self.source.resume(name))
 
     def stop_run_clean(self) -> None:
-        if isinstance(self.sup, AttachedRun):
-            self.send_remote("stop_clean", "all")
-            return
-        self.notify(self.sup.stop_clean(reason="stopped by user"))
-        self.after_control()
-
-    def send_remote(self, action: str, target: str) -> None:
-        """An attached run's control: the request and its wait (up to 15 s) run in a
-        thread worker, so the screen keeps repainting; the answer is a notification."""
-        source = self.sup
-        assert isinstance(source, AttachedRun)
-
-        def work() -> None:
-            worker = get_current_worker()
-            text = source.send(action, target, lambda: worker.is_cancelled)
-            if not worker.is_cancelled:
-                self.app.call_from_thread(self._answered, text)
-
-        self.run_worker(work, thread=True, group="controls", exit_on_error=False)
-
-    def _answered(self, text: str) -> None:
-        self.notify(text)
-        self.after_control()
+        self.run_control("stop-clean", self.source.stop_clean("all"))
 
     def confirm_stop_hard(self, name: str | None) -> None:
-        state = self.sup.members.get(name) if name else None
+        state = self.source.members.get(name) if name else None
         running = state is not None and state.status in STOPPABLE_STATUSES
 
         def chosen(choice: str | None) -> None:
@@ -367,15 +334,13 @@ class RunScreen(HordeScreen):
         self.app.push_screen(stop_hard_screen(name, running), chosen)
 
     def stop_hard(self, target: str) -> None:
-        """Hard stops wait for processes (up to 5 s): run them off the message loop."""
-        if isinstance(self.sup, AttachedRun):
-            self.send_remote("stop_hard", target)
-            return
-        self.run_control(f"stop-hard {target}", self.sup.stop_hard(target))
+        self.run_control(f"stop-hard {target}", self.source.stop_hard(target))
 
     def run_control(self, what: str, control: Awaitable[str]) -> None:
-        """A hosted control that waits for processes, in a worker; its answer (or its
-        failure, which the worker would swallow) becomes a notification."""
+        """Send a control from a worker: a hard stop or a reset waits for processes
+        (up to 5 s), an attached run's answer comes through `control/` (up to 15 s), so
+        none waits on the message loop. The answer (or the failure, which the worker
+        would swallow) becomes a notification."""
 
         async def work() -> None:
             try:
@@ -398,14 +363,10 @@ class RunScreen(HordeScreen):
         self.app.push_screen(reset_screen(name), chosen)
 
     def reset_member(self, name: str) -> None:
-        """A reset waits for the session to end (up to 5 s): off the message loop."""
-        if isinstance(self.sup, AttachedRun):
-            self.send_remote("reset", name)
-            return
-        self.run_control(f"reset {name}", self.sup.reset(name))
+        self.run_control(f"reset {name}", self.source.reset(name))
 
     def open_member(self, name: str) -> None:
-        self.app.push_screen(MemberDetailScreen(self.sup, name))
+        self.app.push_screen(MemberDetailScreen(self.source, name))
 
     def show_transcript(self, name: str) -> None:
         """The detail screen opens on the transcript (focused, following)."""

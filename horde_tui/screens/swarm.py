@@ -42,13 +42,12 @@ from textual.worker import get_current_worker
 
 from horde_tui.screens.base import HordeScreen, OpenRun
 from horde_tui.screens.commands import SwarmCommands
-from horde_tui.screens.describe import STOPPABLE_STATUSES, STOPS, horde_applies
+from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
-from horde_tui.tui_bridge import HordeControls
+from horde_tui.supervisor.targets import TargetError
 from horde_tui.view.ledgers import KINDS
-from horde_tui.view.run import LIVE_STATES
-from horde_tui.view.source import AttachedRun
+from horde_tui.view.source import HordeControls, send_control, swarm_routes
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
@@ -482,35 +481,29 @@ class SwarmScreen(HordeScreen):
         self.run_worker(work(), group="controls", exit_on_error=False)
 
     def send_remote(self, action: str, target: str) -> None:
-        """Each addressed live horde's supervisor gets the request in its own `control/`
-        (`all`, or the member of `hN:member-K`: that run is only the horde); a stop of
-        hordes not started yet goes to the swarm's own `control/`, whose supervisor keeps
-        them from starting (as `horde-tui stop-clean hN` does). Answers come back
-        together."""
-        horde, _, member = target.partition(":")
-        addressed = [line for line in self.lines if horde in ("all", line.horde)]
-        sends = [
-            (line.horde, line.run_dir, member or "all")
-            for line in addressed
-            if line.run_dir is not None and line.state in LIVE_STATES
-        ]
-        unstarted = [line.horde for line in addressed if line.run_dir is None]
-        if action in STOPS and unstarted and self.view.live:
-            sends.append(("swarm", self.swarm_dir, ",".join(unstarted)))
-        if not sends:
+        """Send along `view.source.swarm_routes` (as `horde-tui pause hN` does): each
+        addressed live horde's supervisor gets the request in its own `control/`, a stop
+        of hordes not started yet goes to the swarm's. Answers come back together."""
+        try:
+            routes = [r for r in swarm_routes(self.swarm_dir, action, target) if r.folder]
+        except TargetError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        if not routes:
             self.notify(f"no live horde to {action.replace('_', '-')} ({target})")
             return
 
         def work() -> None:
             worker = get_current_worker()
+
+            def cancelled() -> bool:
+                return worker.is_cancelled
+
             answers = []
-            for name, folder, sub in sends:
-                source = AttachedRun(folder)  # a request and its answer, in `folder/control/`
-                try:
-                    text = source.send(action, sub, lambda: worker.is_cancelled)
-                finally:
-                    source.close()
-                answers.append(f"{name}: {text}")
+            for route in routes:
+                assert route.folder is not None
+                text = send_control(route.folder, action, route.target, cancelled=cancelled)
+                answers.append(f"{route.name}: {text}")
             if not worker.is_cancelled:
                 self.app.call_from_thread(self.answered, "\n".join(answers))
 

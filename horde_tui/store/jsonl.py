@@ -134,7 +134,7 @@ class JsonlTail:
         """
         try:
             if os.stat(self.path).st_size <= self.offset:
-                return []  # nothing new: a waiting writer asks every 10 ms (`HordeLock`)
+                return []  # nothing new: a waiting writer asks every 30 ms (`HordeLock`)
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
                 data = fh.read()

@@ -1,5 +1,8 @@
 """Change notifications for the app: file watching, and bursts merged into few refreshes.
 
+`Coalescer` is the app's one throttle: it paces the wakes from file changes (the app's
+watcher) and from the hosted supervisor's events (`tui_bridge.TuiBridge`) alike.
+
 Twelve members writing at once produce hundreds of file events a second; the screen needs
 at most ~10 repaints a second (DESIGN, "Read path for the UI"). `Coalescer` is the pure
 rate limit (clock injected, so tests need no sleeping): notes merge until a refresh is
@@ -62,10 +65,11 @@ class Coalescer:
             return 0.0
         return max(0.0, self._last + self.interval - self._clock())
 
-    def take(self) -> set[Path] | None:
-        """If a refresh is due, start it: return the paths noted (maybe empty) and reset;
-        else None (call again after `delay()` seconds)."""
-        if self.delay() != 0.0:
+    def take(self, force: bool = False) -> set[Path] | None:
+        """If a refresh is due (or `force`: the last one before an end), start it: return
+        the paths noted (maybe empty) and reset; else None (call again after `delay()`
+        seconds)."""
+        if not force and self.delay() != 0.0:
             return None
         paths, self._paths = self._paths, set()
         self._pending, self.notes = False, 0

@@ -1,7 +1,8 @@
 """Members of a run as the files show them: lifecycle events plus session transcripts.
 
 When the app hosts the supervisor it has `MemberState`s from status lines. Attached to a
-run another process supervises, or looking at an old run, it has only the disk: the
+run another process supervises, or looking at an old run, it has only the disk, folded
+here into the same `MemberState`s (`MemberFold`): the
 parent's lifecycle events (`member-spawn`, `member-exit`, `member-reset`, `pause`, ...)
 say who ran when and how each session ended, and each member's newest transcript says
 how far its current session got (turns, tokens, the tool it is running). Both are read
@@ -22,6 +23,7 @@ from typing import Any
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
+from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.linefile import LineIndex, parse_record
 
 _TOOL_ROLE = b'"role": "tool"'
@@ -103,60 +105,31 @@ class SessionStats:
         return self.pending_tools[0] if self.pending_tools else ""
 
 
-@dataclass
-class MemberRow:
-    """One line of the members table, rebuilt from disk."""
-
-    name: str
-    role: str = "member"
-    layers: tuple[str, ...] = ()
-    status: str = "pending"
-    attempt: int = 0
-    resets: int = 0
-    pid: int | None = None
-    started: float | None = None
-    """When the first session was spawned (epoch seconds)."""
-    ended: float | None = None
-    exit_cause: str | None = None
-    detail: str = ""
-    sessions: int = 0
-    """Transcripts on disk; turns, tokens and cost below are the newest one's."""
-    turns: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    current_tool: str = ""
-    last_tool: str = ""
-    last_text: str = ""
-    last_activity: float | None = None
-    transcript: Path | None = None
-    version: int = 0
-    """Moves on whenever another field changes, so a table repaints only changed rows."""
-
-    def content(self) -> tuple[Any, ...]:
-        """Every field but `version`, shallow: `astuple` deep-copies the layer list
-        and costs ten times more, twelve rows per refresh."""
-        return tuple(getattr(self, f.name) for f in fields(self) if f.name != "version")
+def content(state: MemberState) -> tuple[Any, ...]:
+    """Every field, shallow (`astuple` deep-copies and costs ten times more, twelve
+    members per refresh): equal contents mean nothing to repaint."""
+    return tuple(getattr(state, f.name) for f in fields(state))
 
 
-class MemberTable:
-    """Folds lifecycle events and transcripts into `MemberRow`s."""
+class MemberFold:
+    """Folds lifecycle events and transcripts into the `MemberState`s the screens show
+    (the type the hosted supervisor keeps, so both read alike)."""
 
     def __init__(self, run_dir: Path, manifest: dict[str, Any] | None = None) -> None:
         self.run_dir = run_dir
-        self.rows: dict[str, MemberRow] = {}
+        self.states: dict[str, MemberState] = {}
+        """Name -> what the lifecycle events say (transcripts are laid over in `members`)."""
         self._sessions: dict[str, SessionStats] = {}
+        self._transcripts: dict[str, list[str]] = {}
         self._dir_mtime: dict[str, int] = {}
-        self._seen: dict[str, tuple[tuple[Any, ...], int]] = {}
-        """Member -> (content, version) as last handed out."""
         self.add_manifest(manifest or {})
 
     def add_manifest(self, manifest: dict[str, Any]) -> None:
         """The planned members, in order, before any of them spawned."""
         for m in manifest.get("members", []):
-            if isinstance(m, dict) and m.get("name") and m["name"] not in self.rows:
+            if isinstance(m, dict) and m.get("name") and m["name"] not in self.states:
                 layers = tuple(str(x) for x in m.get("layers") or ())
-                self.rows[m["name"]] = MemberRow(
+                self.states[m["name"]] = MemberState(
                     str(m["name"]), str(m.get("role", "member")), layers
                 )
 
@@ -164,35 +137,36 @@ class MemberTable:
         """Fold one lifecycle event; True if it concerned a member."""
         kind = ev.get("kind")
         if kind in ("pause", "resume", "stop-hard"):
-            targets = [t for t in ev.get("targets") or [] if t in self.rows]
+            targets = [t for t in ev.get("targets") or [] if t in self.states]
             for name in targets:
-                target = self.rows[name]
-                if kind == "pause" and target.status == "running":
-                    target.status = "paused"
-                elif kind == "resume" and target.status == "paused":
-                    target.status = "running"
+                state = self.states[name]
+                if kind == "pause" and state.status == "running":
+                    state.status = "paused"
+                elif kind == "resume" and state.status == "paused":
+                    state.status = "running"
             return bool(targets)
         name = ev.get("member")
         if not name or not isinstance(name, str):
             return False
-        row = self.rows.get(name)
-        if row is None:  # a helper (synthesis, post-mortem) or a member the manifest lacks
-            row = self.rows[name] = MemberRow(name, str(ev.get("role") or name))
+        known = self.states.get(name)
+        if known is None:  # a helper (synthesis, post-mortem) or a member the manifest lacks
+            known = self.states[name] = MemberState(name, str(ev.get("role") or name))
+        state = known
         when = epoch(ev.get("ts"))
         if kind == "member-spawn":
-            row.attempt = int(ev.get("attempt") or row.attempt + 1)
-            row.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
-            row.started = row.started or when
-            row.status, row.ended, row.exit_cause, row.detail = "running", None, None, ""
+            state.attempt = int(ev.get("attempt") or state.attempt + 1)
+            state.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
+            state.started = state.started or when
+            state.status, state.ended, state.exit_cause, state.detail = "running", None, None, ""
         elif kind == "member-exit":
-            row.exit_cause = str(ev.get("cause")) if ev.get("cause") is not None else None
-            row.detail = str(ev.get("detail") or "")
-            row.ended, row.status = when, "exited"
+            state.exit_cause = str(ev.get("cause")) if ev.get("cause") is not None else None
+            state.detail = str(ev.get("detail") or "")
+            state.ended, state.status = when, "exited"
         elif kind == "member-reset":
-            row.resets = int(ev.get("resets") or row.resets + 1)
-            row.status = "starting"
+            state.resets = int(ev.get("resets") or state.resets + 1)
+            state.status = "starting"
         elif kind == "member-continue":
-            row.status = "waiting"
+            state.status = "waiting"
         else:
             return False
         return True
@@ -200,7 +174,7 @@ class MemberTable:
     def refresh_transcripts(self) -> None:
         """Follow each member's newest transcript; look for a newer one only when its
         session folder changed (one `stat` per member otherwise)."""
-        for name in self.rows:
+        for name in self.states:
             folder = self.run_dir / "sessions" / name
             try:
                 mtime = os.stat(folder).st_mtime_ns
@@ -218,13 +192,14 @@ class MemberTable:
         with os.scandir(folder) as it:
             for entry in it:
                 if entry.name.endswith(".jsonl") and entry.is_file():
-                    files.append((entry.stat().st_mtime_ns, entry.name))
-        self.rows[name].sessions = len(files)
-        if not files:
-            return
+                    files.append((entry.name[:15], entry.stat().st_mtime_ns, entry.name))
         # Session ids start with a second-resolution stamp: the name breaks mtime ties
         # and orders sessions of one second the same way every time.
-        newest = folder / max(files, key=lambda f: (f[1][:15], f[0], f[1]))[1]
+        files.sort()
+        self._transcripts[name] = [str(folder / f[2]) for f in files]
+        if not files:
+            return
+        newest = folder / files[-1][2]
         current = self._sessions.get(name)
         if current is None or current.path != newest:
             if current is not None:
@@ -235,36 +210,24 @@ class MemberTable:
         for stats in self._sessions.values():
             stats.close()
 
-    def member_rows(self, run_live: bool) -> list[MemberRow]:
-        """Rows in manifest order then helpers in spawn order. When the run is no longer
-        live, a member still marked running was lost with its supervisor: shown as
-        exited `killed`, as `horde-tui finalize` reports it (the fold is not changed)."""
+    def members(self, run_live: bool) -> list[MemberState]:
+        """Members in manifest order then helpers in spawn order, each with its newest
+        session's turns, tokens and tool laid over. When the run is no longer live, a
+        member still marked running was lost with its supervisor: shown as exited
+        `killed`, as `horde-tui finalize` reports it (the fold is not changed)."""
         out = []
-        for row in self.rows.values():
-            stats = self._sessions.get(row.name)
+        for state in self.states.values():
+            shown = replace(state, transcripts=list(self._transcripts.get(state.name, ())))
+            stats = self._sessions.get(state.name)
             if stats is not None:
-                row.turns, row.prompt_tokens = stats.turns, stats.prompt_tokens
-                row.completion_tokens, row.cost_usd = stats.completion_tokens, stats.cost_usd
-                row.last_text, row.last_activity = stats.last_text, stats.last_ts
-                row.transcript = stats.path
-                row.current_tool = stats.current_tool if row.status == "running" else ""
-                row.last_tool = stats.last_tool
-            if not run_live and row.status in ("running", "paused", "starting", "waiting"):
-                row = replace(
-                    row,
-                    status="exited",
-                    exit_cause="killed",
-                    current_tool="",
-                    detail="the supervisor died while this member ran",
-                )
-            content = row.content()
-            seen = self._seen.get(row.name)
-            version = seen[1] if seen is not None and seen[0] == content else self._bump(seen)
-            self._seen[row.name] = (content, version)
-            row.version = version
-            out.append(row)
+                shown.turns, shown.prompt_tokens = stats.turns, stats.prompt_tokens
+                shown.completion_tokens, shown.cost_usd = stats.completion_tokens, stats.cost_usd
+                shown.final_message, shown.last_output = stats.last_text, stats.last_ts
+                shown.current_tool = stats.current_tool if state.status == "running" else ""
+            if not run_live and state.status in ("running", "paused", "starting", "waiting"):
+                shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
+                shown.detail = "the supervisor died while this member ran"
+            if stats is not None:  # the running tool, or the last one (shown dimmed)
+                shown.tool_summary = shown.current_tool or stats.last_tool
+            out.append(shown)
         return out
-
-    @staticmethod
-    def _bump(seen: tuple[tuple[Any, ...], int] | None) -> int:
-        return 1 if seen is None else seen[1] + 1

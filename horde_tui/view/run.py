@@ -21,8 +21,9 @@ from typing import Any
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch
+from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.linefile import BATCH, LineIndex, parse_record
-from horde_tui.view.members import MemberRow, MemberTable
+from horde_tui.view.members import MemberFold, content
 
 LIVE_STATES = frozenset({"active", "finalizing"})
 _LIFECYCLE = b'"type":"lifecycle"'
@@ -181,12 +182,12 @@ class RunView:
         self._stamp = info_stamp(self.run_dir)
         self.info, self._manifest = read_info(self.run_dir)
         self.life = RunLifecycle(self.run_dir / "events.jsonl")
-        self.table = MemberTable(self.run_dir, self._manifest)
+        self.fold = MemberFold(self.run_dir, self._manifest)
         self.state = "not started"
         self.files: tuple[Path, ...] = ()
         self.new_events: list[dict[str, Any]] = []
         """The lifecycle events the last `refresh` took in, oldest first."""
-        self._versions: list[tuple[str, int]] = []
+        self._members: list[tuple[object, ...]] = []
 
     def refresh(self) -> set[str]:
         """Catch up with the disk; return what changed: `info`, `state`, `members`,
@@ -196,19 +197,19 @@ class RunView:
         if stamp != self._stamp:
             self._stamp = stamp
             info, self._manifest = read_info(self.run_dir)
-            self.table.add_manifest(self._manifest)
+            self.fold.add_manifest(self._manifest)
             if info != self.info:
                 self.info = info
                 changed.add("info")
         generation = self.life.generation
         events = self.new_events = self.life.refresh()
         if self.life.generation != generation:
-            self.table = MemberTable(self.run_dir, self._manifest)
+            self.fold = MemberFold(self.run_dir, self._manifest)
         if events:
             changed.add("events")
         for ev in events:
-            self.table.apply(ev)
-        self.table.refresh_transcripts()
+            self.fold.apply(ev)
+        self.fold.refresh_transcripts()
         state = state_of(self.run_dir, self.life)
         if state != self.state:
             self.state = state
@@ -217,9 +218,9 @@ class RunView:
         if files != self.files:
             self.files = files
             changed.add("files")
-        versions = [(r.name, r.version) for r in self.members()]
-        if versions != self._versions:
-            self._versions = versions
+        members = [content(state) for state in self.members()]
+        if members != self._members:
+            self._members = members
             changed.add("members")
         return changed
 
@@ -230,11 +231,11 @@ class RunView:
     def close(self) -> None:
         """Release file descriptors (event log, transcripts); a later refresh reopens."""
         self.life.index.close()
-        self.table.close()
+        self.fold.close()
 
-    def members(self) -> list[MemberRow]:
-        """The members table: manifest order, then helpers; `version` marks changes."""
-        return self.table.member_rows(self.live)
+    def members(self) -> list[MemberState]:
+        """The members: manifest order, then helpers."""
+        return self.fold.members(self.live)
 
 
 @dataclass(frozen=True)

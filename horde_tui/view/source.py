@@ -1,36 +1,42 @@
-"""Run sources: what the run screen shows and drives, hosted here or attached from files.
+"""Run sources: what the run screen shows and drives, one interface for every run.
 
-The run screen reads `run_id`, `run_dir`, `members` (name -> `MemberState`) and `stop`
-from its source and sends controls to it. Two sources exist:
+`RunSource` is the run screen's whole view of a run: what it is (`run_id`, `run_dir`),
+its members as `MemberState`s, whether a clean stop is under way, the lifecycle events
+since the last `poll()`, and the five controls, each answering with the one line a
+person sees. Two adapters implement it:
 
-- a hosted `Supervisor` (`tui_bridge.HostedRun`): events arrive through the `TuiBridge`,
-  controls are method calls in this process;
-- `AttachedRun`: a run hosted by another process (`horde-tui run --detach`, a headless
-  run in another shell). Members, phase and outcome are read from the run directory
-  (`RunView`, reading only appended bytes) each `poll()`, and its lifecycle events are
-  replayed as the `SupervisorEvent`s a hosted supervisor would have emitted. Controls go
-  through the run's `control/` folder, which blocks for up to the answer timeout, so the
-  screen sends them from a thread worker (`send`).
+- `HostedSource`: a supervisor running in this process (`HostedRun`). Controls are
+  method calls; `poll()` hands over the events its sink buffered (the app's
+  `TuiBridge`, which only wakes the screen).
+- `AttachedSource`: a run hosted by another process (`horde-tui run --detach`, a
+  headless run in another shell). Members, phase and outcome are read from the run
+  directory (`RunView`, reading only appended bytes) each `poll()`, and its lifecycle
+  events are replayed as the `SupervisorEvent`s a hosted supervisor would have emitted.
+  Controls are requests in the run's `control/` folder (`ask`), waited for in a thread.
 
-Either way the Events tab reads `events.jsonl` itself (`widgets/event_log.py`).
-
-One screen, two sources: the keys, the palette and the detail screen stay identical.
+`swarm_routes` is the one place that decides where a control for a swarm goes (each
+live horde's `control/`, or the swarm's own for hordes not started): the CLI and the
+swarm screen both send along it. No Textual here (the screens import this, not the
+other way round).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Protocol
 
+from horde_tui.store.runs import horde_run_dirs, read_swarm_json, run_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.view.members import MemberRow
+from horde_tui.supervisor.targets import parse_targets, per_horde
 from horde_tui.view.run import RunView
 
 REMOTE_ACTIONS = {
@@ -40,44 +46,149 @@ REMOTE_ACTIONS = {
     "stop_clean": "stop-clean",
     "stop_hard": "stop-hard",
 }
-"""Screen control -> `control/` request action."""
+"""Control method -> `control/` request action."""
+ANSWER_TIMEOUT_S = 15.0
+"""How long a `control/` request waits for the supervisor's answer."""
 _STRUCTURE = frozenset({"ts", "actor", "type", "kind", "member", "id"})
 
 
-class RunSource(Protocol):
-    """What the run screen needs of any run, hosted or attached."""
+class HordeControls(Protocol):
+    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax)."""
+
+    def pause(self, target: str = "all") -> str: ...
+
+    def resume(self, target: str = "all") -> str: ...
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str: ...
+
+    async def stop_hard(self, target: str = "all") -> str: ...
+
+    async def reset(self, target: str) -> str: ...
+
+
+class HostedRun(HordeControls, Protocol):
+    """The part of `Supervisor` the app reads and drives (tests host a fake of it)."""
 
     run_id: str
     run_dir: Path
     members: dict[str, MemberState]
+    sink: Callable[[SupervisorEvent], None]
     settings: Any
+    """Has `.model` (the litellm model string)."""
     request: Any
+    """Has `.demo` (True when the scripted demo model answers)."""
     stop: Any
+    """None until a clean stop of the whole run begins; then has `.reason`."""
+
+    def handoff(self) -> str:
+        """Let go of the run so a detached supervisor can carry it on (`run()` then
+        returns None); a line starting "refused" when it cannot."""
+        ...
+
+    async def run(self) -> RunSummary | None: ...
 
 
-def member_state(row: MemberRow) -> MemberState:
-    """A `view.members.MemberRow` (read from disk) as the `MemberState` the screen shows."""
-    return MemberState(
-        name=row.name,
-        role=row.role,
-        layers=row.layers,
-        status=row.status,
-        attempt=row.attempt,
-        resets=row.resets,
-        pid=row.pid,
-        started=row.started,
-        ended=row.ended,
-        current_tool=row.current_tool,
-        tool_summary=row.current_tool or row.last_tool,
-        turns=row.turns,
-        prompt_tokens=row.prompt_tokens,
-        completion_tokens=row.completion_tokens,
-        cost_usd=row.cost_usd,
-        exit_cause=row.exit_cause,
-        final_message=row.last_text,
-        detail=row.detail,
-        transcripts=[str(row.transcript)] if row.transcript else [],
-    )
+class RunControls(Protocol):
+    """The controls of a run as the screen sends them: each answers with one line."""
+
+    async def pause(self, target: str) -> str: ...
+
+    async def resume(self, target: str) -> str: ...
+
+    async def reset(self, target: str) -> str: ...
+
+    async def stop_clean(self, target: str = "all") -> str: ...
+
+    async def stop_hard(self, target: str = "all") -> str: ...
+
+
+class RunSource(RunControls, Protocol):
+    """What the run screen needs of any run, hosted here or attached from files."""
+
+    run_id: str
+    run_dir: Path
+
+    @property
+    def members(self) -> dict[str, MemberState]:
+        """Name -> state, in the table's order (manifest order, then helpers)."""
+        ...
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the whole run is stopping clean; None while it is not."""
+        ...
+
+    @property
+    def canary(self) -> str:
+        """The canary's result so far (`not run` before it ran)."""
+        ...
+
+    def poll(self) -> list[SupervisorEvent]:
+        """The events since the last call, oldest first: what the hosted supervisor
+        emitted, or an attached run's lifecycle events replayed (members and the stop
+        state are current once it returns)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds; pending control waits give up."""
+        ...
+
+
+class HostedSource:
+    """A supervisor in this process as a `RunSource` (see the module doc)."""
+
+    def __init__(
+        self,
+        supervisor: HostedRun,
+        events: Callable[[], list[SupervisorEvent]] = list,
+    ) -> None:
+        """`events` hands over what the supervisor emitted since it was last called
+        (the app's `TuiBridge.take`)."""
+        self.supervisor = supervisor
+        self.run_id = supervisor.run_id
+        self.run_dir = supervisor.run_dir
+        self._events = events
+
+    @property
+    def members(self) -> dict[str, MemberState]:
+        return self.supervisor.members
+
+    @property
+    def stop_reason(self) -> str | None:
+        stop = self.supervisor.stop
+        return None if stop is None else str(getattr(stop, "reason", "stopping"))
+
+    @property
+    def canary(self) -> str:
+        return str(getattr(self.supervisor, "canary", "not run"))  # a resumed run's is known
+
+    def poll(self) -> list[SupervisorEvent]:
+        return self._events()
+
+    def close(self) -> None:
+        """Nothing to release: the app owns the supervisor."""
+
+    async def pause(self, target: str) -> str:
+        return self.supervisor.pause(target)
+
+    async def resume(self, target: str) -> str:
+        return self.supervisor.resume(target)
+
+    async def reset(self, target: str) -> str:
+        return await self.supervisor.reset(target)
+
+    async def stop_clean(self, target: str = "all") -> str:
+        return self.supervisor.stop_clean(target, reason="stopped by user")
+
+    async def stop_hard(self, target: str = "all") -> str:
+        return await self.supervisor.stop_hard(target)
 
 
 def lifecycle_event(record: dict[str, Any]) -> SupervisorEvent:
@@ -89,22 +200,76 @@ def lifecycle_event(record: dict[str, Any]) -> SupervisorEvent:
     return SupervisorEvent(kind, member and str(member), data, epoch(record.get("ts")) or 0.0)
 
 
-class AttachedRun:
+def ask(
+    folder: Path,
+    request: controls.ControlRequest,
+    timeout_s: float = ANSWER_TIMEOUT_S,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, Any] | None:
+    """Leave `request` in `folder/control/` and wait for the answer (None: none came).
+
+    Blocks up to `timeout_s`: call it from a thread, never the UI loop. The wait is cut
+    into short slices so `cancelled` (the app quitting) never waits out a request.
+    """
+    path = controls.submit(folder, request)
+    deadline = time.monotonic() + timeout_s
+    while not cancelled():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        answer = controls.wait_response(path, min(0.2, left))
+        if answer is not None:
+            return answer
+    return None
+
+
+def send_control(
+    folder: Path,
+    action: str,
+    target: str = "all",
+    timeout_s: float = ANSWER_TIMEOUT_S,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> str:
+    """Ask the supervisor whose `control/` is in `folder` (`pause`, `stop_clean`, ...)
+    and wait for its answer, as the one line to show (blocks: call it from a thread)."""
+    request = controls.new_request(REMOTE_ACTIONS.get(action, action), target)
+    try:
+        answer = ask(folder, request, timeout_s, cancelled)
+    except OSError as exc:
+        return f"could not send {request.action} {target}: {exc}"
+    if answer is None:
+        return (
+            f"the supervisor of {folder.name} did not answer {request.action} {target} "
+            f"within {timeout_s:g} s"
+        )
+    return str(answer.get("text") or ("ok" if answer.get("ok") else "refused"))
+
+
+class AttachedSource:
     """A run hosted by another process, read from its directory (see the module doc)."""
 
-    remote = True
-
-    def __init__(self, run_dir: Path, *, answer_timeout_s: float = 15.0) -> None:
+    def __init__(self, run_dir: Path, *, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self.answer_timeout_s = answer_timeout_s
         self.view = RunView(self.run_dir)
-        self.members: dict[str, MemberState] = {}
-        self.stop: Any = None
-        self.sink: Callable[[SupervisorEvent], None] = lambda event: None
+        self.model = ""
+        self.demo = False
+        self._members: dict[str, MemberState] = {}
+        self._stop_reason: str | None = None
         self._closed = threading.Event()
-        self.settings = SimpleNamespace(model="")
-        self.request = SimpleNamespace(demo=False)
+
+    @property
+    def members(self) -> dict[str, MemberState]:
+        return self._members
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._stop_reason
+
+    @property
+    def canary(self) -> str:
+        return "not run"  # replayed from the events (`RunPhase`)
 
     @property
     def live(self) -> bool:
@@ -118,11 +283,11 @@ class AttachedRun:
         """Catch up with the disk; return the lifecycle events appended since last time."""
         self.view.refresh()
         info, life = self.view.info, self.view.life
-        self.settings.model = life.model or info.model
-        self.request.demo = info.demo
-        self.members = {row.name: member_state(row) for row in self.view.members()}
+        self.model = life.model or info.model
+        self.demo = info.demo
+        self._members = {state.name: state for state in self.view.members()}
         stopping = life.stop_clean is not None and not life.outcome
-        self.stop = SimpleNamespace(reason="stop-clean requested") if stopping else None
+        self._stop_reason = "stop-clean requested" if stopping else None
         events, self.view.new_events = self.view.new_events, []  # not kept past this call
         return [lifecycle_event(record) for record in events]
 
@@ -140,32 +305,79 @@ class AttachedRun:
     def send(
         self, action: str, target: str = "all", cancelled: Callable[[], bool] = lambda: False
     ) -> str:
-        """Ask the run's supervisor through `control/` and wait for its answer.
+        """`send_control` to this run; `close` or `cancelled` ends the wait early."""
+        return send_control(
+            self.run_dir,
+            action,
+            target,
+            self.answer_timeout_s,
+            lambda: self._closed.is_set() or cancelled(),
+        )
 
-        Blocks up to `answer_timeout_s`: call it from a thread, never the UI loop. The
-        wait is cut into short slices so quitting the app (`close`, or the worker's
-        `cancelled`) never waits out an unanswered request.
-        """
-        request = controls.new_request(REMOTE_ACTIONS.get(action, action), target)
+    async def _send(self, action: str, target: str) -> str:
+        """`send` in a thread; cancelling the caller (the screen went away) ends it."""
+        cancelled = threading.Event()
         try:
-            path = controls.submit(self.run_dir, request)
-        except OSError as exc:
-            return f"could not send {request.action} {target}: {exc}"
-        deadline = time.monotonic() + self.answer_timeout_s
-        answer = None
-        while answer is None and not (self._closed.is_set() or cancelled()):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            answer = controls.wait_response(path, min(0.2, left))
-        if answer is None:
-            return (
-                f"the supervisor of {self.run_id} did not answer {request.action} {target} "
-                f"within {self.answer_timeout_s:g} s"
-            )
-        return str(answer.get("text") or ("ok" if answer.get("ok") else "refused"))
+            return await asyncio.to_thread(self.send, action, target, cancelled.is_set)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def pause(self, target: str) -> str:
+        return await self._send("pause", target)
+
+    async def resume(self, target: str) -> str:
+        return await self._send("resume", target)
+
+    async def reset(self, target: str) -> str:
+        return await self._send("reset", target)
+
+    async def stop_clean(self, target: str = "all") -> str:
+        return await self._send("stop_clean", target)
+
+    async def stop_hard(self, target: str = "all") -> str:
+        return await self._send("stop_hard", target)
 
     def close(self) -> None:
         """Release the file descriptors the views hold; abandon pending waits."""
         self._closed.set()
         self.view.close()
+
+
+@dataclass(frozen=True)
+class SwarmRoute:
+    """Where one part of a swarm control goes."""
+
+    name: str
+    """`h2`, or `swarm` for the hordes not started yet."""
+    folder: Path | None
+    """Whose `control/` takes it; None when nothing there can answer (see `state`)."""
+    target: str
+    """The target in the syntax that supervisor takes (`all`, `member-3`, `h3,h4`)."""
+    state: str
+    """The horde run's state (`active`, `finished`, `not started`, ...)."""
+
+
+def swarm_routes(swarm_dir: Path, action: str, target: str) -> list[SwarmRoute]:
+    """Route a control (`pause`, `stop-clean`, ...) for a swarm: each addressed horde
+    whose run is live gets it in its own `control/` with the member part of the target
+    (`h2:member-3` -> h2 `member-3`); a stop of whole hordes not started yet goes to the
+    swarm's own `control/`, whose supervisor keeps them from starting; any other horde
+    gets a route with no folder, its state saying why. Raises `TargetError`."""
+    data = read_swarm_json(swarm_dir) or {}
+    runs = horde_run_dirs(swarm_dir, data)
+    routed = per_horde(parse_targets(target), int(data.get("hordes") or 1))
+    stop = REMOTE_ACTIONS.get(action, action).startswith("stop")
+    out, unstarted = [], []
+    for n, sub in routed.items():
+        name, run_dir = f"h{n}", runs.get(f"h{n}")
+        state = run_state(run_dir) if run_dir else "not started"
+        if run_dir is not None and state == "active":
+            out.append(SwarmRoute(name, run_dir, sub, state))
+        elif run_dir is None and stop and sub == "all":
+            unstarted.append(name)
+        else:
+            out.append(SwarmRoute(name, None, sub, state))
+    if unstarted:
+        out.append(SwarmRoute("swarm", swarm_dir, ",".join(unstarted), "not started"))
+    return out

@@ -87,7 +87,7 @@ def write_run(horde: Path, events: int) -> Path:
 def child(run_dir: Path, started: float) -> None:
     """Run the app attached to `run_dir`; report on stdout, take orders on stdin."""
     from horde_tui.app import HordeApp
-    from horde_tui.widgets.event_log import EventLog
+    from horde_tui.widgets.event_log import EventTail
 
     def say(*words: object) -> None:
         # Straight to the descriptor: Textual captures `print` while the app runs.
@@ -107,7 +107,7 @@ def child(run_dir: Path, started: float) -> None:
             threading.Thread(target=self.orders, daemon=True).start()
 
         def check(self) -> None:
-            rows = self.screen.query(EventLog)
+            rows = self.screen.query(EventTail)
             if self.target and rows and rows.first().row_count >= self.target:
                 say("shown", self.target, time.monotonic())
                 self.target = 0

@@ -1,0 +1,208 @@
+"""The run source interface: both adapters, the supervisor and the test fake conform.
+
+`view.source.RunSource` is what the run screen reads and drives; `HostedSource` (a
+supervisor in this process) and `AttachedSource` (another process's run, through its
+`control/` folder) implement it. `HostedRun` is what the app and the
+hosted adapter use of a supervisor; the real `Supervisor` and the tests' `FakeSupervisor`
+implement it. A member missing, a parameter renamed, a default changed or a coroutine
+turned into a plain method fails here, so a fake cannot drift from what it stands for.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_app_support import FakeSupervisor
+
+from horde_tui.settings import Settings
+from horde_tui.store.runs import mark_live
+from horde_tui.supervisor import controls
+from horde_tui.supervisor.run import Supervisor
+from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.targets import TargetError
+from horde_tui.view.source import (
+    AttachedSource,
+    HostedRun,
+    HostedSource,
+    RunControls,
+    RunSource,
+    swarm_routes,
+)
+
+
+def protocol_members(protocol: type) -> dict[str, Any]:
+    """The members a Protocol declares (its own and its bases'), by name."""
+    out: dict[str, Any] = {}
+    for base in reversed(protocol.__mro__):
+        if (
+            base is object
+            or not getattr(base, "_is_protocol", False)
+            or base.__name__ == "Protocol"
+        ):
+            continue
+        for name, value in vars(base).items():
+            if not name.startswith("_"):
+                out[name] = value
+        for name in getattr(base, "__annotations__", {}):
+            if not name.startswith("_"):
+                out.setdefault(name, "attribute")
+    return out
+
+
+def drift(instance: object, protocol: type) -> list[str]:
+    """What `instance` lacks of `protocol` or its class declares differently, one line
+    each: attributes are looked for on the instance, methods on its class."""
+    cls = type(instance)
+    problems = []
+    for name, declared in protocol_members(protocol).items():
+        if declared == "attribute":
+            if not hasattr(instance, name):
+                problems.append(f"{cls.__name__} lacks the attribute {name}")
+            continue
+        actual = getattr(cls, name, None)
+        if actual is None:
+            problems.append(f"{cls.__name__} lacks {name}")
+            continue
+        if isinstance(declared, property):
+            if not isinstance(actual, property):
+                problems.append(f"{cls.__name__}.{name} is not a property")
+            continue
+        if inspect.iscoroutinefunction(declared) != inspect.iscoroutinefunction(actual):
+            problems.append(f"{cls.__name__}.{name}: async differs from {protocol.__name__}")
+        want, got = inspect.signature(declared), inspect.signature(actual)
+        want_params = [(p.name, p.kind, p.default) for p in want.parameters.values()]
+        got_params = [(p.name, p.kind, p.default) for p in got.parameters.values()]
+        if want_params != got_params:
+            problems.append(f"{cls.__name__}.{name}{got} differs from {protocol.__name__}{want}")
+    return problems
+
+
+CONTROLS = ("pause", "resume", "reset", "stop_clean", "stop_hard")
+
+
+def test_run_source_declares_the_five_controls() -> None:
+    members = protocol_members(RunSource)
+    for name in CONTROLS:
+        assert inspect.iscoroutinefunction(members[name]), name
+        assert inspect.signature(members[name]).return_annotation in ("str", str)
+    assert set(CONTROLS) <= set(protocol_members(RunControls))
+
+
+def test_adapters_implement_run_source(tmp_path: Path) -> None:
+    hosted = HostedSource(FakeSupervisor(tmp_path))
+    attached = AttachedSource(hosted.run_dir)
+    try:
+        assert drift(hosted, RunSource) == []
+        assert drift(attached, RunSource) == []
+    finally:
+        attached.close()
+
+
+def test_supervisor_and_fake_implement_the_hosted_interface(tmp_path: Path) -> None:
+    settings = Settings(model="stub/demo-model")
+    real = Supervisor(tmp_path, RunRequest("Review the sample target", 2, demo=True), settings)
+    assert drift(real, HostedRun) == []
+    assert drift(FakeSupervisor(tmp_path), HostedRun) == []
+
+
+def test_drift_is_caught() -> None:
+    """The check itself: a renamed parameter, a lost coroutine and a missing control fail."""
+
+    class Drifted:
+        async def pause(self, member: str) -> str:
+            return ""
+
+        def resume(self, target: str) -> str:
+            return ""
+
+    problems = drift(Drifted(), RunControls)
+    assert any("pause" in p and "differs" in p for p in problems), problems
+    assert any("resume" in p and "async" in p for p in problems), problems
+    assert any("lacks stop_hard" in p for p in problems), problems
+
+
+async def test_attached_source_answers_through_control(tmp_path: Path) -> None:
+    """An attached control is a request in `control/` and the supervisor's answer."""
+    run_dir = tmp_path / ".horde" / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    source = AttachedSource(run_dir, answer_timeout_s=10)
+
+    def answer_one() -> None:
+        for _ in range(200):
+            for path, request in controls.pending_requests(run_dir):
+                assert not isinstance(request, str)
+                controls.answer(
+                    run_dir, path, request.id, True, f"{request.action} {request.target}"
+                )
+                return
+            threading.Event().wait(0.02)
+
+    answerer = threading.Thread(target=answer_one)
+    answerer.start()
+    try:
+        assert await source.pause("member-2") == "pause member-2"
+    finally:
+        answerer.join()
+        source.close()
+
+
+async def test_hosted_source_calls_the_supervisor(tmp_path: Path) -> None:
+    fake = FakeSupervisor(tmp_path)
+    source = HostedSource(fake)
+    assert await source.pause("member-1") == "paused member-1"
+    assert await source.stop_clean() == "clean stop requested (stopped by user)"
+    assert source.stop_reason == "stopped by user"
+    assert await source.reset("member-2") == (
+        "reset member-2: session stopped, a fresh attempt starts"
+    )
+    assert fake.calls == [("pause", "member-1"), ("stop_clean", "all"), ("reset", "member-2")]
+
+
+def started_horde(swarm_dir: Path, horde: str, state: str) -> Path:
+    """A horde's run directory in `state` (`active`: its `.live` names this process)."""
+    run_dir = swarm_dir / horde / "runs" / f"{swarm_dir.name}-{horde}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "TASK.md").write_text("# Task\n\nx\n")
+    (run_dir / "MANIFEST.json").write_text("{}")
+    if state == "active":
+        mark_live(run_dir)
+    elif state == "finished":
+        (run_dir / "REPORT.md").write_text("# Report\n")
+    return run_dir
+
+
+def test_swarm_routes_send_each_part_where_it_can_be_answered(tmp_path: Path) -> None:
+    """h1 live, h2 finished, h3 and h4 not started: the one routing table the CLI and
+    the swarm screen send along."""
+    swarm_dir = tmp_path / ".horde" / "swarms" / "s1"
+    h1 = started_horde(swarm_dir, "h1", "active")
+    started_horde(swarm_dir, "h2", "finished")
+    runs = {"h1": "h1/runs/s1-h1", "h2": "h2/runs/s1-h2"}
+    (swarm_dir / "SWARM.json").write_text(json.dumps({"hordes": 4, "runs": runs}))
+
+    def routes(action: str, target: str) -> list[tuple[str, Path | None, str, str]]:
+        return [
+            (r.name, r.folder, r.target, r.state) for r in swarm_routes(swarm_dir, action, target)
+        ]
+
+    assert routes("stop_clean", "all") == [
+        ("h1", h1, "all", "active"),
+        ("h2", None, "all", "finished"),
+        ("swarm", swarm_dir, "h3,h4", "not started"),
+    ]
+    assert routes("stop-hard", "h4") == [("swarm", swarm_dir, "h4", "not started")]
+    assert routes("pause", "all") == [
+        ("h1", h1, "all", "active"),
+        ("h2", None, "all", "finished"),
+        ("h3", None, "all", "not started"),
+        ("h4", None, "all", "not started"),
+    ]
+    assert routes("reset", "h1:member-3") == [("h1", h1, "member-3", "active")]
+    assert routes("stop_clean", "h3:member-1") == [("h3", None, "member-1", "not started")]
+    with pytest.raises(TargetError):
+        swarm_routes(swarm_dir, "pause", "h5")
