@@ -25,7 +25,6 @@ from horde_tui.store.model import Claim, Entity, Fact, Finding, Idea, Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
-from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.summary import (
     PARENT_ACTORS,
@@ -41,6 +40,7 @@ from horde_tui.supervisor.summary import (
     outcome_line,
     render_summary,
 )
+from horde_tui.view.clusters import Cluster, build_clusters
 
 __all__ = ["render_report", "render_summary"]
 
