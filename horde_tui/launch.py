@@ -23,11 +23,11 @@ from typing import Any
 
 from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
+from horde_tui.store.swarms import live_swarm, read_swarm_json, swarms_by_state
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
-from horde_tui.supervisor.swarm_state import live_swarm, read_swarm_json, swarms_by_state
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (

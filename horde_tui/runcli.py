@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
+from horde_tui.store.swarms import horde_run_dirs, live_swarm, read_swarm_json
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.swarm_state import horde_run_dirs, live_swarm, read_swarm_json
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})

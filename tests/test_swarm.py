@@ -13,18 +13,18 @@ import pytest
 
 from horde_tui.launch import RunOptions, build_host, check_launch
 from horde_tui.settings import load_settings
+from horde_tui.store.swarms import (
+    live_swarm,
+    swarm_state,
+    swarms_by_state,
+    write_swarm_json,
+)
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor, swarm_outcome
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
-from horde_tui.supervisor.swarm_state import (
-    live_swarm,
-    swarm_state,
-    swarms_by_state,
-    write_swarm_json,
-)
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 MODEL_ENV = {"HORDE_MODEL": "openai/stub"}

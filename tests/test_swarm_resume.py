@@ -30,11 +30,11 @@ from horde_tui import prompts
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.settings import load_settings
+from horde_tui.store.swarms import read_swarm_json, swarm_state
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
-from horde_tui.supervisor.swarm_state import read_swarm_json, swarm_state
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 

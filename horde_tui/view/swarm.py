@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.swarms import LIVE_STATES as LIVE_SWARM_STATES
+from horde_tui.store.swarms import read_swarm_json
+from horde_tui.store.swarms import swarm_state as shown_state
 from horde_tui.supervisor.swarm_plan import Workstream
-from horde_tui.supervisor.swarm_state import LIVE_STATES as LIVE_SWARM_STATES
-from horde_tui.supervisor.swarm_state import read_swarm_json
-from horde_tui.supervisor.swarm_state import swarm_state as shown_state
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.run import RunRow, RunsIndex, RunView, subfolders
 
@@ -141,7 +141,7 @@ def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
 
 
 def swarm_state(info: SwarmInfo) -> str:
-    """The state to show, by the supervisor's own rule (`supervisor.swarm_state`): as
+    """The state to show, by the one rule (`store.swarms.swarm_state`): as
     written, or `interrupted` when its host process is gone."""
     return shown_state({"state": info.state, "parent_pid": info.parent_pid})
 
