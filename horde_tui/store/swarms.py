@@ -8,6 +8,7 @@ runs list sees a run's: a swarm whose SWARM.json says it is still going but whos
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,24 @@ from horde_tui.watchdog import pid_alive
 LIVE_STATES = frozenset({"pending", "active", "finalizing"})
 """States in which the hosting process is still responsible for the swarm."""
 STATES = ("pending", "active", "finalizing", "finished", "not started")
+
+
+@dataclass(frozen=True)
+class Workstream:
+    """One horde's share of the task: an entry of SWARM.json's `partition`."""
+
+    horde: str
+    workstream: str
+    criterion: str
+    layers: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "horde": self.horde,
+            "workstream": self.workstream,
+            "criterion": self.criterion,
+            "layers": list(self.layers),
+        }
 
 
 def swarm_json_path(swarm_dir: Path) -> Path:

@@ -22,9 +22,8 @@ from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.swarms import LIVE_STATES as LIVE_SWARM_STATES
-from horde_tui.store.swarms import read_swarm_json
+from horde_tui.store.swarms import Workstream, read_swarm_json
 from horde_tui.store.swarms import swarm_state as shown_state
-from horde_tui.supervisor.swarm_plan import Workstream
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.run import RunRow, RunsIndex, RunView, subfolders
 
