@@ -156,7 +156,7 @@ class SwarmSupervisor:
             self._helper_pid = data.get("pid")
         self.sink(SupervisorEvent(kind, member, {**data, "horde": None}))
 
-    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None:
+    def on_status(self, state: MemberState, event: dict[str, Any]) -> None:
         self.sink(SupervisorEvent("member-status", state.name, {**event, "horde": None}))
 
     def _mark(self, kind: str, horde: str | None = None, **data: Any) -> None:
