@@ -165,3 +165,12 @@ def test_the_supervisor_is_a_run_context(tmp_path: Path) -> None:
     assert isinstance(sup, RunContext) and isinstance(sup, HelperHost)
     missing = sorted(n for n in _context_names() if not hasattr(sup, n))
     assert missing == []
+
+
+def test_the_swarm_supervisor_hosts_helpers(tmp_path: Path) -> None:
+    """The planner and merge helpers run through `finalize.run_helper` like a run's."""
+    from horde_tui.supervisor.context import HelperHost, RunContext
+    from horde_tui.supervisor.swarm import SwarmSupervisor
+
+    swarm = SwarmSupervisor(tmp_path, RunRequest("Build", 2), load_settings(environ={}), 2)
+    assert isinstance(swarm, HelperHost) and not isinstance(swarm, RunContext)
