@@ -22,7 +22,7 @@ from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from horde_tui.screens.entry import EntryScreen
-from horde_tui.view.graph import MAX_NODES
+from horde_tui.store.graph import MAX_NODES
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView

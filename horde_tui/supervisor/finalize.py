@@ -33,9 +33,9 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
 
 def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     """SUMMARY.md, REPORT.md and GRAPH.md from what is on disk (also used by `finalize`)."""
+    from horde_tui.store import graph
     from horde_tui.supervisor import report
     from horde_tui.supervisor import summary as summary_md
-    from horde_tui.view import graph
 
     run_dir = horde_dir / "runs" / summary.run_id
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
@@ -126,7 +126,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
         )
     summary.ended = time.time()
     sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
-    from horde_tui.view import graph
+    from horde_tui.store import graph
 
     atomic_write_text(
         sup.run_dir / "GRAPH.md", graph.render_graph(read_events(sup.run_dir), summary)

@@ -42,8 +42,9 @@ class LaneOwner(Protocol):
 
 
 class GraphRun(Protocol):
-    """What the graph reads of a run's summary (`supervisor.outcome.RunSummary`), so
-    the view draws it without importing the supervisor."""
+    """What the graph reads of a run's summary (`supervisor.outcome.RunSummary`): the
+    supervisor writes GRAPH.md with it and the view draws it, and neither layer is
+    imported here."""
 
     @property
     def run_id(self) -> str: ...
