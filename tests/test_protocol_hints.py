@@ -162,8 +162,8 @@ def test_nudges_are_not_recorded_in_the_event_log(horde):
 
 
 def test_summary_coverage_and_cluster_rank_use_the_legacy_class(horde):
+    from horde_tui.store.clusters import STATUS_ORDER
     from horde_tui.supervisor.summary import RunScope, coverage_sentence
-    from horde_tui.view.clusters import STATUS_ORDER
 
     two_findings(horde)
     horde("member-2", "verify", id="F1", support="reproduced", text="ran it")

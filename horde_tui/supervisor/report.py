@@ -17,6 +17,7 @@ from typing import TypeVar
 from horde_tui.protocol.actions.collab_reads import acceptance_line
 from horde_tui.store.acceptance import GROUPS as ACCEPTANCE_GROUPS
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.clusters import Cluster, build_clusters
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
@@ -40,7 +41,6 @@ from horde_tui.supervisor.summary import (
     outcome_line,
     render_summary,
 )
-from horde_tui.view.clusters import Cluster, build_clusters
 
 __all__ = ["render_report", "render_summary"]
 
