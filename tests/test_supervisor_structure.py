@@ -101,6 +101,24 @@ def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
     assert wrong == set()
 
 
+def test_the_supervisor_imports_no_view() -> None:
+    """The layers run store < protocol < supervisor < view: what both draw (the graph,
+    the finding clusters) sits in store/. Resume's session figures are the two reads
+    still going through view/ (issue 14 part 3 moves them below the supervisor)."""
+    graph = import_graph()
+    wrong = {
+        (name, dep)
+        for name, deps in graph.items()
+        if name.startswith("horde_tui.supervisor")
+        for dep in deps
+        if dep.startswith(("horde_tui.view", "horde_tui.screens", "horde_tui.widgets"))
+    }
+    assert wrong == {
+        ("horde_tui.supervisor.resume", "horde_tui.view.members"),
+        ("horde_tui.supervisor.resume", "horde_tui.view.transcript"),
+    }
+
+
 def private_reaches(path: Path) -> list[str]:
     """`x._name` where x is not `self`, `cls` or `super()`: another object's private
     member (module-level privates of the same file included, which none of these use)."""
