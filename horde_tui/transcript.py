@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui.inputs import loads
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line
+
+SUMMARY_CHARS = 120
 
 
 @dataclass
@@ -43,6 +46,27 @@ def message_text(message: dict[str, Any]) -> str:
     if isinstance(content, list):  # OpenAI content parts
         return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content or "")
+
+
+def summarize(name: str, raw_args: Any) -> str:
+    """A short argument summary for status lines (`bash: grep -rn x src`, `horde claim #3`)."""
+    try:
+        args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+    except (ValueError, TypeError):
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    if name == "bash":
+        text = f"bash: {args.get('command', '')}"
+    elif name == "horde":
+        keys = ("action", "id", "target", "idea", "concern")
+        text = "horde " + " ".join(str(args[k]) for k in keys if args.get(k))
+    elif name in ("read", "edit", "write"):
+        text = f"{name} {args.get('path', '')}"
+    else:
+        text = name
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
 def format_entry(entry: TranscriptEntry, max_chars: int = 0) -> str:

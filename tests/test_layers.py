@@ -1,4 +1,4 @@
-"""No import cycle between the modules of `horde_tui/`, except the ones still being removed.
+"""No import cycle between the modules of `horde_tui/` (issue 14 removed the last ones).
 
 Every import counts, wherever it sits: a function-level import or one under
 `TYPE_CHECKING` ties two modules together as surely as a top-level one (it only moves the
@@ -15,22 +15,8 @@ from collections.abc import Iterable
 
 import grimp
 
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # removed by issue 14 part 4 (supervisor phases over a small public interface)
-    frozenset(
-        {
-            "horde_tui.supervisor.cleanup",
-            "horde_tui.supervisor.finalize",
-            "horde_tui.supervisor.repair",
-            "horde_tui.supervisor.resume",
-            "horde_tui.supervisor.reviews",
-            "horde_tui.supervisor.run",
-            "horde_tui.supervisor.watch",
-        }
-    ),
-    # removed by issue 14 part 4 (named in the issue's list of cycles)
-    frozenset({"horde_tui.supervisor.swarm", "horde_tui.supervisor.swarm_report"}),
-}
+KNOWN_CYCLES: set[frozenset[str]] = set()
+"""Empty since issue 14: any cycle fails. Add one only with the issue that removes it."""
 
 
 def import_cycles(graph: grimp.ImportGraph, modules: Iterable[str]) -> set[frozenset[str]]:

@@ -162,7 +162,7 @@ def test_nudges_are_not_recorded_in_the_event_log(horde):
 
 
 def test_summary_coverage_and_cluster_rank_use_the_legacy_class(horde):
-    from horde_tui.supervisor.clusters import STATUS_ORDER
+    from horde_tui.store.clusters import STATUS_ORDER
     from horde_tui.supervisor.summary import RunScope, coverage_sentence
 
     two_findings(horde)

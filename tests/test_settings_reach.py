@@ -7,7 +7,7 @@ supervisor it builds; then the child that uses the setting reads it itself:
 
 - a member: its own configuration read (`load_member_config`) in a real process, from
   the environment the supervisor built for it (`Supervisor.member_env`);
-- the gateway: started by the supervisor (`_start_gateway`), it records the settings it
+- the gateway: started by the supervisor (`start_gateway`), it records the settings it
   runs with in `gateway.json`;
 - the supervisor: the `Settings` the launch check hands it.
 
@@ -244,7 +244,7 @@ def gateway_sees(sup: Supervisor) -> dict[str, Any]:
 
     async def start() -> dict[str, Any]:
         sup.run_dir.mkdir(parents=True)
-        await sup._start_gateway()
+        await sup.start_gateway()
         try:
             info: dict[str, Any] = json.loads((sup.run_dir / "gateway.json").read_text())
         finally:

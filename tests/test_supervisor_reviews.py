@@ -35,7 +35,7 @@ def test_a_stable_artifact_is_assigned_once_to_a_non_owner(tmp_path: Path) -> No
     for name in ("member-1", "member-2", "member-3"):
         run_action(HordeStore(horde, name), {"action": "post", "text": f"{name} here"}, run="r1")
         sup.members[name].status = "running"
-    sup._running = lambda: ["member-1", "member-2", "member-3"]  # type: ignore[method-assign]
+    sup.running = lambda: ["member-1", "member-2", "member-3"]  # type: ignore[method-assign]
     (tmp_path / "check.sh").write_text("echo OK\n")
     published = run_action(
         HordeStore(horde, "member-1"),

@@ -8,7 +8,7 @@ from ledger_scene import fill_run, lifecycle
 from rich.cells import cell_len
 from test_app_support import RUN_ID
 
-from horde_tui.supervisor.graph import Edge, GraphBuilder
+from horde_tui.store.graph import Edge, GraphBuilder
 from horde_tui.view.swimlane import SwimlaneView
 
 MEMBERS = [("member-1", "auditor"), ("member-2", "auditor"), ("member-3", "verifier")]

@@ -45,8 +45,7 @@ from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
 from horde_tui.store.usage import fold as usage_fold
-
-SUMMARY_CHARS = 120
+from horde_tui.transcript import summarize
 
 LOOP_WARN = 5
 """From this many identical refused calls in a session, each refusal tells the model to stop."""
@@ -386,27 +385,6 @@ class MemberLoop:
     def _add(self, message: dict[str, Any], **extra: Any) -> None:
         self.messages.append(message)
         self.transcript.write({**message, **extra})
-
-
-def summarize(name: str, raw_args: Any) -> str:
-    """A short argument summary for status lines (`bash: grep -rn x src`, `horde claim #3`)."""
-    try:
-        args = loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
-    except (ValueError, TypeError):
-        args = {}
-    if not isinstance(args, dict):
-        args = {}
-    if name == "bash":
-        text = f"bash: {args.get('command', '')}"
-    elif name == "horde":
-        keys = ("action", "id", "target", "idea", "concern")
-        text = "horde " + " ".join(str(args[k]) for k in keys if args.get(k))
-    elif name in ("read", "edit", "write"):
-        text = f"{name} {args.get('path', '')}"
-    else:
-        text = name
-    text = " ".join(text.split())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
 def _normalised(raw_args: Any) -> str:

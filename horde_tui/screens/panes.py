@@ -22,8 +22,8 @@ from textual.widgets import DataTable, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from horde_tui.screens.entry import EntryScreen
+from horde_tui.store.graph import MAX_NODES
 from horde_tui.store.runs import READING_ORDER
-from horde_tui.supervisor.graph import MAX_NODES
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.rows import LedgerRow
 from horde_tui.view.swimlane import SwimlaneLayout, SwimlaneView

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,24 @@ def run_files(run_dir: Path) -> tuple[Path, ...]:
 
 
 # -- swarms: SWARM.json ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workstream:
+    """One horde's share of the task: an entry of SWARM.json's `partition`."""
+
+    horde: str
+    workstream: str
+    criterion: str
+    layers: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "horde": self.horde,
+            "workstream": self.workstream,
+            "criterion": self.criterion,
+            "layers": list(self.layers),
+        }
 
 
 def swarm_json_path(swarm_dir: Path) -> Path:

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from horde_tui.store.clusters import Cluster
 from horde_tui.store.model import Finding
 from horde_tui.store.state import LedgerState
-from horde_tui.supervisor.clusters import Cluster
 
 _RESOURCE_REF = re.compile(r"\bR([0-9]{1,18})\b")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)

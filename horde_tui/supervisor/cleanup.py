@@ -27,7 +27,7 @@ from horde_tui.store.store import ActionRefused, HordeStore
 from horde_tui.supervisor import lifecycle
 
 if TYPE_CHECKING:
-    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.context import RunContext
 
 TIMEOUT_S = 60.0
 """Per cleanup command; a teardown that takes longer is killed (its process group) and
@@ -77,7 +77,7 @@ def _skipped(res: Resource) -> dict[str, Any]:
     return {"resource": res.id, "command": res.cleanup, "status": SKIPPED}
 
 
-async def run_cleanups(sup: Supervisor) -> None:
+async def run_cleanups(sup: RunContext) -> None:
     """Run (or, with HORDE_CLEANUP=off, skip) every cleanup of the run, one event each."""
     assert sup.parent is not None
     sup.parent.refresh()

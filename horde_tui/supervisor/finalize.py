@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from horde_tui import prompts
 from horde_tui.store import runs
@@ -23,7 +23,7 @@ from horde_tui.supervisor.processes import MemberState, spawn_member
 from horde_tui.supervisor.setup import MemberSpec
 
 if TYPE_CHECKING:
-    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.context import HelperHost, RunContext
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -34,7 +34,8 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
 
 def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     """SUMMARY.md, REPORT.md and GRAPH.md from what is on disk (also used by `finalize`)."""
-    from horde_tui.supervisor import graph, report
+    from horde_tui.store import graph
+    from horde_tui.supervisor import report
     from horde_tui.supervisor import summary as summary_md
 
     run_dir = runs.run_dir(horde_dir, summary.run_id)
@@ -46,24 +47,6 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
 
 
-class HelperHost(Protocol):
-    """What hosts a helper session: a run's `Supervisor`, or a swarm's supervisor for
-    its planner and merge helpers."""
-
-    workdir: Path
-
-    @property
-    def run_dir(self) -> Path: ...
-
-    def member_env(self, spec: MemberSpec, attempt: int, **extra: str) -> dict[str, str]: ...
-
-    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None: ...
-
-    def emit(
-        self, kind: str, member: str | None = None, record: bool = True, **data: Any
-    ) -> None: ...
-
-
 async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -> MemberState:
     """One read-only helper session; its final message is the document it was asked for."""
     spec = MemberSpec(name, name)
@@ -71,7 +54,7 @@ async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -
     state.attempt = 1
     env = sup.member_env(spec, 1, HORDE_TOOLS="readonly", HORDE_BRIEF=brief, HORDE_REMIND_CALLS="0")
     handle, task = await spawn_member(
-        state, env, sup.workdir, sup.run_dir / f"{name}.log", sup._on_status
+        state, env, sup.workdir, sup.run_dir / f"{name}.log", sup.on_status
     )
     sup.emit("member-spawn", name, attempt=1, pid=handle.pid, role=name)
     try:
@@ -93,7 +76,7 @@ def helper_document(title: str, state: MemberState) -> str:
 
 
 async def _helper_phase(
-    sup: Supervisor, phase: str, name: str, brief: str, filename: str, title: str
+    sup: RunContext, phase: str, name: str, brief: str, filename: str, title: str
 ) -> None:
     """One helper phase: run the read-only helper, save its final message as the file."""
     sup.emit("phase-start", phase=phase)
@@ -104,7 +87,7 @@ async def _helper_phase(
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
 
 
-async def finalize(sup: Supervisor, summary: RunSummary) -> None:
+async def finalize(sup: RunContext, summary: RunSummary) -> None:
     assert sup.parent is not None
     sup.emit("phase-start", phase="finalize")
     lifecycle.release_ideas(sup.parent, sup.run_id)
@@ -144,7 +127,7 @@ async def finalize(sup: Supervisor, summary: RunSummary) -> None:
         )
     summary.ended = time.time()
     sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
-    from horde_tui.supervisor import graph
+    from horde_tui.store import graph
 
     atomic_write_text(
         sup.run_dir / "GRAPH.md", graph.render_graph(read_events(sup.run_dir), summary)

@@ -35,7 +35,7 @@ from horde_tui.store.state import LedgerState
 
 if TYPE_CHECKING:
     from horde_tui.settings import Settings
-    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.context import RunContext
 
 REPAIR_BRIEF = """\
 This is a REPAIR session: discovery is over. Answer only these open threads, then stop:
@@ -85,7 +85,7 @@ def demand(state: LedgerState, threads: list[Thread]) -> int:
     return max(1, weighty)
 
 
-def queue(sup: Supervisor, member: str) -> list[Thread]:
+def queue(sup: RunContext, member: str) -> list[Thread]:
     return owed(sup.parent.state, member)  # type: ignore[union-attr]
 
 
@@ -128,7 +128,7 @@ REPAIR_AFTER_STOPS = frozenset({"solved", "solved-unvalidated"})
 budget skip it."""
 
 
-def _skip_reason(sup: Supervisor) -> str:
+def _skip_reason(sup: RunContext) -> str:
     if sup.settings.repair_rounds == 0:
         return "disabled"
     if sup.hard_stopped:
@@ -170,7 +170,7 @@ def serving_order(state: LedgerState, work: dict[str, list[Thread]]) -> list[str
     return sorted(work, key=lambda n: not any(blocks(state, t) for t in work[n]))
 
 
-async def run_repair(sup: Supervisor) -> None:
+async def run_repair(sup: RunContext) -> None:
     settings = sup.settings
     skip = _skip_reason(sup)
     if skip:
@@ -237,7 +237,7 @@ async def run_repair(sup: Supervisor) -> None:
 
 
 def _round_done(
-    sup: Supervisor, members: list[str], served: set[str], threads: list[Thread]
+    sup: RunContext, members: list[str], served: set[str], threads: list[Thread]
 ) -> bool:
     """End a round early when the only blocking threads left belong to members it already
     served: their requesters should recheck a correction before unserved members'
@@ -253,7 +253,7 @@ def _round_done(
 
 
 def release(
-    sup: Supervisor,
+    sup: RunContext,
     state: LedgerState,
     unchanged: dict[tuple[str, str], int],
     held: dict[tuple[str, str], tuple[str, int]],
@@ -274,7 +274,7 @@ TOKEN_POLL_S = 0.1
 
 
 async def _attempt(
-    sup: Supervisor,
+    sup: RunContext,
     name: str,
     threads: list[Thread],
     share: tuple[int, int],
@@ -302,7 +302,7 @@ async def _attempt(
     )
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await sup._spawn(
+    await sup.spawn(
         name, REPAIR_BRIEF.format(threads=listing), HORDE_MAX_TURNS=str(sup.settings.repair_turns)
     )
     task = sup.tasks[name]

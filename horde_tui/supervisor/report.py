@@ -17,6 +17,7 @@ from typing import TypeVar
 from horde_tui.protocol.actions.collab_reads import acceptance_line
 from horde_tui.store.acceptance import GROUPS as ACCEPTANCE_GROUPS
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.clusters import Cluster, build_clusters
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
@@ -25,7 +26,6 @@ from horde_tui.store.model import Claim, Entity, Fact, Finding, Idea, Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
-from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.summary import (
     PARENT_ACTORS,

@@ -10,7 +10,7 @@ finished (`HORDE_RESUME_SESSION`: the same session, not a fresh one) and goes on
 the normal lifecycle; a run interrupted after discovery goes straight to repair or
 finalize, as its events say.
 
-A handoff (`Supervisor.handoff`, then `release_for_handoff`) is the hosted side of the
+A handoff (`Supervisor.handoff`, then `handoff.release_for_handoff`) is the hosted side of the
 same path: the hosting process stops its members and gateway, records them as handed
 off (neither failed nor finished), clears its live marker and does not finalize; the
 detached `horde-tui resume RUN` it then starts picks the sessions up.
@@ -32,12 +32,13 @@ from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.store import runs, usage
 from horde_tui.store.causes import HANDOFF
-from horde_tui.store.runs import clear_live, run_state, supervisor_pid
+from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.timestamps import epoch
+from horde_tui.supervisor.context import RunContext, StopState
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.run import StopState, Supervisor
+from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.view.members import SessionStats
 from horde_tui.view.transcript import sessions
@@ -253,7 +254,7 @@ def resumed_supervisor(
     sup = ResumedSupervisor(workdir, point, sink, horde_dir, horde)
     sup.started = point.started
     sup.resumed_at = [*point.resumed_at, time.time()]
-    sup._solved_seen = dict(point.solved_seen)
+    sup.solved_seen = dict(point.solved_seen)
     sup.hard_stopped = point.hard_stopped
     if point.stop is not None:
         ev = point.stop
@@ -290,7 +291,7 @@ def _count_sessions(run_dir: Path, state: Any) -> None:
         usage.fold(state, stats.prompt_tokens, stats.completion_tokens, stats.cost_usd)
 
 
-async def _restart(sup: Supervisor, point: ResumePoint) -> str:
+async def _restart(sup: RunContext, point: ResumePoint) -> str:
     """Record the resume, start a gateway, carry on the members that were at work;
     return the phase the run goes on with."""
     phase = "finalize" if point.hard_stopped else point.phase
@@ -308,9 +309,9 @@ async def _restart(sup: Supervisor, point: ResumePoint) -> str:
     await _end_old_members(point)
     if phase == "finalize":
         if not sup.hard_stopped:
-            await sup._start_gateway()  # the deliverable and post-mortem helpers need it
+            await sup.start_gateway()  # the deliverable and post-mortem helpers need it
         return phase
-    await sup._start_gateway()
+    await sup.start_gateway()
     if phase == "repair":
         return phase
     first = sup.specs[0].name
@@ -319,7 +320,7 @@ async def _restart(sup: Supervisor, point: ResumePoint) -> str:
         # session that stays silent gets the canary's fresh attempts.
         if first in carry:
             await _carry_on_member(sup, first, carry.pop(first))
-            if await sup._await_output(first, sup.settings.canary_ms / 1000):
+            if await sup.await_output(first, sup.settings.canary_ms / 1000):
                 sup.canary = "ok"
             elif not await _canary_again(sup, first):
                 return "finalize"
@@ -331,17 +332,17 @@ async def _restart(sup: Supervisor, point: ResumePoint) -> str:
     return "discovery"
 
 
-async def _canary_again(sup: Supervisor, first: str) -> bool:
+async def _canary_again(sup: RunContext, first: str) -> bool:
     if first in sup.tasks and not sup.tasks[first].done():
         await sup.procs[first].stop_hard()
         await sup.tasks[first]
-    if await sup._canary():
+    if await sup.run_canary():
         return True
     sup.emit("phase-end", phase="discovery")
     return False
 
 
-def _lost_sessions(sup: Supervisor, point: ResumePoint) -> None:
+def _lost_sessions(sup: RunContext, point: ResumePoint) -> None:
     """After discovery nothing is carried on (repair starts its own sessions): a session
     that was running when the supervisor stopped ended with it."""
     for name, m in point.members.items():
@@ -352,7 +353,7 @@ def _lost_sessions(sup: Supervisor, point: ResumePoint) -> None:
             sup.emit("member-exit", name, cause="killed", detail=state.detail)
 
 
-def carried_on(sup: Supervisor, point: ResumePoint) -> dict[str, str]:
+def carried_on(sup: RunContext, point: ResumePoint) -> dict[str, str]:
     """Members to start again and how: `resume` (their session was cut short: running
     when the supervisor died, or handed off), `fresh` (a reset decided but not started,
     or never started after the canary) or `continue` (an --until-stop continuation)."""
@@ -368,16 +369,16 @@ def carried_on(sup: Supervisor, point: ResumePoint) -> dict[str, str]:
     return carry
 
 
-async def _carry_on_member(sup: Supervisor, name: str, how: str) -> None:
+async def _carry_on_member(sup: RunContext, name: str, how: str) -> None:
     if how == "continue":
-        await sup._spawn(name, prompts.CONTINUATION_BRIEF)
+        await sup.spawn(name, prompts.CONTINUATION_BRIEF)
         return
     latest = sessions(sup.run_dir, name)
     if how == "resume" and latest:
         sup.members[name].attempt -= 1  # the same session, carried on: not a new attempt
-        await sup._spawn(name, HORDE_RESUME_SESSION=str(latest[-1]))
+        await sup.spawn(name, HORDE_RESUME_SESSION=str(latest[-1]))
         return
-    await sup._spawn(name)
+    await sup.spawn(name)
 
 
 def _last_event_time(run_dir: Path) -> float | None:
@@ -404,23 +405,3 @@ def _is_member(pid: int) -> bool:
         return b"horde_tui.member" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-
-
-async def release_for_handoff(sup: Supervisor) -> None:
-    """The hosting side of a handoff, once the phases are ended: stop members and the
-    gateway, record each session that was at work as handed off, clear the live marker
-    so `horde-tui resume` may take the run. Nothing is finalized."""
-    sup._cancel_continuations()
-    at_work = [
-        n
-        for n, m in sup.members.items()
-        if n in sup.tasks and m.status not in ("exited", "stopped")
-    ]
-    await asyncio.gather(*(sup.procs[n].stop_hard() for n in sup._running()))
-    for name in at_work:
-        code = await sup.tasks[name]
-        sup.members[name].exit_cause = HANDOFF
-        await sup._on_exit_final(name, code)
-    await sup.stop_gateway()
-    sup.emit("run-handoff", members=at_work)
-    clear_live(sup.run_dir)

@@ -18,7 +18,7 @@ from horde_tui.store.ledgers.threads import open_threads_to
 from horde_tui.store.timestamps import epoch
 
 if TYPE_CHECKING:
-    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.context import RunContext
 
 INTERVAL_S = 30.0
 STABLE_S = 60.0
@@ -38,14 +38,14 @@ def pick_reviewer(candidates: list[str], load: dict[str, int], earlier: list[str
     return min(candidates, key=lambda n: (load.get(n, 0), n)) if candidates else None
 
 
-def assign_reviews(sup: Supervisor, now: float | None = None) -> list[tuple[str, str]]:
+def assign_reviews(sup: RunContext, now: float | None = None) -> list[tuple[str, str]]:
     """One pass: returns the (artifact, member) pairs that were requested."""
     if sup.parent is None or sup.stop is not None:
         return []
     now = time.time() if now is None else now
     sup.parent.refresh()
     state = sup.parent.state
-    running = [n for n in sup._running() if sup.members[n].status == "running"]
+    running = [n for n in sup.running() if sup.members[n].status == "running"]
     load = {n: len(open_threads_to(state, n, frozenset({"review-request"}))) for n in running}
     assigned: list[tuple[str, str]] = []
     for target in awaiting_review(state, sup.run_id):

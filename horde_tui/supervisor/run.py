@@ -14,7 +14,6 @@ import secrets
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,8 @@ from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import lifecycle, repair, reviews, watch
+from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
+from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
@@ -54,20 +54,11 @@ TICK_S = 0.25
 RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "looping", "stalled"})
 
 
-@dataclass
-class StopState:
-    """A clean stop in progress: its deadline and the one-time extensions granted."""
-
-    reason: str
-    deadline: float
-    postmortem: bool
-    started: float = field(default_factory=time.time)
-    active_extended: set[str] = field(default_factory=set)
-    solved_extended: bool = False
-
-
 class Supervisor:
-    """Runs one horde. Construct, then `await run()`; controls may be called meanwhile."""
+    """Runs one horde. Construct, then `await run()`; controls may be called meanwhile.
+
+    The phases in their own modules (watch, reviews, repair, finalize, handoff, resume)
+    see it as a `context.RunContext` and use only the names listed there."""
 
     def __init__(
         self,
@@ -103,7 +94,7 @@ class Supervisor:
         self.diagnosis = ""
         self.canary = "not run"
         self.started = time.time()
-        self._solved_seen: dict[str, float] = {}
+        self.solved_seen: dict[str, float] = {}
         self._next_review_pass = time.time() + reviews.INTERVAL_S
         self._continuing: set[str] = set()
         """--until-stop: members between a finished session and their next one."""
@@ -134,7 +125,8 @@ class Supervisor:
             lifecycle.append(self.parent, self.run_id, fields)
         self.sink(SupervisorEvent(kind, member, data))
 
-    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None:
+    def on_status(self, state: MemberState, event: dict[str, Any]) -> None:
+        """A member's status line: observers hear it; usage and exits wake the loop."""
         self.sink(SupervisorEvent("member-status", state.name, event))
         if event.get("type") in ("usage", "exit"):
             self._wake.set()
@@ -159,13 +151,13 @@ class Supervisor:
             layers=self.request.layers,
             sandbox=self.sandbox_note or self.sandbox.mode,
         )
-        await self._start_gateway()
+        await self.start_gateway()
         self.emit("phase-start", phase="discovery")
-        if not await self._canary():
+        if not await self.run_canary():
             self.emit("phase-end", phase="discovery")
             return "finalize"
         for spec in self.specs[1:]:
-            await self._spawn(spec.name)
+            await self.spawn(spec.name)
         return "discovery"
 
     async def carry_on(self, start: Callable[[], Awaitable[str]]) -> RunSummary | None:
@@ -186,9 +178,7 @@ class Supervisor:
                 phases.cancel()
                 await asyncio.wait({phases})
             if self.handing_off and phases.cancelled():
-                from horde_tui.supervisor.resume import release_for_handoff
-
-                await release_for_handoff(self)
+                await handoff.release_for_handoff(self)
             else:
                 summary = await self._finalize()
             clear_live(self.run_dir)
@@ -228,7 +218,8 @@ class Supervisor:
         phases.cancel()
         return "handing the run off: members stop now and carry on in a detached supervisor"
 
-    async def _start_gateway(self) -> None:
+    async def start_gateway(self) -> None:
+        """Start the run's gateway; a start failure's own line becomes the diagnosis."""
         env = dict(os.environ)
         env.update(self._gateway_env())
         args: list[str] = []
@@ -279,7 +270,8 @@ class Supervisor:
         env.update(extra)
         return env
 
-    async def _spawn(self, name: str, brief: str = "", **env: str) -> None:
+    async def spawn(self, name: str, brief: str = "", **env: str) -> None:
+        """The member's next session (a new attempt), recorded in the run's identity."""
         state = self.members[name]
         spec = next(s for s in self.specs if s.name == name)
         state.attempt += 1
@@ -294,7 +286,7 @@ class Supervisor:
             self.member_env(spec, state.attempt, **extra),
             self.workdir,
             self.run_dir / f"{name}.log",
-            self._on_status,
+            self.on_status,
         )
         self.procs[name] = handle
         self.tasks[name] = task
@@ -304,12 +296,12 @@ class Supervisor:
 
     # -- canary ----------------------------------------------------------------------------------
 
-    async def _canary(self) -> bool:
+    async def run_canary(self) -> bool:
         """member-1 alone until the model answers; one retry; else stop with the cause."""
         first = self.specs[0].name
         for attempt in (1, 2):
-            await self._spawn(first)
-            ok = await self._await_output(first, self.settings.canary_ms / 1000)
+            await self.spawn(first)
+            ok = await self.await_output(first, self.settings.canary_ms / 1000)
             if ok:
                 self.canary = "ok" if attempt == 1 else "ok after a retry"
                 self.emit("canary", first, result=self.canary)  # the run screen's canary line
@@ -328,7 +320,8 @@ class Supervisor:
         self.members[first].status = "exited"
         return False
 
-    async def _await_output(self, name: str, timeout_s: float) -> bool:
+    async def await_output(self, name: str, timeout_s: float) -> bool:
+        """Whether the member's session produced model output within `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         state, task = self.members[name], self.tasks[name]
         while time.monotonic() < deadline:
@@ -351,7 +344,7 @@ class Supervisor:
             for name, task in list(self.tasks.items()):
                 if task.done() and self.members[name].status not in ("exited", "stopped"):
                     await self._on_exit(name, task.result())
-            if self.hard_stopped or not (self._running() or self._continuing):
+            if self.hard_stopped or not (self.running() or self._continuing):
                 break
             watch.check_deadline(self)
             watch.check_budget(self)
@@ -390,7 +383,8 @@ class Supervisor:
             self.outcome = "solved-unvalidated"
             self.diagnosis = f"answer by {prop.by} was not validated by another member"
 
-    def _running(self) -> list[str]:
+    def running(self) -> list[str]:
+        """Members whose session task has not ended."""
         return [n for n, t in self.tasks.items() if not t.done()]
 
     async def _on_exit(self, name: str, code: int) -> None:
@@ -427,7 +421,7 @@ class Supervisor:
             state.resets += 1
             self.emit("member-reset", name, cause="unreviewed", resets=state.resets, owed=owed)
             brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
-            await self._spawn(name, brief)
+            await self.spawn(name, brief)
             return
         if cause in FINISHED_CAUSES and self.request.until_stop and self.stop is None:
             self._schedule_continuation(name)
@@ -446,7 +440,7 @@ class Supervisor:
         self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
         # A looping model is told why it was reset, or it would send the same call again.
         brief = prompts.LOOPING_BRIEF.format(detail=state.detail) if cause == "looping" else ""
-        await self._spawn(name, brief)
+        await self.spawn(name, brief)
 
     def _schedule_continuation(self, name: str) -> None:
         """--until-stop: a finished session gets a fresh one that extends the work.
@@ -466,7 +460,7 @@ class Supervisor:
             await asyncio.sleep(delay)
             self._continuing.discard(name)
             if self.stop is None and not self.hard_stopped:
-                await self._spawn(name, prompts.CONTINUATION_BRIEF)
+                await self.spawn(name, prompts.CONTINUATION_BRIEF)
             else:
                 state.status = "exited"
 
@@ -474,7 +468,8 @@ class Supervisor:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _cancel_continuations(self) -> None:
+    def cancel_continuations(self) -> None:
+        """A stop drops --until-stop sessions still waiting to start."""
         for task in list(self._background):
             task.cancel()
         for name in self._continuing:
@@ -487,7 +482,7 @@ class Supervisor:
         return [n for n in self.members if selects(targets, self.horde, n)]
 
     def pause(self, target: str = "all") -> str:
-        names = [n for n in self.select(parse_targets(target)) if n in self._running()]
+        names = [n for n in self.select(parse_targets(target)) if n in self.running()]
         for n in names:
             self.procs[n].pause()
             self.members[n].status = "paused"
@@ -515,7 +510,7 @@ class Supervisor:
         if targets != ALL:
             names = self.select(targets)
             for n in names:
-                if n in self._running():
+                if n in self.running():
                     self.procs[n].signal(signal.SIGTERM)
                     self.procs[n].stop_requested = True
             return f"stopping {', '.join(names)} (the rest of the run continues)"
@@ -525,7 +520,7 @@ class Supervisor:
         if self.outcome is None and reason == "stopped by user":
             self.outcome, self.diagnosis = reason, "stopped clean by the user"
         self.stop = StopState(reason, time.time() + grace, postmortem)
-        self._cancel_continuations()
+        self.cancel_continuations()
         lifecycle.request_wind_down(self.parent, self.run_id, reason, grace)
         self.emit(
             "stop-clean",
@@ -540,10 +535,10 @@ class Supervisor:
 
     async def stop_hard(self, target: str = "all") -> str:
         targets = parse_targets(target)
-        names = [n for n in self.select(targets) if n in self._running()]
+        names = [n for n in self.select(targets) if n in self.running()]
         if targets == ALL:
             self.hard_stopped = True
-            self._cancel_continuations()
+            self.cancel_continuations()
             if self.outcome is None:
                 self.outcome = "stopped by user"
                 self.diagnosis = "stopped hard by the user"
@@ -567,7 +562,7 @@ class Supervisor:
                 "refused: resets happen during discovery only (the canary is still running "
                 "or the run has moved on); try again once members are at work"
             )
-        names = [n for n in self.select(targets) if n in self._running()]
+        names = [n for n in self.select(targets) if n in self.running()]
         if not names:
             return "reset nothing (no running member matched)"
         for n in names:
@@ -578,18 +573,16 @@ class Supervisor:
         return f"reset {', '.join(names)}: session stopped, a fresh attempt starts"
 
     async def _stop_all_hard(self) -> None:
-        running = self._running()
+        running = self.running()
         await asyncio.gather(*(self.procs[n].stop_hard() for n in running), return_exceptions=True)
 
     # -- finalize --------------------------------------------------------------------------------
 
     async def _finalize(self) -> RunSummary:
-        from horde_tui.supervisor import finalize
-
         await self._stop_all_hard()
         for name, task in self.tasks.items():
             if task.done() and self.members[name].status not in ("exited", "stopped"):
-                await self._on_exit_final(name, task.result())
+                await self.record_exit(name, task.result())
         summary = RunSummary(
             run_id=self.run_id,
             outcome=self.outcome or "finished",
@@ -619,7 +612,8 @@ class Supervisor:
             except TimeoutError:
                 self.gateway.proc.kill()
 
-    async def _on_exit_final(self, name: str, code: int) -> None:
+    async def record_exit(self, name: str, code: int) -> None:
+        """Record a session's end while the run ends (finalize, handoff): no reset."""
         state = self.members[name]
         if state.exit_cause is None:
             state.exit_cause = (

@@ -28,7 +28,7 @@ from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
 from horde_tui.store.paths import HordePaths, atomic_write_text
-from horde_tui.store.runs import swarm_dir, write_swarm_json
+from horde_tui.store.runs import Workstream, swarm_dir, write_swarm_json
 from horde_tui.supervisor import controls, finalize
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
@@ -40,7 +40,7 @@ from horde_tui.supervisor.processes import (
 )
 from horde_tui.supervisor.run import Supervisor, gateway_env, member_settings_env
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
-from horde_tui.supervisor.swarm_plan import SwarmError, Workstream, deal_layers, parse_partition
+from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
 from horde_tui.supervisor.swarm_report import render_report, render_swarm_md
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
@@ -156,7 +156,7 @@ class SwarmSupervisor:
             self._helper_pid = data.get("pid")
         self.sink(SupervisorEvent(kind, member, {**data, "horde": None}))
 
-    def _on_status(self, state: MemberState, event: dict[str, Any]) -> None:
+    def on_status(self, state: MemberState, event: dict[str, Any]) -> None:
         self.sink(SupervisorEvent("member-status", state.name, {**event, "horde": None}))
 
     def _mark(self, kind: str, horde: str | None = None, **data: Any) -> None:

@@ -7,32 +7,13 @@ directory exists, and the planner's reply can be tested without a model.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
 
+from horde_tui.store.runs import Workstream
 from horde_tui.store.textmatch import TextKey, is_duplicate
 
 
 class SwarmError(ValueError):
     """The task cannot be partitioned as asked; the message says why in one line."""
-
-
-@dataclass(frozen=True)
-class Workstream:
-    """One horde's share of the task."""
-
-    horde: str
-    workstream: str
-    criterion: str
-    layers: tuple[str, ...] = ()
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "horde": self.horde,
-            "workstream": self.workstream,
-            "criterion": self.criterion,
-            "layers": list(self.layers),
-        }
 
 
 def deal_layers(layers: list[str], hordes: int) -> list[Workstream]:

@@ -8,14 +8,19 @@ REPORT.md keeps the detail. Deterministic: no model writes any of it.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.model import Finding
+from horde_tui.store.runs import Workstream
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.processes import MemberState
+from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.summary import (
     RunScope,
     coverage_sentence,
@@ -28,8 +33,49 @@ from horde_tui.supervisor.summary import (
     total_cost,
 )
 
-if TYPE_CHECKING:
-    from horde_tui.supervisor.swarm import SwarmSupervisor
+
+class HordeDirs(Protocol):
+    """Where a horde of the swarm keeps its ledgers and its run."""
+
+    @property
+    def horde_dir(self) -> Path: ...
+
+    @property
+    def run_dir(self) -> Path: ...
+
+
+class ReportedSwarm(Protocol):
+    """What REPORT.md reads of a swarm (`swarm.SwarmSupervisor` is one), so this module
+    does not import the supervisor that calls it."""
+
+    @property
+    def swarm_id(self) -> str: ...
+
+    @property
+    def swarm_dir(self) -> Path: ...
+
+    @property
+    def request(self) -> RunRequest: ...
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def started(self) -> float: ...
+
+    @property
+    def partition(self) -> Sequence[Workstream]: ...
+
+    @property
+    def summaries(self) -> Mapping[str, RunSummary]: ...
+
+    @property
+    def hordes(self) -> Mapping[str, HordeDirs]: ...
+
+    @property
+    def helpers(self) -> list[MemberState]: ...
+
+    def as_json(self) -> dict[str, Any]: ...
 
 
 def render_swarm_md(data: dict[str, Any]) -> str:
@@ -58,7 +104,7 @@ def render_swarm_md(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_report(swarm: SwarmSupervisor) -> str:
+def render_report(swarm: ReportedSwarm) -> str:
     """The swarm's REPORT.md."""
     data = swarm.as_json()
     ended = [s.ended for s in swarm.summaries.values()]
@@ -104,7 +150,7 @@ def render_report(swarm: SwarmSupervisor) -> str:
 
 
 def _horde_section(
-    swarm: SwarmSupervisor,
+    swarm: ReportedSwarm,
     name: str,
     summary: RunSummary,
     state: LedgerState,

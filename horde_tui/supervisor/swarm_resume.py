@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store import runs
-from horde_tui.store.runs import SWARM_LIVE_STATES, read_swarm_json, swarm_state
+from horde_tui.store.runs import SWARM_LIVE_STATES, Workstream, read_swarm_json, swarm_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
@@ -36,7 +36,6 @@ from horde_tui.supervisor.resume import (
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import CONFIG, SwarmSummary, SwarmSupervisor
-from horde_tui.supervisor.swarm_plan import Workstream
 
 
 def check_swarm_resumable(swarm_dir: Path) -> dict[str, Any]:

@@ -16,13 +16,13 @@ from horde_tui.supervisor.targets import TargetError, parse_targets
 
 if TYPE_CHECKING:
     from horde_tui.store.model import Proposal
-    from horde_tui.supervisor.run import Supervisor
+    from horde_tui.supervisor.context import RunContext
 
 ACTIVE_WINDOW_S = 15.0
 """A member that produced output this recently gets one clean-stop extension."""
 
 
-async def handle_controls(sup: Supervisor) -> None:
+async def handle_controls(sup: RunContext) -> None:
     """Answer requests other shells left in `control/`."""
     for path, request in controls.pending_requests(sup.run_dir):
         if isinstance(request, str):
@@ -40,7 +40,7 @@ async def handle_controls(sup: Supervisor) -> None:
 
 
 async def perform(
-    sup: Supervisor,
+    sup: RunContext,
     action: str,
     target: str,
     grace_s: float | None = None,
@@ -61,7 +61,7 @@ async def perform(
     return f"refused: unknown control {action!r}; use one of {', '.join(controls.ACTIONS)}"
 
 
-def status_text(sup: Supervisor, target: str = "all") -> str:
+def status_text(sup: RunContext, target: str = "all") -> str:
     """The run's line, then one line per member the target selects (`status member-2`)."""
     now = time.time()
     head = f"run {sup.run_id}: {sup.outcome or ('stopping' if sup.stop else 'running')}"
@@ -84,7 +84,7 @@ def status_text(sup: Supervisor, target: str = "all") -> str:
     return "\n".join(lines)
 
 
-def check_deadline(sup: Supervisor) -> None:
+def check_deadline(sup: RunContext) -> None:
     minutes = sup.settings.max_minutes
     if minutes and sup.stop is None and time.time() - sup.started >= minutes * 60:
         sup.outcome = "stopped at deadline"
@@ -92,21 +92,21 @@ def check_deadline(sup: Supervisor) -> None:
         sup.stop_clean(reason="stopped at deadline")
 
 
-def check_budget(sup: Supervisor) -> None:
+def check_budget(sup: RunContext) -> None:
     if sup.stop is None and (sup.run_dir / ".budget-reached").exists():
         sup.outcome = "stopped at budget"
         sup.diagnosis = f"the cost budget of ${sup.settings.max_cost_usd} was spent"
         sup.stop_clean(reason="stopped at budget")
 
 
-def check_stalls(sup: Supervisor) -> None:
+def check_stalls(sup: RunContext) -> None:
     """Reset a member with no ledger write for HORDE_STALL_MS (0 disables), counted from
     its session's first model answer or its last ledger write, whichever is later."""
     limit_s = sup.settings.stall_ms / 1000
     if not limit_s or sup.stop is not None:
         return
     now = time.time()
-    for name in sup._running():
+    for name in sup.running():
         state = sup.members[name]
         if state.status == "paused" or state.first_output is None:
             continue
@@ -122,7 +122,7 @@ def check_stalls(sup: Supervisor) -> None:
             handle.signal(15)
 
 
-def record_answer(sup: Supervisor) -> Proposal | None:
+def record_answer(sup: RunContext) -> Proposal | None:
     """The run's current proposal, after emitting its `solved-*` event once per round and
     status (also after repair, which can validate an answer no poll saw)."""
     assert sup.parent is not None
@@ -131,9 +131,9 @@ def record_answer(sup: Supervisor) -> Proposal | None:
     if prop is None:
         return None
     reopened = f"{prop.round}:pending"
-    if prop.reopened_from is not None and reopened not in sup._solved_seen:
+    if prop.reopened_from is not None and reopened not in sup.solved_seen:
         # Announced even when the reopened round moved on before this poll saw it pending.
-        sup._solved_seen[reopened] = time.time()
+        sup.solved_seen[reopened] = time.time()
         sup.emit(
             "solved-reopened",
             prop.by,
@@ -142,8 +142,8 @@ def record_answer(sup: Supervisor) -> Proposal | None:
             reopened_from=prop.reopened_from,
         )
     key = f"{prop.round}:{prop.status}"
-    if key not in sup._solved_seen:
-        sup._solved_seen[key] = time.time()
+    if key not in sup.solved_seen:
+        sup.solved_seen[key] = time.time()
         kind = {
             "pending": "solved-proposed",
             "contested": "solved-contested",
@@ -154,7 +154,7 @@ def record_answer(sup: Supervisor) -> Proposal | None:
     return prop
 
 
-def poll_solved(sup: Supervisor) -> None:
+def poll_solved(sup: RunContext) -> None:
     """The two-phase solved rules of the reference, from the folded ledger."""
     prop = record_answer(sup)
     if prop is None:
@@ -169,8 +169,8 @@ def poll_solved(sup: Supervisor) -> None:
         )
         sup.stop_clean(reason="solved")
     elif prop.status == "pending":
-        waited = time.time() - sup._solved_seen[key]
-        others = [n for n in sup._running() if n != prop.by]
+        waited = time.time() - sup.solved_seen[key]
+        others = [n for n in sup.running() if n != prop.by]
         if not others or waited * 1000 >= sup.settings.solved_confirm_ms:
             sup.outcome = "solved-unvalidated"
             sup.diagnosis = f"answer by {prop.by} was not validated by another member"
@@ -178,7 +178,7 @@ def poll_solved(sup: Supervisor) -> None:
             sup.stop_clean(reason="solved-unvalidated")
 
 
-def _wind_down_ready(sup: Supervisor) -> bool:
+def _wind_down_ready(sup: RunContext) -> bool:
     """Every idea this run created or its members hold is closed, and findings are checked."""
     state = sup.parent.state  # type: ignore[union-attr]
     open_ideas = [
@@ -188,7 +188,7 @@ def _wind_down_ready(sup: Supervisor) -> bool:
     ]
     if open_ideas:
         return False
-    if sup.settings.allow_unverified or len(sup._running()) <= 1:
+    if sup.settings.allow_unverified or len(sup.running()) <= 1:
         return True
     unverified = [
         f
@@ -203,14 +203,14 @@ def _wind_down_ready(sup: Supervisor) -> bool:
     return not unverified
 
 
-async def check_stop_deadline(sup: Supervisor) -> None:
+async def check_stop_deadline(sup: RunContext) -> None:
     """At the clean-stop deadline: one extension for active members, one solved window,
     then a hard stop of whoever is left."""
     stop = sup.stop
     if stop is None or time.time() < stop.deadline:
         return
     now = time.time()
-    running = sup._running()
+    running = sup.running()
     active = [
         n
         for n in running

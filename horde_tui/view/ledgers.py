@@ -14,7 +14,7 @@ threads, the collaboration around it (evidence, reviews with their scope, accept
 
 Views (the reference's `?view=clusters`, `?owner=`, `?order=oldest`): `newest` (the
 default), `oldest`, `owner` (grouped by member) and, for findings, `clusters` (grouped
-like the report, `supervisor.clusters.build_clusters`). Scoped to a run, board and
+like the report, `store.clusters.build_clusters`). Scoped to a run, board and
 findings narrow to that run and facts split into this run's and carried ones; ideas,
 claims and resources are project-wide, as in the reference.
 """
@@ -24,13 +24,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from horde_tui.store.clusters import Cluster, build_clusters
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
 from horde_tui.store.ledgers.findings import classify, label
 from horde_tui.store.model import Claim, Fact, Finding, Idea, Post, Resource, Thread
 from horde_tui.store.state import ENTRIES, LedgerState
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor.clusters import Cluster, build_clusters
 from horde_tui.view.rows import LedgerRow, Versions
 from horde_tui.view.threads import finding_page, thread_detail
 

@@ -23,10 +23,9 @@ from typing import Any
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import SWARM_LIVE_STATES as LIVE_SWARM_STATES
-from horde_tui.store.runs import read_swarm_json, subfolders
+from horde_tui.store.runs import Workstream, read_swarm_json, subfolders
 from horde_tui.store.runs import swarm_state as shown_state
 from horde_tui.store.usage import sum_cost
-from horde_tui.supervisor.swarm_plan import Workstream
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.run import RunRow, RunsIndex, RunView
 

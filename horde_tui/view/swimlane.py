@@ -1,6 +1,6 @@
 """`SwimlaneView`: the run's swimlane laid out as text, kept current by tailing events.
 
-The lanes are `supervisor.graph`'s (the model behind GRAPH.md): one per member plus the
+The lanes are `store.graph`'s (the model behind GRAPH.md): one per member plus the
 parent, marks in event order. A `LineIndex` on `events.jsonl` hands over only the lines
 appended since the last `refresh`, and they are fed to one long-lived `GraphBuilder`,
 so a refresh costs what was appended, not the file's length (the builder keeps at
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.supervisor.graph import PARENT, GraphBuilder, Node, RunGraph
+from horde_tui.store.graph import PARENT, GraphBuilder, Node, RunGraph
 from horde_tui.view.cells import cell_len, cut
 from horde_tui.view.linefile import LineIndex
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.fence import unfence
-from horde_tui.member.loop import summarize
-from horde_tui.transcript import message_text
+from horde_tui.transcript import message_text, summarize
 from horde_tui.view.linefile import LineIndex
 
 FOLDED_KINDS = frozenset({"system", "calls", "result"})

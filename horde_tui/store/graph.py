@@ -18,18 +18,43 @@ takes a finished copy (`graph_so_far()`) whenever it repaints.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from typing import Any, Protocol
 
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.state import normalize_id
-from horde_tui.supervisor.outcome import RunSummary
 
 MAX_NODES = 300
 LABEL_CHARS = 48
 PARENT = "parent"
+
+
+class LaneOwner(Protocol):
+    """A member as a lane needs it (the supervisor's `MemberState` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+
+class GraphRun(Protocol):
+    """What the graph reads of a run's summary (`supervisor.outcome.RunSummary`): the
+    supervisor writes GRAPH.md with it and the view draws it, and neither layer is
+    imported here."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def members(self) -> Sequence[LaneOwner]: ...
+
 
 _ENTITY = re.compile(r"^(#|[FTCRV])(\d+)$")
 _NODE_PREFIX = {"#": "i", "F": "f", "T": "t", "C": "c", "R": "r", "V": "v"}
@@ -308,7 +333,7 @@ def _entity_label(node_id: str) -> str:
 
 
 def build_graph(
-    events: Iterable[dict[str, Any]], summary: RunSummary, cap: int = MAX_NODES
+    events: Iterable[dict[str, Any]], summary: GraphRun, cap: int = MAX_NODES
 ) -> RunGraph:
     """The run's lanes, nodes and edges, in event order, at most `cap` nodes."""
     builder = GraphBuilder(((m.name, m.role) for m in summary.members), cap)
@@ -316,7 +341,7 @@ def build_graph(
     return builder.graph_so_far()
 
 
-def swimlane_rows(events: Iterable[dict[str, Any]], summary: RunSummary) -> list[SwimLane]:
+def swimlane_rows(events: Iterable[dict[str, Any]], summary: GraphRun) -> list[SwimLane]:
     """Lanes with their marks in event order, for a terminal swimlane (parent first)."""
     graph = build_graph(events, summary)
     return [
@@ -360,7 +385,7 @@ def _mermaid(graph: RunGraph) -> list[str]:
     return lines
 
 
-def render_graph(events: list[dict[str, Any]], summary: RunSummary) -> str:
+def render_graph(events: list[dict[str, Any]], summary: GraphRun) -> str:
     """GRAPH.md: a short legend and the Mermaid flowchart, with a note when it was cut."""
     graph = build_graph(events, summary)
     lines = [
