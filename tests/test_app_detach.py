@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from polling import wait_until
+from support.processes import wait_until
 from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
 from test_supervisor_e2e import lifecycle, settings
 from test_supervisor_resume import HeldUntilReleased

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from polling import wait_until
+from support.processes import wait_until
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
 
 from horde_tui.launch import RunOptions, detached_argv, detached_env

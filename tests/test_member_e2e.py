@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import GatewayProcess, start_gateway
-from polling import wait_until
+from support.processes import wait_until
 
 from horde_tui.protocol import run_action
 from horde_tui.store.state import LedgerState

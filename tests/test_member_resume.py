@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from conftest import GatewayProcess
-from polling import wait_until
+from support.processes import wait_until
 from test_member_e2e import RUN, call, prepare, run_member
 
 from horde_tui import prompts

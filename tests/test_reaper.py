@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from polling import wait_until
+from support.processes import wait_until
 from test_supervisor_e2e import _alive
 
 from horde_tui.reaper import end_run, end_session, run_members, session_pids

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from polling import wait_until
+from support.processes import wait_until
 from test_supervisor_e2e import _alive, _cli, _headless, _wait_for_line
 
 from horde_tui.stubmodel import StubThread

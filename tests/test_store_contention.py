@@ -25,9 +25,9 @@ from horde_tui.store.store import HordeStore, utc_now
 from horde_tui.store.textmatch import MatchIndex, TextKey
 
 try:
-    from polling import wait_until
+    from support.processes import wait_until
 except ImportError:  # tests/ made a package
-    from tests.polling import wait_until
+    from tests.support.processes import wait_until
 
 RUN = "r1"
 

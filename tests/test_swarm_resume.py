@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from polling import wait_until
+from support.processes import wait_until
 from swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from test_app_support import NOW, wait_for
 from test_supervisor_e2e import _wait_for_line, lifecycle

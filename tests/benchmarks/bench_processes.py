@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from polling import wait_until
+from support.processes import wait_until
 from test_run_processes import member_pids, new_tag, sleeper, start, state, tagged
 from test_supervisor_e2e import _alive, _cli
 
