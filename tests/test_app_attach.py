@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.rundir import RunDir
 from test_app_support import NOW, wait_for
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
-from test_view_run import RunDir
 from textual.widgets import Static
 
 from horde_tui.app import AppConfig, HordeApp

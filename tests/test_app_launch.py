@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.processes import dead_pid
+from support.rundir import RunDir
 from test_app_attach import FakeRemote, _wait
 from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
-from test_view_run import RunDir, dead_pid
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static

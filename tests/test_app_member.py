@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.rundir import RunDir
 from test_app_attach import FakeRemote
 from test_app_support import (
     MEMBER_2_SESSION,
@@ -27,7 +28,6 @@ from test_app_support import (
 )
 from test_supervisor_e2e import settings
 from test_supervisor_reset import PLANS
-from test_view_run import RunDir
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static

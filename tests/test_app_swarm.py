@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+from support.processes import dead_pid
 from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from test_app_attach import FakeRemote
 from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
@@ -23,7 +24,6 @@ from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
     ready_to_launch,
 )
 from test_app_support import NOW, wait_for
-from test_view_run import dead_pid
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent

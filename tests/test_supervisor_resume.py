@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.rundir import RunDir
 from test_supervisor_e2e import HELPERS, _wait_for_line, horde, lifecycle, worker
-from test_view_run import RunDir
 
 from horde_tui import prompts
 from horde_tui.cli import main
@@ -230,7 +230,7 @@ def test_a_one_member_runs_canary_result_is_read_from_its_canary_event(in_dir: P
 def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
     """Phase, attempts, resets, the clean stop under way, the start the deadline counts
     from, who is carried on and how, and the budget left, from a hand-written run."""
-    from test_view_run import EPOCH_0
+    from support.rundir import EPOCH_0
 
     from horde_tui.supervisor.resume import carried_on, load_resume, resumed_supervisor
 

@@ -7,6 +7,8 @@ whether the condition came true, never a bare sleep. Pilot tests use
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -19,3 +21,11 @@ def wait_until(predicate: Callable[[], object], timeout_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped: a `.live` marker naming it
+    is stale (the pid could be reused, but not within a test)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
