@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Horde
-from test_app_support import RUN_ID, T0, FakeSupervisor
+from support.app import RUN_ID, T0, FakeSupervisor
 
 import horde_tui.store.store
 

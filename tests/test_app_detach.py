@@ -14,8 +14,8 @@ import signal
 from pathlib import Path
 
 import pytest
+from support.app import NOW, FakeSupervisor, deterministic_app, wait_for
 from support.processes import wait_until
-from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
 from test_supervisor_e2e import lifecycle, settings
 from test_supervisor_resume import HeldUntilReleased
 from textual.widgets import Button

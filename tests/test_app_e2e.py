@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_app_support import wait_for
+from support.app import wait_for
 from textual.widgets import Markdown
 
 from horde_tui.app import AppConfig, HordeApp

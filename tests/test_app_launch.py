@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from support.processes import dead_pid
+from support.app import NOW, FakeRemote, FakeSupervisor, deterministic_app, play_six, wait_for
+from support.processes import dead_pid, wait_until
 from support.rundir import RunDir
-from test_app_attach import FakeRemote, _wait
-from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
 from test_supervisor_e2e import HEADLESS_PLAN, _cli
 from textual.command import CommandList
 from textual.pilot import Pilot
@@ -306,7 +305,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
         assert controls.supervisor_pid(run_dir) != os.getpid()
         stopped = _cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert _wait(lambda: controls.run_state(run_dir) == "finished", 60), "no report"
+        assert wait_until(lambda: controls.run_state(run_dir) == "finished", 60), "no report"
     finally:
         pid = controls.supervisor_pid(run_dir) if run_dir else None
         if pid is not None and controls.run_state(run_dir) == "active":  # type: ignore[arg-type]

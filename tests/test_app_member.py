@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.rundir import RunDir
-from test_app_attach import FakeRemote
-from test_app_support import (
+from support.app import (
     MEMBER_2_SESSION,
     NOW,
+    FakeRemote,
     FakeSupervisor,
     deterministic_app,
     play_six,
@@ -26,6 +25,7 @@ from test_app_support import (
     wait_for,
     write_member_files,
 )
+from support.rundir import RunDir
 from test_supervisor_e2e import settings
 from test_supervisor_reset import PLANS
 from textual.command import CommandList

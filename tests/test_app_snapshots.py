@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 import pytest_textual_snapshot
-from test_app_launch import several_runs
-from test_app_support import (
+from support.app import (
     NOW,
     FakeSupervisor,
     deterministic_app,
@@ -23,6 +22,7 @@ from test_app_support import (
     wait_for,
     write_member_files,
 )
+from test_app_launch import several_runs
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 

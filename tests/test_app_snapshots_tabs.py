@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from ledger_scene import fake_run_with_ledgers
+from support.app import FakeSupervisor, deterministic_app, wait_for
 from test_app_snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
-from test_app_support import FakeSupervisor, deterministic_app, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 

@@ -14,16 +14,15 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
+from support.app import NOW, FakeRemote, wait_for
 from support.processes import dead_pid
 from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
-from test_app_attach import FakeRemote
 from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
     FINISHED,
     finished_run,
     no_horde_env,
     ready_to_launch,
 )
-from test_app_support import NOW, wait_for
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent

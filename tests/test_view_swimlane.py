@@ -6,7 +6,7 @@ import json
 
 from ledger_scene import fill_run, lifecycle
 from rich.cells import cell_len
-from test_app_support import RUN_ID
+from support.app import RUN_ID
 
 from horde_tui.supervisor.graph import Edge, GraphBuilder
 from horde_tui.view.swimlane import SwimlaneView

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledger_scene import fill_run
-from test_app_support import RUN_ID
+from support.app import RUN_ID
 
 from horde_tui.view.ledgers import LedgerView
 

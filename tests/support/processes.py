@@ -2,7 +2,7 @@
 
 One helper so every real-process test polls the same way: a bounded wait that says
 whether the condition came true, never a bare sleep. Pilot tests use
-`test_app_support.wait_for` instead, which yields to the app between checks.
+`support.app.wait_for` instead, which yields to the app between checks.
 """
 
 from __future__ import annotations
