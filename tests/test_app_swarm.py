@@ -16,7 +16,7 @@ from types import ModuleType, SimpleNamespace
 import pytest
 from support.app import NOW, FakeRemote, wait_for
 from support.processes import dead_pid
-from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
+from support.swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
     FINISHED,
     finished_run,

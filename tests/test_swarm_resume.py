@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support.app import NOW, wait_for
 from support.processes import wait_until
-from swarm_scene import SWARM_ID, FakeSwarm, write_swarm
+from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from test_supervisor_e2e import _wait_for_line, lifecycle
 from test_supervisor_resume import HeldUntilReleased, in_dir, one_line_refusal, slow_worker
 from textual.widgets import Button

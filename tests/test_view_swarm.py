@@ -8,7 +8,7 @@ from pathlib import Path
 
 from support.processes import dead_pid
 from support.rundir import RunDir, answer
-from swarm_scene import STARTED, SWARM_ID, swarm_scene, write_swarm
+from support.swarm_scene import STARTED, SWARM_ID, swarm_scene, write_swarm
 
 from horde_tui.view.swarm import (
     RunsAndSwarms,

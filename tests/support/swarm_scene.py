@@ -22,11 +22,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from support.rundir import EPOCH_0, RunDir, answer
-
 from horde_tui.protocol import run_action
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
+from support.rundir import EPOCH_0, RunDir, answer
 
 SWARM_ID = "20260102-121000-5a5a"
 LAUNCHED_ID = "20260102-140000-f00d"
