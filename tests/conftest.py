@@ -164,3 +164,12 @@ def gateway(
     finally:
         gw.proc.terminate()
         gw.proc.wait(10)
+
+
+@pytest.fixture
+def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings are read from the environment and members inherit it: keep the host's
+    HORDE_* out of a test (the launch form, a hosted run's members)."""
+    for name in list(os.environ):
+        if name.startswith("HORDE_"):
+            monkeypatch.delenv(name)

@@ -9,10 +9,8 @@ report screen opens on REPORT.md. It waits on conditions, never on time.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
 from support.app import wait_for
 from textual.widgets import Markdown
 
@@ -25,14 +23,6 @@ from widgets.member_table import MemberTable
 
 RUN_TIMEOUT_S = 240.0
 """The demo takes ~30 s alone; the gateway's litellm import and a loaded CI box add more."""
-
-
-@pytest.fixture
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Members inherit the environment: keep the caller's HORDE_* settings out."""
-    for key in list(os.environ):
-        if key.startswith("HORDE_"):
-            monkeypatch.delenv(key)
 
 
 def rows(log: EventLog) -> list[str]:

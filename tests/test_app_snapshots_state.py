@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from support.app import FakeSupervisor, deterministic_app, wait_for
-from test_app_snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401
+from support.snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401
 from textual.pilot import Pilot
 from textual.widgets import Static
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support.app import FakeSupervisor, deterministic_app, wait_for
 from support.ledger_scene import fake_run_with_ledgers
-from test_app_snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
+from support.snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 

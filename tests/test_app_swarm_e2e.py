@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from support.app import wait_for
-from test_app_e2e import no_horde_env  # noqa: F401 (fixture)
 from textual.widgets import DataTable
 
 from horde_tui.app import AppConfig, HordeApp

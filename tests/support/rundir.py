@@ -4,8 +4,11 @@ from disk (the runs list, attach, resume, the swarm views) without starting a ru
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+from support.processes import dead_pid
 
 TASK = (
     "# Task\n\nFind the SQL injections in app/\nand rank them.\n\n"
@@ -70,3 +73,48 @@ def answer(tokens: tuple[int, int], tools: tuple[str, ...] = (), text: str = "")
             for i, t in enumerate(tools)
         ]
     return msg
+
+
+FINISHED = "20260102-120000-aaaa"
+
+
+def finished_run(horde: Path) -> None:
+    """One finished run in `horde`, so the app opens on the runs list."""
+    done = RunDir(horde, FINISHED)
+    done.event(0, "run-start", members=3, model="openai/stub")
+    done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
+    (done.path / "REPORT.md").write_text("# Report\n")
+
+
+def ready_to_launch(tmp_path: Path) -> Path:
+    """A `.horde/` with one finished run and a model in its config."""
+    horde = tmp_path / ".horde"
+    finished_run(horde)
+    (horde / "config.toml").write_text('model = "openai/stub"\n')
+    return horde
+
+
+def several_runs(horde: Path) -> dict[str, str]:
+    """One run in each state the list shows; returns run id -> expected state."""
+    done = RunDir(horde, "20260102-120000-aaaa")
+    done.event(0, "run-start", members=3, model="openai/gpt-4o")
+    done.event(50, "run-end", outcome="solved", diagnosis="F1 verified")
+    (done.path / "REPORT.md").write_text("# Report\n")
+    broken = RunDir(horde, "20260102-120100-bbbb", members=2)
+    broken.event(10, "run-start", members=2, model="anthropic/claude-sonnet-4")
+    broken.live(dead_pid())
+    final = RunDir(horde, "20260102-120200-cccc", members=6)
+    final.event(20, "run-start", members=6, model="openai/gpt-4o")
+    final.event(40, "phase-start", phase="finalize")
+    final.live(os.getpid())
+    live = RunDir(horde, "20260102-120300-dddd", members=4)
+    live.event(30, "run-start", members=4, model="ollama/qwen3:8b")
+    live.live(os.getpid())
+    (horde / "runs" / "20260102-120400-eeee").mkdir()
+    return {
+        "20260102-120000-aaaa": "finished",
+        "20260102-120100-bbbb": "interrupted",
+        "20260102-120200-cccc": "finalizing",
+        "20260102-120300-dddd": "active",
+        "20260102-120400-eeee": "not started",
+    }
