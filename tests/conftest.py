@@ -173,3 +173,11 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("HORDE_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test from `tmp_path`, as a person runs `horde-tui` from their project."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HORDE_DIR", raising=False)
+    return tmp_path

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from support.app import NOW, FakeRemote, wait_for
+from support.cli import HEADLESS_PLAN, cli
 from support.processes import wait_until
 from support.rundir import RunDir
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
 from textual.widgets import Static
 
 from horde_tui.app import AppConfig, HordeApp
@@ -170,7 +170,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 await pilot.press("enter")  # Detach
             assert app.return_value == 0
             assert controls.run_state(run_dir) == "active", "quitting left the run going"
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
             assert wait_until(lambda: controls.run_state(run_dir) == "finished", 10)

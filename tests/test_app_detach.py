@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from support.app import NOW, FakeSupervisor, deterministic_app, wait_for
+from support.plans import HeldUntilReleased, lifecycle, settings
 from support.processes import wait_until
-from test_supervisor_e2e import lifecycle, settings
-from test_supervisor_resume import HeldUntilReleased
 from textual.widgets import Button
 
 from horde_tui.app import AppConfig, HordeApp

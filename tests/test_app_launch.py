@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from support.app import NOW, FakeRemote, FakeSupervisor, deterministic_app, play_six, wait_for
+from support.cli import HEADLESS_PLAN, cli
 from support.processes import wait_until
 from support.rundir import FINISHED, RunDir, ready_to_launch, several_runs
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
@@ -280,7 +280,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
             await wait_for(pilot, lambda: not app.is_running)
         assert controls.run_state(run_dir) == "active", "detaching left the run going"
         assert controls.supervisor_pid(run_dir) != os.getpid()
-        stopped = _cli(horde.parent, "stop-hard")
+        stopped = cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert wait_until(lambda: controls.run_state(run_dir) == "finished", 60), "no report"
     finally:

@@ -25,9 +25,8 @@ from support.app import (
     wait_for,
     write_member_files,
 )
+from support.plans import CLAIMING_PLANS, settings
 from support.rundir import RunDir
-from test_supervisor_e2e import settings
-from test_supervisor_reset import PLANS
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -425,7 +424,7 @@ async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_
     """A real supervisor, gateway and members on the scripted stub model, hosted by the
     app: the detail screen reads the member's real transcript and log, and `x` resets it."""
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
-    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+    with StubThread(policy=AgentPolicy(CLAIMING_PLANS)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False)
         sup = Supervisor(tmp_path, RunRequest("Review app.py", 2, verifier=False), cfg)
         app = HordeApp(sup, config=AppConfig.deterministic(NOW))

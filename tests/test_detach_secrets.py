@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.cli import HEADLESS_PLAN, cli
 from support.processes import wait_until
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
 
 from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.stubmodel import StubThread
@@ -86,7 +86,7 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
                 60,
             ), "the gateway never called the model with the key"
         finally:
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             if stopped.returncode != 0 and controls.run_state(run_dir) == "active":
                 os.killpg(pid, signal.SIGKILL)
             wait_until(lambda: controls.run_state(run_dir) != "active", 30)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_supervisor_e2e import APP, HELPERS, horde, run_supervisor, settings, worker
+from support.plans import APP, HELPERS, horde, run_supervisor, settings, worker
 
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread

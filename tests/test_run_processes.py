@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from support.processes import wait_until
-from test_supervisor_e2e import _alive, _cli, _headless, _wait_for_line
+from support.cli import cli, headless, wait_for_line
+from support.processes import alive, wait_until
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -55,7 +55,7 @@ def tagged(*tags: str, wrappers: bool = False) -> list[int]:
         except OSError:
             continue
         is_wrapper = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name == "bwrap"
-        if is_wrapper == wrappers and any(t in cmdline for t in wanted) and _alive(int(entry)):
+        if is_wrapper == wrappers and any(t in cmdline for t in wanted) and alive(int(entry)):
             found.append(int(entry))
     return found
 
@@ -92,7 +92,7 @@ def describe(pids: list[int]) -> str:
 def kill_all(pids: list[int]) -> None:
     """Clean up after a failed assertion: nothing this test started may outlive it."""
     for pid in pids:
-        if _alive(pid):
+        if alive(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -100,8 +100,8 @@ def kill_all(pids: list[int]) -> None:
 
 
 def start(tmp_path: Path, stub: StubThread, members: int) -> tuple[subprocess.Popen[str], Path]:
-    proc = _headless(tmp_path, stub, members=members)
-    _wait_for_line(proc, f"[member-spawn] member-{members}")
+    proc = headless(tmp_path, stub, members=members)
+    wait_for_line(proc, f"[member-spawn] member-{members}")
     return proc, next((tmp_path / ".horde" / "runs").iterdir())
 
 
@@ -111,7 +111,7 @@ def sigkill_and_time_the_end(proc: subprocess.Popen[str], pids: list[int]) -> fl
     os.kill(proc.pid, signal.SIGKILL)
     killed = time.monotonic()
     proc.wait(10)
-    if wait_until(lambda: not [p for p in pids if _alive(p)], GONE_S):
+    if wait_until(lambda: not [p for p in pids if alive(p)], GONE_S):
         return time.monotonic() - killed
     return None
 
@@ -128,7 +128,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             # bash and its sleep for each of the three members
             assert wait_until(lambda: len(tagged(tag)) == 6, 60), describe(tagged(tag))
             members = member_pids(run_dir)
-            paused = _cli(tmp_path, "pause", "member-2")
+            paused = cli(tmp_path, "pause", "member-2")
             assert paused.stdout.strip() == "paused member-2", paused.stdout + paused.stderr
             assert wait_until(lambda: state(members["member-2"]) == "T", 20)
             assert wait_until(lambda: sum(state(p) == "T" for p in tagged(tag)) == 2, 20), describe(
@@ -139,7 +139,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             assert len(pids) == 10
             pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
-            left = [p for p in pids if _alive(p)]
+            left = [p for p in pids if alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"
         finally:
             if proc.poll() is None:
@@ -160,15 +160,15 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
             siblings = tagged(second)
             victim = member_pids(run_dir)["member-1"]
             os.kill(victim, signal.SIGKILL)
-            _wait_for_line(proc, "[member-reset] member-1", 30)
-            gone = wait_until(lambda: not [p for p in commands if _alive(p)], GONE_S)
+            wait_for_line(proc, "[member-reset] member-1", 30)
+            gone = wait_until(lambda: not [p for p in commands if alive(p)], GONE_S)
             assert gone, f"member-1's command outlived it: {describe(commands)}"
             assert proc.poll() is None, "the supervisor ended with the member"
-            assert all(_alive(p) for p in siblings), "member-2's command was killed too"
+            assert all(alive(p) for p in siblings), "member-2's command was killed too"
             # the run carries on: a fresh member-1 runs its command again
             assert wait_until(lambda: len(tagged(first)) == 2, 30), describe(tagged(first))
             assert member_pids(run_dir)["member-1"] != victim
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             proc.communicate(timeout=120)
         finally:
@@ -196,7 +196,7 @@ def test_thirteen_processes_end_within_seconds_of_the_supervisor_sigkill(
             assert len(pids) == 13
             pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
-            left = [p for p in pids if _alive(p)]
+            left = [p for p in pids if alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"
         finally:
             if proc.poll() is None:

@@ -14,21 +14,18 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.cli import one_line_refusal, wait_for_line
+from support.plans import HeldUntilReleased, lifecycle
 from support.rundir import RunDir
-from test_supervisor_e2e import HELPERS, _wait_for_line, horde, lifecycle, worker
 
 from horde_tui import prompts
 from horde_tui.cli import main
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
-from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.stubmodel.script import Step
 from horde_tui.supervisor import controls
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
@@ -50,46 +47,6 @@ def stub_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
-def slow_worker(idea_text: str, finding: str, concern: str) -> list[dict[str, Any]]:
-    """A member's plan: an idea and its claim, a look around (held until the test has
-    killed the supervisor, see `HeldUntilReleased`), then the finding and the close."""
-    idea, claim, filed, done = worker(idea_text, finding, concern)
-    return [idea, claim, horde("list"), filed, done, {"say": "Filed."}]
-
-
-PLANS = {
-    "member-1": slow_worker(
-        "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
-    ),
-    "member-2": slow_worker(
-        "Check login() in app.py for timing attacks", "login() compares with ==", "timing"
-    ),
-    **HELPERS,
-}
-
-
-class HeldUntilReleased:
-    """The agent policy of `PLANS`, whose `list` replies are held until `released` is
-    set: the test knows both members are mid-session (`holding`) when it interrupts
-    their supervisor, and the sessions carried on afterwards are not held."""
-
-    HOLD_MS = 120_000
-
-    def __init__(self) -> None:
-        self.agent = AgentPolicy(PLANS)
-        self.released = threading.Event()
-        self.holding: set[str] = set()
-
-    def __call__(self, member: str, body: dict[str, Any]) -> Step | None:
-        step = self.agent(member, body)
-        if step is None or self.released.is_set() or not step.tool_calls:
-            return step
-        if json.loads(step.tool_calls[0].arguments_json()).get("action") != "list":
-            return step
-        self.holding.add(member)
-        return step.model_copy(update={"delay_ms": self.HOLD_MS})
-
-
 def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = HeldUntilReleased()
@@ -104,7 +61,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
             text=True,
         )
         try:
-            _wait_for_line(proc, "[member-spawn] member-2")
+            wait_for_line(proc, "[member-spawn] member-2")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and len(policy.holding) < 2:
                 time.sleep(0.05)
@@ -167,22 +124,6 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
     assert controls.run_state(run_dir) == "finished"
     for member in ("member-1", "member-2"):
         assert len(list((run_dir / "sessions" / member).glob("*.jsonl"))) == 1
-
-
-@pytest.fixture
-def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HORDE_DIR", raising=False)
-    return tmp_path
-
-
-def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert code == 1 and out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_resume_refuses_a_live_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

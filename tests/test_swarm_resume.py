@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 from support.app import NOW, wait_for
+from support.cli import one_line_refusal, wait_for_line
+from support.plans import HeldUntilReleased, lifecycle, slow_worker
 from support.processes import wait_until
 from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
-from test_supervisor_e2e import _wait_for_line, lifecycle
-from test_supervisor_resume import HeldUntilReleased, in_dir, one_line_refusal, slow_worker
 from textual.widgets import Button
 
 from horde_tui import prompts
@@ -37,8 +37,6 @@ from horde_tui.supervisor.swarm import SwarmSupervisor
 from horde_tui.supervisor.swarm_state import read_swarm_json, swarm_state
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
-
-__all__ = ["in_dir"]  # the fixture, used by name
 
 PARTITION = (
     "h1: Audit app.py for hard-coded secrets\n"
@@ -124,7 +122,7 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
             text=True,
         )
         try:
-            _wait_for_line(host, "h1 [member-spawn] member-1", 90)
+            wait_for_line(host, "h1 [member-spawn] member-1", 90)
             assert wait_until(lambda: "member-1" in policy.holding, 60), "h1 never got to work"
             os.kill(host.pid, signal.SIGKILL)
             host.wait(10)

@@ -7,6 +7,7 @@ whether the condition came true, never a bare sleep. Pilot tests use
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -29,3 +30,16 @@ def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs: a zombie still answers kill(0), but it is gone for a test."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
