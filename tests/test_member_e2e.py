@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import GatewayProcess, start_gateway
+from support.member import RUN, call, prepare, run_member
 from support.processes import alive, wait_until
 
 from horde_tui.protocol import run_action
@@ -24,37 +25,6 @@ from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor import lifecycle
-
-RUN = "r1"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def prepare(workdir: Path) -> Path:
-    (workdir / "app.py").write_text(
-        "PASSWORD = 'hunter2'\n\ndef login(u, p):\n    return p == PASSWORD\n"
-    )
-    horde_dir = workdir / ".horde"
-    HordeStore(horde_dir, "parent").ensure_run(RUN, "# Task\n\nReview app.py for secrets.\n")
-    return horde_dir
-
-
-def run_member(
-    gw: GatewayProcess, workdir: Path, name: str, **env: str
-) -> tuple[int, list[dict[str, Any]], str]:
-    horde_dir = workdir / ".horde"
-    proc = subprocess.run(
-        [sys.executable, "-m", "horde_tui.member"],
-        cwd=workdir,
-        env=gw.member_env(horde_dir, RUN, name, **env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return proc.returncode, events, proc.stderr
 
 
 def test_member_works_a_scripted_session(gateway: GatewayProcess, tmp_path: Path) -> None:
