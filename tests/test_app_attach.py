@@ -126,6 +126,7 @@ def _detached_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
+@pytest.mark.e2e
 async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> None:
     """The whole path on a real run: detach, attach the app, pause a member through the
     real supervisor, quit (the run goes on), stop it hard from a shell, read the report."""

@@ -40,6 +40,7 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     tmp_path: Path, no_horde_env: None
 ) -> None:

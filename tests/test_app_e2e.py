@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support.app import wait_for
 from textual.widgets import Markdown
 
@@ -29,6 +30,7 @@ def rows(log: EventLog) -> list[str]:
     return [log.row_text(r) for r in range(log.row_count)]
 
 
+@pytest.mark.e2e
 async def test_the_app_hosts_a_real_run_from_first_spawn_to_its_report(
     tmp_path: Path, no_horde_env: None
 ) -> None:

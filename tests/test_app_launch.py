@@ -220,6 +220,7 @@ def stub_config(horde: Path) -> Iterator[StubThread]:
         yield stub
 
 
+@pytest.mark.e2e
 async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     horde: Path, stub_config: StubThread
 ) -> None:
@@ -255,6 +256,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     assert controls.run_state(run_dir) == "finished"
 
 
+@pytest.mark.e2e
 async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
     horde: Path, stub_config: StubThread
 ) -> None:

@@ -21,7 +21,7 @@ from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.swarm import SwarmScreen
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 pytest.importorskip("horde_tui.supervisor.swarm", reason="the swarm supervisor is not here yet")
 

@@ -12,7 +12,7 @@ from support.cli import HEADLESS_PLAN, cli, headless, wait_for_line
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 
 def member_lines(text: str) -> list[str]:

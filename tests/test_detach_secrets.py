@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.cli import HEADLESS_PLAN, cli
 from support.processes import wait_until
 
@@ -42,6 +43,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path: Path) -> None:
     secret = "sk-detach-" + os.urandom(8).hex()
     # The stub takes only this key, so the run's calls succeed only if the gateway has it.

@@ -32,6 +32,7 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 def test_member_cannot_validate_its_own_answer_from_its_bash(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(APP)
     plans = {

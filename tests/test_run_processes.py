@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.cli import cli, headless, wait_for_line
 from support.processes import alive, wait_until
 
@@ -116,6 +117,7 @@ def sigkill_and_time_the_end(proc: subprocess.Popen[str], pids: list[int]) -> fl
     return None
 
 
+@pytest.mark.e2e
 def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
     tmp_path: Path,
 ) -> None:
@@ -147,6 +149,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             kill_all([*pids, *tagged(tag)])
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +183,7 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
         )
 
 
+@pytest.mark.e2e
 def test_thirteen_processes_end_within_seconds_of_the_supervisor_sigkill(
     tmp_path: Path,
 ) -> None:

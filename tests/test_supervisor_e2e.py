@@ -26,7 +26,7 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.run import Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 
 @pytest.fixture(autouse=True)

@@ -49,6 +49,7 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
     tmp_path: Path,
 ) -> None:

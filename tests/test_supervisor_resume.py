@@ -47,6 +47,7 @@ def stub_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = HeldUntilReleased()

@@ -21,7 +21,7 @@ from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
 PARTITION = (
