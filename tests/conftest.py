@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ from horde_tui.protocol import ToolResult, run_action
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 from horde_tui.stubmodel import StubThread
+
+if TYPE_CHECKING:
+    from support.cli import StoppedClean
 
 
 class Horde:
@@ -181,3 +184,12 @@ def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HORDE_DIR", raising=False)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
+    """One headless run stopped clean from another shell, shared by the tests that read
+    such a run (the stop, its report and board, the post-mortem in the output)."""
+    from support.cli import run_stopped_clean  # whole-run helpers load only when used
+
+    return run_stopped_clean(tmp_path_factory.mktemp("stopped-clean"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.cli import HEADLESS_PLAN, cli, headless, wait_for_line
+from support.cli import HEADLESS_PLAN, StoppedClean, cli, headless, wait_for_line
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -53,22 +53,13 @@ def test_status_takes_a_target_and_stop_is_stop_hard(tmp_path: Path) -> None:
     assert cli(tmp_path, "stop").returncode == 1  # nothing live any more
 
 
-def test_headless_output_ends_with_the_post_mortem_text(tmp_path: Path) -> None:
-    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
-        proc = headless(tmp_path, stub, members=2)
-        try:
-            seen = wait_for_line(proc, "[member-spawn] member-2")
-            asked = cli(tmp_path, "stop-clean", "postmortem", "--grace", "1")
-            assert "clean stop requested" in asked.stdout, asked.stdout + asked.stderr
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-    assert (run_dir / "POSTMORTEM.md").is_file(), out[-3000:] + err[-3000:]
+def test_headless_output_ends_with_the_post_mortem_text(stopped_clean: StoppedClean) -> None:
+    run = stopped_clean
+    assert "clean stop requested" in run.stopped.stdout, run.stopped.stdout + run.stopped.stderr
+    assert (run.run_dir / "POSTMORTEM.md").is_file(), run.out[-3000:] + run.err[-3000:]
     # What the run screen's canary line and countdown read (attached runs from disk).
-    assert "[canary] member-1 result=ok" in "".join(seen), "".join(seen)[-3000:]
-    extended = [line for line in out.splitlines() if "[stop-extended]" in line]
-    assert extended and "grace_s=0.3" in extended[0], out[-3000:]
-    tail = out[out.index("outcome: stopped by user") :]
+    assert "[canary] member-1 result=ok" in "".join(run.seen), "".join(run.seen)[-3000:]
+    extended = [line for line in run.out.splitlines() if "[stop-extended]" in line]
+    assert extended and "grace_s=0.3" in extended[0], run.out[-3000:]
+    tail = run.out[run.out.index("outcome: stopped by user") :]
     assert "post-mortem:" in tail and "The members did not duplicate work." in tail, tail

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import HEADLESS_PLAN, cli, headless, wait_for_line
+from support.cli import HEADLESS_PLAN, StoppedClean, cli, headless, wait_for_line
 from support.plans import APP, HELPERS, horde, lifecycle, run_supervisor, settings, worker
 from support.processes import alive
 
@@ -174,32 +174,20 @@ def test_stalled_member_is_reset_and_its_ideas_released(tmp_path: Path) -> None:
     assert notes[:2] == ["claimed", "released"]
 
 
-def test_stop_clean_from_another_shell(tmp_path: Path) -> None:
-    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
-        proc = headless(tmp_path, stub)
-        try:
-            wait_for_line(proc, "[member-spawn] member-3")
-            status = cli(tmp_path, "status")
-            assert status.returncode == 0 and "member-2" in status.stdout, (
-                status.stdout + status.stderr
-            )
-            paused = cli(tmp_path, "pause", "member-2")
-            assert paused.stdout.strip() == "paused member-2"
-            resumed = cli(tmp_path, "resume", "2")
-            assert resumed.stdout.strip() == "resumed member-2"
-            stopped = cli(tmp_path, "stop-clean", "--grace", "1")
-            assert "clean stop requested" in stopped.stdout, stopped.stdout + stopped.stderr
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 130, out[-3000:] + err[-3000:]
-    assert "outcome: stopped by user" in out
-    run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-    assert (run_dir / "REPORT.md").exists() and (run_dir / "DELIVERABLE.md").exists()
-    assert (run_dir / ".stop-clean").exists()
-    assert "WRAP UP" in (tmp_path / ".horde" / "BOARD.md").read_text()
-    assert cli(tmp_path, "stop-hard").returncode == 1  # nothing live any more
+def test_stop_clean_from_another_shell(stopped_clean: StoppedClean) -> None:
+    run = stopped_clean
+    assert run.status.returncode == 0 and "member-2" in run.status.stdout, (
+        run.status.stdout + run.status.stderr
+    )
+    assert run.paused.stdout.strip() == "paused member-2"
+    assert run.resumed.stdout.strip() == "resumed member-2"
+    assert "clean stop requested" in run.stopped.stdout, run.stopped.stdout + run.stopped.stderr
+    assert run.returncode == 130, run.out[-3000:] + run.err[-3000:]
+    assert "outcome: stopped by user" in run.out
+    assert (run.run_dir / "REPORT.md").exists() and (run.run_dir / "DELIVERABLE.md").exists()
+    assert (run.run_dir / ".stop-clean").exists()
+    assert "WRAP UP" in (run.workdir / ".horde" / "BOARD.md").read_text()
+    assert run.stop_hard_after.returncode == 1  # nothing live any more
 
 
 def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:

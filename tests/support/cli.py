@@ -8,12 +8,14 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from horde_tui.cli import main
 from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel.agent import AgentPolicy
 from support.plans import HELPERS, horde
 
 HEADLESS_PLAN = {
@@ -78,3 +80,56 @@ def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+@dataclass
+class StoppedClean:
+    """A headless three-member run, driven from another shell and stopped clean with a
+    post-mortem: what each command answered and what the run printed."""
+
+    workdir: Path
+    seen: list[str]
+    """The run's output up to member-3's spawn (the canary line is in it)."""
+    status: subprocess.CompletedProcess[str]
+    paused: subprocess.CompletedProcess[str]
+    resumed: subprocess.CompletedProcess[str]
+    stopped: subprocess.CompletedProcess[str]
+    returncode: int
+    out: str
+    err: str
+    stop_hard_after: subprocess.CompletedProcess[str]
+    """`stop-hard` once the run has ended: nothing is live any more."""
+
+    @property
+    def run_dir(self) -> Path:
+        return next((self.workdir / ".horde" / "runs").iterdir())
+
+
+def run_stopped_clean(workdir: Path) -> StoppedClean:
+    """Start `run --headless 3` on `HEADLESS_PLAN`; once member-3 has spawned, `status`,
+    `pause member-2`, `resume 2` and `stop-clean postmortem --grace 1` from another shell.
+    One run serves every test that reads a clean stop (it takes a minute on a loaded box)."""
+    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
+        proc = headless(workdir, stub)
+        try:
+            seen = wait_for_line(proc, "[member-spawn] member-3")
+            status = cli(workdir, "status")
+            paused = cli(workdir, "pause", "member-2")
+            resumed = cli(workdir, "resume", "2")
+            stopped = cli(workdir, "stop-clean", "postmortem", "--grace", "1")
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return StoppedClean(
+        workdir,
+        seen,
+        status,
+        paused,
+        resumed,
+        stopped,
+        proc.returncode,
+        out,
+        err,
+        cli(workdir, "stop-hard"),
+    )
