@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.cli import cli, headless, wait_for_line
-from support.processes import alive, wait_until
+from support.cli import cli, start, wait_for_line
+from support.processes import (
+    alive,
+    describe,
+    kill_all,
+    member_pids,
+    new_tag,
+    sleeper,
+    state,
+    tagged,
+    wait_until,
+)
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -28,82 +36,6 @@ GONE_S = 5.0
 """The promise: nothing of a run is alive 5 s after its supervisor's SIGKILL, paused or
 not (the measured figure is about 2 s: the members' and the gateway's watchdogs poll
 their parent every 2 s; `tests/benchmarks/bench_processes.py`)."""
-
-
-def sleeper(tag: str, *, forked: bool) -> dict[str, Any]:
-    """A bash tool call that sleeps for ten minutes. `forked`: bash stays as the sleep's
-    parent (two processes); else bash execs the sleep (one)."""
-    command = f"sleep {tag}; true" if forked else f"sleep {tag}"
-    return {"tool": "bash", "args": {"command": command, "timeout": 600}}
-
-
-def new_tag() -> str:
-    """A sleep length near 600 s that no other test's command line contains."""
-    return f"600.{random.randrange(10**8):08d}"
-
-
-def tagged(*tags: str, wrappers: bool = False) -> list[int]:
-    """Live (non-zombie) processes whose command line contains one of `tags`: the
-    commands themselves, or with `wrappers` the bubblewrap processes around them (two per
-    command when the sandbox runs, none without it)."""
-    found = []
-    wanted = [t.encode() for t in tags]
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path("/proc", entry, "cmdline").read_bytes()
-        except OSError:
-            continue
-        is_wrapper = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name == "bwrap"
-        if is_wrapper == wrappers and any(t in cmdline for t in wanted) and alive(int(entry)):
-            found.append(int(entry))
-    return found
-
-
-def state(pid: int) -> str:
-    """The process's /proc state letter (`T`: stopped), or "" when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def member_pids(run_dir: Path) -> dict[str, int]:
-    """Each member's newest pid, from the run's `member-spawn` events."""
-    pids = {}
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event.get("kind") == "member-spawn":
-            pids[event["member"]] = event["pid"]
-    return pids
-
-
-def describe(pids: list[int]) -> str:
-    out = []
-    for pid in pids:
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            cmd = "?"
-        out.append(f"{pid} [{state(pid)}] {cmd.strip()}")
-    return "; ".join(out)
-
-
-def kill_all(pids: list[int]) -> None:
-    """Clean up after a failed assertion: nothing this test started may outlive it."""
-    for pid in pids:
-        if alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def start(tmp_path: Path, stub: StubThread, members: int) -> tuple[subprocess.Popen[str], Path]:
-    proc = headless(tmp_path, stub, members=members)
-    wait_for_line(proc, f"[member-spawn] member-{members}")
-    return proc, next((tmp_path / ".horde" / "runs").iterdir())
 
 
 def sigkill_and_time_the_end(proc: subprocess.Popen[str], pids: list[int]) -> float | None:

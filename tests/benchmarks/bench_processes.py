@@ -27,9 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from support.cli import cli
-from support.processes import alive, wait_until
-from test_run_processes import member_pids, new_tag, sleeper, start, state, tagged
+from support.cli import cli, start
+from support.processes import alive, member_pids, new_tag, sleeper, state, tagged, wait_until
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

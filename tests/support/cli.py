@@ -133,3 +133,10 @@ def run_stopped_clean(workdir: Path) -> StoppedClean:
         err,
         cli(workdir, "stop-hard"),
     )
+
+
+def start(tmp_path: Path, stub: StubThread, members: int) -> tuple[subprocess.Popen[str], Path]:
+    """A headless run of `members` on `stub`, once its last member has spawned."""
+    proc = headless(tmp_path, stub, members=members)
+    wait_for_line(proc, f"[member-spawn] member-{members}")
+    return proc, next((tmp_path / ".horde" / "runs").iterdir())
