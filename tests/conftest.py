@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +22,9 @@ from horde_tui.protocol import ToolResult, run_action
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 from horde_tui.stubmodel import StubThread
+
+if TYPE_CHECKING:
+    from support.cli import StoppedClean
 
 
 class Horde:
@@ -164,3 +167,29 @@ def gateway(
     finally:
         gw.proc.terminate()
         gw.proc.wait(10)
+
+
+@pytest.fixture
+def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings are read from the environment and members inherit it: keep the host's
+    HORDE_* out of a test (the launch form, a hosted run's members)."""
+    for name in list(os.environ):
+        if name.startswith("HORDE_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run the test from `tmp_path`, as a person runs `horde-tui` from their project."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HORDE_DIR", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
+    """One headless run stopped clean from another shell, shared by the tests that read
+    such a run (the stop, its report and board, the post-mortem in the output)."""
+    from support.cli import run_stopped_clean  # whole-run helpers load only when used
+
+    return run_stopped_clean(tmp_path_factory.mktemp("stopped-clean"))

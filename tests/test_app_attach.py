@@ -12,15 +12,15 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_app_support import NOW, wait_for
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
-from test_view_run import RunDir
+from support.app import NOW, FakeRemote, wait_for
+from support.cli import HEADLESS_PLAN, cli
+from support.processes import wait_until
+from support.rundir import RunDir
 from textual.widgets import Static
 
 from horde_tui.app import AppConfig, HordeApp
@@ -36,35 +36,6 @@ from horde_tui.widgets.event_log import EventTail
 
 SIZE = (120, 30)
 RUN = "20260102-120000-aaaa"
-
-
-class FakeRemote:
-    """The other process's supervisor, as far as `control/` goes: answers each request
-    and logs a lifecycle event for it, the way the real one does."""
-
-    def __init__(self, run: RunDir) -> None:
-        self.run = run
-        self.requests: list[tuple[str, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            for path, req in controls.pending_requests(self.run.path):
-                assert not isinstance(req, str), req
-                self.requests.append((req.action, req.target))
-                self.run.event(40, req.action, targets=[req.target])
-                verb = {"pause": "paused", "resume": "resumed"}.get(req.action, req.action)
-                controls.answer(self.run.path, path, req.id, True, f"{verb} {req.target}")
-            time.sleep(0.02)
-
-    def __enter__(self) -> FakeRemote:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(2)
 
 
 @pytest.fixture
@@ -156,15 +127,7 @@ def _detached_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
-def _wait(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.1)
-    return False
-
-
+@pytest.mark.e2e
 async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> None:
     """The whole path on a real run: detach, attach the app, pause a member through the
     real supervisor, quit (the run goes on), stop it hard from a shell, read the report."""
@@ -186,7 +149,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
             assert run_state(run_dir) == "active"
             assert list((tmp_path / ".horde").glob("detached-*.log"))
             events = run_dir / "events.jsonl"
-            spawned = _wait(lambda: '"member-spawn"' in events.read_text(), 30)
+            spawned = wait_until(lambda: '"member-spawn"' in events.read_text(), 30)
             assert spawned, "no member spawned"
             source = AttachedSource(run_dir)
             source.poll()
@@ -209,10 +172,10 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 await pilot.press("enter")  # Detach
             assert app.return_value == 0
             assert run_state(run_dir) == "active", "quitting left the run going"
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-            assert _wait(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
-            assert _wait(lambda: run_state(run_dir) == "finished", 10)
+            assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
+            assert wait_until(lambda: run_state(run_dir) == "finished", 10)
         finally:
             if pid is not None and run_state(run_dir) == "active":
                 os.killpg(pid, signal.SIGKILL)

@@ -14,10 +14,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from polling import wait_until
-from test_app_support import NOW, FakeSupervisor, deterministic_app, wait_for
-from test_supervisor_e2e import lifecycle, settings
-from test_supervisor_resume import HeldUntilReleased
+from support.app import NOW, FakeSupervisor, deterministic_app, wait_for
+from support.plans import HeldUntilReleased, lifecycle, settings
+from support.processes import wait_until
 from textual.widgets import Button
 
 from horde_tui.app import AppConfig, HordeApp
@@ -41,6 +40,7 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     tmp_path: Path, no_horde_env: None
 ) -> None:

@@ -9,11 +9,10 @@ report screen opens on REPORT.md. It waits on conditions, never on time.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from test_app_support import wait_for
+from support.app import wait_for
 from textual.widgets import Markdown
 
 from horde_tui.app import AppConfig, HordeApp
@@ -27,18 +26,11 @@ RUN_TIMEOUT_S = 240.0
 """The demo takes ~30 s alone; the gateway's litellm import and a loaded CI box add more."""
 
 
-@pytest.fixture
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Members inherit the environment: keep the caller's HORDE_* settings out."""
-    for key in list(os.environ):
-        if key.startswith("HORDE_"):
-            monkeypatch.delenv(key)
-
-
 def rows(log: EventTail) -> list[str]:
     return [log.row_text(r) for r in range(log.row_count)]
 
 
+@pytest.mark.e2e
 async def test_the_app_hosts_a_real_run_from_first_spawn_to_its_report(
     tmp_path: Path, no_horde_env: None
 ) -> None:

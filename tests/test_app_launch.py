@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_app_attach import FakeRemote, _wait
-from test_app_support import NOW, FakeSupervisor, deterministic_app, play_six, wait_for
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
-from test_view_run import RunDir, dead_pid
+from support.app import NOW, FakeRemote, FakeSupervisor, deterministic_app, play_six, wait_for
+from support.cli import HEADLESS_PLAN, cli
+from support.processes import wait_until
+from support.rundir import FINISHED, RunDir, ready_to_launch, several_runs
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
@@ -35,32 +35,9 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
 from horde_tui.view.source import AttachedSource, HostedSource
 
+pytestmark = pytest.mark.usefixtures("no_horde_env")
+
 SIZE = (120, 36)
-FINISHED = "20260102-120000-aaaa"
-
-
-@pytest.fixture(autouse=True)
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The form reads settings like the CLI: keep the host's HORDE_* out of them."""
-    for name in list(os.environ):
-        if name.startswith("HORDE_"):
-            monkeypatch.delenv(name)
-
-
-def finished_run(horde: Path) -> None:
-    """One finished run in `horde`, so the app opens on the runs list."""
-    done = RunDir(horde, FINISHED)
-    done.event(0, "run-start", members=3, model="openai/stub")
-    done.event(9, "run-end", outcome="solved", diagnosis="F1 verified")
-    (done.path / "REPORT.md").write_text("# Report\n")
-
-
-def ready_to_launch(tmp_path: Path) -> Path:
-    """A `.horde/` with one finished run and a model in its config."""
-    horde = tmp_path / ".horde"
-    finished_run(horde)
-    (horde / "config.toml").write_text('model = "openai/stub"\n')
-    return horde
 
 
 @pytest.fixture
@@ -245,6 +222,7 @@ def stub_config(horde: Path) -> Iterator[StubThread]:
         yield stub
 
 
+@pytest.mark.e2e
 async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     horde: Path, stub_config: StubThread
 ) -> None:
@@ -280,6 +258,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     assert run_state(run_dir) == "finished"
 
 
+@pytest.mark.e2e
 async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
     horde: Path, stub_config: StubThread
 ) -> None:
@@ -305,9 +284,9 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
             await wait_for(pilot, lambda: not app.is_running)
         assert run_state(run_dir) == "active", "detaching left the run going"
         assert supervisor_pid(run_dir) != os.getpid()
-        stopped = _cli(horde.parent, "stop-hard")
+        stopped = cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert _wait(lambda: run_state(run_dir) == "finished", 60), "no report"
+        assert wait_until(lambda: run_state(run_dir) == "finished", 60), "no report"
     finally:
         pid = supervisor_pid(run_dir) if run_dir else None
         if pid is not None and run_state(run_dir) == "active":  # type: ignore[arg-type]
@@ -376,32 +355,6 @@ async def test_escape_on_the_attached_quit_dialog_stays(attached_run: RunDir) ->
 
 
 # -- the runs list ----------------------------------------------------------------------
-
-
-def several_runs(horde: Path) -> dict[str, str]:
-    """One run in each state the list shows; returns run id -> expected state."""
-    done = RunDir(horde, "20260102-120000-aaaa")
-    done.event(0, "run-start", members=3, model="openai/gpt-4o")
-    done.event(50, "run-end", outcome="solved", diagnosis="F1 verified")
-    (done.path / "REPORT.md").write_text("# Report\n")
-    broken = RunDir(horde, "20260102-120100-bbbb", members=2)
-    broken.event(10, "run-start", members=2, model="anthropic/claude-sonnet-4")
-    broken.live(dead_pid())
-    final = RunDir(horde, "20260102-120200-cccc", members=6)
-    final.event(20, "run-start", members=6, model="openai/gpt-4o")
-    final.event(40, "phase-start", phase="finalize")
-    final.live(os.getpid())
-    live = RunDir(horde, "20260102-120300-dddd", members=4)
-    live.event(30, "run-start", members=4, model="ollama/qwen3:8b")
-    live.live(os.getpid())
-    (horde / "runs" / "20260102-120400-eeee").mkdir()
-    return {
-        "20260102-120000-aaaa": "finished",
-        "20260102-120100-bbbb": "interrupted",
-        "20260102-120200-cccc": "finalizing",
-        "20260102-120300-dddd": "active",
-        "20260102-120400-eeee": "not started",
-    }
 
 
 async def test_the_runs_list_shows_each_state_start_count_model_outcome_prompt(

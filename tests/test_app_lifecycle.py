@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from conftest import Horde
-from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
+from support.app import FakeSupervisor, deterministic_app, play_six, wait_for
 from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent
 
 from horde_tui.app import HordeApp, styles_dir

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_attach import FakeRemote
-from test_app_support import (
+from support.app import (
     MEMBER_2_SESSION,
     NOW,
+    FakeRemote,
     FakeSupervisor,
     deterministic_app,
     play_six,
@@ -25,9 +25,8 @@ from test_app_support import (
     wait_for,
     write_member_files,
 )
-from test_supervisor_e2e import settings
-from test_supervisor_reset import PLANS
-from test_view_run import RunDir
+from support.plans import CLAIMING_PLANS, settings
+from support.rundir import RunDir
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -419,13 +418,14 @@ async def test_x_on_the_detail_screen_is_greyed_for_an_exited_member(tmp_path: P
         assert other.check_action("reset", ()) is True, "a paused session can be reset"
 
 
+@pytest.mark.e2e
 async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real supervisor, gateway and members on the scripted stub model, hosted by the
     app: the detail screen reads the member's real transcript and log, and `x` resets it."""
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
-    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+    with StubThread(policy=AgentPolicy(CLAIMING_PLANS)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False)
         sup = Supervisor(tmp_path, RunRequest("Review app.py", 2, verifier=False), cfg)
         app = HordeApp(sup, config=AppConfig.deterministic(NOW))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from test_app_support import FakeSupervisor, deterministic_app, play_six, wait_for
+from support.app import FakeSupervisor, deterministic_app, play_six, wait_for
 from textual.app import App, ComposeResult
 from textual.command import CommandList
 from textual.widgets import Input, Static, TabbedContent

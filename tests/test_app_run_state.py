@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_app_support import FakeSupervisor, deterministic_app, wait_for
-from test_view_run import EPOCH_0, RunDir
+from support.app import FakeSupervisor, deterministic_app, wait_for
+from support.rundir import EPOCH_0, RunDir
 from textual.widgets import DataTable, Static
 
 from horde_tui.app import AppConfig, HordeApp

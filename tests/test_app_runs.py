@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from test_app_support import NOW, wait_for
-from test_view_run import RunDir, dead_pid
+from support.app import NOW, wait_for
+from support.processes import dead_pid
+from support.rundir import RunDir
 from textual.widgets import DataTable, Markdown
 
 from horde_tui.app import AppConfig, HordeApp

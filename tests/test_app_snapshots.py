@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_textual_snapshot
-from test_app_launch import several_runs
-from test_app_support import (
+from support.app import (
     NOW,
     FakeSupervisor,
     deterministic_app,
-    play_six,
     wait_for,
     write_member_files,
 )
+from support.rundir import several_runs
+from support.snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401 (fixture)
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
@@ -32,32 +31,7 @@ from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.log_tail import LogTail
-from horde_tui.widgets.member_table import MemberTable
 from horde_tui.widgets.transcript_view import TranscriptView
-
-SIZES = pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "80x24"])
-
-
-class SnapshotsUnderTests(pytest_textual_snapshot.SVGImageExtension):
-    """Keep the SVGs in `tests/snapshots/<module>/` rather than syrupy's `__snapshots__`."""
-
-    @classmethod
-    def dirname(cls, *, test_location: Any) -> str:
-        return str(Path(test_location.filepath).parent / "snapshots" / test_location.basename)
-
-
-@pytest.fixture(autouse=True)
-def snapshots_under_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pytest_textual_snapshot, "SVGImageExtension", SnapshotsUnderTests)
-
-
-async def six_members(pilot: Pilot[Any], fake: FakeSupervisor) -> None:
-    play_six(fake)
-    table = pilot.app.query_one(MemberTable)
-    await wait_for(
-        pilot,
-        lambda: table.row_count == 6 and str(table.get_cell("member-5", "resets")).strip() == "1",
-    )
 
 
 @SIZES

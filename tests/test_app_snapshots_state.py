@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_app_snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401
-from test_app_support import FakeSupervisor, deterministic_app, wait_for
+from support.app import FakeSupervisor, deterministic_app, wait_for
+from support.snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401
 from textual.pilot import Pilot
 from textual.widgets import Static
 

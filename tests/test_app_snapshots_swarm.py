@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from swarm_scene import swarm_scene, write_swarm
-from test_app_snapshots import SIZES, snapshots_under_tests  # noqa: F401 (fixture)
-from test_app_support import NOW, wait_for
-from test_view_run import RunDir, dead_pid
+from support.app import NOW, wait_for
+from support.processes import dead_pid
+from support.rundir import RunDir
+from support.snapshots import SIZES, snapshots_under_tests  # noqa: F401 (fixture)
+from support.swarm_scene import swarm_scene, write_swarm
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Markdown
 

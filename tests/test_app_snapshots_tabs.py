@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledger_scene import fake_run_with_ledgers
-from test_app_snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
-from test_app_support import FakeSupervisor, deterministic_app, wait_for
+from support.app import FakeSupervisor, deterministic_app, wait_for
+from support.ledger_scene import fake_run_with_ledgers
+from support.snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 

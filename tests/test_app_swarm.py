@@ -14,16 +14,10 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
-from swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
-from test_app_attach import FakeRemote
-from test_app_launch import (  # noqa: F401 (no_horde_env: an autouse fixture)
-    FINISHED,
-    finished_run,
-    no_horde_env,
-    ready_to_launch,
-)
-from test_app_support import NOW, wait_for
-from test_view_run import dead_pid
+from support.app import NOW, FakeRemote, wait_for
+from support.processes import dead_pid
+from support.rundir import FINISHED, finished_run, ready_to_launch
+from support.swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
@@ -42,6 +36,8 @@ from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.targets import Count
 from horde_tui.view.source import AttachedSource
+
+pytestmark = pytest.mark.usefixtures("no_horde_env")
 
 SIZE = (140, 36)
 OLD_SWARM = "20260102-110000-0b0b"

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_app_e2e import no_horde_env  # noqa: F401 (fixture)
-from test_app_support import wait_for
+from support.app import wait_for
 from textual.widgets import DataTable
 
 from horde_tui.app import AppConfig, HordeApp
@@ -22,7 +21,7 @@ from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.screens.swarm import SwarmScreen
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 pytest.importorskip("horde_tui.supervisor.swarm", reason="the swarm supervisor is not here yet")
 

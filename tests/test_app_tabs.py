@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import Horde
-from ledger_scene import fake_run_with_ledgers, lifecycle
-from test_app_support import NOW, RUN_ID, FakeSupervisor, deterministic_app, wait_for
+from support.app import NOW, RUN_ID, FakeSupervisor, deterministic_app, wait_for
+from support.ledger_scene import fake_run_with_ledgers, lifecycle
 from textual.pilot import Pilot
 from textual.widgets import Markdown, TabbedContent
 

@@ -14,8 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from polling import wait_until
-from test_supervisor_e2e import HEADLESS_PLAN, _cli
+import pytest
+from support.cli import HEADLESS_PLAN, cli
+from support.processes import wait_until
 
 from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.runs import run_state, supervisor_pid
@@ -42,6 +43,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path: Path) -> None:
     secret = "sk-detach-" + os.urandom(8).hex()
     # The stub takes only this key, so the run's calls succeed only if the gateway has it.
@@ -86,7 +88,7 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
                 60,
             ), "the gateway never called the model with the key"
         finally:
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             if stopped.returncode != 0 and run_state(run_dir) == "active":
                 os.killpg(pid, signal.SIGKILL)
             wait_until(lambda: run_state(run_dir) != "active", 30)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polling import wait_until
+from support.processes import wait_until
 
 from horde_tui.eval.taskset import load_taskset
 from horde_tui.stubmodel import StubThread

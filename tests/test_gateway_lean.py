@@ -23,7 +23,7 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
-from test_gateway_models import price_map_entry
+from support.gateway import price_map_entry
 
 from horde_tui.stubmodel import StubThread
 

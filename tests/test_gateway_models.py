@@ -10,15 +10,14 @@ so the test does not price the calls the way the gateway does.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.gateway import price_map_entry
 
 from horde_tui.stubmodel import StubThread
 
@@ -26,15 +25,6 @@ PRICED = "openai/o3-mini"
 """In litellm's map with a price and `supports_reasoning`; the stub answers any model."""
 UNPRICED_MEMBER = "models-unpriced"
 PRICED_MEMBER = "models-priced"
-
-
-def price_map_entry(model: str) -> dict[str, Any]:
-    """The model's entry in the price map litellm loads with LITELLM_LOCAL_MODEL_COST_MAP."""
-    spec = importlib.util.find_spec("litellm")
-    assert spec is not None and spec.submodule_search_locations
-    path = Path(next(iter(spec.submodule_search_locations)))
-    entries = json.loads((path / "model_prices_and_context_window_backup.json").read_text())
-    return entries[model]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from polling import wait_until
+from support.processes import wait_until
 
 from horde_tui import procfs
 from horde_tui.store import identity

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_supervisor_e2e import APP, HELPERS, horde, run_supervisor, settings, worker
+from support.plans import APP, HELPERS, horde, run_supervisor, settings, worker
 
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
@@ -32,6 +32,7 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 def test_member_cannot_validate_its_own_answer_from_its_bash(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(APP)
     plans = {

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_view_run import RunDir
+from support.rundir import RunDir
 
 from horde_tui.launch import RunOptions, check_launch, detached_argv
 from horde_tui.settings import THINKING_LEVELS

@@ -17,44 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from conftest import GatewayProcess, start_gateway
-from polling import wait_until
+from support.member import RUN, call, prepare, run_member
+from support.processes import alive, wait_until
 
 from horde_tui.protocol import run_action
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor import lifecycle
-
-RUN = "r1"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def prepare(workdir: Path) -> Path:
-    (workdir / "app.py").write_text(
-        "PASSWORD = 'hunter2'\n\ndef login(u, p):\n    return p == PASSWORD\n"
-    )
-    horde_dir = workdir / ".horde"
-    HordeStore(horde_dir, "parent").ensure_run(RUN, "# Task\n\nReview app.py for secrets.\n")
-    return horde_dir
-
-
-def run_member(
-    gw: GatewayProcess, workdir: Path, name: str, **env: str
-) -> tuple[int, list[dict[str, Any]], str]:
-    horde_dir = workdir / ".horde"
-    proc = subprocess.run(
-        [sys.executable, "-m", "horde_tui.member"],
-        cwd=workdir,
-        env=gw.member_env(horde_dir, RUN, name, **env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return proc.returncode, events, proc.stderr
 
 
 def test_member_works_a_scripted_session(gateway: GatewayProcess, tmp_path: Path) -> None:
@@ -166,18 +136,6 @@ def test_goal_reminder_every_n_tool_calls(gateway: GatewayProcess, tmp_path: Pat
     assert "You are member-4 (member). Task: # Task Review app.py for secrets." in results[1]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie still answers kill(0); it is gone for our purposes
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 PARENT = r"""
 import json, os, subprocess, sys, time
 from pathlib import Path
@@ -219,7 +177,7 @@ def _orphan(tmp_path: Path, step: str, wait_for: str) -> dict[str, int]:
     )
     assert parent.stdout is not None
     pids = json.loads(parent.stdout.readline())
-    assert _alive(pids["gateway"]) and _alive(pids["member"])
+    assert alive(pids["gateway"]) and alive(pids["member"])
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(10)
     return pids
@@ -227,9 +185,9 @@ def _orphan(tmp_path: Path, step: str, wait_for: str) -> dict[str, int]:
 
 def _gone_within(pids: list[int], seconds: float) -> list[int]:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
         time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
+    return [p for p in pids if alive(p)]
 
 
 def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -> None:
@@ -254,7 +212,7 @@ def test_watchdog_takes_the_members_shell_commands_along(tmp_path: Path) -> None
     ).stdout.split()
     assert len(found) == 1, found
     sleeper = int(found[0])
-    assert _alive(sleeper)
+    assert alive(sleeper)
     assert _gone_within([pids["gateway"], pids["member"], sleeper], 5.0) == []
 
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from conftest import GatewayProcess
-from polling import wait_until
-from test_member_e2e import RUN, call, prepare, run_member
+from support.member import RUN, call, prepare, run_member
+from support.processes import wait_until
 
 from horde_tui import prompts
 from horde_tui.member.session import load_conversation

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from polling import wait_until
-from test_supervisor_e2e import _alive
+from support.processes import alive, wait_until
 
 from horde_tui.reaper import end_run, end_session, run_members, session_pids
 
@@ -51,10 +50,10 @@ def test_end_session_kills_stopped_children_and_grandchildren_and_nothing_else(
     for pid in inside:
         os.kill(pid, signal.SIGSTOP)
     assert end_session(member.pid, spare=member.pid) == 3
-    assert [p for p in inside if _alive(p)] == [member.pid]
-    assert _alive(outsider.pid)
+    assert [p for p in inside if alive(p)] == [member.pid]
+    assert alive(outsider.pid)
     assert end_session(member.pid) == 1
-    assert not _alive(member.pid) and _alive(outsider.pid)
+    assert not alive(member.pid) and alive(outsider.pid)
 
 
 def test_end_session_with_a_grace_lets_a_stopped_command_handle_sigterm(
@@ -86,7 +85,7 @@ def test_end_run_ends_the_members_a_supervisor_started_for_the_run_only(
 
     assert end_run("r1", 4000000, stopped_only=True) == 1
     assert paused.wait(5) == -signal.SIGKILL
-    assert not [p for p in paused_command if _alive(p)], "the paused member's command is left"
+    assert not [p for p in paused_command if alive(p)], "the paused member's command is left"
     assert all(p.poll() is None for p in (running, other_run, other_parent))
 
     assert end_run("r1", 4000000) == 1

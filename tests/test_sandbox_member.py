@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GatewayProcess
-from test_member_e2e import RUN, call, prepare, run_member
+from support.member import RUN, call, prepare, run_member
 
 from horde_tui.launch import RunOptions, check_launch
 from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem

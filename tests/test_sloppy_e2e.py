@@ -84,6 +84,7 @@ def _events(run_dir: Path) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, lines) if e.get("type") == "lifecycle"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("protocol", ["native", "json"])
 def test_a_sloppy_model_costs_one_line_per_mistake_and_the_run_finishes(
     tmp_path: Path, protocol: str

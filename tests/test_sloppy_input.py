@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import GatewayProcess
-from test_member_e2e import prepare, run_member
+from support.member import prepare, run_member
 
 from horde_tui.fence import unfence
 from horde_tui.member.loop import LOOP_EXIT, LOOP_WARN

@@ -25,9 +25,9 @@ from horde_tui.store.store import HordeStore, utc_now
 from horde_tui.store.textmatch import MatchIndex, TextKey
 
 try:
-    from polling import wait_until
+    from support.processes import wait_until
 except ImportError:  # tests/ made a package
-    from tests.polling import wait_until
+    from tests.support.processes import wait_until
 
 RUN = "r1"
 
@@ -193,7 +193,7 @@ def test_every_decision_asks_only_the_indexes_readied_before_the_lock(
     """`dispatch.ASKS` names the indexes a write's decision asks; they are readied (a cold
     process unpacks them) before the lock. An index asked but not named there would be
     unpacked while the lock is held: for seconds at 10,000 entries on a loaded box."""
-    from ledger_scene import fill_run
+    from support.ledger_scene import fill_run
 
     from horde_tui.store.state import INDEXES
 

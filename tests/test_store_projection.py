@@ -22,10 +22,10 @@ from horde_tui.store.state import LedgerState
 
 try:
     from helpers import verify
-    from test_store_projection_odd import full_render
+    from support.projection import full_render
 except ImportError:  # tests/ made a package
     from tests.helpers import verify
-    from tests.test_store_projection_odd import full_render
+    from tests.support.projection import full_render
 
 ACTORS = ("member-1", "member-2", "member-3")
 RUNS = ("r1", "r2")

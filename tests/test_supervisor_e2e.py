@@ -10,13 +10,14 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import HEADLESS_PLAN, StoppedClean, cli, headless, wait_for_line
+from support.plans import APP, HELPERS, horde, lifecycle, run_supervisor, settings, worker
+from support.processes import alive
 
 from horde_tui.settings import load_settings
 from horde_tui.store.store import HordeStore
@@ -25,60 +26,7 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.run import Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
-
-APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
-
-
-def horde(action: str, **args: Any) -> dict[str, Any]:
-    return {"tool": "horde", "args": {"action": action, **args}}
-
-
-def worker(idea: str, finding: str, concern: str) -> list[dict[str, Any]]:
-    return [
-        horde("idea", text=idea),
-        horde("claim", id="$id"),
-        horde(
-            "finding",
-            concern=concern,
-            concernDef=f"{concern} problems",
-            text=finding,
-            evidence="app.py:1",
-            support="tested",
-            importance="high",
-            confidence="high",
-        ),
-        horde("done", id="$I", result="filed $F"),
-    ]
-
-
-HELPERS = {
-    "synthesis": [{"say": "# Deliverable\n\nThe password is hard-coded (F1)."}],
-    "postmortem": [{"say": "# Post-mortem\n\nThe members did not duplicate work."}],
-}
-
-
-def settings(stub: StubThread, **extra: Any) -> Any:
-    env = {"HORDE_MODEL": stub.model, "HORDE_API_BASE": stub.api_base, "HORDE_API_KEY": "stub"}
-    return load_settings(environ=env, overrides=extra)
-
-
-def run_supervisor(
-    workdir: Path, request: RunRequest, cfg: Any
-) -> tuple[Any, Supervisor, list[SupervisorEvent]]:
-    events: list[SupervisorEvent] = []
-    sup = Supervisor(workdir, request, cfg, sink=events.append)
-    summary = asyncio.run(asyncio.wait_for(sup.run(), 240))
-    return summary, sup, events
-
-
-def lifecycle(run_dir: Path) -> list[tuple[str, str | None]]:
-    out = []
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        ev = json.loads(line)
-        if ev.get("type") == "lifecycle":
-            out.append((ev["kind"], ev.get("member")))
-    return out
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 
 @pytest.fixture(autouse=True)
@@ -226,105 +174,27 @@ def test_stalled_member_is_reset_and_its_ideas_released(tmp_path: Path) -> None:
     assert notes[:2] == ["claimed", "released"]
 
 
-HEADLESS_PLAN = {
-    "*": [{**horde("list"), "until_ok": 0, "hold_ms": 200}] * 400,
-    **HELPERS,
-}
-
-
-def _headless(
-    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str], members: int = 3
-) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-        **dict(extra_env),
+def test_stop_clean_from_another_shell(stopped_clean: StoppedClean) -> None:
+    run = stopped_clean
+    assert run.status.returncode == 0 and "member-2" in run.status.stdout, (
+        run.status.stdout + run.status.stderr
     )
-    return subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", str(members), "Review app.py"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 60) -> list[str]:
-    assert proc.stdout is not None
-    seen = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if needle in line:
-            return seen
-    raise AssertionError(f"{needle!r} not seen in: {''.join(seen)[-2000:]}")
-
-
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def test_stop_clean_from_another_shell(tmp_path: Path) -> None:
-    with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
-        proc = _headless(tmp_path, stub)
-        try:
-            _wait_for_line(proc, "[member-spawn] member-3")
-            status = _cli(tmp_path, "status")
-            assert status.returncode == 0 and "member-2" in status.stdout, (
-                status.stdout + status.stderr
-            )
-            paused = _cli(tmp_path, "pause", "member-2")
-            assert paused.stdout.strip() == "paused member-2"
-            resumed = _cli(tmp_path, "resume", "2")
-            assert resumed.stdout.strip() == "resumed member-2"
-            stopped = _cli(tmp_path, "stop-clean", "--grace", "1")
-            assert "clean stop requested" in stopped.stdout, stopped.stdout + stopped.stderr
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 130, out[-3000:] + err[-3000:]
-    assert "outcome: stopped by user" in out
-    run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-    assert (run_dir / "REPORT.md").exists() and (run_dir / "DELIVERABLE.md").exists()
-    assert (run_dir / ".stop-clean").exists()
-    assert "WRAP UP" in (tmp_path / ".horde" / "BOARD.md").read_text()
-    assert _cli(tmp_path, "stop-hard").returncode == 1  # nothing live any more
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert run.paused.stdout.strip() == "paused member-2"
+    assert run.resumed.stdout.strip() == "resumed member-2"
+    assert "clean stop requested" in run.stopped.stdout, run.stopped.stdout + run.stopped.stderr
+    assert run.returncode == 130, run.out[-3000:] + run.err[-3000:]
+    assert "outcome: stopped by user" in run.out
+    assert (run.run_dir / "REPORT.md").exists() and (run.run_dir / "DELIVERABLE.md").exists()
+    assert (run.run_dir / ".stop-clean").exists()
+    assert "WRAP UP" in (run.workdir / ".horde" / "BOARD.md").read_text()
+    assert run.stop_hard_after.returncode == 1  # nothing live any more
 
 
 def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
     with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
-        proc = _headless(tmp_path, stub)
+        proc = headless(tmp_path, stub)
         try:
-            _wait_for_line(proc, "[member-spawn] member-3")
+            wait_for_line(proc, "[member-spawn] member-3")
             run_dir = next((tmp_path / ".horde" / "runs").iterdir())
             pids = [
                 json.loads(x)["pid"]
@@ -338,12 +208,12 @@ def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:
             if proc.poll() is None:
                 proc.kill()
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(_alive(p) for p in [*pids, gateway_pid]):
+        while time.monotonic() < deadline and any(alive(p) for p in [*pids, gateway_pid]):
             time.sleep(0.1)
-        assert [p for p in [*pids, gateway_pid] if _alive(p)] == []
-    status = _cli(tmp_path, "status")
+        assert [p for p in [*pids, gateway_pid] if alive(p)] == []
+    status = cli(tmp_path, "status")
     assert "interrupted" in status.stdout
-    done = _cli(tmp_path, "finalize")
+    done = cli(tmp_path, "finalize")
     assert done.returncode == 0, done.stderr
     report = (run_dir / "REPORT.md").read_text()
     assert "interrupted" in report

@@ -14,29 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_supervisor_e2e import HELPERS, _alive, _cli, horde, lifecycle, settings
+from support.cli import cli
+from support.plans import CLAIMING_PLANS, lifecycle, settings
+from support.processes import alive
 
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.run import USER_RESET, Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
-
-
-def claimer(idea: str) -> list[dict[str, Any]]:
-    """Add an idea, claim it, then keep listing (a member busy with its claim)."""
-    return [
-        horde("idea", text=idea),
-        horde("claim", id="$id"),
-        *[{**horde("list"), "hold_ms": 200}] * 400,
-    ]
-
-
-PLANS = {
-    "member-1": claimer("Check app.py for a hard-coded password"),
-    "member-2": claimer("Check login() in app.py for timing attacks"),
-    **HELPERS,
-}
 
 
 async def until(predicate: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
@@ -63,6 +49,7 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
     tmp_path: Path,
 ) -> None:
@@ -80,22 +67,22 @@ def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
 
         answers["hosted"] = await sup.reset("member-2")
         await until(lambda: len(spawns(events, "member-2")) == 2, "member-2's second spawn")
-        assert old_pid is not None and not _alive(old_pid)
+        assert old_pid is not None and not alive(old_pid)
         answers["old_pid"], answers["claimed"] = old_pid, claimed
         answers["new_pid"] = sup.members["member-2"].pid
         answers["released_at_reset"] = claims_of(horde_dir, "member-2")
 
         # From another shell: the CLI writes control/, this supervisor answers.
-        answers["cli"] = await asyncio.to_thread(_cli, tmp_path, "reset", "member-1")
+        answers["cli"] = await asyncio.to_thread(cli, tmp_path, "reset", "member-1")
         await until(lambda: len(spawns(events, "member-1")) == 2, "member-1's second spawn")
-        answers["cli_all"] = await asyncio.to_thread(_cli, tmp_path, "reset")
+        answers["cli_all"] = await asyncio.to_thread(cli, tmp_path, "reset")
 
         sup.stop_clean(grace_s=30)
         answers["while_stopping"] = await sup.reset("member-2")
         await sup.stop_hard()
         answers["summary"] = await run
 
-    with StubThread(policy=AgentPolicy(PLANS)) as stub:
+    with StubThread(policy=AgentPolicy(CLAIMING_PLANS)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False, reset_cap=0)
         sup = Supervisor(
             tmp_path, RunRequest("Review app.py", 2, verifier=False), cfg, events.append
@@ -141,6 +128,6 @@ def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
 
 def test_reset_control_request_is_refused_when_no_run_is_live(tmp_path: Path) -> None:
     """`horde-tui reset` with no live run says so and exits 1 (nothing to reset)."""
-    result = _cli(tmp_path, "reset", "member-1")
+    result = cli(tmp_path, "reset", "member-1")
     assert result.returncode == 1
     assert "nothing to reset" in result.stderr

@@ -14,22 +14,19 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_supervisor_e2e import HELPERS, _wait_for_line, horde, lifecycle, worker
-from test_view_run import RunDir
+from support.cli import one_line_refusal, wait_for_line
+from support.plans import HeldUntilReleased, lifecycle
+from support.rundir import RunDir
 
 from horde_tui import prompts
 from horde_tui.cli import main
 from horde_tui.store.runs import run_state
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
-from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.stubmodel.script import Step
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
@@ -50,46 +47,7 @@ def stub_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
-def slow_worker(idea_text: str, finding: str, concern: str) -> list[dict[str, Any]]:
-    """A member's plan: an idea and its claim, a look around (held until the test has
-    killed the supervisor, see `HeldUntilReleased`), then the finding and the close."""
-    idea, claim, filed, done = worker(idea_text, finding, concern)
-    return [idea, claim, horde("list"), filed, done, {"say": "Filed."}]
-
-
-PLANS = {
-    "member-1": slow_worker(
-        "Check app.py for a hard-coded password", "app.py hard-codes the password", "secrets"
-    ),
-    "member-2": slow_worker(
-        "Check login() in app.py for timing attacks", "login() compares with ==", "timing"
-    ),
-    **HELPERS,
-}
-
-
-class HeldUntilReleased:
-    """The agent policy of `PLANS`, whose `list` replies are held until `released` is
-    set: the test knows both members are mid-session (`holding`) when it interrupts
-    their supervisor, and the sessions carried on afterwards are not held."""
-
-    HOLD_MS = 120_000
-
-    def __init__(self) -> None:
-        self.agent = AgentPolicy(PLANS)
-        self.released = threading.Event()
-        self.holding: set[str] = set()
-
-    def __call__(self, member: str, body: dict[str, Any]) -> Step | None:
-        step = self.agent(member, body)
-        if step is None or self.released.is_set() or not step.tool_calls:
-            return step
-        if json.loads(step.tool_calls[0].arguments_json()).get("action") != "list":
-            return step
-        self.holding.add(member)
-        return step.model_copy(update={"delay_ms": self.HOLD_MS})
-
-
+@pytest.mark.e2e
 def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = HeldUntilReleased()
@@ -104,7 +62,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
             text=True,
         )
         try:
-            _wait_for_line(proc, "[member-spawn] member-2")
+            wait_for_line(proc, "[member-spawn] member-2")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and len(policy.holding) < 2:
                 time.sleep(0.05)
@@ -169,22 +127,6 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
         assert len(list((run_dir / "sessions" / member).glob("*.jsonl"))) == 1
 
 
-@pytest.fixture
-def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HORDE_DIR", raising=False)
-    return tmp_path
-
-
-def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    assert code == 1 and out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
-
-
 def test_resume_refuses_a_live_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = RunDir(in_dir / ".horde", RUN)
     run.event(0, "run-start", members=3)
@@ -230,7 +172,7 @@ def test_a_one_member_runs_canary_result_is_read_from_its_canary_event(in_dir: P
 def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
     """Phase, attempts, resets, the clean stop under way, the start the deadline counts
     from, who is carried on and how, and the budget left, from a hand-written run."""
-    from test_view_run import EPOCH_0
+    from support.rundir import EPOCH_0
 
     from horde_tui.supervisor.resume import carried_on, load_resume, resumed_supervisor
 

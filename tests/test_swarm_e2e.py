@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_supervisor_e2e import _cli, _wait_for_line
+from support.cli import cli, wait_for_line
 
 from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
@@ -21,7 +21,7 @@ from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 APP = "PASSWORD = 'hunter2'\n\n\ndef login(user, password):\n    return password == PASSWORD\n"
 PARTITION = (
@@ -197,28 +197,28 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
             text=True,
         )
         try:
-            _wait_for_line(proc, "h2 [member-spawn] member-1", 90)
-            status = _cli(tmp_path, "status")
+            wait_for_line(proc, "h2 [member-spawn] member-1", 90)
+            status = cli(tmp_path, "status")
             assert status.returncode == 0, status.stdout + status.stderr
             assert "\nh1: layers: api; ui\n" in status.stdout
             assert "\nh2: layers: db\n" in status.stdout and "member-1" in status.stdout
-            one = _cli(tmp_path, "status", "h2:member-1")  # one horde's block, one member
+            one = cli(tmp_path, "status", "h2:member-1")  # one horde's block, one member
             assert one.returncode == 0, one.stdout + one.stderr
             assert "\nh2: layers: db\n" in one.stdout and "h1:" not in one.stdout, one.stdout
             assert "  member-1 " in one.stdout
 
-            paused = _cli(tmp_path, "pause", "h2:member-1")
+            paused = cli(tmp_path, "pause", "h2:member-1")
             assert paused.stdout.strip() == "h2: paused member-1", paused.stdout + paused.stderr
-            resumed = _cli(tmp_path, "resume", "member-1")  # a bare member: every horde
+            resumed = cli(tmp_path, "resume", "member-1")  # a bare member: every horde
             assert resumed.stdout.splitlines() == [
                 "h1: resumed nothing (no paused member matched)",
                 "h2: resumed member-1",
             ]
-            assert _cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
-            one = _cli(tmp_path, "stop-clean", "h2", "--grace", "1")
+            assert cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
+            one = cli(tmp_path, "stop-clean", "h2", "--grace", "1")
             assert one.stdout.startswith("h2: clean stop requested"), one.stdout + one.stderr
-            _wait_for_line(proc, "h2 [run-end]", 90)
-            rest = _cli(tmp_path, "stop-clean", "--grace", "1")
+            wait_for_line(proc, "h2 [run-end]", 90)
+            rest = cli(tmp_path, "stop-clean", "--grace", "1")
             assert "h1: clean stop requested" in rest.stdout, rest.stdout + rest.stderr
             out, err = proc.communicate(timeout=120)
         finally:

@@ -19,11 +19,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from polling import wait_until
-from swarm_scene import SWARM_ID, FakeSwarm, write_swarm
-from test_app_support import NOW, wait_for
-from test_supervisor_e2e import _wait_for_line, lifecycle
-from test_supervisor_resume import HeldUntilReleased, in_dir, one_line_refusal, slow_worker
+from support.app import NOW, wait_for
+from support.cli import one_line_refusal, wait_for_line
+from support.plans import HeldUntilReleased, lifecycle, slow_worker
+from support.processes import wait_until
+from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from textual.widgets import Button
 
 from horde_tui import prompts
@@ -37,8 +37,6 @@ from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 
 pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
-
-__all__ = ["in_dir"]  # the fixture, used by name
 
 PARTITION = (
     "h1: Audit app.py for hard-coded secrets\n"
@@ -110,6 +108,7 @@ def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]
     return data
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = swarm_policy()
@@ -124,7 +123,7 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
             text=True,
         )
         try:
-            _wait_for_line(host, "h1 [member-spawn] member-1", 90)
+            wait_for_line(host, "h1 [member-spawn] member-1", 90)
             assert wait_until(lambda: "member-1" in policy.holding, 60), "h1 never got to work"
             os.kill(host.pid, signal.SIGKILL)
             host.wait(10)
@@ -184,6 +183,7 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.e2e
 async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it(
     tmp_path: Path, no_horde_env: None
 ) -> None:

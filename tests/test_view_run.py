@@ -2,86 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.processes import dead_pid
+from support.rundir import EPOCH_0, TASK, RunDir, answer
 
 from horde_tui.view.run import RunsIndex, RunView, task_prompt
-
-TASK = (
-    "# Task\n\nFind the SQL injections in app/\nand rank them.\n\n"
-    "## Configuration\n\n- members: 3\n"
-)
-
-
-def ts(second: int) -> str:
-    return f"2026-01-02T12:00:{second:02d}.000000Z"
-
-
-EPOCH_0 = 1767355200.0
-"""`ts(0)` as epoch seconds."""
-
-
-class RunDir:
-    """A run directory written the way the supervisor writes one."""
-
-    def __init__(self, horde: Path, run_id: str, members: int = 3) -> None:
-        self.path = horde / "runs" / run_id
-        (self.path / "sessions").mkdir(parents=True)
-        self.n = 0
-        (self.path / "TASK.md").write_text(TASK)
-        manifest = {
-            "run": run_id,
-            "created": EPOCH_0 - 5,
-            "model": "openai/stub",
-            "demo_model": False,
-            "members": [
-                {"name": f"member-{i}", "role": "verifier" if i == 3 else "member", "layers": []}
-                for i in range(1, members + 1)
-            ],
-            "request": {"count": members, "layers": [], "until_stop": False},
-        }
-        (self.path / "MANIFEST.json").write_text(json.dumps(manifest))
-
-    def event(self, second: int, kind: str, member: str | None = None, **data: Any) -> None:
-        self.n += 1
-        ev = {"ts": ts(second), "actor": "parent", "type": "lifecycle", "kind": kind}
-        if member:
-            ev["member"] = member
-        ev.update(data, id=f"E{self.n}")
-        with open(self.path / "events.jsonl", "a") as fh:
-            fh.write(json.dumps(ev, separators=(",", ":")) + "\n")
-
-    def message(self, member: str, session: str, **msg: Any) -> None:
-        folder = self.path / "sessions" / member
-        folder.mkdir(exist_ok=True)
-        with open(folder / f"{session}.jsonl", "a") as fh:
-            fh.write(json.dumps({"ts": EPOCH_0 + 1, **msg}) + "\n")
-
-    def live(self, pid: int) -> None:
-        (self.path / ".live").write_text(f"{pid}\n")
-
-
-def dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
-
-
-def answer(tokens: tuple[int, int], tools: tuple[str, ...] = (), text: str = "") -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": text or None}
-    msg["usage"] = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "cost_usd": 0.5}
-    if tools:
-        msg["tool_calls"] = [
-            {"id": f"c{i}", "type": "function", "function": {"name": t, "arguments": "{}"}}
-            for i, t in enumerate(tools)
-        ]
-    return msg
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_app_support import FakeSupervisor
+from support.app import FakeSupervisor
 
 from horde_tui.settings import Settings
 from horde_tui.store.runs import mark_live

@@ -6,8 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from swarm_scene import STARTED, SWARM_ID, swarm_scene, write_swarm
-from test_view_run import RunDir, answer, dead_pid
+from support.processes import dead_pid
+from support.rundir import RunDir, answer
+from support.swarm_scene import STARTED, SWARM_ID, swarm_scene, write_swarm
 
 from horde_tui.view.swarm import (
     RunsAndSwarms,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ledger_scene import fill_run, lifecycle
 from rich.cells import cell_len
-from test_app_support import RUN_ID
+from support.app import RUN_ID
+from support.ledger_scene import fill_run, lifecycle
 
 from horde_tui.store.graph import Edge, GraphBuilder
 from horde_tui.view.swimlane import SwimlaneView

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ledger_scene import fill_run
-from test_app_support import RUN_ID
+from support.app import RUN_ID
+from support.ledger_scene import fill_run
 
 from horde_tui.view.ledgers import LedgerView
 

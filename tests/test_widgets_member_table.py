@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from rich.cells import cell_len
-from test_app_support import wait_for
+from support.app import wait_for
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.pilot import Pilot

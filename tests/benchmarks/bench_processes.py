@@ -27,9 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from polling import wait_until
-from test_run_processes import member_pids, new_tag, sleeper, start, state, tagged
-from test_supervisor_e2e import _alive, _cli
+from support.cli import cli, start
+from support.processes import alive, member_pids, new_tag, sleeper, state, tagged, wait_until
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -52,23 +51,23 @@ def trial(members: int, pause: bool) -> tuple[int, float | None]:
                 raise RuntimeError(f"only {len(tagged(tag))} of {members} commands started")
             found = member_pids(run_dir)
             if pause:
-                _cli(workdir, "pause", "member-2")
+                cli(workdir, "pause", "member-2")
                 if not wait_until(lambda: state(found["member-2"]) == "T", 20):
                     raise RuntimeError("member-2 did not stop")
             gateway = json.loads((run_dir / "gateway.json").read_text())["pid"]
             pids = [gateway, *found.values(), *tagged(tag), *tagged(tag, wrappers=True)]
             os.kill(proc.pid, signal.SIGKILL)
             killed = time.monotonic()
-            while [p for p in pids if _alive(p)] and time.monotonic() - killed < CAP_S:
+            while [p for p in pids if alive(p)] and time.monotonic() - killed < CAP_S:
                 time.sleep(0.02)
             took = time.monotonic() - killed
             proc.wait(10)
-            return len(pids), None if [p for p in pids if _alive(p)] else took
+            return len(pids), None if [p for p in pids if alive(p)] else took
         finally:
             if proc.poll() is None:
                 proc.kill()
             for pid in [*pids, *tagged(tag), *tagged(tag, wrappers=True)]:
-                if _alive(pid):
+                if alive(pid):
                     os.kill(pid, signal.SIGKILL)
 
 
@@ -91,9 +90,9 @@ def member_trial(members: int) -> float | None:
                 raise RuntimeError(f"member-1's bash and sleep not found: {commands}")
             os.kill(victim, signal.SIGKILL)
             killed = time.monotonic()
-            while [p for p in commands if _alive(p)] and time.monotonic() - killed < CAP_S:
+            while [p for p in commands if alive(p)] and time.monotonic() - killed < CAP_S:
                 time.sleep(0.02)
-            return None if [p for p in commands if _alive(p)] else time.monotonic() - killed
+            return None if [p for p in commands if alive(p)] else time.monotonic() - killed
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)

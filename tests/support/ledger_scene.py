@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from conftest import Horde
-from test_app_support import RUN_ID, T0, FakeSupervisor
 
 import horde_tui.store.store
+from support.app import RUN_ID, T0, FakeSupervisor
 
 
 def freeze_ledger_clock(monkeypatch: pytest.MonkeyPatch) -> None:

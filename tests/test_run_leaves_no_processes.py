@@ -10,15 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
-from polling import wait_until
-from test_supervisor_e2e import _alive, _cli, _headless, _wait_for_line
+import pytest
+from support.cli import cli, start, wait_for_line
+from support.processes import (
+    alive,
+    describe,
+    kill_all,
+    member_pids,
+    new_tag,
+    sleeper,
+    state,
+    tagged,
+    wait_until,
+)
 
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -29,93 +38,18 @@ not (the measured figure is about 2 s: the members' and the gateway's watchdogs 
 their parent every 2 s; `tests/benchmarks/bench_processes.py`)."""
 
 
-def sleeper(tag: str, *, forked: bool) -> dict[str, Any]:
-    """A bash tool call that sleeps for ten minutes. `forked`: bash stays as the sleep's
-    parent (two processes); else bash execs the sleep (one)."""
-    command = f"sleep {tag}; true" if forked else f"sleep {tag}"
-    return {"tool": "bash", "args": {"command": command, "timeout": 600}}
-
-
-def new_tag() -> str:
-    """A sleep length near 600 s that no other test's command line contains."""
-    return f"600.{random.randrange(10**8):08d}"
-
-
-def tagged(*tags: str, wrappers: bool = False) -> list[int]:
-    """Live (non-zombie) processes whose command line contains one of `tags`: the
-    commands themselves, or with `wrappers` the bubblewrap processes around them (two per
-    command when the sandbox runs, none without it)."""
-    found = []
-    wanted = [t.encode() for t in tags]
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path("/proc", entry, "cmdline").read_bytes()
-        except OSError:
-            continue
-        is_wrapper = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name == "bwrap"
-        if is_wrapper == wrappers and any(t in cmdline for t in wanted) and _alive(int(entry)):
-            found.append(int(entry))
-    return found
-
-
-def state(pid: int) -> str:
-    """The process's /proc state letter (`T`: stopped), or "" when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def member_pids(run_dir: Path) -> dict[str, int]:
-    """Each member's newest pid, from the run's `member-spawn` events."""
-    pids = {}
-    for line in (run_dir / "events.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event.get("kind") == "member-spawn":
-            pids[event["member"]] = event["pid"]
-    return pids
-
-
-def describe(pids: list[int]) -> str:
-    out = []
-    for pid in pids:
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            cmd = "?"
-        out.append(f"{pid} [{state(pid)}] {cmd.strip()}")
-    return "; ".join(out)
-
-
-def kill_all(pids: list[int]) -> None:
-    """Clean up after a failed assertion: nothing this test started may outlive it."""
-    for pid in pids:
-        if _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def start(tmp_path: Path, stub: StubThread, members: int) -> tuple[subprocess.Popen[str], Path]:
-    proc = _headless(tmp_path, stub, members=members)
-    _wait_for_line(proc, f"[member-spawn] member-{members}")
-    return proc, next((tmp_path / ".horde" / "runs").iterdir())
-
-
 def sigkill_and_time_the_end(proc: subprocess.Popen[str], pids: list[int]) -> float | None:
     """SIGKILL the supervisor; seconds until every one of `pids` is gone (None: not
     within `GONE_S`)."""
     os.kill(proc.pid, signal.SIGKILL)
     killed = time.monotonic()
     proc.wait(10)
-    if wait_until(lambda: not [p for p in pids if _alive(p)], GONE_S):
+    if wait_until(lambda: not [p for p in pids if alive(p)], GONE_S):
         return time.monotonic() - killed
     return None
 
 
+@pytest.mark.e2e
 def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
     tmp_path: Path,
 ) -> None:
@@ -128,7 +62,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             # bash and its sleep for each of the three members
             assert wait_until(lambda: len(tagged(tag)) == 6, 60), describe(tagged(tag))
             members = member_pids(run_dir)
-            paused = _cli(tmp_path, "pause", "member-2")
+            paused = cli(tmp_path, "pause", "member-2")
             assert paused.stdout.strip() == "paused member-2", paused.stdout + paused.stderr
             assert wait_until(lambda: state(members["member-2"]) == "T", 20)
             assert wait_until(lambda: sum(state(p) == "T" for p in tagged(tag)) == 2, 20), describe(
@@ -139,7 +73,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             assert len(pids) == 10
             pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
-            left = [p for p in pids if _alive(p)]
+            left = [p for p in pids if alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"
         finally:
             if proc.poll() is None:
@@ -147,6 +81,7 @@ def test_a_paused_member_and_its_command_end_with_a_sigkilled_supervisor(
             kill_all([*pids, *tagged(tag)])
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
@@ -160,15 +95,15 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
             siblings = tagged(second)
             victim = member_pids(run_dir)["member-1"]
             os.kill(victim, signal.SIGKILL)
-            _wait_for_line(proc, "[member-reset] member-1", 30)
-            gone = wait_until(lambda: not [p for p in commands if _alive(p)], GONE_S)
+            wait_for_line(proc, "[member-reset] member-1", 30)
+            gone = wait_until(lambda: not [p for p in commands if alive(p)], GONE_S)
             assert gone, f"member-1's command outlived it: {describe(commands)}"
             assert proc.poll() is None, "the supervisor ended with the member"
-            assert all(_alive(p) for p in siblings), "member-2's command was killed too"
+            assert all(alive(p) for p in siblings), "member-2's command was killed too"
             # the run carries on: a fresh member-1 runs its command again
             assert wait_until(lambda: len(tagged(first)) == 2, 30), describe(tagged(first))
             assert member_pids(run_dir)["member-1"] != victim
-            stopped = _cli(tmp_path, "stop-hard")
+            stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             proc.communicate(timeout=120)
         finally:
@@ -180,6 +115,7 @@ def test_a_sigkilled_member_takes_its_command_along_and_the_run_goes_on(
         )
 
 
+@pytest.mark.e2e
 def test_thirteen_processes_end_within_seconds_of_the_supervisor_sigkill(
     tmp_path: Path,
 ) -> None:
@@ -196,7 +132,7 @@ def test_thirteen_processes_end_within_seconds_of_the_supervisor_sigkill(
             assert len(pids) == 13
             pids += tagged(tag, wrappers=True)
             took = sigkill_and_time_the_end(proc, pids)
-            left = [p for p in pids if _alive(p)]
+            left = [p for p in pids if alive(p)]
             assert took is not None, f"alive {GONE_S:g} s after the SIGKILL: {describe(left)}"
         finally:
             if proc.poll() is None:

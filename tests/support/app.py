@@ -1,4 +1,4 @@
-"""Support for the app tests: a scripted fake supervisor and the `wait_for` helper.
+"""Support for the app tests: a scripted fake supervisor, a fake remote and `wait_for`.
 
 `FakeSupervisor` implements the interface the app hosts (`view.source.HostedRun`, held
 to it by `test_view_source.py`): it emits
@@ -7,8 +7,8 @@ run's real `events.jsonl` first (as the supervisor does; the Events tab reads th
 keeps `MemberState`s the way the real supervisor does (`absorb`), records every control
 call, and ends its run when the test calls `finish()`. `write` adds a member's tool
 events (intent and outcome) to the same log. Every timestamp is `T0 + offset`, so with `AppConfig.deterministic`
-the screen is the same on every machine. (This module holds no tests; it is named
-`test_app_*` only because that is where app test files live.)
+the screen is the same on every machine. `FakeRemote` plays another process's supervisor
+for an attached run, answering its `control/` requests.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,11 +27,13 @@ from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.store.events import EventLog
+from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 from horde_tui.view.source import HostedRun
+from support.rundir import RunDir
 
 RUN_ID = "20250101-120000-beef"
 T0 = 1_735_732_800.0
@@ -286,3 +289,32 @@ def write_member_files(
     path.write_text("".join(json.dumps(m) + "\n" for m in rows))
     (fake.run_dir / f"{member}.log").write_text(log)
     return path
+
+
+class FakeRemote:
+    """The other process's supervisor, as far as `control/` goes: answers each request
+    and logs a lifecycle event for it, the way the real one does."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.requests: list[tuple[str, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            for path, req in controls.pending_requests(self.run.path):
+                assert not isinstance(req, str), req
+                self.requests.append((req.action, req.target))
+                self.run.event(40, req.action, targets=[req.target])
+                verb = {"pause": "paused", "resume": "resumed"}.get(req.action, req.action)
+                controls.answer(self.run.path, path, req.id, True, f"{verb} {req.target}")
+            time.sleep(0.02)
+
+    def __enter__(self) -> FakeRemote:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)

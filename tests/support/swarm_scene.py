@@ -4,7 +4,7 @@
 three hordes in three states: h1 active (three members, a finding and an accepted
 artifact written through the real `horde` tool, one member's transcript with a cost),
 h2 finished with its report, h3 not started yet. Each horde's run directory is written
-with `test_view_run.RunDir`, the same helper the runs-list tests use, so it is exactly a
+with `support.rundir.RunDir`, the same helper the runs-list tests use, so it is exactly a
 run's format.
 
 `FakeSwarm` has the `SwarmSupervisor` API of the contract (`horde_tui/supervisor/swarm.py`
@@ -22,11 +22,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from test_view_run import EPOCH_0, RunDir, answer
-
 from horde_tui.protocol import run_action
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
+from support.rundir import EPOCH_0, RunDir, answer
 
 SWARM_ID = "20260102-121000-5a5a"
 LAUNCHED_ID = "20260102-140000-f00d"

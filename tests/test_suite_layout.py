@@ -1,0 +1,82 @@
+"""The test suite's own layout: shared helpers have one home, `tests/support/`.
+
+A test module that imports from another test module couples two files that look
+independent (renaming or trimming one breaks the other, and pytest may collect the
+imported module's tests and fixtures twice). So test modules import shared fixtures and
+helpers only from `tests/support/` (or `conftest.py`, or the `tests/helpers/` scripts),
+and every other top-level file under `tests/` is a test module.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+TESTS = Path(__file__).parent
+LOCAL_HOMES = ("support", "helpers", "conftest")
+"""Where a test module may import shared code from (besides installed packages)."""
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module `path` imports (at any depth: inside functions and `try` too),
+    with `tests.` stripped, so `from tests.x import y` and `from x import y` read alike."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name.removeprefix("tests.")) for name in names]
+    return found
+
+
+def local_modules() -> set[str]:
+    """The names a module under `tests/` can be imported by (the suite puts `tests/` on
+    `sys.path`): top-level files and folders."""
+    files = {p.stem for p in TESTS.glob("*.py")}
+    folders = {p.name for p in TESTS.iterdir() if (p / "__init__.py").exists()}
+    return files | folders
+
+
+def test_test_modules_import_shared_helpers_only_from_support() -> None:
+    local = local_modules()
+    sources = [*TESTS.glob("*.py"), *TESTS.glob("support/*.py")]
+    wrong = [
+        f"{path.relative_to(TESTS)}:{line} imports {module}"
+        for path in sorted(sources)
+        for line, module in imported_modules(path)
+        if (top := module.split(".")[0]) in local and top not in LOCAL_HOMES
+    ]
+    assert wrong == [], "import these from tests/support/ instead:\n" + "\n".join(wrong)
+
+
+def test_every_top_level_file_is_a_test_module_or_conftest() -> None:
+    """A helper module beside the tests is a second home for shared code."""
+    odd = [p.name for p in TESTS.glob("*.py") if p.name != "conftest.py"]
+    assert [name for name in odd if not name.startswith("test_")] == []
+
+
+def test_every_test_module_holds_tests() -> None:
+    """A `test_*` file with no test in it is a helper module in the wrong place."""
+    empty = [
+        path.name
+        for path in sorted(TESTS.glob("test_*.py"))
+        if not any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name.startswith("test_")
+            for node in ast.walk(ast.parse(path.read_text()))
+        )
+    ]
+    assert empty == []
+
+
+def test_the_slow_and_e2e_markers_are_registered_and_enforced() -> None:
+    """`--strict-markers`: a misspelt marker is an error rather than a test run by default."""
+    config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
+    pytest_config = config["tool"]["pytest"]["ini_options"]
+    registered = {line.split(":")[0] for line in pytest_config["markers"]}
+    assert {"slow", "e2e"} <= registered
+    assert "--strict-markers" in pytest_config["addopts"]
