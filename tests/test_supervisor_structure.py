@@ -88,6 +88,7 @@ def test_no_import_cycle_runs_through_the_supervisor() -> None:
 
 VOCABULARY = frozenset(
     {
+        "horde_tui.supervisor.context",  # HordeControls, the controls a supervisor takes
         "horde_tui.supervisor.controls",  # the control client (control/ requests)
         "horde_tui.supervisor.observe",  # SupervisorEvent, what a run reports
         "horde_tui.supervisor.outcome",  # RunSummary, how it ended

@@ -59,8 +59,30 @@ class HelperHost(Protocol):
         ...
 
 
+class HordeControls(Protocol):
+    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax); each returns the
+    line the person sees."""
+
+    def pause(self, target: str = "all") -> str: ...
+
+    def resume(self, target: str = "all") -> str: ...
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str: ...
+
+    async def stop_hard(self, target: str = "all") -> str: ...
+
+    async def reset(self, target: str) -> str: ...
+
+
 @runtime_checkable
-class RunContext(HelperHost, Protocol):
+class RunContext(HelperHost, HordeControls, Protocol):
     """One run as its phases see it: where it lives, its members, its end, and the
     operations a phase performs on it."""
 
@@ -126,19 +148,4 @@ class RunContext(HelperHost, Protocol):
         """Record a session's end while the run ends: no reset, no continuation."""
         ...
 
-    # -- the controls a person sends (each returns the line they see)
-    def pause(self, target: str = "all") -> str: ...
-
-    def resume(self, target: str = "all") -> str: ...
-
-    def stop_clean(
-        self,
-        target: str = "all",
-        grace_s: float | None = None,
-        postmortem: bool = False,
-        reason: str = "stopped by user",
-    ) -> str: ...
-
-    async def stop_hard(self, target: str = "all") -> str: ...
-
-    async def reset(self, target: str) -> str: ...
+    # the controls a person sends come from `HordeControls`

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from horde_tui.store.runs import horde_run_dirs, read_swarm_json, run_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
+from horde_tui.supervisor.context import HordeControls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
@@ -50,27 +51,6 @@ REMOTE_ACTIONS = {
 ANSWER_TIMEOUT_S = 15.0
 """How long a `control/` request waits for the supervisor's answer."""
 _STRUCTURE = frozenset({"ts", "actor", "type", "kind", "member", "id"})
-
-
-class HordeControls(Protocol):
-    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
-    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax)."""
-
-    def pause(self, target: str = "all") -> str: ...
-
-    def resume(self, target: str = "all") -> str: ...
-
-    def stop_clean(
-        self,
-        target: str = "all",
-        grace_s: float | None = None,
-        postmortem: bool = False,
-        reason: str = "stopped by user",
-    ) -> str: ...
-
-    async def stop_hard(self, target: str = "all") -> str: ...
-
-    async def reset(self, target: str) -> str: ...
 
 
 class HostedRun(HordeControls, Protocol):
