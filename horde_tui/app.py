@@ -118,7 +118,9 @@ class HordeApp(App[int]):
         if not config.animations:
             self.animation_level = "none"
         if supervisor is not None:
-            self._label(f"run {supervisor.run_id}", supervisor.settings.model, supervisor.request.demo)
+            self._label(
+                f"run {supervisor.run_id}", supervisor.settings.model, supervisor.request.demo
+            )
 
     def _label(self, title: str, model: str, demo: bool) -> None:
         # The demo label goes first so a narrow terminal never cuts it off.

@@ -234,8 +234,6 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return attach_app(run_dir, no_mouse=args.no_mouse)
 
 
-
-
 def cmd_control(args: argparse.Namespace) -> int:
     horde_dir = _horde_dir()
     words = list(args.words)

@@ -7,6 +7,7 @@ interesting exactly when its member died badly.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,3 +103,13 @@ def print_transcript(path: Path, max_chars: int = 0) -> int:
             print(format_entry(item, max_chars))
             print()
     return 1 if bad else 0
+
+
+def sessions(run_dir: Path, member: str) -> list[Path]:
+    """A member's session transcripts, oldest first (session ids start with their time)."""
+    folder = run_dir / "sessions" / member
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
+    except OSError:
+        return []
+    return [folder / name for name in names]

@@ -102,7 +102,9 @@ class AttachedPoll:
     of a long run's log) is read in a thread, and a poll asked for while one runs is
     done once it ends; the usual few appended lines cost well under a millisecond."""
 
-    def __init__(self, app: App[Any], every_s: float, woke: Callable[[AttachedSource], None]) -> None:
+    def __init__(
+        self, app: App[Any], every_s: float, woke: Callable[[AttachedSource], None]
+    ) -> None:
         self.app = app
         self.every_s = every_s
         self.woke = woke

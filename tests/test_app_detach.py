@@ -73,9 +73,7 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
             assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 180), "no report"
             assert wait_until(lambda: run_state(run_dir) == "finished", 30)
         finally:
-            if run_state(run_dir) == "active" and (
-                live := supervisor_pid(run_dir)
-            ):
+            if run_state(run_dir) == "active" and (live := supervisor_pid(run_dir)):
                 os.killpg(live, signal.SIGKILL)
 
     kinds = lifecycle(run_dir)

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.fence import Fence
-from horde_tui.view.transcript import TranscriptReader, describe, sessions
+from horde_tui.transcript import sessions
+from horde_tui.view.transcript import TranscriptReader, describe
 
 
 def write(path: Path, *records: Any, raw: str = "") -> None:

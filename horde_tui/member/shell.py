@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui import procfs
-from horde_tui.member.refusal import refusal_reason
 from horde_tui.member.sandbox import (
     NEVER_PASSED,
     SandboxPolicy,
@@ -38,6 +37,7 @@ from horde_tui.member.sandbox import (
     bwrap_problem,
     resolve,
 )
+from horde_tui.refusal import refusal_reason
 
 # --- environment ----------------------------------------------------------------------
 

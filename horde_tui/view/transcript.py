@@ -11,7 +11,6 @@ a transcript follows the screen, not the file.
 from __future__ import annotations
 
 import json
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,16 +43,6 @@ class TranscriptMessage:
     def folds(self) -> bool:
         """Shown as its head only until expanded."""
         return self.kind in FOLDED_KINDS
-
-
-def sessions(run_dir: Path, member: str) -> list[Path]:
-    """A member's session transcripts, oldest first (session ids start with their time)."""
-    folder = run_dir / "sessions" / member
-    try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
-    except OSError:
-        return []
-    return [folder / name for name in names]
 
 
 def _one_line(text: str, limit: int = 160) -> str:
