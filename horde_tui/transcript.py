@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from horde_tui.inputs import loads
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line
+from horde_tui.store.ledgers.common import one_line
+from horde_tui.store.linefile import LineIndex, parse_record
+from horde_tui.store.timestamps import epoch
+from horde_tui.store.usage import fold_record
 
 SUMMARY_CHARS = 120
 
@@ -113,3 +117,82 @@ def sessions(run_dir: Path, member: str) -> list[Path]:
     except OSError:
         return []
     return [folder / name for name in names]
+
+
+_TOOL_ROLE = b'"role": "tool"'
+"""How a transcript's tool results start (`Transcript.write` keeps json's default
+separators): such lines are counted without parsing their often large content."""
+
+
+@dataclass
+class SessionStats:
+    """How far one session got, from its transcript, read incrementally."""
+
+    path: Path
+    turns: int = 0
+    """Model answers (assistant messages): one per turn."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """None once any answer was unpriced: the total is then unknown."""
+    last_ts: float | None = None
+    last_text: str = ""
+    pending_tools: list[str] = field(default_factory=list)
+    """Tools the last answer called whose results are not in the transcript yet."""
+    last_tool: str = ""
+    """The newest tool any answer called: the member table shows it, dimmed, between
+    tools."""
+    _index: LineIndex | None = field(default=None, repr=False, compare=False)
+    _generation: int = field(default=0, repr=False, compare=False)
+
+    def refresh(self) -> bool:
+        """Fold the messages appended since the last call; True if any were."""
+        if self._index is None:
+            self._index = LineIndex(self.path, transactions=False)
+        start = len(self._index)
+        added = self._index.refresh()
+        if self._index.generation != self._generation:  # rewritten: start over
+            self._generation, start = self._index.generation, 0
+            self.turns = self.prompt_tokens = self.completion_tokens = 0
+            self.cost_usd, self.last_ts, self.last_text, self.pending_tools = 0.0, None, "", []
+            self.last_tool = ""
+        elif not added:
+            return False
+        for raw in self._index.raw_lines(start, len(self._index)):
+            self._fold(raw)
+        return True
+
+    def _fold(self, raw: bytes) -> None:
+        if _TOOL_ROLE in raw[:64]:
+            if self.pending_tools:
+                self.pending_tools.pop(0)
+            return
+        msg, _error = parse_record(raw)
+        if msg is None:
+            return
+        self.last_ts = epoch(msg.get("ts")) or self.last_ts
+        if msg.get("role") == "tool":
+            if self.pending_tools:
+                self.pending_tools.pop(0)
+            return
+        if msg.get("role") != "assistant":
+            return
+        self.turns += 1
+        fold_record(self, msg.get("usage"))
+        calls = msg.get("tool_calls") or []
+        self.pending_tools = [
+            str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)
+        ]
+        if self.pending_tools:
+            self.last_tool = self.pending_tools[-1]
+        content = msg.get("content")
+        if isinstance(content, str) and content.strip():
+            self.last_text = one_line(content, 200)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+
+    @property
+    def current_tool(self) -> str:
+        return self.pending_tools[0] if self.pending_tools else ""

@@ -117,9 +117,8 @@ def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
 
 def test_the_supervisor_imports_no_view() -> None:
     """The layers run store < protocol < supervisor < view: what both draw (the graph,
-    the finding clusters) sits in store/. Resume's session figures (`SessionStats`) are
-    the one read still going through view/ (issue 14 part 3 moves it below the
-    supervisor)."""
+    the finding clusters) sits in store/, a session's figures (`SessionStats`) in
+    `horde_tui/transcript.py`."""
     graph = import_graph()
     wrong = {
         (name, dep)
@@ -128,7 +127,7 @@ def test_the_supervisor_imports_no_view() -> None:
         for dep in deps
         if dep.startswith(("horde_tui.view", "horde_tui.screens", "horde_tui.widgets"))
     }
-    assert wrong == {("horde_tui.supervisor.resume", "horde_tui.view.members")}
+    assert wrong == set()
 
 
 def private_reaches(path: Path) -> list[str]:

@@ -14,7 +14,7 @@ from horde_tui.member.session import load_conversation
 from horde_tui.store.usage import fold_record, sum_cost
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.summary import total_cost
-from horde_tui.view.members import SessionStats
+from horde_tui.transcript import SessionStats
 from horde_tui.view.swarm import member_cost
 
 PRICED = {"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.5}

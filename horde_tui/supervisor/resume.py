@@ -40,8 +40,7 @@ from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
-from horde_tui.transcript import sessions
-from horde_tui.view.members import SessionStats
+from horde_tui.transcript import SessionStats, sessions
 from horde_tui.watchdog import POLL_S, pid_alive
 
 OLD_MEMBERS_WAIT_S = 5 * POLL_S

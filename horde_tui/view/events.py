@@ -31,7 +31,7 @@ from typing import Any
 
 from horde_tui.store.causes import exit_level
 from horde_tui.store.ledgers.common import one_line
-from horde_tui.view.linefile import BATCH, LineIndex, parse_record
+from horde_tui.store.linefile import BATCH, LineIndex, parse_record
 
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.linefile import BATCH, LineIndex, parse_record
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.view.linefile import BATCH, LineIndex, parse_record
 from horde_tui.view.members import MemberFold, content
 
 LIVE_STATES = frozenset({"active", "finalizing"})

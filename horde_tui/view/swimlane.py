@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.store.graph import PARENT, GraphBuilder, Node, RunGraph
+from horde_tui.store.linefile import LineIndex
 from horde_tui.view.cells import cell_len, cut
-from horde_tui.view.linefile import LineIndex
 
 LABEL_WIDTH = 22
 """Widest lane label; longer ones are cut (the lane name always fits)."""

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.fence import unfence
+from horde_tui.store.linefile import LineIndex
 from horde_tui.transcript import message_text, summarize
-from horde_tui.view.linefile import LineIndex
 
 FOLDED_KINDS = frozenset({"system", "calls", "result"})
 """Kinds shown folded to their head line until expanded: the long system prompt, tool

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from horde_tui.store.linefile import LineIndex
 from horde_tui.view.events import EventFilter, EventView
-from horde_tui.view.linefile import LineIndex
 
 MEMBERS = 12
 ACTIONS = ("finding", "claim", "idea", "post", "done", "verify", "list", "fact")

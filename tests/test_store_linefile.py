@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.view import linefile
-from horde_tui.view.linefile import LineIndex
+from horde_tui.store import linefile
+from horde_tui.store.linefile import LineIndex
 
 
 def write(path: Path, text: str) -> None:
