@@ -46,11 +46,13 @@ def _read_value(key: str, raw: str) -> str:
         return _read_bounded(sys.stdin.buffer, key, "standard input")
     if raw.startswith("@") and len(raw) > 1:
         path = Path(raw[1:])
+        # Named as typed, unless it holds control characters: a refusal stays one line.
+        shown = str(path) if str(path).isprintable() else repr(str(path))
         try:
             with open(path, "rb") as fh:
-                return _read_bounded(fh, key, str(path))
+                return _read_bounded(fh, key, shown)
         except OSError as exc:
-            raise CliUsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+            raise CliUsageError(f"cannot read {shown}: {exc.strerror or exc}") from None
     return raw
 
 

@@ -150,3 +150,13 @@ def test_schema_is_one_flat_horde_tool(tmp_path: Path) -> None:
         "name",
     ):
         assert name in props, name
+
+
+@pytest.mark.parametrize("name", ["\r", "a\nb", "tab\there\x1b[2J"])
+def test_an_unreadable_file_value_is_refused_on_one_line(tmp_path: Path, name: str) -> None:
+    """`text=@NAME` naming a file that cannot be read says so on one line, whatever
+    control characters NAME holds (hypothesis found `@\\r` splitting the line)."""
+    result = horde(tmp_path, "tool", "post", f"text=@{name}")
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot read" in lines[0], result.stderr
