@@ -37,7 +37,7 @@ class Horde:
 
     def store(self, actor: str = "member-1") -> HordeStore:
         if actor not in self.stores:
-            self.stores[actor] = HordeStore(self.root, actor, fsync_projections=False)
+            self.stores[actor] = HordeStore(self.root, actor)
         return self.stores[actor]
 
     def __call__(

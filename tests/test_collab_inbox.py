@@ -50,7 +50,7 @@ def test_a_fresh_session_does_not_get_delivered_messages_again(crew):
     crew("member-2", "message", to="member-1", kind="question", text="Which Python?")
     deliver(crew)
 
-    fresh = HordeStore(crew.root, "member-1", fsync_projections=False)
+    fresh = HordeStore(crew.root, "member-1")
 
     assert inbox.deliver(fresh, "r1", "member-1", FENCE) == ""
 

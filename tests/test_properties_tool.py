@@ -207,7 +207,7 @@ def check_ledger(workdir: Path) -> None:
     if events.exists():
         ids = [json.loads(line)["id"] for line in json_lines(events)]
         assert ids == [f"E{n}" for n in range(1, len(ids) + 1)]
-    store = HordeStore(horde_dir, "member-1", fsync_projections=False)
+    store = HordeStore(horde_dir, "member-1")
     store.refresh()
     assert store.state.skipped == [] and store.corrupt_lines == []
 

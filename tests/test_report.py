@@ -458,7 +458,7 @@ def test_consistency_warnings_name_metadata_unknown_resource_and_missing_path(
 def test_report_is_deterministic_and_equal_from_a_fresh_fold(scenario: Scenario) -> None:
     first = scenario.report()
     assert scenario.report() == first
-    fresh = HordeStore(scenario.horde.root, "reader", fsync_projections=False)
+    fresh = HordeStore(scenario.horde.root, "reader")
     fresh.refresh()
     assert render_report(fresh.state, scenario.summary, scenario.workdir) == first
 

@@ -17,7 +17,7 @@ from horde_tui.store.store import HordeStore
 
 
 def act(root: Path, actor: str, action: str, siblings: dict[str, Path] | None = None, **f):  # type: ignore[no-untyped-def]
-    store = HordeStore(root, actor, fsync_projections=False)
+    store = HordeStore(root, actor)
     return run_action(store, {"action": action, **f}, run="s1-h1", siblings=siblings)
 
 

@@ -102,7 +102,7 @@ def read_run(workdir: Path) -> RunFiles:
         return RunFiles(None, cost_usd=None)
     run = run_dir.name
     accepted = accepted_targets(run_dir)
-    store = HordeStore(workdir / ".horde", READER, fsync_projections=False)
+    store = HordeStore(workdir / ".horde", READER)
     store.refresh()
     state = store.state
     current = sorted(

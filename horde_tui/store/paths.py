@@ -143,19 +143,15 @@ def default_horde_dir() -> Path:
     return Path(env) if env else Path.cwd() / ".horde"
 
 
-def atomic_write_text(
-    path: Path, text: str, *, fsync: bool = True, sync_dir: bool | None = None
-) -> None:
+def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """Write `text` to `path` so readers see the old or the new file, never a mix.
 
     See `atomic_write_bytes` for the temp file, the clean-up and what `fsync` covers.
     """
-    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync, sync_dir=sync_dir)
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
-def atomic_write_bytes(
-    path: Path, data: bytes, *, fsync: bool = True, sync_dir: bool | None = None
-) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write `data` through a temp file in the same directory and `os.replace` it.
 
     The temp name carries the pid and a random part, so two threads (or a reused pid)
@@ -163,8 +159,6 @@ def atomic_write_bytes(
     writer died. Any error removes the temp file. With `fsync`, the file is synced
     before the rename and the directory after it, so the new name survives a power
     loss; `fsync=False` (projections that can be rebuilt from the ledger) skips both.
-    `sync_dir=False` leaves the directory to a caller that renames several files into it
-    and syncs it once (`fsync_dir`), as the store does for one write's projections.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
@@ -173,7 +167,7 @@ def atomic_write_bytes(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    if fsync if sync_dir is None else sync_dir:
+    if fsync:
         fsync_dir(path.parent)
 
 

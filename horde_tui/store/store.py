@@ -50,7 +50,7 @@ from horde_tui.store.jsonl import (
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
-from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, fsync_dir
+from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
@@ -97,19 +97,10 @@ Decide = Callable[[LedgerState], Decision]
 class HordeStore:
     """One process's handle on a `.horde/` directory, acting as `actor`."""
 
-    def __init__(self, root: Path, actor: str, *, fsync_projections: bool = False) -> None:
-        """`fsync_projections`: sync each rewritten markdown projection and `.horde/`.
-
-        Off by default: the projections are a view of the fsynced ledger, and a power
-        loss (the only thing that can roll back a rename once it is made) is followed by
-        a reboot, after which every process's first write compares every projection
-        with its fold (a checkpoint vouches for them only in the boot that wrote it).
-        The two syncs were most of a write's lock hold on a loaded machine.
-        """
+    def __init__(self, root: Path, actor: str) -> None:
         self.paths = HordePaths(Path(root))
         self.actor = actor
         self.state = LedgerState()
-        self.fsync_projections = fsync_projections
         self._lock = HordeLock(self.paths, actor)
         self._ledger = JsonlTail(self.paths.ledger)
         self._reported_corrupt = 0
@@ -506,17 +497,14 @@ class HordeStore:
             # A withdrawal or an amended citation can change another run's ANSWER.md.
             for run_id in self.state.proposals:
                 self._write_answer(run_id, only_changed)
-        renamed = False
+        # The markdown ledgers are renamed into place but not synced: they are a view of
+        # the synced ledger, and a power loss (the one thing that can undo a rename once
+        # made) means a reboot, after which every process's first write compares them
+        # with its fold (a checkpoint vouches for them only in the boot that saved it).
+        # The two syncs were most of a write's lock hold on a loaded machine.
         for kind in sorted(kinds):
-            if kind == "answers":
-                continue
-            path = self.paths.projection(kind)
-            renamed |= self._put(path, self.state.render(kind), only_changed, sync_dir=False)
-        if renamed and self.fsync_projections:
-            # One sync of `.horde/` for all of this write's renames, before the caller drops
-            # the `.projecting` marker: a power loss cannot keep the marker's removal and
-            # lose a rename.
-            fsync_dir(self.paths.root)
+            if kind != "answers":
+                self._put(self.paths.projection(kind), self.state.render(kind), only_changed)
 
     def _write_answer(self, run: str, only_changed: bool) -> None:
         text = answers.render(self.state, run)
@@ -538,8 +526,7 @@ class HordeStore:
         text: str,
         only_changed: bool,
         *,
-        fsync: bool | None = None,
-        sync_dir: bool | None = None,
+        fsync: bool = False,
     ) -> bool:
         """Write one projection file; False when `only_changed` found it already right."""
         if only_changed:
@@ -548,8 +535,7 @@ class HordeStore:
                     return False
             except OSError:
                 pass
-        fsync = self.fsync_projections if fsync is None else fsync
-        atomic_write_text(path, text, fsync=fsync, sync_dir=sync_dir)
+        atomic_write_text(path, text, fsync=fsync)
         return True
 
 

@@ -74,7 +74,7 @@ def _start(
     cmd += ["--pace-ms", str(pace_ms)]
     env = {**os.environ, "HORDE_LOCK_TIMEOUT_S": "60"}
     return subprocess.Popen(
-        [*cmd, "--no-fsync-projections", *(["--resume"] if resume else [])],
+        [*cmd, *(["--resume"] if resume else [])],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

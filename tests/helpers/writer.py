@@ -1,6 +1,6 @@
 """A horde member that writes a mix of actions through `run_action`, for stress and crash tests.
 
-    python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--no-fsync-projections] [--resume]
+    python writer.py ROOT ACTOR TAG COUNT ACKS [--run R] [--resume]
                      [--pace-ms N]
                      [--crash torn|torn-batch|after-append|mid-projection --crash-at K]
 
@@ -73,14 +73,12 @@ def install_crash(mode: str, at: int) -> None:
                 return
         real_append(path, data, fsync=fsync)
 
-    def atomic_write_text(
-        path: Path, text: str, *, fsync: bool = True, sync_dir: bool | None = None
-    ) -> None:
+    def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
         if armed and mode == "mid-projection":
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             tmp.write_text(text[: len(text) // 2], encoding="utf-8")
             die()
-        real_atomic(path, text, fsync=fsync, sync_dir=sync_dir)
+        real_atomic(path, text, fsync=fsync)
 
     store_module.append_bytes = append_bytes  # type: ignore[assignment]
     store_module.atomic_write_text = atomic_write_text  # type: ignore[assignment]
@@ -131,7 +129,6 @@ def main() -> int:
     ap.add_argument("count", type=int)
     ap.add_argument("acks", type=Path)
     ap.add_argument("--run", default="r1")
-    ap.add_argument("--no-fsync-projections", action="store_true")
     ap.add_argument("--crash", choices=["torn", "torn-batch", "after-append", "mid-projection"])
     ap.add_argument("--crash-at", type=int, default=1)
     ap.add_argument("--resume", action="store_true")
@@ -140,7 +137,7 @@ def main() -> int:
     if args.crash:
         install_crash(args.crash, args.crash_at)
 
-    store = HordeStore(args.root, args.actor, fsync_projections=not args.no_fsync_projections)
+    store = HordeStore(args.root, args.actor)
     ack_fd = os.open(args.acks, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     written, idea_id = resume_point(args.acks) if args.resume else (0, None)
     first = written if args.resume else -1

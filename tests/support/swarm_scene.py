@@ -101,7 +101,7 @@ def horde_run(swarm_dir: Path, horde: str) -> RunDir:
 
 def tool(root: Path, run: str, actor: str, action: str, **fields: Any) -> str:
     """One `horde` tool call in the horde at `root`; returns the id it made."""
-    store = HordeStore(root, actor, fsync_projections=False)
+    store = HordeStore(root, actor)
     result = run_action(store, {"action": action, **fields}, run=run, role="member")
     assert result.ok, result.text
     return str(result.id)
