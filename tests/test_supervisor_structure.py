@@ -1,16 +1,15 @@
-"""The supervisor's structure: phases reach the run only through `RunContext`, and no
-import cycle runs through `horde_tui/supervisor/` (or the graph and clusters it shares
-with the view).
-
-Both read the source (AST), not the running program: an import inside a function or
-under `TYPE_CHECKING` is still a dependency a reader has to follow.
-"""
+"""The supervisor's structure: phases reach the run only through `RunContext`, the
+supervisor and the view import each other only as the layers allow (the import graph
+is `support.imports`'; `test_layers` forbids any cycle). The private-access scan reads
+the source (AST)."""
 
 from __future__ import annotations
 
 import ast
 import inspect
 from pathlib import Path
+
+from support.imports import imports_from
 
 import horde_tui
 from horde_tui.settings import load_settings
@@ -21,69 +20,6 @@ PACKAGE = Path(horde_tui.__file__).parent
 SUPERVISOR = PACKAGE / "supervisor"
 PHASES = ("cleanup", "finalize", "handoff", "repair", "resume", "reviews", "watch")
 """Modules whose functions take the run as a `RunContext` (named `sup`)."""
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_graph() -> dict[str, set[str]]:
-    """horde_tui module -> the horde_tui modules it imports, anywhere in its source."""
-    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    full = f"{node.module}.{alias.name}"
-                    deps.add(full if full in paths else node.module)
-            elif isinstance(node, ast.Import):
-                deps.update(alias.name for alias in node.names)
-        graph[name] = {d for d in deps if d in paths and d != name}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp: list[str] = []
-            while not comp or comp[-1] != v:
-                comp.append(stack.pop())
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert cycles(graph) == [["a", "b", "c"]]
-    assert cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_no_import_cycle_runs_through_the_supervisor() -> None:
-    touched = ("horde_tui.supervisor", "horde_tui.store.graph", "horde_tui.store.clusters")
-    bad = [c for c in cycles(import_graph()) if any(m.startswith(touched) for m in c)]
-    assert bad == []
 
 
 VOCABULARY = frozenset(
@@ -104,30 +40,16 @@ supervisor is still open (see the issue 14 note)."""
 def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
     """The view reads runs from disk: no phase, no graph or cluster builder, no member
     loop; only the supervisor's vocabulary (`VOCABULARY`)."""
-    graph = import_graph()
-    wrong = {
-        (name, dep)
-        for name, deps in graph.items()
-        if name.startswith("horde_tui.view")
-        for dep in deps
-        if dep.startswith(("horde_tui.supervisor", "horde_tui.member")) and dep not in VOCABULARY
-    }
-    assert wrong == set()
+    imports = imports_from("horde_tui.view", ("horde_tui.supervisor", "horde_tui.member"))
+    assert {(name, dep) for name, dep in imports if dep not in VOCABULARY} == set()
 
 
 def test_the_supervisor_imports_no_view() -> None:
     """The layers run store < protocol < supervisor < view: what both draw (the graph,
     the finding clusters) sits in store/, a session's figures (`SessionStats`) in
     `horde_tui/transcript.py`."""
-    graph = import_graph()
-    wrong = {
-        (name, dep)
-        for name, deps in graph.items()
-        if name.startswith("horde_tui.supervisor")
-        for dep in deps
-        if dep.startswith(("horde_tui.view", "horde_tui.screens", "horde_tui.widgets"))
-    }
-    assert wrong == set()
+    ui = ("horde_tui.view", "horde_tui.screens", "horde_tui.widgets")
+    assert imports_from("horde_tui.supervisor", ui) == set()
 
 
 def private_reaches(path: Path) -> list[str]:
