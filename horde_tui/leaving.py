@@ -82,38 +82,31 @@ class QuitFlow:
             app.exit(app.exit_code)
 
     def _quit_run(self, choice: str | None) -> None:
-        """Detach hands the run off (`Supervisor.handoff`: members and gateway stop
-        without finalizing); a stop quits once the report is written."""
-        app = self.app
-        screen, sup = app.run_screen, app.sup
-        if choice is None or screen is None or sup is None or not app.live:
-            return
-        self.leaving = Leaving.AFTER_END
-        if choice == "detach":
-            self._detach(sup.handoff(), f"run {sup.run_id}", "the report is written")
-            return
-        if choice == "stop-clean":
-            screen.stop_run_clean()
-        else:
-            screen.stop_hard("all")
-        what = "clean" if choice == "stop-clean" else "hard"
-        app.notify(f"Stopping {what}: the app quits once the report is written.", timeout=30)
+        app, sup = self.app, self.app.sup
+        if choice is not None and sup is not None and app.live:
+            self._stop_or_detach(choice, sup, f"run {sup.run_id}", "the report is written")
 
     def _quit_swarm(self, choice: str | None) -> None:
-        """A hosted swarm dies with the app: stop it (every horde) or hand it off, and quit
-        once its supervisor has returned."""
         app, swarm = self.app, self.app.swarm
-        if choice is None or swarm is None or not app.swarm_live:
-            return
+        if choice is not None and swarm is not None and app.swarm_live:
+            self._stop_or_detach(choice, swarm, f"swarm {swarm.swarm_id}", "it has ended")
+
+    def _stop_or_detach(
+        self, choice: str, hosted: HostedRun | HostedSwarm, what: str, until: str
+    ) -> None:
+        """A hosted run or swarm dies with the app: hand it off (`handoff`: members and
+        gateway stop without finalizing), or stop it, and quit once its supervisor has
+        returned. Sent to the supervisor itself, whatever screen is on top."""
+        app = self.app
         self.leaving = Leaving.AFTER_END
         if choice == "detach":
-            self._detach(swarm.handoff(), f"swarm {swarm.swarm_id}", "it has ended")
+            self._detach(hosted.handoff(), what, until)
             return
         if choice == "stop-clean":
-            app.notify(swarm.stop_clean("all", reason="stopped by user"))
+            app.notify(hosted.stop_clean("all", reason="stopped by user"))
         else:
-            app.run_worker(swarm.stop_hard("all"), group="controls", exit_on_error=False)
-        app.notify(f"Stopping swarm {swarm.swarm_id}: the app quits once it has ended.", timeout=30)
+            app.run_worker(hosted.stop_hard("all"), group="controls", exit_on_error=False)
+        app.notify(f"Stopping {what}: the app quits once {until}.", timeout=30)
 
     def _detach(self, answer: str, what: str, until: str) -> None:
         """The supervisor's answer to `handoff`: a run already finalizing cannot be

@@ -35,7 +35,6 @@ from horde_tui.store.runs import (
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
-QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:

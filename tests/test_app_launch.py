@@ -247,7 +247,8 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         await wait_for(pilot, lambda: table.row_count == 2)
         await pilot.press("up", "enter")  # the newest run, hosted here: its own screen again
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        assert app.screen.source.supervisor is app.sup  # type: ignore[attr-defined] and app.attached is None
+        assert app.screen.source.supervisor is app.sup  # type: ignore[attr-defined]
+        assert app.attached is None
         await pilot.press("q")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         assert not app.screen.query_one("#detach", Button).disabled
@@ -255,6 +256,33 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
         await wait_for(pilot, lambda: not app.is_running, 60)
     assert app.return_value == 130
     assert (run_dir / "REPORT.md").is_file()
+    assert run_state(run_dir) == "finished"
+
+
+@pytest.mark.e2e
+async def test_quit_from_the_runs_list_stops_the_hosted_run_it_shows_no_screen_for(
+    horde: Path, stub_config: StubThread
+) -> None:
+    """The run's screen popped (escape), `q` still stops the run it hosts: the choice
+    goes to the supervisor, not through a run screen that is not there."""
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_form(pilot)
+        await type_into(pilot, "count", "1")
+        await type_into(pilot, "prompt", "Review app.py")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), 20)
+        assert app.sup is not None
+        run_dir = app.sup.run_dir
+        await wait_for(pilot, lambda: app.sup.members["member-1"].status == "running", 60)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+        assert app.live and app.run_screen is None
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#stop-hard")
+        await wait_for(pilot, lambda: not app.is_running, 60)
+    assert app.return_value == 130
     assert run_state(run_dir) == "finished"
 
 
