@@ -36,7 +36,6 @@ from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
 
-
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true", help="print one line per event (no app)")
     p.add_argument("--model", help="any litellm model string (default: $HORDE_MODEL / config)")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.inputs import loads
-from horde_tui.store.jsonl import NOT_OBJECT, parse_line
+from horde_tui.store.jsonl import NOT_OBJECT, parse_line, parse_record
 from horde_tui.store.ledgers.common import one_line
-from horde_tui.store.linefile import LineIndex, parse_record
+from horde_tui.store.linefile import LineIndex
 from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
 

@@ -13,15 +13,20 @@ from __future__ import annotations
 import pytest
 
 from horde_tui.hosting import print_event
-from horde_tui.member.session import EXIT_CAUSES
 from horde_tui.store import causes
-from horde_tui.store.causes import ABNORMAL_CAUSES, FINISHED_CAUSES, HANDOFF
+from horde_tui.store.causes import (
+    ABNORMAL_CAUSES,
+    FINISHED_CAUSES,
+    HANDOFF,
+    MEMBER_EXIT_CAUSES,
+    RESET_CAUSES,
+    STATUS_CLASSES,
+    status_class,
+)
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.run import RESET_CAUSES
 from horde_tui.supervisor.summary import end_label, is_partial
 from horde_tui.view.events import event_parts
-from horde_tui.widgets.member_table import STATUS_CLASSES, status_class
 
 EXPECTED = {
     # cause: (table class, log level, partial after work, reset)
@@ -46,14 +51,14 @@ ALL_EXPECTED = EXPECTED | SUPERVISOR_EXPECTED
 
 
 def test_every_member_exit_cause_is_mapped():
-    assert set(EXPECTED) == set(EXIT_CAUSES)
+    assert set(EXPECTED) == set(MEMBER_EXIT_CAUSES)
     assert {"completed", "turns"} == FINISHED_CAUSES
     assert not FINISHED_CAUSES & (ABNORMAL_CAUSES | RESET_CAUSES)
 
 
 def test_the_table_names_every_cause_any_place_classifies():
     assert set(ALL_EXPECTED) == set(causes.CAUSES)
-    assert set(EXIT_CAUSES) <= set(causes.CAUSES)
+    assert set(MEMBER_EXIT_CAUSES) <= set(causes.CAUSES)
 
 
 @pytest.mark.parametrize("cause", sorted(ALL_EXPECTED))
@@ -80,7 +85,7 @@ def test_a_handed_off_session_is_neither_failed_nor_reset_nor_partial():
     member = MemberState("member-2", "member", turns=3, exit_cause=HANDOFF, status="exited")
     record = {"type": "lifecycle", "kind": "member-exit", "member": "member-2", "cause": HANDOFF}
 
-    assert HANDOFF not in EXIT_CAUSES
+    assert HANDOFF not in MEMBER_EXIT_CAUSES
     assert status_class("exited", HANDOFF) == "done"
     assert event_parts(record, 0).level == "info"
     assert not is_partial(member) and end_label(member) == HANDOFF

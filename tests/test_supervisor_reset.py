@@ -18,10 +18,11 @@ from support.cli import cli
 from support.plans import CLAIMING_PLANS, lifecycle, settings
 from support.processes import alive
 
+from horde_tui.store.causes import USER_RESET
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.supervisor.run import USER_RESET, Supervisor, SupervisorEvent
+from horde_tui.supervisor.run import Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 
 

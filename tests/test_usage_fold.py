@@ -15,7 +15,6 @@ from horde_tui.store.usage import fold_record, sum_cost
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.summary import total_cost
 from horde_tui.transcript import SessionStats
-from horde_tui.view.swarm import member_cost
 
 PRICED = {"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.5}
 UNPRICED = {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": None}
@@ -67,4 +66,3 @@ def test_every_reader_of_usage_folds_it_the_same(
         assert (total.prompt_tokens + total.completion_tokens, total.cost_usd) == (tokens, cost)
     members = [member, MemberState("member-2", "member", cost_usd=0.25)]
     assert total_cost(members) == (None if cost is None else cost + 0.25)
-    assert member_cost([m.cost_usd for m in members]) == total_cost(members)

@@ -16,7 +16,7 @@ from horde_tui.view.swarm import (
     overview_markdown,
     parse_swarm,
     read_swarm,
-    swarm_state,
+    state_of,
 )
 
 
@@ -35,13 +35,13 @@ def test_a_live_state_whose_host_is_gone_reads_interrupted(tmp_path: Path) -> No
     for state in ("pending", "active", "finalizing"):
         write_swarm(tmp_path, state=state, parent_pid=dead_pid())
         info = read_swarm(tmp_path / "swarms" / SWARM_ID)
-        assert info is not None and swarm_state(info) == "interrupted", state
+        assert info is not None and state_of(info) == "interrupted", state
     write_swarm(tmp_path, state="active", parent_pid=os.getpid())
     info = read_swarm(tmp_path / "swarms" / SWARM_ID)
-    assert info is not None and swarm_state(info) == "active"
+    assert info is not None and state_of(info) == "active"
     write_swarm(tmp_path, state="finished", parent_pid=dead_pid(), outcome="completed")
     info = read_swarm(tmp_path / "swarms" / SWARM_ID)
-    assert info is not None and swarm_state(info) == "finished", "an ended swarm needs no host"
+    assert info is not None and state_of(info) == "finished", "an ended swarm needs no host"
 
 
 def test_each_horde_line_comes_from_its_run_and_ledgers(tmp_path: Path) -> None:

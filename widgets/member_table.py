@@ -28,7 +28,6 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from horde_tui.store.causes import STATUS_CLASSES as STATUS_CLASSES
 from horde_tui.store.causes import status_class
 from horde_tui.view.cells import cell_len, clip, pad
 

@@ -30,7 +30,6 @@ from horde_tui.inputs import loads
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
 from horde_tui.member.session import (
-    EXIT_CAUSES,
     StatusStream,
     Transcript,
     interrupted_results,
@@ -41,6 +40,7 @@ from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.store import inbox, notices
+from horde_tui.store.causes import MEMBER_EXIT_CAUSES
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.store import HordeStore
@@ -85,9 +85,9 @@ class Exit:
 
     def __post_init__(self) -> None:
         # The parent, the report and the member table map these names: a new one must be
-        # added to EXIT_CAUSES (and so to them) first.
-        if self.cause not in EXIT_CAUSES:
-            raise ValueError(f"unknown exit cause {self.cause!r}; known: {EXIT_CAUSES}")
+        # added to MEMBER_EXIT_CAUSES (and so to them) first.
+        if self.cause not in MEMBER_EXIT_CAUSES:
+            raise ValueError(f"unknown exit cause {self.cause!r}; known: {MEMBER_EXIT_CAUSES}")
 
 
 class MemberLoop:

@@ -18,12 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from horde_tui.prompts import INTERRUPTED_RESULT
-from horde_tui.store.causes import MEMBER_EXIT_CAUSES
 from horde_tui.store.usage import fold_record
 from horde_tui.transcript import read_transcript
-
-EXIT_CAUSES = MEMBER_EXIT_CAUSES
-"""How a member session can end, as its `exit` status line names it (`store.causes`)."""
 
 
 class StatusStream:

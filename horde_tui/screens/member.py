@@ -21,18 +21,13 @@ from textual.widgets import Footer, Header, Static
 
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
+from horde_tui.store.causes import STATUS_CLASSES, status_class
 from horde_tui.store.linefile import LineIndex
 from horde_tui.supervisor.processes import MemberState
 from horde_tui.transcript import sessions
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.widgets.log_tail import LogTail
-from horde_tui.widgets.member_table import (
-    STATUS_CLASSES,
-    format_cost,
-    format_elapsed,
-    format_tokens,
-    status_class,
-)
+from horde_tui.widgets.member_table import format_cost, format_elapsed, format_tokens
 from horde_tui.widgets.transcript_view import TranscriptView
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from horde_tui.screens.base import HordeScreen, OpenRun, shown_path
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.swarm import SwarmScreen
+from horde_tui.store.runs import SWARM_LIVE_STATES
 from horde_tui.view.run import LIVE_STATES, RunRow
-from horde_tui.view.swarm import LIVE_SWARM_STATES, RunsAndSwarms
+from horde_tui.view.swarm import RunsAndSwarms
 from horde_tui.widgets.member_table import clip
 
 COLUMNS = (
@@ -176,7 +177,7 @@ class RunsScreen(HordeScreen):
                     if row[key] != self.shown[run_id][key]:
                         table.update_cell(run_id, key, row[key], update_width=True)
         self.columns, self.shown, self.rows = keys, cells, rows
-        live = sum(1 for r in rows if r.state in LIVE_STATES | LIVE_SWARM_STATES)
+        live = sum(1 for r in rows if r.state in LIVE_STATES | SWARM_LIVE_STATES)
         swarms = sum(1 for r in rows if r.hordes)
         counted = f"{len(rows) - swarms} runs" + (
             f" and {swarms} swarm{'s' if swarms != 1 else ''}" if swarms else ""

@@ -1,9 +1,9 @@
 """Member statuses and exit causes: what each one means, in one table.
 
 A member's end is written once (`member-exit` in `events.jsonl`, `cause=...`) and read
-by four places: the report (`partial` marker), the member table (the colour), the event
-log (the level) and the graph (the cause as text). They all classify a cause here, so
-they cannot disagree about one.
+by the report (`partial` marker), the member table (the colour), the event log (the
+level) and the supervisor (whether to reset). They all classify a cause here, so they
+cannot disagree about one.
 
 Every cause has a kind:
 
@@ -81,6 +81,10 @@ measurable work."""
 FAILED_CAUSES = frozenset(c for c, kind in CAUSES.items() if kind == "failed")
 """Ends that count as failures (painted red, logged as errors)."""
 
+RESET_CAUSES = FAILED_CAUSES - {"killed", "silent"}
+"""Failures the supervisor answers with a fresh session (within the reset cap): not a
+kill (a person's or the supervisor's own stop) and not a silent canary (the run stops)."""
+
 KIND_PAINT: dict[CauseKind, str] = {
     "done": "done",
     "capped": "capped",
@@ -96,11 +100,6 @@ KIND_LEVEL: dict[CauseKind, str] = {
     "failed": "error",
 }
 """The event log's level of a `member-exit`, by the kind of its cause."""
-
-MEMBER_STATUSES = ("pending", "starting", "running", "paused", "waiting", "exited")
-"""Status words: `pending` (not spawned yet), `starting` (reset, the next session is
-being spawned), `running`, `paused`, `waiting` (`--until-stop`: the next session is
-scheduled), `exited`."""
 
 STATUS_CLASSES = ("running", "paused", "waiting", "done", "capped", "failed")
 """Every state `status_class` returns: the CSS classes a repaint must clear."""

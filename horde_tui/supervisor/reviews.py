@@ -13,7 +13,8 @@ import time
 from typing import TYPE_CHECKING
 
 from horde_tui.protocol import run_action
-from horde_tui.store.acceptance import awaiting_review, owner_and_revision, prior_reviewers
+from horde_tui.store.acceptance import awaiting_review, prior_reviewers
+from horde_tui.store.ledgers.findings import owner_and_revision
 from horde_tui.store.ledgers.threads import open_threads_to
 from horde_tui.store.timestamps import epoch
 

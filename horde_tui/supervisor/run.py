@@ -23,7 +23,7 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings, env_name
 from horde_tui.store import identity
-from horde_tui.store.causes import FINISHED_CAUSES, USER_RESET
+from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
@@ -51,7 +51,6 @@ from horde_tui.supervisor.setup import (
 from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
-RESET_CAUSES = frozenset({"model_error", "no_output", "exit_nonzero", "looping", "stalled"})
 
 
 class Supervisor:
@@ -395,7 +394,7 @@ class Supervisor:
         if user_reset:
             cause = USER_RESET
         elif handle.stop_requested and cause in (None, "killed"):
-            cause = "stopped by user" if self.stop is None or self.hard_stopped else "killed"
+            cause = USER_STOP if self.stop is None or self.hard_stopped else "killed"
         elif cause is None:
             cause = "exit_nonzero" if code != 0 else "no_output"
         if handle.stalled and not user_reset:

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.causes import exit_level
+from horde_tui.store.jsonl import parse_record
 from horde_tui.store.ledgers.common import one_line
-from horde_tui.store.linefile import BATCH, LineIndex, parse_record
+from horde_tui.store.linefile import BATCH, LineIndex
 
 _FAST = re.compile(
     rb'\{"ts":"[^"\\]*","actor":"([^"\\]*)",(?:"action":"([^"\\]*)",'

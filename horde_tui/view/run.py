@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.store.linefile import BATCH, LineIndex, parse_record
+from horde_tui.store.jsonl import parse_record
+from horde_tui.store.linefile import BATCH, LineIndex
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch

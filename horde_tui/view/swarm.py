@@ -22,9 +22,13 @@ from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.paths import HordePaths
-from horde_tui.store.runs import SWARM_LIVE_STATES as LIVE_SWARM_STATES
-from horde_tui.store.runs import Workstream, read_swarm_json, subfolders
-from horde_tui.store.runs import swarm_state as shown_state
+from horde_tui.store.runs import (
+    SWARM_LIVE_STATES,
+    Workstream,
+    read_swarm_json,
+    subfolders,
+    swarm_state,
+)
 from horde_tui.store.usage import sum_cost
 from horde_tui.view.ledgers import LedgerView
 from horde_tui.view.run import RunRow, RunsIndex, RunView
@@ -47,7 +51,7 @@ class SwarmInfo:
     demo: bool = False
     layers: tuple[str, ...] = ()
     state: str = ""
-    """As written; `swarm_state` turns a dead host's live state into `interrupted`."""
+    """As written; `state_of` turns a dead host's live state into `interrupted`."""
     parent_pid: int | None = None
     started: float | None = None
     ended: float | None = None
@@ -143,20 +147,15 @@ def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
     return parse_swarm(read_swarm_json(Path(swarm_dir)) or {})
 
 
-def swarm_state(info: SwarmInfo) -> str:
+def state_of(info: SwarmInfo) -> str:
     """The state to show, by the store's rule (`store.runs.swarm_state`): as
     written, or `interrupted` when its host process is gone."""
-    return shown_state({"state": info.state, "parent_pid": info.parent_pid})
+    return swarm_state({"state": info.state, "parent_pid": info.parent_pid})
 
 
 def swarm_files(swarm_dir: Path) -> tuple[str, ...]:
     """The swarm documents present, in `SWARM_DOCUMENTS` order."""
     return tuple(name for name in SWARM_DOCUMENTS if (swarm_dir / name).is_file())
-
-
-def member_cost(costs: list[float | None]) -> float | None:
-    """Total cost; unknown as soon as one member's is (a guess would read as a fact)."""
-    return sum_cost(costs)
 
 
 @dataclass(frozen=True)
@@ -214,7 +213,7 @@ class SwarmView:
 
     @property
     def live(self) -> bool:
-        return self.state in LIVE_SWARM_STATES
+        return self.state in SWARM_LIVE_STATES
 
     def run_dir(self, horde: str) -> Path | None:
         """The horde's run directory once it started (SWARM.json names it)."""
@@ -227,7 +226,7 @@ class SwarmView:
         info_changed = stamp != self._stamp
         if info_changed:
             self._stamp, self.info = stamp, read_swarm(self.swarm_dir)
-        state = swarm_state(self.info) if self.info else "not started"
+        state = state_of(self.info) if self.info else "not started"
         files = swarm_files(self.swarm_dir)
         lines = self._read_lines()
         changed = info_changed or (state, files, lines) != (self.state, self.files, self._lines)
@@ -259,7 +258,7 @@ class SwarmView:
                     members=run.info.member_count or len(members),
                     findings=tracked.findings,
                     accepted=tracked.accepted,
-                    cost_usd=member_cost([m.cost_usd for m in members]),
+                    cost_usd=sum_cost([m.cost_usd for m in members]),
                     workstream=workstream,
                     run_dir=run.run_dir,
                     statuses=tuple(m.status for m in members),
@@ -376,7 +375,7 @@ def swarm_row(name: str, info: SwarmInfo, files: tuple[str, ...]) -> RunRow:
     """A swarm as a line of the runs list; `name` is its directory (the swarm id)."""
     return RunRow(
         run_id=name,
-        state=swarm_state(info),
+        state=state_of(info),
         started=info.started,
         members=info.members,
         model=info.model,

@@ -10,8 +10,9 @@ folded `LedgerState` only, the same one the `collaboration` and `inspect` reads 
 from __future__ import annotations
 
 from horde_tui.protocol.actions.collab_reads import evidence_line, thread_line
-from horde_tui.store.acceptance import acceptance, owner_and_revision
+from horde_tui.store.acceptance import acceptance
 from horde_tui.store.ledgers.evidence import evidence_about
+from horde_tui.store.ledgers.findings import owner_and_revision
 from horde_tui.store.ledgers.threads import threads_about
 from horde_tui.store.model import Review, Thread
 from horde_tui.store.state import LedgerState
