@@ -13,7 +13,7 @@ import pytest
 
 from horde_tui.demo.policy import DEFECTS, FALSE_LEAD
 
-pytestmark = pytest.mark.slow  # one real four-member run: about a minute
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # one real four-member run: about a minute
 EVAL = [sys.executable, "-m", "horde_tui", "eval"]
 
 

@@ -21,7 +21,7 @@ from horde_tui.eval.taskset import load_taskset
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import POLL_TRIES, AgentPolicy
 
-pytestmark = pytest.mark.slow  # four real runs: about a minute
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # four real runs: about a minute
 
 REPAIR_MARK = "This is a REPAIR session"
 TASKS = load_taskset("bundled")

@@ -24,7 +24,6 @@ from horde_tui.supervisor.recover import finalize_from_disk
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
 STOP_LAB = """\
 echo "lab stopped"
@@ -89,6 +88,7 @@ def _resource_lines(report: str) -> list[str]:
     return [line for line in section.splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -120,6 +120,7 @@ def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
     assert r3.endswith("cleanup `sleep 30`: timed out after 1s; process group killed")
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 def test_cleanup_off_skips_with_a_line_saying_so(tmp_path: Path) -> None:
     _lab(tmp_path)

@@ -33,7 +33,6 @@ from horde_tui.fence import unfence
 from horde_tui.stubmodel import RecordedRequest, StubThread
 from horde_tui.stubmodel.agent import GATEWAY_REFUSAL, _text_results
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
 MEMBERS = [f"member-{n}" for n in range(1, SLOPPY_MEMBERS + 1)]
 REFUSED = ("refused", "usage:", GATEWAY_REFUSAL)
@@ -84,6 +83,7 @@ def _events(run_dir: Path) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, lines) if e.get("type") == "lifecycle"]
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 @pytest.mark.parametrize("protocol", ["native", "json"])
 def test_a_sloppy_model_costs_one_line_per_mistake_and_the_run_finishes(

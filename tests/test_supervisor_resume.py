@@ -28,7 +28,6 @@ from horde_tui.store.runs import run_state
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
 RUN = "20260102-120000-aaaa"
 
@@ -47,6 +46,7 @@ def stub_env(stub: StubThread) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")

@@ -36,7 +36,6 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 
-pytestmark = pytest.mark.slow  # a long real-process run: `pytest -m slow`
 
 PARTITION = (
     "h1: Audit app.py for hard-coded secrets\n"
@@ -108,6 +107,7 @@ def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]
     return data
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
@@ -183,6 +183,7 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
+@pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it(
     tmp_path: Path, no_horde_env: None
