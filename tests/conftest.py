@@ -179,6 +179,13 @@ def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def fast_gateway(no_horde_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`no_horde_env`, and a gateway that retries a refused model call after 20 ms
+    instead of its production backoff (the stub model refuses on purpose)."""
+    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
+
+
+@pytest.fixture
 def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run the test from `tmp_path`, as a person runs `horde-tui` from their project."""
     monkeypatch.chdir(tmp_path)

@@ -31,18 +31,9 @@ from horde_tui.view.source import AttachedSource
 SIZE = (120, 30)
 
 
-@pytest.fixture
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Members and the detached supervisor inherit the environment: keep HORDE_* out."""
-    for key in list(os.environ):
-        if key.startswith("HORDE_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
-
-
 @pytest.mark.e2e
 async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
-    tmp_path: Path, no_horde_env: None
+    tmp_path: Path, fast_gateway: None
 ) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = HeldUntilReleased()

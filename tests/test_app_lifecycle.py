@@ -11,7 +11,7 @@ from conftest import Horde
 from support.app import FakeSupervisor, deterministic_app, play_six, wait_for
 from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent
 
-from horde_tui.app import HordeApp, styles_dir
+from horde_tui.app import HordeApp
 from horde_tui.cli import build_parser
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.modals import ChoiceScreen
@@ -183,12 +183,6 @@ async def test_bridge_wakes_at_a_coalesced_rate_and_loses_nothing() -> None:
     bridge(SupervisorEvent("run-end"))
     bridge.flush()
     assert len(recorder.updates) == 3 and bridge.take()[-1].kind == "run-end"
-
-
-def test_styles_resolve_inside_the_package() -> None:
-    folder = styles_dir()
-    assert (folder / "app.tcss").is_file()
-    assert folder.resolve() == Path(__file__).resolve().parent.parent / "styles"
 
 
 def test_app_subcommand_is_registered() -> None:

@@ -51,22 +51,29 @@ def test_every_planted_defect_is_at_its_stated_lines() -> None:
     assert checked >= 14
 
 
-def test_each_reference_answer_passes_its_own_grader() -> None:
-    for task in load_taskset("bundled").tasks:
-        for q in task.questions:
-            reply = "30 June 2024" if q.grader == "regex" else q.answer
-            assert grade(q, reply), (task.name, q.id)
+def test_each_regex_grader_accepts_the_date_the_material_states() -> None:
+    """The other graders compare with the reference answer itself (the next test checks
+    those answers against the statements); a regex is written by hand and can miss."""
+    regex = [q for task in load_taskset("bundled").tasks for q in task.questions]
+    regex = [q for q in regex if q.grader == "regex"]
+    assert regex
+    for q in regex:
+        assert grade(q, "30 June 2024"), q.id
 
 
-def _table(path: Path) -> dict[str, float]:
-    """`| Line | 2023 | ...` rows and `- Line: value` bullets -> {line: first value}."""
+def _table(path: Path, column: int = 0) -> dict[str, float]:
+    """`| Line | 2023 | 2022 |` rows and `- Line: value` bullets -> {line: value}, the
+    value in `column` (0: the first, the latest year)."""
     values: dict[str, float] = {}
     for line in path.read_text().splitlines():
-        m = re.match(r"^\| ([^|]+) \| ([\d,.]+) \|", line) or re.match(
-            r"^- ([^:]+): ([\d.]+)$", line
-        )
-        if m:
-            number = parse_number(m.group(2))
+        if m := re.match(r"^\| ([^|]+) \|((?: [\d,.]+ \|)+)", line):
+            cells = [c.strip() for c in m.group(2).strip(" |").split("|")]
+        elif m := re.match(r"^- ([^:]+): ([\d.]+)$", line):
+            cells = [m.group(2)]
+        else:
+            continue
+        if column < len(cells):
+            number = parse_number(cells[column])
             assert number is not None
             values[m.group(1).strip()] = number
     return values
@@ -75,12 +82,13 @@ def _table(path: Path) -> dict[str, float]:
 def test_the_finance_answers_are_what_the_statements_say() -> None:
     root = bundled_root()
     acme = _table(root / "finance-acme/material/acme_2023.md")
+    acme_2022 = _table(root / "finance-acme/material/acme_2023.md", column=1)
     assert acme["Revenue"] - acme["Cost of goods sold"] == acme["Gross profit"]
     ratios = {
         "q1": acme["Total current assets"] / acme["Total current liabilities"],
         "q2": 100 * acme["Gross profit"] / acme["Revenue"],
         "q3": (acme["Short-term debt"] + acme["Long-term debt"]) / acme["Shareholders' equity"],
-        "q4": 100 * (1178 - 743) / 743,  # net income 2023 vs 2022 (the second column)
+        "q4": 100 * (acme["Net income"] - acme_2022["Net income"]) / acme_2022["Net income"],
     }
     borealis = _table(root / "finance-borealis/material/borealis_fy2024.md")
     ratios_b = {
@@ -94,9 +102,10 @@ def test_the_finance_answers_are_what_the_statements_say() -> None:
     taskset = load_taskset("bundled")
     for name, expected in (("finance-acme", ratios), ("finance-borealis", ratios_b)):
         (task,) = taskset.select([name])
-        for q in task.questions:
-            if q.id in expected:
-                assert grade(q, f"{expected[q.id]:.4f}"), (name, q.id, expected[q.id])
+        numeric = {q.id: q for q in task.questions if q.grader == "numeric"}
+        assert set(numeric) == set(expected), (name, sorted(numeric))
+        for qid, value in expected.items():
+            assert grade(numeric[qid], f"{value:.4f}"), (name, qid, value)
 
 
 def test_eval_list_prints_one_task_per_line_name_first() -> None:

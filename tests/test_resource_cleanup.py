@@ -24,7 +24,6 @@ from horde_tui.supervisor.recover import finalize_from_disk
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
-
 STOP_LAB = """\
 echo "lab stopped"
 printf 'stopped\\n' > lab/state

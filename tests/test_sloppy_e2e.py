@@ -33,7 +33,6 @@ from horde_tui.fence import unfence
 from horde_tui.stubmodel import RecordedRequest, StubThread
 from horde_tui.stubmodel.agent import GATEWAY_REFUSAL, _text_results
 
-
 MEMBERS = [f"member-{n}" for n in range(1, SLOPPY_MEMBERS + 1)]
 REFUSED = ("refused", "usage:", GATEWAY_REFUSAL)
 REMINDER = "\n\n[reminder]"

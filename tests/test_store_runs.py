@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.processes import dead_pid
 
 from horde_tui.store import runs
-
-
-def _dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
 
 
 def _run(horde: Path, run_id: str, *files: str, pid: int | None = None) -> Path:
@@ -47,12 +40,12 @@ def horde(tmp_path: Path) -> Path:
     _run(h, "20260101-000000-aaaa")  # no TASK.md
     _run(h, "20260101-000001-bbbb", "TASK.md")  # `horde-tui tool` entries only
     _run(h, "20260101-000002-cccc", "TASK.md", "MANIFEST.json", "REPORT.md")
-    _run(h, "20260101-000003-dddd", "TASK.md", "MANIFEST.json", pid=_dead_pid())
+    _run(h, "20260101-000003-dddd", "TASK.md", "MANIFEST.json", pid=dead_pid())
     _run(h, "20260101-000004-eeee", "TASK.md", "MANIFEST.json", pid=os.getpid())
     _run(h, "20260101-000005-ffff", "TASK.md", "MANIFEST.json", pid=os.getpid())
     (h / "runs" / "notes.txt").write_text("not a run\n")
     _swarm(h, "20260101-000006-swa1", "active", os.getpid())
-    _swarm(h, "20260101-000007-swa2", "active", _dead_pid())
+    _swarm(h, "20260101-000007-swa2", "active", dead_pid())
     return h
 
 
@@ -118,10 +111,7 @@ def test_run_documents_are_one_list_read_by_the_runs_list_and_the_files_pane(
     tmp_path: Path,
 ) -> None:
     from horde_tui.screens import panes
-    from horde_tui.view import run as view_run
 
     run_dir = _run(tmp_path, "r", "GRAPH.md", "ACCEPTANCE.json", "SYSTEM.md", "TASK.md", "x.md")
     assert [p.name for p in runs.run_files(run_dir)] == ["TASK.md", "ACCEPTANCE.json", "GRAPH.md"]
-    assert view_run.run_files is runs.run_files
-    assert set(runs.READING_ORDER) == set(runs.RUN_DOCUMENTS)
     assert panes.FilesPane(run_dir).documents() == ["GRAPH.md", "TASK.md", "SYSTEM.md", "x.md"]

@@ -28,7 +28,6 @@ from horde_tui.store.runs import run_state
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 
-
 RUN = "20260102-120000-aaaa"
 
 

@@ -36,7 +36,6 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
 
-
 PARTITION = (
     "h1: Audit app.py for hard-coded secrets\n"
     "acceptance: every secret in app.py is filed with its line\n"
@@ -174,19 +173,10 @@ def test_resume_refuses_a_live_an_ended_and_an_unknown_swarm(
     assert json.loads((swarm_dir / "SWARM.json").read_text())["state"] == "finished"
 
 
-@pytest.fixture
-def no_horde_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Members and the detached supervisor inherit the environment: keep HORDE_* out."""
-    for key in list(os.environ):
-        if key.startswith("HORDE_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
-
-
 @pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it(
-    tmp_path: Path, no_horde_env: None
+    tmp_path: Path, fast_gateway: None
 ) -> None:
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = swarm_policy()
