@@ -8,14 +8,17 @@ sha256 of MANIFEST.json and ACCEPTANCE.json, which name exactly what was scored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from horde_tui.eval.score import ScoredFinding
+from horde_tui.store.jsonl import JsonlTail
+from horde_tui.store.paths import sha256_file
+from horde_tui.store.runs import run_dir as run_path
+from horde_tui.store.runs import run_ids
 from horde_tui.store.store import HordeStore
+from horde_tui.store.usage import fold_record
 
 ACCEPTED = frozenset({"accepted", "accepted-with-limits"})
 READER = "eval-reader"
@@ -38,35 +41,20 @@ class RunFiles:
     acceptance_sha256: str | None = None
 
 
-def sha256_of(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+@dataclass
+class UsageSum:
+    """The run's usage, folded by the store's one rule (`store.usage`)."""
 
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every JSON object line of a file; a torn or foreign line is skipped."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            out.append(record)
-    return out
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
 
 
 def find_run_dir(workdir: Path) -> Path | None:
     """The run an eval started in a fresh workdir: its only (else newest) run folder."""
-    runs = sorted(
-        p for p in (workdir / ".horde" / "runs").glob("*") if (p / "MANIFEST.json").is_file()
-    )
+    horde = workdir / ".horde"
+    runs = [run_path(horde, r) for r in run_ids(horde)]
+    runs = [p for p in runs if (p / "MANIFEST.json").is_file()]
     return runs[-1] if runs else None
 
 
@@ -84,15 +72,10 @@ def accepted_targets(run_dir: Path) -> set[str]:
 
 def usage_totals(run_dir: Path) -> tuple[int, float | None]:
     """Tokens and cost of every model call; cost unknown once one call's price was."""
-    tokens, cost, unknown = 0, 0.0, False
-    for record in _jsonl(run_dir / "usage.jsonl"):
-        tokens += int(record.get("prompt_tokens") or 0) + int(record.get("completion_tokens") or 0)
-        price = record.get("cost_usd")
-        if isinstance(price, int | float):
-            cost += float(price)
-        else:
-            unknown = True
-    return tokens, (None if unknown else cost)
+    total = UsageSum()
+    for record in JsonlTail(run_dir / "usage.jsonl").read_new():
+        fold_record(total, record)
+    return total.prompt_tokens + total.completion_tokens, total.cost_usd
 
 
 def read_run(workdir: Path) -> RunFiles:
@@ -116,7 +99,7 @@ def read_run(workdir: Path) -> RunFiles:
     answer = proposals[-1].text if proposals else ""
     if not answer and (run_dir / "DELIVERABLE.md").is_file():
         answer = (run_dir / "DELIVERABLE.md").read_text(encoding="utf-8", errors="replace")
-    events = _jsonl(run_dir / "events.jsonl")
+    events = JsonlTail(run_dir / "events.jsonl").read_new()
     refusals = sum(1 for e in events if e.get("type") == "outcome" and e.get("ok") is False)
     ends = [e for e in events if e.get("type") == "lifecycle" and e.get("kind") == "run-end"]
     tokens, cost = usage_totals(run_dir)
@@ -129,6 +112,6 @@ def read_run(workdir: Path) -> RunFiles:
         refusals=refusals,
         outcome=str(ends[-1].get("outcome")) if ends else None,
         diagnosis=str(ends[-1].get("diagnosis") or "") if ends else "",
-        manifest_sha256=sha256_of(run_dir / "MANIFEST.json"),
-        acceptance_sha256=sha256_of(run_dir / "ACCEPTANCE.json"),
+        manifest_sha256=sha256_file(run_dir / "MANIFEST.json"),
+        acceptance_sha256=sha256_file(run_dir / "ACCEPTANCE.json"),
     )

@@ -79,7 +79,7 @@ def _materialize(taskset: str, from_jsonl: bool, scratch: Path) -> str | Path:
         from horde_tui.eval.financebench import convert
 
         return convert(Path(taskset), scratch)
-    if taskset == "demo":
+    if taskset == "demo":  # `eval.demo.DEMO_TASKSET`, not imported unless asked for
         from horde_tui.eval.demo import write_demo_taskset
 
         return write_demo_taskset(scratch)
@@ -137,12 +137,12 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _err(str(exc))
     stub = None
     model, api_base, api_key = args.model, args.api_base, args.api_key
-    extra: tuple[tuple[str, str], ...] = ()
     if model == "demo":
+        from horde_tui.demo.run import DEMO_KEY
         from horde_tui.eval.demo import start_demo_model
 
-        stub, extra = start_demo_model()
-        model, api_base, api_key = stub.model, stub.api_base, "demo"
+        stub = start_demo_model()
+        model, api_base, api_key = stub.model, stub.api_base, DEMO_KEY
     options = EvalOptions(
         model=model,
         configs=tuple(configs),
@@ -153,7 +153,6 @@ def _run_eval(args: argparse.Namespace) -> int:
         parallel=int(args.parallel),
         api_base=api_base,
         api_key=api_key,
-        extra_env=extra,
     )
     jobs = plan_jobs(tasks, options)
     print(

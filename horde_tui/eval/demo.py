@@ -21,10 +21,11 @@ DEMO_TASKSET = "demo"
 TASK_NAME = "demo-userdir"
 
 
-def start_demo_model() -> tuple[StubThread, tuple[tuple[str, str], ...]]:
-    """Serve the demo model (no pauses) on 127.0.0.1; the caller closes it."""
+def start_demo_model() -> StubThread:
+    """Serve the demo model (no pauses) on 127.0.0.1; the caller closes it. Its key is
+    `DEMO_KEY`."""
     bypass_proxies_for_loopback()  # the runs inherit this process's NO_PROXY
-    return StubThread(policy=demo_policy(0.0), token=DEMO_KEY), ()
+    return StubThread(policy=demo_policy(0.0), token=DEMO_KEY)
 
 
 def write_demo_taskset(dest: Path) -> Path:

@@ -93,7 +93,6 @@ class EvalOptions:
     parallel: int = 1
     api_base: str | None = None
     api_key: str | None = None
-    extra_env: tuple[tuple[str, str], ...] = ()
     """Variables every run gets (the demo model's no-proxy settings, a test's fast gateway)."""
 
 
@@ -125,7 +124,6 @@ def run_argv(job: RunJob, options: EvalOptions) -> list[str]:
 def run_env(job: RunJob, options: EvalOptions) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in MEMBER_ENV}
     env.pop("HORDE_GATEWAY_URL", None)
-    env.update(dict(options.extra_env))
     if options.api_key:
         env["HORDE_API_KEY"] = options.api_key
     if not job.config.repair:

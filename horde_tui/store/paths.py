@@ -6,6 +6,7 @@ swarm's horde directory (`swarms/<id>/hN/`) is just another `HordePaths`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -135,6 +136,15 @@ class HordePaths:
         gitignore = self.root / ".gitignore"
         if not gitignore.exists():
             atomic_write_text(gitignore, GITIGNORE_TEXT)
+
+
+def sha256_file(path: Path) -> str | None:
+    """The file's sha256 (hex), or None when it cannot be read: what MANIFEST.json pins
+    and what an eval records of the files it scored."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def default_horde_dir() -> Path:

@@ -8,7 +8,6 @@ and the code version (MANIFEST.json), so runs can be compared and scored.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -21,7 +20,7 @@ from typing import Any
 from horde_tui import __version__, prompts
 from horde_tui.settings import Settings
 from horde_tui.store import runs
-from horde_tui.store.paths import HordePaths, atomic_write_text
+from horde_tui.store.paths import HordePaths, atomic_write_text, sha256_file
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 
@@ -73,13 +72,6 @@ def assign_roles(request: RunRequest) -> list[MemberSpec]:
     if request.verifier and request.count >= 3:
         specs[-1] = MemberSpec(names[-1], "verifier")
     return specs
-
-
-def sha256_file(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def code_version() -> dict[str, Any]:
