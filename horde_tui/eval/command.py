@@ -79,7 +79,7 @@ def _materialize(taskset: str, from_jsonl: bool, scratch: Path) -> str | Path:
         from horde_tui.eval.financebench import convert
 
         return convert(Path(taskset), scratch)
-    if taskset == "demo":  # `eval.demo.DEMO_TASKSET`, not imported unless asked for
+    if taskset == "demo":
         from horde_tui.eval.demo import write_demo_taskset
 
         return write_demo_taskset(scratch)

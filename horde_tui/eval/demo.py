@@ -16,8 +16,6 @@ from horde_tui.demo.policy import DEFECTS, DEMO_PROMPT, demo_policy
 from horde_tui.demo.run import DEMO_KEY, bypass_proxies_for_loopback, copy_tree, sample_files
 from horde_tui.stubmodel import StubThread
 
-DEMO_TASKSET = "demo"
-"""The TASKSET word for the demo sample as a task set."""
 TASK_NAME = "demo-userdir"
 
 
