@@ -70,8 +70,7 @@ def summarize(name: str, raw_args: Any) -> str:
         text = f"{name} {args.get('path', '')}"
     else:
         text = name
-    text = " ".join(text.split())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+    return one_line(text, SUMMARY_CHARS)
 
 
 def format_entry(entry: TranscriptEntry, max_chars: int = 0) -> str:

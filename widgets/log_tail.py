@@ -1,6 +1,6 @@
 """`LogTail`: the end of a growing text file (a member's log), drawn with the Line API.
 
-The lines come from a `LineSource` (`horde_tui.view.linefile.LineIndex`) by number, so
+The lines come from a `LineSource` (`horde_tui.store.linefile.LineIndex`) by number, so
 only the rows on screen are ever read (one `pread` each, cached); `grew()` after the
 source indexed what was appended moves the view along while it follows the tail. Long
 lines are cut at the edge: a log is read by scrolling, not re-flowed, and the view is as

@@ -37,8 +37,9 @@ from horde_tui.store.paths import write_file
 MORE = "more"
 """Set on each record of a multi-record append except the last: the append goes on."""
 _MORE_MARK = b'"more":true'
-NOT_OBJECT = "not a JSON object"
 """How `encode_records` writes the marker: lines without it are not parsed to look."""
+NOT_OBJECT = "not a JSON object"
+"""The error of a line that parses but is not an object (a list, a number)."""
 
 _BLOCK = 4096
 # At most 18 digits: more is no seq or id this store handed out, and int() refuses

@@ -6,8 +6,8 @@ The read side of a log viewer for files that only grow (toolong's design): an
 appended, never the file's length. A line is read with one `os.pread` of exactly its
 bytes, so showing line 180,000 costs the same as showing line 3.
 
-What counts as a line is `horde_tui.store.jsonl`'s rule (`continues`, `parse_record`): a last line without its newline
-is a write in progress (or a crash) and stays invisible until it completes, and the
+What counts as a line is `horde_tui.store.jsonl`'s rule (`continues`, `parse_record`):
+a last line without its newline is a write in progress (or a crash) and stays invisible until it completes, and the
 records of a multi-record append still marked `"more": true` at the end of the file
 wait for the record that completes their transaction. A file that shrank or was
 replaced (another inode at the path) is indexed again from the start, and

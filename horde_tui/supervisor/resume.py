@@ -1,5 +1,5 @@
-"""Carry a run on after its supervisor is gone: `horde-tui resume RUN`, and the handoff
-that lets the app leave a run it hosts to a detached supervisor.
+"""Carry a run on after its supervisor is gone: `horde-tui resume RUN`, which is also
+how a handed-off run goes on (the hosting side of a handoff is `handoff.py`).
 
 Everything a new supervisor needs is on disk: the request and settings in MANIFEST.json
 and TASK.md, the lifecycle so far in `events.jsonl` (phase, each member's attempts and

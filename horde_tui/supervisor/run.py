@@ -206,7 +206,7 @@ class Supervisor:
     def handoff(self) -> str:
         """End this process's part in the run without ending the run, so a detached
         `horde-tui resume` can carry it on: the phases stop, members and the gateway are
-        stopped and recorded as handed off (`resume.release_for_handoff`), and nothing is
+        stopped and recorded as handed off (`handoff.release_for_handoff`), and nothing is
         finalized. `run()` then returns None."""
         phases = self._phases
         if self.handing_off:

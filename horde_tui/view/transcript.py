@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.fence import unfence
+from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.linefile import LineIndex
 from horde_tui.transcript import message_text, summarize
 
@@ -43,11 +44,6 @@ class TranscriptMessage:
     def folds(self) -> bool:
         """Shown as its head only until expanded."""
         return self.kind in FOLDED_KINDS
-
-
-def _one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _pretty_arguments(raw: Any) -> str:
@@ -90,7 +86,7 @@ def describe(line: int, record: dict[str, Any] | None, error: str = "") -> Trans
         name = str(record.get("name") or "tool")
         text = unfence(text)  # the fence members put around results
         count = text.count("\n") + 1 if text else 0
-        gist = _one_line(text, 120) or "(empty)"
+        gist = one_line(text, 120) or "(empty)"
         size = f"{count} line{'' if count == 1 else 's'}"
         return TranscriptMessage(line, role, "result", f"← {name} · {size}: {gist}", text)
     kind = "text" if role == "assistant" else "user"
