@@ -258,7 +258,10 @@ def cmd_control(args: argparse.Namespace) -> int:
         )
     answer = _ask(run_dir, args, target, postmortem)
     if answer is None:
-        return _err(f"the supervisor of {run_dir.name} did not answer within 15 s", 1)
+        return _err(
+            f"the supervisor of {run_dir.name} did not answer within {controls.ANSWER_TIMEOUT_S:g} s",
+            1,
+        )
     print(answer["text"])
     return 0 if answer["ok"] else 1
 
@@ -266,7 +269,7 @@ def cmd_control(args: argparse.Namespace) -> int:
 def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) -> Any:
     """Leave a control request in `folder/control/` and wait for the answer (None: none)."""
     request = controls.new_request(args.control, target, getattr(args, "grace", None), postmortem)
-    return controls.wait_response(controls.submit(folder, request))
+    return controls.ask(folder, request)
 
 
 def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
@@ -301,10 +304,17 @@ def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmorte
         answer = _ask(route.folder, args, route.target, postmortem)
         if route.name == "swarm":  # the hordes not started yet
             if answer is None:
-                return _err(f"the swarm {swarm.name} did not answer within 15 s", 1)
+                return _err(
+                    f"the swarm {swarm.name} did not answer within {controls.ANSWER_TIMEOUT_S:g} s",
+                    1,
+                )
             print(answer["text"])
         else:
-            text = answer["text"] if answer else "its supervisor did not answer within 15 s"
+            text = (
+                answer["text"]
+                if answer
+                else f"its supervisor did not answer within {controls.ANSWER_TIMEOUT_S:g} s"
+            )
             print(f"{route.name}: {text}")
         code = code or (0 if answer and answer["ok"] else 1)
     return code

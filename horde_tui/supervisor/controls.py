@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,11 @@ def new_request(
     )
 
 
-def wait_response(path: Path, timeout_s: float = 15.0) -> dict[str, Any] | None:
+ANSWER_TIMEOUT_S = 15.0
+"""How long a control request waits for the supervisor's answer."""
+
+
+def wait_response(path: Path, timeout_s: float = ANSWER_TIMEOUT_S) -> dict[str, Any] | None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -78,3 +83,26 @@ def answer(run_dir: Path, request_path: Path, request_id: str, ok: bool, text: s
         run_dir / "control" / f"resp-{request_id}.json", json.dumps({"ok": ok, "text": text}) + "\n"
     )
     request_path.unlink(missing_ok=True)
+
+
+def ask(
+    folder: Path,
+    request: ControlRequest,
+    timeout_s: float = ANSWER_TIMEOUT_S,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> dict[str, Any] | None:
+    """Leave `request` in `folder/control/` and wait for the answer (None: none came).
+
+    Blocks up to `timeout_s`: call it from a thread, never the UI loop. The wait is cut
+    into short slices so `cancelled` (the app quitting) never waits out a request.
+    """
+    path = submit(folder, request)
+    deadline = time.monotonic() + timeout_s
+    while not cancelled():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        answer = wait_response(path, min(0.2, left))
+        if answer is not None:
+            return answer
+    return None

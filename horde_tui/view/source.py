@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,8 +47,7 @@ REMOTE_ACTIONS = {
     "stop_hard": "stop-hard",
 }
 """Control method -> `control/` request action."""
-ANSWER_TIMEOUT_S = 15.0
-"""How long a `control/` request waits for the supervisor's answer."""
+
 _STRUCTURE = frozenset({"ts", "actor", "type", "kind", "member", "id"})
 
 
@@ -180,41 +178,18 @@ def lifecycle_event(record: dict[str, Any]) -> SupervisorEvent:
     return SupervisorEvent(kind, member and str(member), data, epoch(record.get("ts")) or 0.0)
 
 
-def ask(
-    folder: Path,
-    request: controls.ControlRequest,
-    timeout_s: float = ANSWER_TIMEOUT_S,
-    cancelled: Callable[[], bool] = lambda: False,
-) -> dict[str, Any] | None:
-    """Leave `request` in `folder/control/` and wait for the answer (None: none came).
-
-    Blocks up to `timeout_s`: call it from a thread, never the UI loop. The wait is cut
-    into short slices so `cancelled` (the app quitting) never waits out a request.
-    """
-    path = controls.submit(folder, request)
-    deadline = time.monotonic() + timeout_s
-    while not cancelled():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        answer = controls.wait_response(path, min(0.2, left))
-        if answer is not None:
-            return answer
-    return None
-
-
 def send_control(
     folder: Path,
     action: str,
     target: str = "all",
-    timeout_s: float = ANSWER_TIMEOUT_S,
+    timeout_s: float = controls.ANSWER_TIMEOUT_S,
     cancelled: Callable[[], bool] = lambda: False,
 ) -> str:
     """Ask the supervisor whose `control/` is in `folder` (`pause`, `stop_clean`, ...)
     and wait for its answer, as the one line to show (blocks: call it from a thread)."""
     request = controls.new_request(REMOTE_ACTIONS.get(action, action), target)
     try:
-        answer = ask(folder, request, timeout_s, cancelled)
+        answer = controls.ask(folder, request, timeout_s, cancelled)
     except OSError as exc:
         return f"could not send {request.action} {target}: {exc}"
     if answer is None:
@@ -228,7 +203,9 @@ def send_control(
 class AttachedSource:
     """A run hosted by another process, read from its directory (see the module doc)."""
 
-    def __init__(self, run_dir: Path, *, answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
+    def __init__(
+        self, run_dir: Path, *, answer_timeout_s: float = controls.ANSWER_TIMEOUT_S
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self.answer_timeout_s = answer_timeout_s
