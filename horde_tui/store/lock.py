@@ -32,8 +32,9 @@ DEFAULT_LOCK_TIMEOUT_S = 10.0
 WAITING_WORK_EVERY_S = 0.03
 """How often a waiter runs its `while_waiting` work (catching up on what the holder
 appends), so that little is left to do once it holds the lock. Each run wakes a thread,
-and twelve waiters on two cores pay for every wake: with 12 writers at 100 entries, 30 ms
-took 3.0-3.2 ms of CPU per write (all processes) where 10 ms took 3.5-4.5."""
+and twelve waiters on two cores pay for every wake (30 ms cost less CPU per write than
+10 ms in an ad hoc count of the writers' CPU time; `bench_store.py` does not measure
+CPU)."""
 HOLDER_WIDTH = 160
 """Bytes of the holder note: every note is padded to this, so a shorter one overwrites a
 longer one whole."""
@@ -191,7 +192,7 @@ class HordeLock:
     def _write_holder(self) -> None:
         """Overwrite the note in place, padded to a fixed width: truncating the file
         instead (`O_TRUNC`) makes ext4 flush it on close (its replace-by-truncate
-        safeguard), which cost about 4 ms of every hold on a loaded machine."""
+        safeguard), inside every hold."""
         note = f"pid={os.getpid()} actor={self._actor} since={time.time():.3f}"
         data = note.encode()[: HOLDER_WIDTH - 1].ljust(HOLDER_WIDTH - 1) + b"\n"
         try:
