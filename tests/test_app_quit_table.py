@@ -62,7 +62,15 @@ END_TABLE = [
     (AFTER, False, EndStep.EXIT),  # a stop chosen from the quit dialog
     (HANDING, True, EndStep.HAND_OFF),
     (HANDING, False, EndStep.EXIT),  # it finished (or failed) before letting go
+    (STAY, True, EndStep.STAY),  # let go without a handoff asked for: shown as ended
+    (AFTER, True, EndStep.EXIT),  # a stop was chosen: quit whatever it returned
 ]
+
+
+def test_the_end_table_names_every_case() -> None:
+    assert {(leaving, let_go) for leaving, let_go, _ in END_TABLE} == {
+        (leaving, let_go) for leaving in Leaving for let_go in (False, True)
+    }
 
 
 @pytest.mark.parametrize(("leaving", "let_go", "step"), END_TABLE)
