@@ -232,10 +232,6 @@ class AttachedSource:
     def live(self) -> bool:
         return self.view.live
 
-    @property
-    def state(self) -> str:
-        return self.view.state
-
     def poll(self) -> list[SupervisorEvent]:
         """Catch up with the disk; return the lifecycle events appended since last time."""
         self.view.refresh()
