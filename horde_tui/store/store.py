@@ -10,15 +10,21 @@ A write is a transaction under `.horde/.lock`:
    `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
 2. answer a repeated `requestId` from the same actor with the first outcome;
 3. ask the action's decision function (pure, over the folded state) what to write;
-4. record the intent event, append the ledger records with one `write` + `fsync`, fold
-   them, regenerate the affected markdown projections atomically;
-5. record the outcome event (fsync) and release;
-6. (after the release) save a new checkpoint if one is due.
+4. record the intent event, append the ledger records with one `write`, fold them,
+   regenerate the affected markdown projections atomically;
+5. record the outcome event and release;
+6. (after the release) fsync `ledger.jsonl` and `events.jsonl`, then answer; then save
+   a new checkpoint if one is due.
 
-The acknowledgement point is step 5: once the caller has a receipt, the records are on
-disk. A crash anywhere earlier loses only the unacknowledged write. The ledger records
-carry the `requestId` and the receipt, in the same append as the change, so a retry after
-a crash between steps 4 and 5 is answered from the ledger instead of written again.
+The acknowledgement point is step 6: once the caller has a receipt, the records are on
+disk. Flushing after the release lets the next writer work while the disk syncs, and
+the journal commits overlapping flushes of several writers together. It is safe because
+a record another writer read (and acted on) was appended before that writer's own, so
+the other writer's flush covers it too. A crash anywhere earlier loses only the
+unacknowledged write (a killed process's appends are in the page cache; only a power
+loss before step 6 loses them). The ledger records carry the `requestId` and the
+receipt, in the same append as the change, so a retry after a crash between steps 4
+and 5 is answered from the ledger instead of written again.
 
 A full disk or an I/O error never raises out of `transact`: the receipt says what state
 the write is in (nothing recorded, or recorded with stale projections that the next
@@ -50,7 +56,7 @@ from horde_tui.store.jsonl import (
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock
-from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
+from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, fsync_file
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
@@ -119,6 +125,8 @@ class HordeStore:
         """Ledger lines of the newest checkpoint this process knows of."""
         self._frozen_at: int | None = None
         """Ledger lines folded at the last `gc.freeze` (None: not yet)."""
+        self._unflushed: dict[Path, None] = {}
+        """Files appended to under the lock, to fsync after the release (`_flush`)."""
         self._ledger_file: tuple[int, int] | None = None
         """(device, inode) of the ledger file this fold read: only a fold of the file that
         is there now may be saved as its checkpoint."""
@@ -213,11 +221,13 @@ class HordeStore:
         if self.run_exists(run) and run in self.state.runs:
             return
         self.paths.ensure()
-        with self._around_the_lock(None), self._lock.held():
-            self._catch_up_locked()
-            self._create_run_locked(run, task)
-            if self._repairs:
-                self._settle_events(run)
+        with self._around_the_lock(None):
+            with self._lock.held():
+                self._catch_up_locked()
+                self._create_run_locked(run, task)
+                if self._repairs:
+                    self._settle_events(run)
+            self._flush()
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
         run_dir = self.paths.run_dir(run)
@@ -252,78 +262,93 @@ class HordeStore:
             self.paths.ensure()
         except OSError as exc:
             return Receipt(False, None, not_recorded(exc))
-        with (
-            self._around_the_lock(run, indexes),
-            self._lock.held(while_waiting=self._follow(run, indexes)),
-        ):
-            try:
-                self._catch_up_locked()
-                if not self.run_exists(run) or run not in self.state.runs:
-                    self._create_run_locked(run, None)
-                log = self._settle_events(run)
-            except OSError as exc:
-                return Receipt(False, None, not_recorded(exc))
+        with self._around_the_lock(run, indexes):
+            with self._lock.held(while_waiting=self._follow(run, indexes)):
+                receipt = self._transact_locked(run, action, params, decide, request_id)
+            # Flushed after the release (see the module docstring), before the answer.
+            receipt.text += self._flush()
+            return receipt
+
+    def _transact_locked(
+        self,
+        run: str,
+        action: str,
+        params: dict[str, Any],
+        decide: Decide,
+        request_id: str | None,
+    ) -> Receipt:
+        """Steps 1 to 5 of a write (see the module docstring), under the lock."""
+        try:
+            self._catch_up_locked()
+            if not self.run_exists(run) or run not in self.state.runs:
+                self._create_run_locked(run, None)
+            log = self._settle_events(run)
+        except OSError as exc:
+            return Receipt(False, None, not_recorded(exc))
+        if request_id:
+            # A replay acknowledges what its first writer may have died before flushing.
+            self._unflushed |= {self.paths.ledger: None, log.path: None}
+            prior = log.outcomes.get((self.actor, request_id))
+            if prior is not None:
+                return Receipt(
+                    bool(prior.get("ok")),
+                    prior.get("entry"),
+                    str(prior.get("text", "")),
+                    prior.get("id"),
+                    replayed=True,
+                )
+            done = self.state.requests.get((run, self.actor, request_id))
+            if done is not None:  # written, but its writer died before the outcome
+                return Receipt(
+                    bool(done.get("ok", True)),
+                    done.get("id"),
+                    str(done.get("text", "")),
+                    replayed=True,
+                )
+        try:
+            decision = decide(self.state)
+        except ActionRefused as exc:
+            decision = Decision(False, str(exc), outcome="refused")
+        base = {"ts": utc_now(), "actor": self.actor, "action": action}
+        if request_id:
+            base["requestId"] = request_id
+        try:
+            log.append([{**base, "type": "intent", "params": params}], fsync=False)
+        except OSError as exc:
+            return Receipt(False, None, not_recorded(exc, ledger=False))
+        text = decision.text
+        if decision.records:
+            records = [dict(r) for r in decision.records]
             if request_id:
-                prior = log.outcomes.get((self.actor, request_id))
-                if prior is not None:
-                    return Receipt(
-                        bool(prior.get("ok")),
-                        prior.get("entry"),
-                        str(prior.get("text", "")),
-                        prior.get("id"),
-                        replayed=True,
-                    )
-                done = self.state.requests.get((run, self.actor, request_id))
-                if done is not None:  # written, but its writer died before the outcome
-                    return Receipt(
-                        bool(done.get("ok", True)),
-                        done.get("id"),
-                        str(done.get("text", "")),
-                        replayed=True,
-                    )
+                for rec in records:
+                    rec["requestId"] = request_id
+                records[-1]["receipt"] = {
+                    "ok": decision.ok,
+                    "id": decision.id,
+                    "text": decision.text,
+                }
             try:
-                decision = decide(self.state)
-            except ActionRefused as exc:
-                decision = Decision(False, str(exc), outcome="refused")
-            base = {"ts": utc_now(), "actor": self.actor, "action": action}
-            if request_id:
-                base["requestId"] = request_id
-            try:
-                log.append([{**base, "type": "intent", "params": params}], fsync=False)
+                text += self._append_records(records, run)
             except OSError as exc:
-                return Receipt(False, None, not_recorded(exc, ledger=False))
-            text = decision.text
-            if decision.records:
-                records = [dict(r) for r in decision.records]
-                if request_id:
-                    for rec in records:
-                        rec["requestId"] = request_id
-                    records[-1]["receipt"] = {
-                        "ok": decision.ok,
-                        "id": decision.id,
-                        "text": decision.text,
-                    }
-                try:
-                    text += self._append_records(records, run)
-                except OSError as exc:
-                    decision = Decision(False, not_recorded(exc), outcome=ERROR_OUTCOME)
-                    text = decision.text
-            outcome = {
-                **base,
-                "ts": utc_now(),
-                "type": "outcome",
-                "ok": decision.ok,
-                "outcome": decision.outcome or ("ok" if decision.ok else "refused"),
-                "entry": decision.id,
-                "text": text,
-            }
-            try:
-                (event_id,) = log.append([outcome])
-            except OSError as exc:
-                # The ledger carries the requestId: a retry is still answered correctly.
-                event_id = None
-                text += f" (the outcome could not be logged in events.jsonl: {why(exc)})"
-            return Receipt(decision.ok, decision.id, text, event_id)
+                decision = Decision(False, not_recorded(exc), outcome=ERROR_OUTCOME)
+                text = decision.text
+        outcome = {
+            **base,
+            "ts": utc_now(),
+            "type": "outcome",
+            "ok": decision.ok,
+            "outcome": decision.outcome or ("ok" if decision.ok else "refused"),
+            "entry": decision.id,
+            "text": text,
+        }
+        try:
+            (event_id,) = log.append([outcome], fsync=False)
+            self._unflushed[log.path] = None
+        except OSError as exc:
+            # The ledger carries the requestId: a retry is still answered correctly.
+            event_id = None
+            text += f" (the outcome could not be logged in events.jsonl: {why(exc)})"
+        return Receipt(decision.ok, decision.id, text, event_id)
 
     def append_event(self, run: str, event: dict[str, Any]) -> str:
         """Append one lifecycle event (e.g. from the parent) under the lock; return its E#.
@@ -333,8 +358,11 @@ class HordeStore:
         self.paths.ensure()
         with self._lock.held():
             log = self._settle_events(run)
-            (event_id,) = log.append([{"ts": utc_now(), "actor": self.actor, **event}])
-            return event_id
+            event = {"ts": utc_now(), "actor": self.actor, **event}
+            (event_id,) = log.append([event], fsync=False)
+            self._unflushed[log.path] = None
+        self._flush(strict=True)
+        return event_id
 
     # -- internals -----------------------------------------------------------------
 
@@ -469,14 +497,11 @@ class HordeStore:
         data = encode_records(stamped)
         note = ""
         try:
-            append_bytes(self.paths.ledger, data)
+            append_bytes(self.paths.ledger, data, fsync=False)
         except AppendError as exc:
             if exc.state != UNFLUSHED:
                 raise
-            note = (
-                f" (warning: ledger.jsonl holds this write, but flushing it to disk failed: "
-                f"{why(exc)}; a power loss could still lose it)"
-            )
+        self._unflushed[self.paths.ledger] = None
         self._ledger.offset += len(data)
         self._ledger.line_count += len(stamped)
         kinds = self.state.apply_all(stamped)
@@ -488,6 +513,24 @@ class HordeStore:
                 f" (recorded in ledger.jsonl, but the markdown ledgers could not be rewritten: "
                 f"{why(exc)}; they stay stale until the next write rewrites them)"
             )
+        return note
+
+    def _flush(self, *, strict: bool = False) -> str:
+        """Fsync the files this process appended to under the lock it just released; a
+        note for the receipt ('' if none) when a flush fails, or (`strict`) raise."""
+        note = ""
+        while self._unflushed:
+            path = next(iter(self._unflushed))
+            del self._unflushed[path]
+            try:
+                fsync_file(path)
+            except OSError as exc:
+                if strict:
+                    raise
+                note += (
+                    f" (warning: {path.name} holds this write, but flushing it to disk failed: "
+                    f"{why(exc)}; a power loss could still lose it)"
+                )
         return note
 
     def _write_projections(self, kinds: set[str], *, only_changed: bool = False) -> None:
