@@ -105,6 +105,9 @@ def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[st
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
+    # pydantic's plugin discovery reads every installed package's entry points on the
+    # first validation: a process that lives for one write has no use for plugins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from horde_tui.protocol import run_action
     from horde_tui.store.paths import (
         ACTOR_NAME_RULE,

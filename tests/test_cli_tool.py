@@ -114,6 +114,30 @@ def test_tool_imports_neither_textual_nor_litellm_nor_aiohttp(tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
 
 
+def test_a_tool_write_scans_no_installed_package_metadata(tmp_path: Path) -> None:
+    """pydantic looks for plugins in every installed package's entry points the first
+    time a model validates; a `horde-tui tool` process lives for one write and has no
+    use for them (issue 11 item 7: a cold write finishes in 300 ms)."""
+    code = (
+        "import importlib.metadata as md\n"
+        "def scan(*a, **k):\n"
+        "    raise SystemExit('entry points scanned')\n"
+        "md.entry_points = scan\n"
+        "from horde_tui.cli import main\n"
+        "raise SystemExit(main(['tool', 'post', 'text=no scan']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("ok"), (r.stdout, r.stderr)
+
+
 def test_a_member_imports_none_of_the_gateways_dependencies(tmp_path: Path) -> None:
     """litellm and json_repair (the JSON protocol's reply reader) are the gateway's."""
     code = (
