@@ -254,7 +254,8 @@ def test_a_bad_checkpoint_is_ignored_and_the_ledger_folded_afresh(
 def test_a_cold_writer_does_not_re_render_projections_the_checkpoint_vouches_for(
     tmp_path: Path,
 ) -> None:
-    """Only BOARD.md changes for a post; a crashed writer's marker still forces a repair."""
+    """Only BOARD.md changes for a post; a crashed writer's unrendered change is still
+    rendered (its mark in `.projected` is behind)."""
     root = tmp_path / ".horde"
     prefill(root, 400)
     vouched_checkpoint(root)
@@ -264,13 +265,12 @@ def test_a_cold_writer_does_not_re_render_projections_the_checkpoint_vouches_for
     rewritten = {n for n, ino in inodes.items() if (root / n).stat().st_ino != ino}
     assert rewritten == {"BOARD.md"}
 
-    # A writer that died between its append and its projections left the marker.
+    # A writer that died between its append and its projections.
     seq = cold.state.seq + 1
     record = {"seq": seq, "ts": "2026-01-01T00:00:00Z", "run": RUN, "actor": "member-3"}
     record |= {"op": "idea.claim", "id": "#1"}
     with open(root / "ledger.jsonl", "ab") as fh:
         fh.write(json.dumps(record).encode() + b"\n")
-    (root / ".projecting").touch()
     again = HordeStore(root, "member-2")
     assert run_action(again, {"action": "post", "text": "after the crash"}, run=RUN).ok
     _, state = verify.fresh_state(root)

@@ -1,12 +1,12 @@
-"""A write flushes `ledger.jsonl` and `events.jsonl` after releasing the lock, before
-it answers (issue 11 item 8).
+"""A write renders the markdown projections and flushes `ledger.jsonl` and
+`events.jsonl` after releasing the write lock, before it answers (issue 11 item 8).
 
-Under the lock a write only appends to the page cache; the two fsyncs, most of a
-write's time on a real disk, come after the release. A waiting writer takes the lock
-while the first one's flush is in flight, and the journal commits the overlapping
-flushes of several writers together, so twelve writers are no longer serialised on
-twelve times two fsyncs. A receipt still means "on disk": a record another writer acts
-on was appended before that writer's own, so its flush covers both.
+Under the lock a write only appends to the page cache; the two fsyncs and the
+projections' renames, most of a write's time on a real disk, come after the release. A
+waiting writer takes the lock meanwhile, the journal commits the overlapping flushes of
+several writers together, and a writer that renders late finds its projections already
+rendered by a later one. A receipt still means "on disk and in the markdown": a record
+another writer acts on was appended before that writer's own, so its flush covers both.
 
 The lock is real (`flock` on `.horde/.lock`, probed from a second open file) and so are
 the files; only `os.fsync` is wrapped, to watch when it is called.
@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from horde_tui.protocol import run_action
+from horde_tui.store import store as store_module
+from horde_tui.store.projected import read_marks
 from horde_tui.store.store import HordeStore
 
 
@@ -84,3 +86,67 @@ def test_the_receipt_comes_after_the_flush(
     refused = run_action(store, {"action": "claim", "id": "#99"}, run="r1")
     assert not refused.ok
     assert [n for n, _ in watched_fsyncs] == ["events.jsonl"], watched_fsyncs
+
+
+def test_projections_are_rendered_after_the_release_under_their_own_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / ".horde"
+    store = HordeStore(root, "member-1")
+    store.ensure_run("r1", "# Task\n\nfind the bug\n")
+    assert run_action(store, {"action": "post", "text": "first"}, run="r1").ok
+    seen: list[tuple[str, bool, bool]] = []
+    real = store_module.atomic_write_text
+
+    def watched(path: Path, text: str, *, fsync: bool = True) -> None:
+        projection_lock = root / ".projecting.lock"
+        held = _lock_is_held(root)
+        fd = os.open(projection_lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            rendering_locked = False
+        except BlockingIOError:
+            rendering_locked = True
+        finally:
+            os.close(fd)
+        seen.append((path.name, held, rendering_locked))
+        real(path, text, fsync=fsync)
+
+    monkeypatch.setattr(store_module, "atomic_write_text", watched)
+    assert run_action(store, {"action": "post", "text": "second"}, run="r1").ok
+    assert seen == [("BOARD.md", False, True)], seen
+    assert "second" in (root / "BOARD.md").read_text()
+
+
+def test_a_writer_that_renders_late_finds_its_projection_done_by_a_later_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writer A appends and releases; before A renders, B writes and renders (its fold
+    holds A's post too). A then renders nothing, and BOARD.md shows both posts."""
+    root = tmp_path / ".horde"
+    a, b = HordeStore(root, "member-1"), HordeStore(root, "member-2")
+    a.ensure_run("r1", "# Task\n\nfind the bug\n")
+    assert run_action(b, {"action": "post", "text": "b warms up"}, run="r1").ok
+    writes: list[str] = []
+    real_write = store_module.atomic_write_text
+
+    def counted(path: Path, text: str, *, fsync: bool = True) -> None:
+        writes.append(path.name)
+        real_write(path, text, fsync=fsync)
+
+    monkeypatch.setattr(store_module, "atomic_write_text", counted)
+    real_project = HordeStore._project
+
+    def b_overtakes(self: HordeStore) -> str:
+        if self is a:
+            assert run_action(b, {"action": "post", "text": "b overtakes"}, run="r1").ok
+            assert writes == ["BOARD.md"]  # B's render, with A's post in it
+            writes.clear()
+        return real_project(self)
+
+    monkeypatch.setattr(HordeStore, "_project", b_overtakes)
+    assert run_action(a, {"action": "post", "text": "a was first"}, run="r1").ok
+    assert writes == [], f"A rendered again what B had rendered: {writes}"
+    board = (root / "BOARD.md").read_text()
+    assert "a was first" in board and "b overtakes" in board
+    assert read_marks(root / ".projected")["board"] == b.state.seq

@@ -206,8 +206,8 @@ def test_an_unfoldable_record_is_noted_in_every_projection(root: Path) -> None:
 
 
 def simulate_death_after_append(root: Path, record: dict) -> None:
-    """What a writer killed between its ledger append and its projections leaves."""
-    (root / ".projecting").touch()
+    """What a writer killed between its ledger append and its projections leaves: the
+    record, with `.projected` behind it."""
     with open(root / "ledger.jsonl", "ab") as fh:
         fh.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
 
@@ -244,7 +244,6 @@ def test_projections_are_repaired_after_a_writer_died_before_projecting(
 def test_stale_projection_temp_files_of_a_dead_writer_are_removed(root: Path) -> None:
     ok(HordeStore(root, "member-1"), "idea", text="Audit src/a.py")
     (root / ".IDEAS.md.999999.tmp").write_text("half a projection")
-    (root / ".projecting").touch()
     ok(HordeStore(root, "member-2"), "post", text="after the crash")
     verify.assert_no_leftovers(root)
     verify.assert_projections_fresh(root)
@@ -277,5 +276,4 @@ def test_a_write_leaves_no_temp_files_even_when_many_projections_change(root: Pa
     ok(store, "finding", text="Bug in src/a.py", concern="bugs", concernDef="plain bugs")
     names = sorted(p.name for p in root.iterdir())
     assert [n for n in names if n.endswith(".tmp")] == []
-    assert not (root / ".projecting").exists()
     assert os.listdir(root / "runs") == ["r1"]

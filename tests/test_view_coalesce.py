@@ -85,6 +85,8 @@ def test_the_filter_drops_lock_and_temp_files():
     assert not f(Change.modified, "/w/.horde/.lock.holder")
     assert not f(Change.added, "/w/.horde/.IDEAS.md.123.tmp")
     assert not f(Change.modified, "/w/.horde/.ledger.checkpoint")
+    assert not f(Change.modified, "/w/.horde/.projected")
+    assert not f(Change.modified, "/w/.horde/.projecting.lock")
     assert not f(Change.added, "/w/.horde/.ledger.checkpoint.tmp")
 
 

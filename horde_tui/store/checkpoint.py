@@ -65,9 +65,9 @@ class Checkpoint:
     """(device, inode) of the ledger it was folded from."""
     projected: bool
     """The saver had checked the projections against its fold (see `HordeStore`), so
-    every ledger line before `offset` is in them or covered by the `.projecting` marker.
-    Only believed in the same boot: a power loss can undo a projection's rename (and the
-    marker, neither is fsynced with its directory), never the fsynced ledger."""
+    every ledger line before `offset` is in them or left to render (`.projected` is
+    behind it). Only believed in the same boot: a power loss can undo a projection's
+    rename (it is not fsynced with its directory), never the fsynced ledger."""
 
 
 def boot_id() -> str:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from horde_tui.store.paths import HordePaths
 
@@ -148,6 +149,19 @@ def _acquire(
         os.close(fd)
         return None
     return fd if _BlockingWait(fd).taken(timeout, while_waiting) else None
+
+
+@contextmanager
+def flocked(path: Path, timeout: float) -> Iterator[bool]:
+    """Hold `path`'s exclusive `flock` for the body if it can be had within `timeout`
+    (yields True), else run the body without it (yields False)."""
+    fd = _acquire(str(path), timeout)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 class HordeLock:

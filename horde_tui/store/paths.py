@@ -85,9 +85,15 @@ class HordePaths:
         return self.root / ".lock.holder"
 
     @property
-    def dirty_marker(self) -> Path:
-        """Present while a writer is between its ledger append and its projections."""
-        return self.root / ".projecting"
+    def projection_lock(self) -> Path:
+        """Held while a writer brings the markdown projections up to date (after it has
+        released `.lock`): writers render one at a time, never under the write lock."""
+        return self.root / ".projecting.lock"
+
+    @property
+    def projected(self) -> Path:
+        """The ledger seq each projection was last rendered at (`store.ProjectedMarks`)."""
+        return self.root / ".projected"
 
     @property
     def checkpoint(self) -> Path:

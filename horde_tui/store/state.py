@@ -164,12 +164,15 @@ class LedgerState(LedgerTables):
             except (FoldError, TypeError, ValueError) as exc:
                 self.skipped.append(f"ledger record seq {rec.get('seq', '?')} skipped: {exc}")
                 self.seq = max(self.seq, int(rec.get("seq", 0) or 0))
-                kinds.update(RENDERERS)
-                continue
-            if kind:
-                kinds.add(kind)
-            kinds |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
-        return kinds | self._projections.take_knock_on()
+                changed: set[str] = set(RENDERERS)
+            else:
+                changed = {kind} if kind else set()
+                changed |= ALSO_CHANGES.get(rec.get("op", ""), frozenset())
+                changed |= self._projections.take_knock_on()
+            for name in changed:
+                self.last_change[name] = self.seq
+            kinds |= changed
+        return kinds
 
     def render_cache(self, kind: str) -> RenderCache:
         """Per-entity text cache for reads that render a subset (`list` by owner)."""

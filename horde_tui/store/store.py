@@ -10,17 +10,19 @@ A write is a transaction under `.horde/.lock`:
    `ledger.jsonl` and the run's `events.jsonl` since this process last looked;
 2. answer a repeated `requestId` from the same actor with the first outcome;
 3. ask the action's decision function (pure, over the folded state) what to write;
-4. record the intent event, append the ledger records with one `write`, fold them,
-   regenerate the affected markdown projections atomically;
+4. record the intent event, append the ledger records with one `write`, fold them;
 5. record the outcome event and release;
-6. (after the release) fsync `ledger.jsonl` and `events.jsonl`, then answer; then save
-   a new checkpoint if one is due.
+6. (after the release) bring the markdown projections up to date under
+   `.projecting.lock` (`projected`: only those still behind this fold), fsync
+   `ledger.jsonl` and `events.jsonl`, then answer; then save a new checkpoint if one is
+   due.
 
 The acknowledgement point is step 6: once the caller has a receipt, the records are on
-disk. Flushing after the release lets the next writer work while the disk syncs, and
-the journal commits overlapping flushes of several writers together. It is safe because
-a record another writer read (and acted on) was appended before that writer's own, so
-the other writer's flush covers it too. A crash anywhere earlier loses only the
+disk and in the markdown. Rendering and flushing after the release lets the next writer
+work meanwhile: the journal commits overlapping flushes of several writers together,
+and a writer that renders late finds its projections already rendered by a later one.
+Flushing late is safe because a record another writer read (and acted on) was appended
+before that writer's own, so the other writer's flush covers it too. A crash anywhere earlier loses only the
 unacknowledged write (a killed process's appends are in the page cache; only a power
 loss before step 6 loses them). The ledger records carry the `requestId` and the
 receipt, in the same append as the change, so a retry after a crash between steps 4
@@ -46,7 +48,6 @@ from horde_tui.store import checkpoint, identity
 from horde_tui.store.events import ERROR_OUTCOME, EventLog
 from horde_tui.store.jsonl import (
     TORN,
-    UNFLUSHED,
     AppendError,
     JsonlTail,
     TailRepair,
@@ -55,8 +56,9 @@ from horde_tui.store.jsonl import (
     repair_torn_tail,
 )
 from horde_tui.store.ledgers import answers
-from horde_tui.store.lock import HordeLock
+from horde_tui.store.lock import HordeLock, flocked, lock_timeout_s
 from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, fsync_file
+from horde_tui.store.projected import read_marks, write_marks
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
 MANUAL_RUN = "manual"
@@ -125,6 +127,8 @@ class HordeStore:
         """Ledger lines of the newest checkpoint this process knows of."""
         self._frozen_at: int | None = None
         """Ledger lines folded at the last `gc.freeze` (None: not yet)."""
+        self._appended = False
+        """This write appended records (a failed render is then worth a note)."""
         self._unflushed: dict[Path, None] = {}
         """Files appended to under the lock, to fsync after the release (`_flush`)."""
         self._ledger_file: tuple[int, int] | None = None
@@ -227,6 +231,7 @@ class HordeStore:
                 self._create_run_locked(run, task)
                 if self._repairs:
                     self._settle_events(run)
+            self._project()
             self._flush()
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
@@ -265,8 +270,8 @@ class HordeStore:
         with self._around_the_lock(run, indexes):
             with self._lock.held(while_waiting=self._follow(run, indexes)):
                 receipt = self._transact_locked(run, action, params, decide, request_id)
-            # Flushed after the release (see the module docstring), before the answer.
-            receipt.text += self._flush()
+            # Rendered and flushed after the release (module docstring), before the answer.
+            receipt.text += self._project() + self._flush()
             return receipt
 
     def _transact_locked(
@@ -328,7 +333,7 @@ class HordeStore:
                     "text": decision.text,
                 }
             try:
-                text += self._append_records(records, run)
+                self._append_records(records, run)
             except OSError as exc:
                 decision = Decision(False, not_recorded(exc), outcome=ERROR_OUTCOME)
                 text = decision.text
@@ -425,26 +430,25 @@ class HordeStore:
     def _catch_up_locked(self) -> None:
         self._note_repair(repair_torn_tail(self.paths.ledger))
         self.refresh()
-        # Records other writers appended were projected by them. Compare every projection
-        # with the fold (rewriting those that differ) only when a writer died between its
-        # append and its projections (the marker it leaves says so), when this process met
-        # ledger lines it had to skip (every projection lists them, and the writers that
-        # projected the surrounding records may never have read them: a line added by
-        # hand), or on this process's first write, unless the checkpoint it started from
-        # vouches for the projections.
-        if (
-            not self._projections_checked
-            or len(self.state.skipped) != self._skips_projected
-            or self.paths.dirty_marker.exists()
-        ):
-            # Projection temp files are only written under the lock, so any present now
-            # belong to a writer that died mid-write.
-            for tmp in self.paths.root.glob(".*.md.*.tmp"):
-                tmp.unlink(missing_ok=True)
-            self._write_projections(set(LEDGER_FILES), only_changed=True)
-            self._skips_projected = len(self.state.skipped)
-            self.paths.dirty_marker.unlink(missing_ok=True)
-        self._projections_checked = True
+        # Records other writers appended are projected by them (or by whoever renders
+        # after them: `projected`). Compare every projection with the fold (rewriting
+        # those that differ) only when this process met ledger lines it had to skip
+        # (every projection lists them, and the writers that projected the surrounding
+        # records may never have read them: a line added by hand), or on this process's
+        # first write, unless the checkpoint it started from vouches for the projections.
+        if not self._projections_checked or len(self.state.skipped) != self._skips_projected:
+            with flocked(self.paths.projection_lock, lock_timeout_s()) as held:
+                if not held:
+                    return  # compared at a later write; this one's render is noted
+                for tmp in self.paths.root.glob(".*.md.*.tmp"):  # a dead writer's
+                    tmp.unlink(missing_ok=True)
+                self._write_projections(set(LEDGER_FILES), only_changed=True)
+                marks = read_marks(self.paths.projected)
+                write_marks(
+                    self.paths.projected, marks | dict.fromkeys(LEDGER_FILES, self.state.seq)
+                )
+                self._skips_projected = len(self.state.skipped)
+            self._projections_checked = True
 
     def _settle_events(self, run: str) -> EventLog:
         """The run's event log, its torn tail settled and every cut not yet reported
@@ -477,12 +481,11 @@ class HordeStore:
             log.append([event])
             self._repairs.pop(0)
 
-    def _append_records(self, records: list[dict[str, Any]], run: str) -> str:
-        """Append, fold and project `records`; return a note for the receipt ('' if none).
+    def _append_records(self, records: list[dict[str, Any]], run: str) -> None:
+        """Append and fold `records` (flushed and projected after the release).
 
-        Raises `OSError` when the records are not in the ledger (the failed append was
-        cut off again). Once they are, nothing raises: a projection that cannot be
-        rewritten stays stale under the `.projecting` marker, for the next write to redo.
+        Raises `OSError` when the records are not in the ledger (a failed append is cut
+        off again).
         """
         ts = utc_now()
         writer = identity.writer(self.paths.root, run)  # who really wrote, as seen from here
@@ -492,28 +495,50 @@ class HordeStore:
                 {"seq": self.state.seq + i, "ts": ts, "run": run, "actor": self.actor, **rec}
                 | {"writer": writer}
             )
-        marker = self.paths.dirty_marker
-        marker.touch()
         data = encode_records(stamped)
-        note = ""
-        try:
-            append_bytes(self.paths.ledger, data, fsync=False)
-        except AppendError as exc:
-            if exc.state != UNFLUSHED:
-                raise
+        append_bytes(self.paths.ledger, data, fsync=False)
         self._unflushed[self.paths.ledger] = None
         self._ledger.offset += len(data)
         self._ledger.line_count += len(stamped)
-        kinds = self.state.apply_all(stamped)
+        self.state.apply_all(stamped)
+        self._appended = True
+
+    def _project(self) -> str:
+        """Bring the projections up to date with this fold (after the write lock's
+        release, under `.projecting.lock`): those whose mark in `.projected` is older
+        than the last change this fold knows of. A note for the receipt ('' if none).
+
+        Every write does this, a refused one too: a writer that died before rendering
+        left marks behind, and the next one to look renders what it missed.
+        """
+        appended, self._appended = self._appended, False
         try:
-            self._write_projections(kinds)
-            marker.unlink(missing_ok=True)
+            with flocked(self.paths.projection_lock, lock_timeout_s()) as held:
+                if not held:
+                    why_not = f"{self.paths.projection_lock.name} stayed busy"
+                else:
+                    self._render_stale()
+                    return ""
         except OSError as exc:
-            note += (
-                f" (recorded in ledger.jsonl, but the markdown ledgers could not be rewritten: "
-                f"{why(exc)}; they stay stale until the next write rewrites them)"
-            )
-        return note
+            why_not = f"they could not be rewritten: {why(exc)}"
+        if not appended:
+            return ""  # nothing of this write is missing from them
+        return (
+            f" (recorded in ledger.jsonl, but the markdown ledgers were not rewritten "
+            f"({why_not}); they stay stale until the next write rewrites them)"
+        )
+
+    def _render_stale(self) -> None:
+        """Under `.projecting.lock`: render the projections behind the newest fold."""
+        self.refresh()  # the newest fold: whoever else waits here then finds nothing left
+        marks = read_marks(self.paths.projected)
+        stale = {k for k, seq in self.state.last_change.items() if marks.get(k, 0) < seq}
+        if not stale:
+            return
+        for tmp in self.paths.root.glob(".*.md.*.tmp"):  # only written under this lock:
+            tmp.unlink(missing_ok=True)  # any present now are a dead writer's
+        self._write_projections(stale)
+        write_marks(self.paths.projected, marks | dict.fromkeys(stale, self.state.seq))
 
     def _flush(self, *, strict: bool = False) -> str:
         """Fsync the files this process appended to under the lock it just released; a

@@ -46,6 +46,9 @@ class LedgerTables:
     """Projection kind -> its entries and how one renders (`state.ENTRIES`)."""
 
     seq: int = 0
+    last_change: dict[str, int] = field(default_factory=dict)
+    """Projection kind -> the seq of the last record that changed it: a projection
+    rendered at that seq or later is up to date (`store.ProjectedMarks`)."""
     ideas: dict[str, Idea] = field(default_factory=dict)
     findings: dict[str, Finding] = field(default_factory=dict)
     facts: dict[str, Fact] = field(default_factory=dict)

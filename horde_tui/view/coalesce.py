@@ -25,7 +25,9 @@ DEFAULT_RATE = 10.0
 DEBOUNCE_MS = 300
 """How long watchfiles gathers changes into one set (100-300 ms keeps typing-speed
 updates live without waking the app for every write)."""
-_NOISE = frozenset({".lock", ".lock.holder", ".projecting", ".ledger.checkpoint"})
+_NOISE = frozenset(
+    {".lock", ".lock.holder", ".projecting.lock", ".projected", ".ledger.checkpoint"}
+)
 """Bookkeeping files that change on every write and show nothing."""
 
 

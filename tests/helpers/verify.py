@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.paths import LEDGER_FILES
+from horde_tui.store.projected import read_marks
 from horde_tui.store.state import LedgerState
 
 PREFIX_KINDS = {"#": "ideas", "F": "findings", "T": "facts", "C": "claims", "R": "resources"}
@@ -53,10 +54,15 @@ def assert_projections_fresh(root: Path, state: LedgerState | None = None) -> No
 
 
 def assert_no_leftovers(root: Path) -> None:
-    """No temp file of an atomic write and no `.projecting` marker is left in `.horde/`."""
+    """No temp file of an atomic write is left in `.horde/`, and no projection's mark in
+    `.projected` is behind the last change a fresh fold sees."""
     temps = sorted({p.name for p in root.glob("*.tmp")} | {p.name for p in root.glob(".*.tmp")})
     assert temps == [], f"temp files left behind: {temps}"
-    assert not (root / ".projecting").exists(), ".projecting marker left behind"
+    _, state = fresh_state(root)
+    marks = read_marks(root / ".projected")
+    behind = {k: (marks.get(k, 0), seq) for k, seq in state.last_change.items()}
+    behind = {k: v for k, v in behind.items() if v[0] < v[1]}
+    assert behind == {}, f".projected marks behind the ledger (mark, last change): {behind}"
 
 
 def assert_seq_gapless(records: list[dict[str, Any]]) -> None:
