@@ -21,7 +21,19 @@ from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
 from horde_tui.reaper import end_run, end_session
 from horde_tui.store import identity
+from horde_tui.store.lock import when_unlocked
 from horde_tui.watchdog import exit_group, start_watchdog
+
+
+def _stop_self() -> None:
+    signal_command_groups(signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def on_pause(signum: int, frame: FrameType | None) -> None:
+    """SIGTSTP: forward SIGSTOP to the commands, then stop, once this process holds no
+    `.horde/` lock (`when_unlocked`): paused mid-write, it would block every writer."""
+    when_unlocked(_stop_self)
 
 
 def install_signal_handlers(loop: MemberLoop) -> None:
@@ -37,15 +49,11 @@ def install_signal_handlers(loop: MemberLoop) -> None:
         signal_command_groups(signal.SIGTERM)
         raise KeyboardInterrupt
 
-    def on_tstp(signum: int, frame: FrameType | None) -> None:
-        signal_command_groups(signal.SIGSTOP)
-        os.kill(os.getpid(), signal.SIGSTOP)
-
     def on_cont(signum: int, frame: FrameType | None) -> None:
         signal_command_groups(signal.SIGCONT)
 
     signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGTSTP, on_tstp)
+    signal.signal(signal.SIGTSTP, on_pause)
     signal.signal(signal.SIGCONT, on_cont)
 
 

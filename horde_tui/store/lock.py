@@ -151,17 +151,54 @@ def _acquire(
     return fd if _BlockingWait(fd).taken(timeout, while_waiting) else None
 
 
+_held = 0
+"""Horde locks (`.lock`, `.projecting.lock`) this process holds now."""
+_after_release: list[Callable[[], None]] = []
+
+
+def when_unlocked(action: Callable[[], None]) -> None:
+    """Run `action` now, or, while this process holds a horde lock, once it lets go.
+
+    For a pause (SIGTSTP): a member stopped inside a write would keep `.lock` for as long
+    as it stays paused, and every other writer would be refused on the lock timeout
+    meanwhile. Safe in a signal handler: it takes no lock.
+    """
+    if _held:
+        _after_release.append(action)
+    else:
+        action()
+
+
+def _entered() -> None:
+    global _held
+    _held += 1
+
+
+def _left() -> None:
+    """After a release: run what waited for this process to hold no lock."""
+    global _held
+    _held -= 1
+    while not _held and _after_release:
+        _after_release.pop(0)()
+
+
 @contextmanager
 def flocked(path: Path, timeout: float) -> Iterator[bool]:
     """Hold `path`'s exclusive `flock` for the body if it can be had within `timeout`
     (yields True), else run the body without it (yields False)."""
     fd = _acquire(str(path), timeout)
+    if fd is None:
+        yield False
+        return
+    _entered()
     try:
-        yield fd is not None
+        yield True
     finally:
-        if fd is not None:
+        try:
             fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
             os.close(fd)
+            _left()
 
 
 class HordeLock:
@@ -192,6 +229,7 @@ class HordeLock:
             raise LockTimeoutError(self._timeout_message(wait))
         got = time.perf_counter()
         self._owner = threading.get_ident()
+        _entered()
         try:
             self._write_holder()
             yield
@@ -201,7 +239,8 @@ class HordeLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)  # also for a forked child sharing the file
             finally:
                 os.close(fd)
-            _trace(self._actor, got - asked, time.perf_counter() - got)
+                _trace(self._actor, got - asked, time.perf_counter() - got)
+                _left()
 
     def _write_holder(self) -> None:
         """Overwrite the note in place, padded to a fixed width: truncating the file
