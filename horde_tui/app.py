@@ -3,12 +3,14 @@ worker, and shows runs another process hosts; the screens do the showing.
 
 A hosted run's supervisor (`horde-tui run`, or a test's fake with the same interface,
 `view.source.HostedRun`) sends its events through a `TuiBridge`, which wakes the run
-screen (shown through `view.source.HostedSource`); when
-it ends the report opens. A hosted swarm (`H/M`) only wakes its screen, which reads the
+screen (shown through `view.source.HostedSource`); when it ends the report opens. A
+hosted swarm (`H/M`) only wakes its screen (`tui_bridge.swarm_sink`), which reads the
 swarm's files. An attached run is read from its files (`watching.AttachedPoll`). With
-nothing to host the app lists the runs on disk (or says how to start one). Screens ask
-for what only the app does by message (`OpenRun`, `LaunchRun`, `LaunchSwarm`); what `q`
-does is `quitting.quit_step`. `hosting.host` decides between this app and headless.
+nothing to host the app lists the runs on disk (or says how to start one,
+`screens.home.first_screen`). Screens ask for what only the app does by message
+(`OpenRun`, `LaunchRun`, `LaunchSwarm`); what `q` does and what follows a hosted
+supervisor's return are decided in `quitting.py` and carried out by `leaving.QuitFlow`.
+`hosting.host` decides between this app and headless.
 
 `AppConfig` carries every non-deterministic input (clock, time zone, file polling, tick,
 animation, cursor blink) so tests and snapshots can switch them all off at once.
@@ -21,25 +23,21 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from horde_tui.launch import swarm_watch_lines, watch_lines
 from horde_tui.leaving import QuitFlow
-from horde_tui.quitting import EndStep, Leaving, end_step
+from horde_tui.quitting import EndStep, Leaving, exit_status
 from horde_tui.screens.base import AppConfig, LaunchRun, LaunchSwarm, OpenRun
-from horde_tui.screens.home import HomeScreen
+from horde_tui.screens.home import first_screen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.report import ReportScreen
-from horde_tui.screens.run import RunScreen
-from horde_tui.screens.runs import RunsScreen
+from horde_tui.screens.run import RunScreen, run_screen_of
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
+from horde_tui.tui_bridge import SupervisorUpdate, SwarmStep, TuiBridge, swarm_sink
 from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
-from horde_tui.view.swarm import RunsAndSwarms
 from horde_tui.watching import AttachedPoll, FileWatch
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
@@ -134,16 +132,14 @@ class HordeApp(App[int]):
 
     @property
     def run_screen(self) -> RunScreen | None:
-        return next((s for s in self.screen_stack if isinstance(s, RunScreen)), None)
+        return run_screen_of(self)
 
     def get_default_screen(self) -> Screen[object]:
         if self.sup is not None:
             return RunScreen(self._hosted(self.sup))
         if (attach := self._first[0]) is not None:
-            return self._attach(attach)
-        index = RunsAndSwarms(self.horde_dir)
-        index.refresh()
-        return RunsScreen(self.horde_dir, index) if index.rows() else HomeScreen(self.horde_dir)
+            return self._open_attached(attach)
+        return first_screen(self.horde_dir)
 
     def on_mount(self) -> None:
         if self.config.watch_files:
@@ -163,7 +159,6 @@ class HordeApp(App[int]):
     def _start_hosting(self) -> None:
         """Run `self.sup` in a worker, its events coming through the bridge."""
         assert self.sup is not None
-        self.bridge.attach()
         self.sup.sink = self.bridge
         self.live = True
         self.run_worker(self.sup.run(), name="supervisor", group="supervisor", exit_on_error=False)
@@ -193,18 +188,14 @@ class HordeApp(App[int]):
     def host_swarm(self, swarm: HostedSwarm) -> None:
         """Run a swarm supervisor (new or resumed) in a worker, its swarm screen on top.
         Its lifecycle steps (no member) wake the screen, which reads the hordes' files."""
-        step = self.SwarmStep
-        swarm.sink = lambda event: None if event.member is not None else self.post_message(step())
+        swarm.sink = swarm_sink(self)
         self.swarm, self.swarm_live = swarm, True
         self.quitting.leaving = Leaving.STAY
         self._label(f"swarm {swarm.swarm_id}", swarm.settings.model, swarm.request.demo)
         self.push_screen(SwarmScreen(swarm.swarm_dir))
         self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
 
-    class SwarmStep(Message):
-        """The hosted swarm reported a lifecycle step (posted from any thread)."""
-
-    def on_horde_app_swarm_step(self, _message: SwarmStep) -> None:
+    def on_swarm_step(self, _message: SwarmStep) -> None:
         self.swarm_revision += 1
 
     def on_supervisor_update(self, message: SupervisorUpdate) -> None:
@@ -225,12 +216,12 @@ class HordeApp(App[int]):
         if worker.name not in ("supervisor", "swarm") or event.state not in ENDED:
             return
         error = None if ok else f"{type(worker.error).__name__}: {worker.error}"
-        step = end_step(self.quitting.leaving, ok and worker.result is None)
+        let_go = ok and worker.result is None  # the supervisor handed its run off
         if worker.name == "swarm" and (swarm := self.swarm) is not None:
             self.swarm_live = False
+            step = self.quitting.ended("swarm", swarm.swarm_id, swarm.settings, let_go)
             if step is EndStep.HAND_OFF:
-                watch = swarm_watch_lines(swarm.swarm_id, swarm.count)
-                return self.quitting.hand_off("swarm", swarm.swarm_id, swarm.settings, watch)
+                return
             self.swarm_exit_code = getattr(worker.result, "exit_code", 0) if ok else 1
             if error:
                 self.notify(f"the swarm supervisor failed: {error}", severity="error", timeout=30)
@@ -240,8 +231,9 @@ class HordeApp(App[int]):
             return
         self.bridge.flush()
         self.live = False
+        step = self.quitting.ended("run", sup.run_id, sup.settings, let_go)
         if step is EndStep.HAND_OFF:
-            return self.quitting.hand_off("run", sup.run_id, sup.settings, watch_lines(sup.run_id))
+            return
         self.summary, self.run_error = (worker.result if ok else None), error
         if error:
             self.notify(f"the supervisor failed: {error}", severity="error", timeout=30)
@@ -261,23 +253,15 @@ class HordeApp(App[int]):
 
     @property
     def exit_code(self) -> int:
-        """The run's exit status (0 finished/solved, 130 stopped by the user, 1 else)."""
-        if self.summary is not None:
-            return self.summary.exit_code
-        if self.swarm_exit_code is not None:
-            return self.swarm_exit_code
-        return 1 if self.run_error else 0
+        """The status the shell gets (`quitting.exit_status`)."""
+        return exit_status(self.summary, self.swarm_exit_code, self.run_error)
 
     # -- files and attached runs --------------------------------------------------------
 
     async def files_changed(self, paths: set[Path] | None) -> None:
         """Hand a batch of changed paths (None: unknown) to whatever shows them."""
         self.changed_paths = paths
-        source = self.attached
-        if source is not None and (
-            paths is None or any(p.is_relative_to(source.run_dir) for p in paths)
-        ):
-            self.attachment.poll()
+        self.attachment.files_changed(paths)
         if (screen := self.run_screen) is not None:
             await screen.files_changed(paths)
         self.files_revision += 1
@@ -288,10 +272,10 @@ class HordeApp(App[int]):
         if sup is not None and self.live and sup.run_id == message.run_dir.name:
             self.push_screen(RunScreen(self._hosted(sup)))
         else:
-            self.push_screen(self._attach(message.run_dir))
+            self.push_screen(self._open_attached(message.run_dir))
             self.attachment.poll()
 
-    def _attach(self, run_dir: Path) -> RunScreen:
+    def _open_attached(self, run_dir: Path) -> RunScreen:
         screen = self.attachment.open(run_dir)
         self.title, self.sub_title = f"run {run_dir.name} · attached", ""
         return screen
@@ -299,10 +283,6 @@ class HordeApp(App[int]):
     def _attached_read(self, source: AttachedSource) -> None:
         self._label(self.title, source.model, source.demo)
         self.revision += 1
-
-    @property
-    def attached_live(self) -> AttachedSource | None:
-        return self.attachment.live
 
     # -- quitting -----------------------------------------------------------------------
 

@@ -63,12 +63,12 @@ def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True, report: bo
     """Host a run's or a swarm's supervisor here until it ends; return its exit status.
 
     The app hosts it when standard output is a terminal and `headless` was not asked
-    for; then `report` adds the report's path to the outcome line after a run (the demo
-    names its report itself)."""
+    for. `report`: a `report:` line with the report's path follows the outcome line,
+    either way (the demo says False: it names its report itself)."""
     if headless or not sys.stdout.isatty():
         sup.sink = print_event
         print(intro, flush=True)
-        return asyncio.run(host_headless(sup))
+        return asyncio.run(host_headless(sup, report))
     from horde_tui.app import HordeApp
 
     if is_swarm(sup):
@@ -86,7 +86,7 @@ def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True, report: bo
     return app.exit_code
 
 
-async def host_headless(sup: Any) -> int:
+async def host_headless(sup: Any, report: bool = True) -> int:
     """Run the supervisor; Ctrl-C asks for a clean stop, a second Ctrl-C stops hard."""
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -112,9 +112,9 @@ async def host_headless(sup: Any) -> int:
         what = f"swarm {sup.swarm_id}" if is_swarm(sup) else f"run {sup.run_id}"
         print(f"\n{what} handed off")
         return 0
-    report = sup.run_dir / "REPORT.md"
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
-    print(f"report: {report}")
+    if report:
+        print(f"report: {sup.run_dir / 'REPORT.md'}")
     for label, path, text in postmortems(sup):
         print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
     return int(summary.exit_code)

@@ -367,21 +367,23 @@ def start_detached(
     )
 
 
-def watch_lines(run: str) -> str:
-    """How to watch and stop a run that goes on in the background."""
+def in_background(started: DetachedStart, how: str) -> str:
+    """What a person reads once a run or swarm goes on in its own process (`how`:
+    "started", "resumed", "goes on"): which, its pid and log, and how to watch and stop
+    it. The one text for `run --detach`, `resume --detach` and the app's handoff."""
+    assert started.run_dir is not None, "only a start that went live goes on"
+    run = started.run_dir.name
+    if started.run_dir.parent.name == "swarms":
+        hordes = (read_swarm_json(started.run_dir) or {}).get("hordes")
+        count = hordes if isinstance(hordes, int) else 1
+        attach = "   ".join(f"horde-tui attach {run}-h{n}" for n in range(1, count + 1))
+        what = "swarm"
+        watch = f"watch it: horde-tui status   (one block per horde)\na horde:  {attach}"
+    else:
+        what, watch = "run", f"watch it: horde-tui attach {run}   (or horde-tui status)"
     return (
-        f"watch it: horde-tui attach {run}   (or horde-tui status)\n"
-        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
-    )
-
-
-def swarm_watch_lines(swarm: str, hordes: int) -> str:
-    """How to watch and stop a swarm that goes on in the background."""
-    attach = "   ".join(f"horde-tui attach {swarm}-h{n}" for n in range(1, hordes + 1))
-    return (
-        "watch it: horde-tui status   (one block per horde)\n"
-        f"a horde:  {attach}\n"
-        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
+        f"{what} {run} {how} in the background (pid {started.pid}); log: {started.log}\n"
+        f"{watch}\nstop it:  horde-tui stop-clean   (or horde-tui stop-hard)"
     )
 
 
@@ -393,7 +395,7 @@ def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None
     return start_detached(argv, horde_dir, taken, env)
 
 
-def hand_off(horde_dir: Path, what: str, run: str, api_key: str | None, watch: str) -> str:
+def hand_off(horde_dir: Path, what: str, run: str, api_key: str | None) -> str:
     """After the app's supervisor let go of a run or swarm (`what`), start the detached
     resume that carries it on and return what to tell the shell; `HandoffFailed` says
     why none took it. Blocks until the new process has it: the app calls it in a thread."""
@@ -406,9 +408,7 @@ def hand_off(horde_dir: Path, what: str, run: str, api_key: str | None, watch: s
             f"the {what} could not be handed off ({started.error.strip()}); it is "
             f"interrupted: carry it on with `horde-tui resume {run}`"
         )
-    return (
-        f"{what} {run} goes on in the background (pid {started.pid}); log: {started.log}\n{watch}"
-    )
+    return in_background(started, "goes on")
 
 
 class HandoffFailed(Exception):

@@ -2,8 +2,9 @@
 `horde-tui resume`.
 
 What to do is decided by the pure functions of `quitting.py`; `QuitFlow` asks the
-question they pick, acts on the answer and keeps the one `Leaving` state they read.
-It reaches the app only through `QuitHost`, so it never imports the app.
+question they pick, acts on the answer, starts the handoff once a hosted supervisor has
+let go (`ended`) and keeps the one `Leaving` state they read. It reaches the app only
+through `QuitHost`, so it never imports the app.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any, Protocol
 from textual.screen import Screen
 
 from horde_tui.launch import HandoffFailed, hand_off
-from horde_tui.quitting import Leaving, QuitState, QuitStep, quit_step
+from horde_tui.quitting import EndStep, Leaving, QuitState, QuitStep, end_step, quit_step
 from horde_tui.screens.modals import ChoiceScreen, quit_screen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
 from horde_tui.view.source import AttachedSource, HostedRun
+from horde_tui.watching import AttachedPoll
 
 
 class QuitHost(Protocol):
@@ -31,13 +33,12 @@ class QuitHost(Protocol):
     live: bool
     swarm: HostedSwarm | None
     swarm_live: bool
+    attachment: AttachedPoll
 
     @property
     def screen(self) -> Screen[Any]: ...
     @property
     def run_screen(self) -> RunScreen | None: ...
-    @property
-    def attached_live(self) -> AttachedSource | None: ...
     @property
     def exit_code(self) -> int: ...
     def notify(self, message: str, *, severity: Any = ..., timeout: float | None = ...) -> None: ...
@@ -66,7 +67,7 @@ class QuitFlow:
             self.leaving,
             app.live and app.sup is not None,
             app.swarm_live and app.swarm is not None,
-            app.attached_live is not None,
+            app.attachment.live is not None,
         )
         step = quit_step(state)
         if step is QuitStep.WAIT:
@@ -75,7 +76,7 @@ class QuitFlow:
             app.push_screen(quit_screen(app.sup.run_id, hosted=True), self._quit_run)
         elif step is QuitStep.ASK_SWARM and app.swarm is not None:
             app.push_screen(swarm_quit_screen(app.swarm.swarm_id), self._quit_swarm)
-        elif step is QuitStep.ASK_ATTACHED and (source := app.attached_live) is not None:
+        elif step is QuitStep.ASK_ATTACHED and (source := app.attachment.live) is not None:
             dialog = quit_screen(source.run_id, hosted=False)
             app.push_screen(dialog, partial(self._quit_attached, source))
         elif step is QuitStep.EXIT:
@@ -117,14 +118,22 @@ class QuitFlow:
         self.leaving = Leaving.HANDING_OFF
         self.app.notify(f"Detaching {what}: {answer}.", timeout=60)
 
-    def hand_off(self, what: str, run: str, settings: object, watch: str) -> None:
-        """The supervisor let go: a detached `horde-tui resume` takes it over (in a
-        thread: it waits for the new process), then the app quits."""
-        app, api_key = self.app, getattr(settings, "api_key", None)
+    def ended(self, what: str, run: str, settings: object, let_go: bool) -> EndStep:
+        """A hosted supervisor returned (`let_go`: with no summary, having handed its
+        run or swarm off): what the app does next (`end_step`). A handoff starts here:
+        a detached `horde-tui resume` takes it over, then the app quits."""
+        step = end_step(self.leaving, let_go)
+        if step is EndStep.HAND_OFF:
+            self._hand_off(what, run, getattr(settings, "api_key", None))
+        return step
+
+    def _hand_off(self, what: str, run: str, api_key: str | None) -> None:
+        """In a thread: it waits for the new process to take the run."""
+        app = self.app
 
         def start() -> None:
             try:
-                self.handed_off = hand_off(app.horde_dir, what, run, api_key, watch)
+                self.handed_off = hand_off(app.horde_dir, what, run, api_key)
             except HandoffFailed as exc:
                 app.call_from_thread(self._handoff_failed, str(exc))
                 return
@@ -142,15 +151,16 @@ class QuitFlow:
         """Detach quits at once (another process hosts the run); a stop is sent through
         `control/` and the app quits when its supervisor has answered (or timed out)."""
         app = self.app
-        if choice is None or app.attached_live is not source:
+        if choice is None or app.attachment.live is not source:
             return
         if choice == "detach":
             app.exit(0)
             return
         app.notify(f"Asking run {source.run_id} to {choice}; the app quits once it answers.")
+        stop = source.stop_clean if choice == "stop-clean" else source.stop_hard
 
-        def send() -> None:
-            source.send(choice.replace("-", "_"), "all")
-            app.call_from_thread(app.exit, 0)
+        async def send() -> None:
+            await stop("all")
+            app.exit(0)
 
-        app.run_worker(send, thread=True, group="controls", exit_on_error=False)
+        app.run_worker(send(), group="controls", exit_on_error=False)

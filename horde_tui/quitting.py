@@ -3,14 +3,16 @@
 The app hosts at most one run and one swarm and may show a run another process hosts;
 quitting must never leave a hosted run with no supervisor. `quit_step` picks the dialog
 (or none) from what is live; `end_step` says whether a supervisor that has returned
-hands its run to a detached `horde-tui resume`, ends the app, or leaves it open. The app
-only carries them out, so the whole table is tested without a terminal.
+hands its run to a detached `horde-tui resume`, ends the app, or leaves it open;
+`exit_status` is what the shell gets when the app ends. The app only carries them out,
+so the whole table is tested without a terminal.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 
 class Leaving(Enum):
@@ -80,3 +82,19 @@ def end_step(leaving: Leaving, let_go: bool) -> EndStep:
     if leaving is Leaving.HANDING_OFF and let_go:
         return EndStep.HAND_OFF
     return EndStep.STAY if leaving is Leaving.STAY else EndStep.EXIT
+
+
+class HasExitCode(Protocol):
+    @property
+    def exit_code(self) -> int: ...
+
+
+def exit_status(summary: HasExitCode | None, swarm_code: int | None, error: str | None) -> int:
+    """The hosted run's status (0 finished/solved, 130 stopped by the user, 1 else), else
+    the hosted swarm's, else 1 when the run's supervisor failed; 0 with nothing hosted or
+    a run handed off (it goes on in another process)."""
+    if summary is not None:
+        return summary.exit_code
+    if swarm_code is not None:
+        return swarm_code
+    return 1 if error else 0

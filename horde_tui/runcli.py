@@ -119,26 +119,13 @@ def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
 def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     """Start the run as its own session (it outlives this shell) and say how to watch and
     stop it."""
-    from horde_tui.launch import (
-        detached_argv,
-        detached_env,
-        start_detached,
-        swarm_watch_lines,
-        watch_lines,
-    )
+    from horde_tui.launch import detached_argv, detached_env, in_background, start_detached
 
     argv = detached_argv(options, layers_text)
     started = start_detached(argv, horde_dir, env=detached_env(options))
     if started.run_dir is None:
         return _err(started.error, 1)
-    run = started.run_dir.name
-    what = "swarm" if started.run_dir.parent.name == "swarms" else "run"
-    print(f"{what} {run} started in the background (pid {started.pid}); log: {started.log}")
-    if what == "swarm":
-        hordes = (read_swarm_json(started.run_dir) or {}).get("hordes")
-        print(swarm_watch_lines(run, hordes if isinstance(hordes, int) else 1))
-    else:
-        print(watch_lines(run))
+    print(in_background(started, "started"))
     return 0
 
 
@@ -170,13 +157,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except ResumeRefused as exc:
         return _err(str(exc), 1)
     if args.detach:
-        from horde_tui.launch import resume_detached, watch_lines
+        from horde_tui.launch import in_background, resume_detached
 
         started = resume_detached(horde_dir, run)
         if started.run_dir is None:
             return _err(started.error, 1)
-        print(f"run {run} resumed in the background (pid {started.pid}); log: {started.log}")
-        print(watch_lines(run))
+        print(in_background(started, "resumed"))
         return 0
     sup = resumed_supervisor(horde_dir.parent, point)
     intro = f"run {run} resumed: phase {point.phase}, model {point.settings.model}"
@@ -193,13 +179,12 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
     except ResumeRefused as exc:
         return _err(str(exc), 1)
     if args.detach:
-        from horde_tui.launch import resume_detached, swarm_watch_lines
+        from horde_tui.launch import in_background, resume_detached
 
         started = resume_detached(horde_dir, swarm_id)
         if started.run_dir is None:
             return _err(started.error, 1)
-        print(f"swarm {swarm_id} resumed in the background (pid {started.pid}); log: {started.log}")
-        print(swarm_watch_lines(swarm_id, swarm.count))
+        print(in_background(started, "resumed"))
         return 0
     intro = (
         f"swarm {swarm_id} resumed: {len(swarm.standing)} hordes ended, "

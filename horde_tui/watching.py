@@ -17,9 +17,9 @@ from typing import Any
 from textual.app import App
 
 from horde_tui.screens.report import ReportScreen
-from horde_tui.screens.run import RunScreen
+from horde_tui.screens.run import RunScreen, run_screen_of
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.view.coalesce import Coalescer, watch_dir
+from horde_tui.view.coalesce import PacedWake, watch_dir
 from horde_tui.view.source import AttachedSource
 from horde_tui.widgets.event_log import BACKLOG_BYTES
 
@@ -32,8 +32,8 @@ class FileWatch:
     """Wake the views when files under `.horde/` change, at most `WAKE_RATE` times a
     second: watchfiles groups a burst of writes, but a steady stream (twelve members
     writing) still yields about ten sets a second, and every wake costs a repaint. The
-    `Coalescer` merges what arrives between wakes; the first change after a quiet spell
-    wakes the views at once."""
+    app's one throttle (`PacedWake`) merges what arrives between wakes; the first change
+    after a quiet spell wakes the views at once."""
 
     def __init__(
         self,
@@ -46,8 +46,7 @@ class FileWatch:
         self.changed = changed
         """Called with each batch of changed paths (None: unknown, check everything)."""
         self._stop = asyncio.Event()
-        self._changes = Coalescer(WAKE_RATE)
-        self._wake_pending = False
+        self._pace = PacedWake(self._wake, WAKE_RATE)
 
     def start(self) -> None:
         self.app.run_worker(self._watch(), name="watcher", group="watcher", exit_on_error=False)
@@ -67,10 +66,7 @@ class FileWatch:
                 continue
         try:
             async for paths in watch_dir(horde, self._stop):
-                self._changes.note(paths)
-                if not self._wake_pending:
-                    self._wake_pending = True
-                    self._wake_when_due()
+                self._pace.note(paths)
         except (OSError, RuntimeError) as exc:
             self.app.notify(
                 f"watching {horde} failed ({exc}); checking it once a second instead",
@@ -79,20 +75,8 @@ class FileWatch:
             )
             self.app.set_interval(1.0, partial(self.changed, None))
 
-    def _wake_when_due(self) -> None:
-        delay = self._changes.delay() or 0.0
-        if delay > 0:
-            self.app.set_timer(delay, self._wake)
-        else:
-            self.app.call_later(self._wake)
-
-    async def _wake(self) -> None:
-        paths = self._changes.take()
-        if paths is None:  # not due yet
-            self._wake_when_due()
-            return
-        self._wake_pending = False
-        await self.changed(paths)
+    def _wake(self, paths: set[Path]) -> None:
+        self.app.call_later(self.changed, paths)
 
 
 class AttachedPoll:
@@ -128,12 +112,17 @@ class AttachedPoll:
         if self.source is not None:
             self.source.close()  # ends a control request's wait in its thread
 
-    def run_screen(self) -> RunScreen | None:
-        return next((s for s in self.app.screen_stack if isinstance(s, RunScreen)), None)
+    def files_changed(self, paths: set[Path] | None) -> None:
+        """Poll now if the watcher saw the run's files change (None: it cannot tell)."""
+        source = self.source
+        if source is not None and (
+            paths is None or any(p.is_relative_to(source.run_dir) for p in paths)
+        ):
+            self.poll()
 
     def shown(self, source: AttachedSource) -> bool:
         """A poll consumes what it reads: none is done while no screen shows the run."""
-        screen = self.run_screen()
+        screen = run_screen_of(self.app)
         return screen is not None and screen.source is source
 
     @property
@@ -169,7 +158,7 @@ class AttachedPoll:
 
     def _read(self, source: AttachedSource, items: list[SupervisorEvent] | None) -> None:
         self._polling = False
-        screen = self.run_screen()
+        screen = run_screen_of(self.app)
         if items is not None and source is self.source and screen and screen.source is source:
             screen.apply(items)
             self.woke(source)

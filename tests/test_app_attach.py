@@ -115,6 +115,26 @@ async def test_quitting_an_attached_live_run_leaves_it_going(live_run: RunDir) -
     assert [r.action for _, r in controls.pending_requests(live_run.path)] == ["pause"]
 
 
+async def test_quitting_with_a_stop_asks_the_other_supervisor_then_quits(
+    live_run: RunDir,
+) -> None:
+    """Stop hard from the quit dialog of an attached run goes through its `control/`
+    (the action's own name, `stop-hard`, for the whole run) and the app quits once the
+    other process has answered."""
+    app = HordeApp(attach=live_run.path, config=AppConfig.deterministic(NOW))
+    with FakeRemote(live_run) as remote:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            await wait_for(pilot, lambda: screen.table.row_count == 3)
+            await pilot.press("q")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            await pilot.click("#stop-hard")
+            await wait_for(pilot, lambda: not app.is_running, 20)
+    assert remote.requests == [("stop-hard", "all")]
+    assert app.return_value == 0
+
+
 def _detached_env(stub: StubThread) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(

@@ -312,6 +312,10 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
             await wait_for(pilot, lambda: not app.is_running)
         assert run_state(run_dir) == "active", "detaching left the run going"
         assert supervisor_pid(run_dir) != os.getpid()
+        # The supervisor reads control/ once the canary is over: under load member-1's
+        # first model output can take longer than stop-hard waits for an answer (15 s).
+        events = run_dir / "events.jsonl"
+        assert wait_until(lambda: '"kind":"canary"' in events.read_text(), 90), "no canary"
         stopped = cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert wait_until(lambda: run_state(run_dir) == "finished", 60), "no report"

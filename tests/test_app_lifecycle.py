@@ -167,7 +167,6 @@ async def test_bridge_wakes_at_a_coalesced_rate_and_loses_nothing() -> None:
     wait in it until the screen's source takes them."""
     recorder = Recorder()
     bridge = TuiBridge(recorder, interval_s=0.05)  # type: ignore[arg-type]
-    bridge.attach()
     bridge(SupervisorEvent("run-start"))
     await asyncio.sleep(0.01)
     assert len(recorder.updates) == 1, "a lone event after a quiet spell wakes at once"

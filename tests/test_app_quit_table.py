@@ -1,5 +1,6 @@
 """The quit decision as a table: what `q` does for each combination of what is live, and
-what the app does when a hosted supervisor returns (`horde_tui.quitting`).
+what the app does when a hosted supervisor returns, and the status the shell gets
+(`horde_tui.quitting`).
 
 The app's own tests (test_app_detach, test_app_attach, test_app_swarm) drive the same
 paths through a terminal; this table names every case, including the orders of
@@ -9,10 +10,19 @@ precedence those tests cannot reach one by one.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
-from horde_tui.quitting import EndStep, Leaving, QuitState, QuitStep, end_step, quit_step
+from horde_tui.quitting import (
+    EndStep,
+    Leaving,
+    QuitState,
+    QuitStep,
+    end_step,
+    exit_status,
+    quit_step,
+)
 
 STAY, AFTER, HANDING = Leaving.STAY, Leaving.AFTER_END, Leaving.HANDING_OFF
 
@@ -76,3 +86,21 @@ def test_the_end_table_names_every_case() -> None:
 @pytest.mark.parametrize(("leaving", "let_go", "step"), END_TABLE)
 def test_end_step(leaving: Leaving, let_go: bool, step: EndStep) -> None:
     assert end_step(leaving, let_go) is step
+
+
+EXIT_TABLE = [
+    # the hosted run's summary exit code, the hosted swarm's, the supervisor's error -> status
+    (None, None, None, 0),  # nothing hosted, or handed off: the run goes on elsewhere
+    (0, None, None, 0),
+    (130, None, None, 130),  # stopped by the user
+    (1, 130, None, 1),  # a run's summary speaks before a swarm's code
+    (None, 130, None, 130),
+    (None, 0, "RuntimeError: boom", 0),  # the swarm's own code (1 when its worker failed)
+    (None, None, "RuntimeError: boom", 1),  # the run's supervisor failed
+]
+
+
+@pytest.mark.parametrize(("run", "swarm", "error", "status"), EXIT_TABLE)
+def test_exit_status(run: int | None, swarm: int | None, error: str | None, status: int) -> None:
+    summary = None if run is None else SimpleNamespace(exit_code=run)
+    assert exit_status(summary, swarm, error) == status

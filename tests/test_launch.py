@@ -167,3 +167,34 @@ def test_a_plan_with_its_own_prompt_survives_the_detached_command_line(tmp_path:
         "Audit the compiler",
         ["parser", "checker"],
     )
+
+
+def test_one_line_says_where_a_detached_run_or_swarm_goes_on(tmp_path: Path) -> None:
+    """`run --detach`, `resume RUN --detach`, `resume SWARM --detach` and the app's
+    handoff all tell the person the same thing, built by `in_background`: which run or
+    swarm, how it got there, its pid and log, and how to watch and stop it."""
+    from horde_tui.launch import DetachedStart, in_background
+    from horde_tui.store.runs import write_swarm_json
+
+    horde_dir = tmp_path / ".horde"
+    log = horde_dir / "detached-1.log"
+    run_dir = horde_dir / "runs" / "20250101-120000-beef"
+    run = in_background(DetachedStart(4321, log, run_dir), "started")
+    assert run.splitlines() == [
+        f"run 20250101-120000-beef started in the background (pid 4321); log: {log}",
+        "watch it: horde-tui attach 20250101-120000-beef   (or horde-tui status)",
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)",
+    ]
+    swarm_dir = horde_dir / "swarms" / "s20250101-beef"
+    swarm_dir.mkdir(parents=True)
+    write_swarm_json(swarm_dir, {"hordes": 2, "members": 3})
+    swarm = in_background(DetachedStart(99, log, swarm_dir), "goes on")
+    assert swarm.splitlines() == [
+        f"swarm s20250101-beef goes on in the background (pid 99); log: {log}",
+        "watch it: horde-tui status   (one block per horde)",
+        "a horde:  horde-tui attach s20250101-beef-h1   horde-tui attach s20250101-beef-h2",
+        "stop it:  horde-tui stop-clean   (or horde-tui stop-hard)",
+    ]
+    assert in_background(DetachedStart(7, log, run_dir), "resumed").startswith(
+        "run 20250101-120000-beef resumed in the background (pid 7)"
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.view.coalesce import Coalescer, HordeFilter, watch_dir
+from horde_tui.view.coalesce import Coalescer, HordeFilter, PacedWake, watch_dir
 
 
 class Clock:
@@ -74,6 +74,32 @@ def test_a_forced_take_goes_now_and_paces_the_next():
 def test_rate_must_be_positive():
     with pytest.raises(ValueError):
         Coalescer(rate=0)
+
+
+async def test_paced_wake_calls_at_once_then_at_most_rate_times_a_second():
+    """The one throttle both the file watcher and the hosted supervisor's bridge wake the
+    app through: the first note after a quiet spell wakes on the next loop turn, a burst
+    within one interval is one wake with every path, and `flush` wakes now."""
+    clock = Clock()
+    woken: list[set[Path]] = []
+    pace = PacedWake(woken.append, rate=10, clock=clock)
+    pace.note(["a"])
+    await asyncio.sleep(0)
+    assert woken == [{Path("a")}] and pace.wakes == 1
+    for name in ("b", "c", "b"):
+        pace.note([name])
+    await asyncio.sleep(0.02)
+    assert len(woken) == 1, "within the interval: the burst waits"
+    clock.now += 0.1
+    await asyncio.sleep(0.15)  # the timer fires once the interval is over (real time)
+    assert woken[1:] == [{Path("b"), Path("c")}] and pace.wakes == 2
+    pace.note(["d"])
+    pace.flush()
+    assert woken[-1] == {Path("d")} and pace.wakes == 3
+    await asyncio.sleep(0.15)
+    assert pace.wakes == 3, "a flushed wake does not fire again"
+    pace.flush()
+    assert pace.wakes == 3, "nothing noted: no wake"
 
 
 def test_the_filter_drops_lock_and_temp_files():

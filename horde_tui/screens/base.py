@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from textual.message import Message
 from textual.screen import Screen
@@ -127,9 +127,9 @@ class HordeScreen(Screen[None]):
 
     @property
     def horde_app(self) -> HordeHost:
-        app = self.app
-        assert isinstance(app, HordeHost)
-        return app
+        """The app as `HordeHost`, unchecked: screens read it every tick, and a protocol
+        `isinstance` probes each member; tests check once that `HordeApp` is one."""
+        return cast(HordeHost, self.app)
 
 
 def shown_path(path: Path) -> str:

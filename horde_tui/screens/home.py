@@ -25,6 +25,7 @@ from horde_tui.screens.runs import RunsScreen
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_ids, run_state
 from horde_tui.view.run import RunsIndex
+from horde_tui.view.swarm import RunsAndSwarms
 
 
 @dataclass(frozen=True)
@@ -111,3 +112,11 @@ class HomeScreen(HordeScreen):
     def action_open_report(self) -> None:
         if self.newest is not None and self.newest.has_report:
             self.app.push_screen(ReportScreen(self.newest.run_dir))
+
+
+def first_screen(horde_dir: Path) -> HomeScreen | RunsScreen:
+    """What the app opens on with nothing to host or attach: the runs list (runs and
+    swarms) when `.horde/` holds any, else the empty state that says how to start one."""
+    index = RunsAndSwarms(horde_dir)
+    index.refresh()
+    return RunsScreen(horde_dir, index) if index.rows() else HomeScreen(horde_dir)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.widgets import Footer, Header, TabbedContent, TabPane
@@ -74,6 +74,12 @@ KEYED_ACTIONS = ("pause", "resume", "reset", "stop_hard", "member_detail", "stop
 RUN_CONTROLS = frozenset(KEYED_ACTIONS) - {"member_detail"}
 """Keys that act on a live run: shown greyed while they do not apply to the selected
 member, hidden once the run has ended."""
+
+
+def run_screen_of(app: App[Any]) -> RunScreen | None:
+    """The run screen the app wakes and the attached poll feeds: the lowest one on
+    `app`'s stack, if any."""
+    return next((s for s in app.screen_stack if isinstance(s, RunScreen)), None)
 
 
 class RunScreen(HordeScreen):

@@ -1,7 +1,8 @@
 """Change notifications for the app: file watching, and bursts merged into few refreshes.
 
-`Coalescer` is the app's one throttle: it paces the wakes from file changes (the app's
-watcher) and from the hosted supervisor's events (`tui_bridge.TuiBridge`) alike.
+`Coalescer` is the app's one throttle and `PacedWake` the one loop that runs it: the
+wakes from file changes (`watching.FileWatch`) and from the hosted supervisor's events
+(`tui_bridge.TuiBridge`) both go through a `PacedWake`.
 
 Twelve members writing at once produce hundreds of file events a second; the screen needs
 at most ~10 repaints a second (DESIGN, "Read path for the UI"). `Coalescer` is the pure
@@ -77,6 +78,55 @@ class Coalescer:
         self._pending, self.notes = False, 0
         self._last = self._clock()
         return paths
+
+
+class PacedWake:
+    """Call `wake(paths)` on the running asyncio loop at most `rate` times a second.
+
+    `note` on the loop's thread (the hosted supervisor and the watcher both run there);
+    the first note after a quiet spell wakes on the next loop turn, later ones merge
+    into the wake the `Coalescer` allows next. `flush` wakes now (the last one before an
+    end)."""
+
+    def __init__(
+        self,
+        wake: Callable[[set[Path]], None],
+        rate: float = DEFAULT_RATE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._wake = wake
+        self._changes = Coalescer(rate, clock)
+        self._timer: asyncio.Handle | None = None
+        self.wakes = 0
+        """How many wakes were made (tests check the pacing with it)."""
+
+    def note(self, paths: Iterable[Path | str] = ()) -> None:
+        self._changes.note(paths)
+        if self._timer is None:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        loop, delay = asyncio.get_running_loop(), self._changes.delay()
+        self._timer = loop.call_later(delay, self._due) if delay else loop.call_soon(self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        paths = self._changes.take()
+        if paths is None:  # not due yet by the clock
+            self._schedule()
+            return
+        self.wakes += 1
+        self._wake(paths)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._changes.pending:
+            paths = self._changes.take(force=True)
+            assert paths is not None
+            self.wakes += 1
+            self._wake(paths)
 
 
 class HordeFilter(DefaultFilter):
