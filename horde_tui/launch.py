@@ -26,13 +26,13 @@ from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
     existing_swarm,
+    host_pid,
     live_file,
     live_swarm,
-    read_swarm_json,
     run_ids,
     runs_by_state,
-    supervisor_pid,
     swarm_ids,
+    swarm_json_path,
     swarms_by_state,
 )
 from horde_tui.supervisor.observe import Sink
@@ -305,13 +305,6 @@ class DetachedStart:
     error: str = ""
 
 
-def _host_pid(run_dir: Path) -> int | None:
-    """The process that has taken a run (its live marker) or a swarm (its SWARM.json)."""
-    if run_dir.parent.name == "swarms":
-        return (read_swarm_json(run_dir) or {}).get("parent_pid")
-    return supervisor_pid(run_dir)
-
-
 def start_detached(
     argv: list[str], horde_dir: Path, run_dir: Path | None = None, env: dict[str, str] | None = None
 ) -> DetachedStart:
@@ -338,7 +331,7 @@ def start_detached(
     deadline = time.monotonic() + DETACH_WAIT_S
     while time.monotonic() < deadline:
         if run_dir is not None:
-            live = [run_dir] if _host_pid(run_dir) == proc.pid else []
+            live = [run_dir] if host_pid(run_dir) == proc.pid else []
         else:
             fresh = (
                 sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
@@ -348,7 +341,7 @@ def start_detached(
                 live += sorted(
                     p
                     for p in swarms.glob("*")
-                    if p.name not in swarms_before and (p / "SWARM.json").is_file()
+                    if p.name not in swarms_before and swarm_json_path(p).is_file()
                 )
         if live:
             return DetachedStart(proc.pid, log, live[-1])
