@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.cli import cli, wait_for_line
+from support.processes import wait_until
 
 from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
@@ -225,6 +226,12 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
                 "h1: resumed member-1",
                 "h2: resumed nothing (no paused member matched)",
             ]
+            h1_run = swarm_dir / "h1" / "runs" / f"{swarm_dir.name}-h1"
+
+            def canary_done() -> bool:
+                return any(kind == "canary" for kind, _ in _lifecycle(h1_run))
+
+            assert wait_until(canary_done, 90), "a reset waits for discovery (h1's canary)"
             reset = send_control(swarm_dir, "reset", "h1:member-1")
             assert reset == "h1: reset member-1: session stopped, a fresh attempt starts"
             answered = list((swarm_dir / "control").glob("resp-*"))
