@@ -30,7 +30,7 @@ from horde_tui import prompts
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.settings import load_settings
-from horde_tui.store.runs import read_swarm_json, swarm_info, swarm_state
+from horde_tui.store.runs import read_swarm, swarm_info, swarm_state
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
@@ -77,8 +77,8 @@ def swarm_env(stub: StubThread) -> dict[str, str]:
 def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]:
     """The swarm ended normally after a resume: h1 carried its session on, h2 started
     there, both reported, the merge written; returns SWARM.json."""
-    data = read_swarm_json(swarm_dir)
-    assert data is not None and data["state"] == "finished", data
+    data = json.loads((swarm_dir / "SWARM.json").read_text())
+    assert data["state"] == "finished", data
     assert data["outcome"] in ("completed", "solved"), data
     assert data["merge"] == "done" and sorted(data["runs"]) == ["h1", "h2"]
     kinds = [(t["kind"], t["horde"]) for t in data["timeline"]]
@@ -202,7 +202,8 @@ async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it
         swarm_dir = swarm.swarm_dir
 
         def finished() -> bool:
-            return (read_swarm_json(swarm_dir) or {}).get("state") == "finished"
+            info = read_swarm(swarm_dir)
+            return info is not None and info.state == "finished"
 
         app = HordeApp(
             horde_dir=tmp_path / ".horde", swarm=swarm, config=AppConfig.deterministic(NOW)
@@ -227,8 +228,9 @@ async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it
             assert wait_until(finished, 240), "the detached resume did not finish the swarm"
             after = stub.stub.requests[before:]
         finally:
-            host = (read_swarm_json(swarm_dir) or {}).get("parent_pid")
-            if isinstance(host, int) and host != os.getpid() and not finished():
+            info = read_swarm(swarm_dir)
+            host = info.parent_pid if info is not None else None
+            if host is not None and host != os.getpid() and not finished():
                 os.killpg(host, signal.SIGKILL)
     data = assert_swarm_carried_on(swarm_dir, after)
     kinds = [t["kind"] for t in data["timeline"]]

@@ -5,8 +5,10 @@ the launcher): a run is `<horde>/runs/<id>/`, a swarm `<horde>/swarms/<id>/` wit
 hordes' runs in `hN/runs/<id>-hN/`. A run is *live* while `runs/<id>/.live` names a
 supervisor pid that exists; a `.live` whose pid is gone marks an interrupted run. A
 swarm's state is its SWARM.json (rewritten whole by the swarm supervisor), read the same
-way: still going by the file but its `parent_pid` gone means interrupted. Plain file
-reads, no supervisor imports.
+way: still going by the file but its `parent_pid` gone means interrupted. SWARM.json is
+parsed here only (`parse_swarm` -> `SwarmInfo`; a malformed one is refused in one line),
+and a swarm is told from a run here only (`is_swarm_dir`). Plain file reads, no
+supervisor imports.
 """
 
 from __future__ import annotations
@@ -331,16 +333,6 @@ def swarm_json_path(swarm_dir: Path) -> Path:
 def write_swarm_json(swarm_dir: Path, data: dict[str, Any]) -> None:
     """Replace SWARM.json whole (tmp + fsync + rename): a reader never sees half of it."""
     atomic_write_text(swarm_json_path(swarm_dir), json.dumps(data, indent=2) + "\n")
-
-
-def read_swarm_json(swarm_dir: Path) -> dict[str, Any] | None:
-    """SWARM.json as written, or None when it is missing or unreadable (a swarm being
-    created); what it says is read through `parse_swarm`."""
-    try:
-        data = json.loads(swarm_json_path(swarm_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def swarm_info(swarm_dir: Path) -> SwarmInfo:
