@@ -271,3 +271,35 @@ def test_the_swarms_control_folder_is_answered_for_every_control_it_can_route(
     ]
     assert h2.calls == []
     assert not list((sw.swarm_dir / "control").glob("req-*")), "every request answered"
+
+
+def test_an_answer_with_a_hordes_refusal_is_not_ok(tmp_path: Path) -> None:
+    """`horde-tui reset h1:2` exits 1 when h1 refuses, as when the swarm itself does."""
+    sw = SwarmSupervisor(
+        tmp_path, RunRequest("x", 2), load_settings(environ=MODEL_ENV), 2, swarm_id="s1"
+    )
+    sw.hordes = {  # type: ignore[assignment]
+        "h1": RecordingHorde("h1", refusing=frozenset({"member-2"})),
+        "h2": RecordingHorde("h2"),
+    }
+
+    async def ask(target: str) -> tuple[bool, str]:
+        serving = asyncio.create_task(controls.serve(sw.swarm_dir, sw, 0.02))
+        try:
+            request = controls.new_request("reset", target)
+            got = await asyncio.to_thread(controls.ask, sw.swarm_dir, request, 10)
+        finally:
+            serving.cancel()
+        assert got is not None
+        return got["ok"], got["text"]
+
+    assert asyncio.run(ask("member-2")) == (
+        False,
+        "h1: refused: reset member-2\nh2: reset member-2",
+    )
+    assert asyncio.run(ask("h2:member-2")) == (True, "h2: reset member-2")
+    assert asyncio.run(ask("h1")) == (
+        False,
+        "refused: reset needs members, not whole hordes (h1); reset h2:member-3, or "
+        "member-3 in every horde; to end a horde, stop it",
+    )

@@ -163,6 +163,15 @@ async def perform(taker: ControlTaker, request: ControlRequest) -> str:
     return f"refused: unknown control {action!r}; use one of {', '.join(ACTIONS)}"
 
 
+def refused(text: str) -> bool:
+    """Whether an answer refuses: wholly (`refused: ...`) or in any horde's line of a
+    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way."""
+    return any(
+        line.startswith("refused") or line.partition(": ")[2].startswith("refused")
+        for line in text.splitlines()
+    )
+
+
 async def answer_pending(folder: Path, taker: ControlTaker) -> None:
     """Answer every request waiting in `folder/control/`, oldest first (a malformed one
     is dropped: it names no answer file to write)."""
@@ -171,7 +180,7 @@ async def answer_pending(folder: Path, taker: ControlTaker) -> None:
             path.unlink(missing_ok=True)
             continue
         text = await perform(taker, request)
-        answer(folder, path, request.id, not text.startswith("refused"), text)
+        answer(folder, path, request.id, not refused(text), text)
 
 
 async def serve(folder: Path, taker: ControlTaker, poll_s: float) -> None:

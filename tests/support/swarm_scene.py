@@ -162,13 +162,15 @@ class RecordingHorde:
     """Stands in for a horde's `Supervisor` inside a real `SwarmSupervisor`: records
     what the swarm forwarded to it and answers `<action> <target>`."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, refusing: frozenset[str] = frozenset()) -> None:
         self.name = name
         self.calls: list[tuple[str, str]] = []
+        self.refusing = refusing
+        """Targets it refuses, as a supervisor refuses a reset before discovery."""
 
     def _did(self, action: str, target: str) -> str:
         self.calls.append((action, target))
-        return f"{action} {target}"
+        return f"refused: {action} {target}" if target in self.refusing else f"{action} {target}"
 
     def status(self, target: str) -> str:
         return self._did("status", target)
