@@ -26,13 +26,15 @@ from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
     existing_swarm,
+    host_pid,
+    is_swarm_dir,
     live_file,
     live_swarm,
-    read_swarm_json,
+    read_swarm,
     run_ids,
     runs_by_state,
-    supervisor_pid,
     swarm_ids,
+    swarm_json_path,
     swarms_by_state,
 )
 from horde_tui.supervisor.observe import Sink
@@ -305,13 +307,6 @@ class DetachedStart:
     error: str = ""
 
 
-def _host_pid(run_dir: Path) -> int | None:
-    """The process that has taken a run (its live marker) or a swarm (its SWARM.json)."""
-    if run_dir.parent.name == "swarms":
-        return (read_swarm_json(run_dir) or {}).get("parent_pid")
-    return supervisor_pid(run_dir)
-
-
 def start_detached(
     argv: list[str], horde_dir: Path, run_dir: Path | None = None, env: dict[str, str] | None = None
 ) -> DetachedStart:
@@ -338,7 +333,7 @@ def start_detached(
     deadline = time.monotonic() + DETACH_WAIT_S
     while time.monotonic() < deadline:
         if run_dir is not None:
-            live = [run_dir] if _host_pid(run_dir) == proc.pid else []
+            live = [run_dir] if host_pid(run_dir) == proc.pid else []
         else:
             fresh = (
                 sorted(p for p in runs.glob("*") if p.name not in before) if runs.is_dir() else []
@@ -348,7 +343,7 @@ def start_detached(
                 live += sorted(
                     p
                     for p in swarms.glob("*")
-                    if p.name not in swarms_before and (p / "SWARM.json").is_file()
+                    if p.name not in swarms_before and swarm_json_path(p).is_file()
                 )
         if live:
             return DetachedStart(proc.pid, log, live[-1])
@@ -373,9 +368,9 @@ def in_background(started: DetachedStart, how: str) -> str:
     it. The one text for `run --detach`, `resume --detach` and the app's handoff."""
     assert started.run_dir is not None, "only a start that went live goes on"
     run = started.run_dir.name
-    if started.run_dir.parent.name == "swarms":
-        hordes = (read_swarm_json(started.run_dir) or {}).get("hordes")
-        count = hordes if isinstance(hordes, int) else 1
+    if is_swarm_dir(started.run_dir):
+        info = read_swarm(started.run_dir)
+        count = info.hordes if info is not None and info.hordes else 1
         attach = "   ".join(f"horde-tui attach {run}-h{n}" for n in range(1, count + 1))
         what = "swarm"
         watch = f"watch it: horde-tui status   (one block per horde)\na horde:  {attach}"

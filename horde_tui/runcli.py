@@ -8,8 +8,8 @@ SWARM` a swarm whose host is gone (`supervisor/swarm_resume.py`); with a member 
 `run`/`plan` host a supervisor in this process (`hosting.host`: the app on a terminal,
 else one line per event on stdout), or with `--detach` start a headless one as its own
 process and return (`launch.py`); `attach` opens the app on a run another process hosts.
-The control commands reach a live supervisor from any other shell through its run's
-`control/` folder.
+The control commands reach a live supervisor from any other shell through its
+`control/` folder: a live swarm's (its supervisor forwards to the hordes), else the run's.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from horde_tui.store.runs import (
     existing_swarm,
     find_run,
     live_swarm,
-    read_swarm_json,
+    read_swarm,
     run_state,
     runs_by_state,
 )
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets
+from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -218,21 +218,26 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_control(args: argparse.Namespace) -> int:
+    """Send one control to the live swarm, else to the run (`--run`, or the live one):
+    its supervisor answers in its own `control/` with the lines to print. A swarm's
+    supervisor forwards it to each horde the target names (`h2:member-3` -> h2's
+    `member-3`), as it does the swarm screen's: one path for both."""
     horde_dir = _horde_dir()
     words = list(args.words)
     postmortem = False
     if args.control == "stop-clean" and words and words[0] == "postmortem":
         postmortem, words = True, words[1:]
     target = " ".join(words) or "all"
+    swarm = None if args.run else live_swarm(horde_dir)
     try:
-        parse_targets(target)
+        targets = parse_targets(target)
+        info = read_swarm(swarm) if swarm is not None else None
+        if info is not None and info.hordes:  # a horde the swarm lacks: a bad target too
+            per_horde(targets, info.hordes)
     except TargetError as exc:
         return _err(str(exc))
-    swarm = None if args.run else live_swarm(horde_dir)
-    if swarm is not None:
-        return _control_swarm(args, swarm, target, postmortem)
-    run_dir = find_run(horde_dir, args.run)
-    if run_dir is None or run_state(run_dir) != "active":
+    folder = swarm if swarm is not None else find_run(horde_dir, args.run)
+    if folder is None or (swarm is None and run_state(folder) != "active"):
         states = runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
         if args.control == "status":
@@ -241,68 +246,15 @@ def cmd_control(args: argparse.Namespace) -> int:
         return _err(
             f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.control}", 1
         )
-    answer = _ask(run_dir, args, target, postmortem)
+    request = controls.new_request(args.control, target, getattr(args, "grace", None), postmortem)
+    answer = controls.ask(folder, request)
     if answer is None:
         return _err(
-            f"the supervisor of {run_dir.name} did not answer within {controls.ANSWER_TIMEOUT_S:g} s",
+            f"the supervisor of {folder.name} did not answer within {controls.ANSWER_TIMEOUT_S:g} s",
             1,
         )
     print(answer["text"])
     return 0 if answer["ok"] else 1
-
-
-def _ask(folder: Path, args: argparse.Namespace, target: str, postmortem: bool) -> Any:
-    """Leave a control request in `folder/control/` and wait for the answer (None: none)."""
-    request = controls.new_request(args.control, target, getattr(args, "grace", None), postmortem)
-    return controls.ask(folder, request)
-
-
-def _control_swarm(args: argparse.Namespace, swarm: Path, target: str, postmortem: bool) -> int:
-    """A control for a live swarm, sent along `view.source.swarm_routes` (as the swarm
-    screen sends it): each started horde gets the request in its own run's `control/`
-    with the member part of the target (`h2:member-3` -> h2 `member-3`); a stop of
-    hordes not started yet goes to the swarm, which keeps them from starting.
-    `status` prints one block per targeted horde."""
-    from horde_tui.view.source import swarm_routes
-
-    data = read_swarm_json(swarm) or {}
-    try:
-        routes = swarm_routes(swarm, args.control, target)
-    except TargetError as exc:
-        return _err(str(exc))
-    if args.control == "status":
-        print(
-            f"swarm {swarm.name}: {data.get('state')}, {data.get('hordes') or 1} hordes of "
-            f"{data.get('members')} members, merge {data.get('merge')}"
-        )
-        work = {w.get("horde"): w.get("workstream") for w in data.get("partition") or []}
-        for route in routes:
-            answer = _ask(route.folder, args, route.target, False) if route.folder else None
-            print(f"\n{route.name}: {work.get(route.name) or '(not partitioned yet)'}")
-            print(answer["text"] if answer else f"  {route.state}")
-        return 0
-    code = 0
-    for route in routes:
-        if route.folder is None:
-            print(f"{route.name}: nothing to {args.control} ({route.state})")
-            continue
-        answer = _ask(route.folder, args, route.target, postmortem)
-        if route.name == "swarm":  # the hordes not started yet
-            if answer is None:
-                return _err(
-                    f"the swarm {swarm.name} did not answer within {controls.ANSWER_TIMEOUT_S:g} s",
-                    1,
-                )
-            print(answer["text"])
-        else:
-            text = (
-                answer["text"]
-                if answer
-                else f"its supervisor did not answer within {controls.ANSWER_TIMEOUT_S:g} s"
-            )
-            print(f"{route.name}: {text}")
-        code = code or (0 if answer and answer["ok"] else 1)
-    return code
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:

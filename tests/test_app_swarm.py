@@ -2,22 +2,31 @@
 
 Swarms are fixture directories (`swarm_scene`) read from disk, as the app reads any
 swarm; a hosted swarm is `FakeSwarm`, the contract's `SwarmSupervisor` API, put where
-the app's lazy import finds it. A horde run of another process answers its `control/`
-requests through `FakeRemote`, as the real supervisor does.
+the app's lazy import finds it. A swarm of another process answers its `control/`
+requests through a real `SwarmSupervisor` whose hordes are `RecordingHorde`s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import pytest
-from support.app import NOW, FakeRemote, wait_for
+from support.app import NOW, wait_for
 from support.processes import dead_pid
 from support.rundir import FINISHED, finished_run, ready_to_launch
-from support.swarm_scene import LAUNCHED_ID, SWARM_ID, FakeSwarm, Scene, swarm_scene, write_swarm
+from support.swarm_scene import (
+    LAUNCHED_ID,
+    SWARM_ID,
+    FakeSwarm,
+    RecordingHorde,
+    Scene,
+    swarm_scene,
+    write_swarm,
+)
 from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
@@ -32,8 +41,12 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
+from horde_tui.settings import Settings
+from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
+from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
+from horde_tui.supervisor.swarm import SwarmSupervisor
 from horde_tui.supervisor.targets import Count
 from horde_tui.view.source import AttachedSource
 
@@ -212,50 +225,58 @@ async def test_the_swarm_files_say_not_written_yet_until_they_exist(horde: Path)
 # -- controls -----------------------------------------------------------------------------
 
 
-async def test_controls_of_another_process_swarm_go_through_each_hordes_control(
+async def test_controls_of_another_process_swarm_go_to_its_own_control_folder(
     horde: Path, scene: Scene
 ) -> None:
+    """One path with the CLI: each control is one request in the swarm's `control/`,
+    answered by a real `SwarmSupervisor` (its hordes recording stand-ins), which routes it
+    to the hordes; no horde run's `control/` is written to."""
     app = app_for(horde)
-    swarm_folder = SimpleNamespace(path=scene.swarm_dir, event=lambda *a, **k: None)
-    with (
-        FakeRemote(scene.runs["h1"]) as remote,  # h1's supervisor, another process
-        FakeRemote(swarm_folder) as swarm_remote,  # the swarm's, for hordes not started
-    ):
-        async with app.run_test(size=SIZE) as pilot:
-            screen = await open_swarm(pilot)
-            assert screen.hosted is None
-            await pilot.press("p")
-            await wait_for(pilot, lambda: remote.requests == [("pause", "all")])
-            await wait_for(pilot, lambda: notified(app, "h1: paused all"))
-            await pilot.press("x")
-            await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
-            await pilot.press("escape")  # no member picked: nothing sent
-            await wait_for(pilot, lambda: app.screen is screen)
-            await pilot.press("x")
-            await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
-            await pilot.press("enter")  # member-1
-            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
-            await pilot.click("#reset")
-            await wait_for(pilot, lambda: ("reset", "member-1") in remote.requests)
-            assert len(remote.requests) == 2
-            await choose(pilot, "S", "all")
-            await wait_for(pilot, lambda: ("stop-hard", "all") in remote.requests)
-            await wait_for(pilot, lambda: swarm_remote.requests == [("stop-hard", "h3")])
-            await wait_for(pilot, lambda: notified(app, "swarm: stop-hard h3"))
-            assert not list(horde_run_dir(horde, "h2").glob("control/req-*")), "h2 is finished"
-            table = screen.query_one("#hordes", DataTable)
-            table.move_cursor(row=1)  # h2: finished, nothing applies but open
-            await pilot.pause()
-            for action in ("pause", "resume", "reset", "stop_clean", "stop_hard"):
-                assert screen.check_action(action, ()) is None, action
-            assert screen.check_action("open_horde", ()) is True
-            table.move_cursor(row=2)  # h3: not started; a stop keeps it from starting
-            await pilot.pause()
-            assert screen.check_action("stop_clean", ()) is True
-            assert screen.check_action("pause", ()) is None
-            await choose(pilot, "s", "horde")
-            await wait_for(pilot, lambda: ("stop-clean", "h3") in swarm_remote.requests)
-            assert len(remote.requests) == 3, "h1 was not addressed"
+    swarm = SwarmSupervisor(
+        horde.parent, RunRequest("x", 3), Settings(model="openai/stub"), 3, swarm_id=SWARM_ID
+    )
+    h1, h2 = RecordingHorde("h1"), RecordingHorde("h2")
+    swarm.hordes = {"h1": h1, "h2": h2}  # type: ignore[dict-item]
+    swarm.summaries["h2"] = RunSummary("r", "completed", "", "ok", 0.0, 1.0, "m")
+    async with app.run_test(size=SIZE) as pilot:
+        serving = asyncio.create_task(controls.serve(scene.swarm_dir, swarm, 0.02))
+        screen = await open_swarm(pilot)
+        assert screen.hosted is None
+        await pilot.press("p")
+        await wait_for(pilot, lambda: h1.calls == [("pause", "all")])
+        await wait_for(pilot, lambda: notified(app, "h1: pause all"))
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
+        await pilot.press("escape")  # no member picked: nothing sent
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberPickScreen))
+        await pilot.press("enter")  # member-1
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        await pilot.click("#reset")
+        await wait_for(pilot, lambda: ("reset", "member-1") in h1.calls)
+        assert len(h1.calls) == 2
+        await choose(pilot, "S", "all")
+        await wait_for(pilot, lambda: ("stop-hard", "all") in h1.calls)
+        await wait_for(pilot, lambda: notified(app, "h3: not started"))
+        assert swarm.skipped == {"h3"} and swarm.hard_stopped
+        table = screen.query_one("#hordes", DataTable)
+        table.move_cursor(row=1)  # h2: finished, nothing applies but open
+        await pilot.pause()
+        for action in ("pause", "resume", "reset", "stop_clean", "stop_hard"):
+            assert screen.check_action(action, ()) is None, action
+        assert screen.check_action("open_horde", ()) is True
+        table.move_cursor(row=2)  # h3: not started; a stop keeps it from starting
+        await pilot.pause()
+        assert screen.check_action("stop_clean", ()) is True
+        assert screen.check_action("pause", ()) is None
+        await choose(pilot, "s", "horde")
+        answers = scene.swarm_dir / "control"
+        await wait_for(pilot, lambda: len(list(answers.glob("resp-*"))) == 4)
+        serving.cancel()
+    assert len(h1.calls) == 3 and h2.calls == [], "h1 was not addressed by the stop of h3"
+    for name in ("h1", "h2"):
+        assert not list(horde_run_dir(horde, name).glob("control/*")), name
 
 
 @pytest.fixture

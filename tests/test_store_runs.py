@@ -27,7 +27,12 @@ def _run(horde: Path, run_id: str, *files: str, pid: int | None = None) -> Path:
 def _swarm(horde: Path, swarm_id: str, state: str, pid: int | None) -> Path:
     path = horde / "swarms" / swarm_id
     path.mkdir(parents=True)
-    data = {"state": state, "parent_pid": pid, "runs": {"h1": f"h1/runs/{swarm_id}-h1"}}
+    data = {
+        "id": swarm_id,
+        "state": state,
+        "parent_pid": pid,
+        "runs": {"h1": f"h1/runs/{swarm_id}-h1"},
+    }
     (path / "SWARM.json").write_text(json.dumps(data))
     (path / "h1" / "runs" / f"{swarm_id}-h1").mkdir(parents=True)
     return path
@@ -89,13 +94,11 @@ def test_a_swarm_state_is_its_swarm_json_unless_its_host_is_gone(horde: Path) ->
     }
     live = runs.live_swarm(horde)
     assert live == horde / "swarms" / "20260101-000006-swa1"
-    data = runs.read_swarm_json(live)
-    assert data is not None
-    assert runs.horde_run_dirs(live, data) == {"h1": live / "h1/runs/20260101-000006-swa1-h1"}
+    data = json.loads((live / "SWARM.json").read_text())
     runs.write_swarm_json(live, {**data, "state": "finished"})
     assert runs.live_swarm(horde) is None
     (live / "SWARM.json").write_text('{"state": "act')  # torn: a swarm being created
-    assert runs.read_swarm_json(live) is None
+    assert runs.read_swarm(live) is None
 
 
 def test_a_bad_id_is_refused_before_it_becomes_a_path(tmp_path: Path) -> None:
@@ -115,3 +118,61 @@ def test_run_documents_are_one_list_read_by_the_runs_list_and_the_files_pane(
     run_dir = _run(tmp_path, "r", "GRAPH.md", "ACCEPTANCE.json", "SYSTEM.md", "TASK.md", "x.md")
     assert [p.name for p in runs.run_files(run_dir)] == ["TASK.md", "ACCEPTANCE.json", "GRAPH.md"]
     assert panes.FilesPane(run_dir).documents() == ["GRAPH.md", "TASK.md", "SYSTEM.md", "x.md"]
+
+
+def test_a_swarm_is_told_from_a_run_by_where_it_lives_and_its_host_read_one_way(
+    horde: Path,
+) -> None:
+    swarm = horde / "swarms" / "20260101-000006-swa1"
+    run = horde / "runs" / "20260101-000004-eeee"
+    assert runs.is_swarm_dir(swarm)
+    assert not runs.is_swarm_dir(run)
+    assert not runs.is_swarm_dir(swarm / "h1" / "runs" / "20260101-000006-swa1-h1")
+    assert runs.host_pid(swarm) == os.getpid() == runs.host_pid(run)
+    assert runs.host_pid(horde / "runs" / "20260101-000000-aaaa") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{ torn", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"hordes": 2}', "`id`"),
+        ('{"id": "s1", "hordes": "two"}', "`hordes`"),
+        ('{"id": "s1", "partition": [{"workstream": "no horde"}]}', "`partition`"),
+        ('{"id": "s1", "partition": [3]}', "`partition`"),
+        ('{"id": "s1", "runs": ["h1"]}', "`runs`"),
+        ('{"id": "s1", "timeline": [{"ts": "noon", "kind": "horde-start"}]}', "`timeline`"),
+    ],
+)
+def test_the_one_swarm_json_parser_refuses_a_malformed_file_in_one_line(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    swarm_dir = tmp_path / "swarms" / "s1"
+    swarm_dir.mkdir(parents=True)
+    (swarm_dir / "SWARM.json").write_text(text)
+    with pytest.raises(runs.SwarmFileError) as refused:
+        runs.swarm_info(swarm_dir)
+    line = str(refused.value)
+    assert line.startswith(f"refused: {swarm_dir / 'SWARM.json'} ") and says in line, line
+    assert "\n" not in line and "start a new swarm" in line, line
+    assert runs.read_swarm(swarm_dir) is None, "the lists skip it, as a torn one"
+
+
+def test_the_swarm_json_parser_reads_every_contract_key_and_defaults_missing_ones(
+    horde: Path,
+) -> None:
+    swarm = horde / "swarms" / "20260101-000006-swa1"
+    info = runs.swarm_info(swarm)
+    assert (info.swarm_id, info.hordes, info.partition, info.state) == (swarm.name, 0, (), "active")
+    assert runs.horde_run_dirs(swarm, info) == {"h1": swarm / "h1/runs/20260101-000006-swa1-h1"}
+    data = {
+        "id": "s1",
+        "hordes": 2,
+        "partition": [{"horde": "h1", "workstream": "api", "criterion": "c", "layers": ["a"]}],
+        "timeline": [{"ts": 1.5, "kind": "planner-start", "horde": None}],
+    }
+    info = runs.parse_swarm(data)
+    assert info.partition == (runs.Workstream("h1", "api", "c", ("a",)),)
+    assert info.timeline == ((1.5, "planner-start", None),)
+    assert [w.as_json() for w in info.partition] == data["partition"]

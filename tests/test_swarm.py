@@ -10,17 +10,26 @@ import os
 from pathlib import Path
 
 import pytest
+from support.swarm_scene import RecordingHorde
 
 from horde_tui.launch import RunOptions, build_host, check_launch
 from horde_tui.settings import load_settings
-from horde_tui.store.runs import live_swarm, swarm_state, swarms_by_state, write_swarm_json
+from horde_tui.store.runs import (
+    SwarmInfo,
+    live_swarm,
+    swarm_state,
+    swarms_by_state,
+    write_swarm_json,
+)
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
+from horde_tui.supervisor import controls
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor, swarm_outcome
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
+from horde_tui.view.source import send_control
 
 MODEL_ENV = {"HORDE_MODEL": "openai/stub"}
 
@@ -126,7 +135,8 @@ def test_a_swarm_whose_host_died_reads_as_interrupted_and_a_live_one_blocks_laun
     for folder, pid in ((dead, 2**22 + 12345), (live, os.getpid())):
         folder.mkdir(parents=True)
         write_swarm_json(folder, {"id": folder.name, "state": "active", "parent_pid": pid})
-    assert swarm_state({"state": "finished", "parent_pid": 2**22 + 12345}) == "finished"
+    ended = SwarmInfo("s0", state="finished", parent_pid=2**22 + 12345)
+    assert swarm_state(ended) == "finished"
     assert swarms_by_state(horde_dir) == {"interrupted": [dead.name], "active": [live.name]}
     assert live_swarm(horde_dir) == live
     check = check_launch(RunOptions("3", "x"), horde_dir, environ=MODEL_ENV)
@@ -187,33 +197,6 @@ def test_a_stop_while_the_planner_works_ends_it_and_starts_no_horde(
     assert data["runs"] == {} and "stopped while planning" in data["diagnosis"]
 
 
-class RecordingHorde:
-    """Stands in for a horde's `Supervisor`: records what the swarm asked of it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.calls: list[tuple[str, str]] = []
-
-    def _did(self, action: str, target: str) -> str:
-        self.calls.append((action, target))
-        return f"{action} {target}"
-
-    def pause(self, target: str) -> str:
-        return self._did("pause", target)
-
-    def resume(self, target: str) -> str:
-        return self._did("resume", target)
-
-    def stop_clean(self, target: str, *args: object) -> str:
-        return self._did("stop-clean", target)
-
-    async def stop_hard(self, target: str) -> str:
-        return self._did("stop-hard", target)
-
-    async def reset(self, target: str) -> str:
-        return self._did("reset", target)
-
-
 def test_controls_reach_the_hordes_a_target_names_and_hold_back_unstarted_ones(
     tmp_path: Path,
 ) -> None:
@@ -239,3 +222,84 @@ def test_controls_reach_the_hordes_a_target_names_and_hold_back_unstarted_ones(
 
     assert asyncio.run(sw.stop_hard()).splitlines()[0] == "h1: stop-hard all"
     assert sw.hard_stopped and sw.halted == "stopped hard by the user"
+
+
+def test_the_swarms_control_folder_is_answered_for_every_control_it_can_route(
+    tmp_path: Path,
+) -> None:
+    """Another shell's request in the swarm's own `control/` (the CLI's, the swarm
+    screen's) is routed as a method call is: pause, resume, reset and status of
+    `<horde>:<member>` or a whole horde reach that horde once; one answer comes back."""
+    sw = SwarmSupervisor(
+        tmp_path, RunRequest("x", 2), load_settings(environ=MODEL_ENV), 3, swarm_id="s1"
+    )
+    h1, h2 = RecordingHorde("h1"), RecordingHorde("h2")
+    sw.hordes = {"h1": h1, "h2": h2}  # type: ignore[dict-item]
+    sw.summaries["h2"] = _summary("finished")
+
+    async def ask_all() -> list[str]:
+        serving = asyncio.create_task(controls.serve(sw.swarm_dir, sw, 0.02))
+        asked = [
+            ("pause", "h1:member-3"),
+            ("resume", "h1"),
+            ("reset", "h1:2"),
+            ("status", "h1"),
+            ("pause", "h4"),
+        ]
+        try:
+            return [
+                await asyncio.to_thread(send_control, sw.swarm_dir, action, target, 10)
+                for action, target in asked
+            ]
+        finally:
+            serving.cancel()
+
+    answers = asyncio.run(ask_all())
+    assert answers == [
+        "h1: pause member-3",
+        "h1: resume all",
+        "h1: reset member-2",
+        "swarm s1: pending, 3 hordes of 2 members, merge pending\n\nh1: (not partitioned yet)"
+        "\nstatus all",
+        "refused: h4 is not in this swarm; it has h1 to h3",
+    ]
+    assert h1.calls == [
+        ("pause", "member-3"),
+        ("resume", "all"),
+        ("reset", "member-2"),
+        ("status", "all"),
+    ]
+    assert h2.calls == []
+    assert not list((sw.swarm_dir / "control").glob("req-*")), "every request answered"
+
+
+def test_an_answer_with_a_hordes_refusal_is_not_ok(tmp_path: Path) -> None:
+    """`horde-tui reset h1:2` exits 1 when h1 refuses, as when the swarm itself does."""
+    sw = SwarmSupervisor(
+        tmp_path, RunRequest("x", 2), load_settings(environ=MODEL_ENV), 2, swarm_id="s1"
+    )
+    sw.hordes = {  # type: ignore[assignment]
+        "h1": RecordingHorde("h1", refusing=frozenset({"member-2"})),
+        "h2": RecordingHorde("h2"),
+    }
+
+    async def ask(target: str) -> tuple[bool, str]:
+        serving = asyncio.create_task(controls.serve(sw.swarm_dir, sw, 0.02))
+        try:
+            request = controls.new_request("reset", target)
+            got = await asyncio.to_thread(controls.ask, sw.swarm_dir, request, 10)
+        finally:
+            serving.cancel()
+        assert got is not None
+        return got["ok"], got["text"]
+
+    assert asyncio.run(ask("member-2")) == (
+        False,
+        "h1: refused: reset member-2\nh2: reset member-2",
+    )
+    assert asyncio.run(ask("h2:member-2")) == (True, "h2: reset member-2")
+    assert asyncio.run(ask("h1")) == (
+        False,
+        "refused: reset needs members, not whole hordes (h1); reset h2:member-3, or "
+        "member-3 in every horde; to end a horde, stop it",
+    )

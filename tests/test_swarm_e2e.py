@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.cli import cli, wait_for_line
+from support.processes import wait_until
 
 from horde_tui.settings import load_settings
 from horde_tui.stubmodel import StubThread
@@ -20,6 +21,7 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
+from horde_tui.view.source import send_control
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
@@ -215,6 +217,26 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
                 "h2: resumed member-1",
             ]
             assert cli(tmp_path, "pause", "h3").returncode == 2  # not in this swarm
+            # One path for the CLI and the swarm screen (`send_control`, its remote
+            # controls): one request in the swarm's own `control/`, answered by the swarm
+            # supervisor, which forwards it once to each horde the target names.
+            swarm_dir = next((tmp_path / ".horde" / "swarms").iterdir())
+            assert send_control(swarm_dir, "pause", "h1:member-1") == "h1: paused member-1"
+            assert send_control(swarm_dir, "resume", "all").splitlines() == [
+                "h1: resumed member-1",
+                "h2: resumed nothing (no paused member matched)",
+            ]
+            h1_run = swarm_dir / "h1" / "runs" / f"{swarm_dir.name}-h1"
+
+            def canary_done() -> bool:
+                return any(kind == "canary" for kind, _ in _lifecycle(h1_run))
+
+            assert wait_until(canary_done, 90), "a reset waits for discovery (h1's canary)"
+            reset = send_control(swarm_dir, "reset", "h1:member-1")
+            assert reset == "h1: reset member-1: session stopped, a fresh attempt starts"
+            answered = list((swarm_dir / "control").glob("resp-*"))
+            assert len(answered) == 7, "four from the CLI (status twice, pause, resume), three here"
+            assert not list(swarm_dir.glob("h*/runs/*/control/*")), "no horde was sent to"
             one = cli(tmp_path, "stop-clean", "h2", "--grace", "1")
             assert one.stdout.startswith("h2: clean stop requested"), one.stdout + one.stderr
             wait_for_line(proc, "h2 [run-end]", 90)

@@ -22,7 +22,7 @@ import pytest
 from support.app import NOW, wait_for
 from support.cli import one_line_refusal, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle, slow_worker
-from support.processes import wait_until
+from support.processes import dead_pid, wait_until
 from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from textual.widgets import Button
 
@@ -30,7 +30,7 @@ from horde_tui import prompts
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.settings import load_settings
-from horde_tui.store.runs import read_swarm_json, swarm_state
+from horde_tui.store.runs import read_swarm, swarm_info, swarm_state
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
@@ -77,8 +77,8 @@ def swarm_env(stub: StubThread) -> dict[str, str]:
 def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]:
     """The swarm ended normally after a resume: h1 carried its session on, h2 started
     there, both reported, the merge written; returns SWARM.json."""
-    data = read_swarm_json(swarm_dir)
-    assert data is not None and data["state"] == "finished", data
+    data = json.loads((swarm_dir / "SWARM.json").read_text())
+    assert data["state"] == "finished", data
     assert data["outcome"] in ("completed", "solved"), data
     assert data["merge"] == "done" and sorted(data["runs"]) == ["h1", "h2"]
     kinds = [(t["kind"], t["horde"]) for t in data["timeline"]]
@@ -131,9 +131,9 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
             if host.poll() is None:
                 host.kill()
         swarm_dir = next((tmp_path / ".horde" / "swarms").iterdir())
-        data = read_swarm_json(swarm_dir)
-        assert data is not None and swarm_state(data) == "interrupted"
-        assert list(data["runs"]) == ["h1"], "h2 must not have started yet"
+        info = swarm_info(swarm_dir)
+        assert swarm_state(info) == "interrupted"
+        assert [h for h, _ in info.runs] == ["h1"], "h2 must not have started yet"
         before = len(stub.stub.requests)
         resumed = subprocess.run(
             [sys.executable, "-m", "horde_tui", "resume", swarm_dir.name, "--headless"],
@@ -173,6 +173,20 @@ def test_resume_refuses_a_live_an_ended_and_an_unknown_swarm(
     assert json.loads((swarm_dir / "SWARM.json").read_text())["state"] == "finished"
 
 
+def test_resume_refuses_a_malformed_swarm_json_in_one_line(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SWARM.json whose partition is not the contract's (its host gone, its settings
+    there) is refused by the one SWARM.json parser, not read into a traceback."""
+    swarm_dir = write_swarm(in_dir / ".horde", state="active", parent_pid=dead_pid())
+    (swarm_dir / "CONFIG.json").write_text('{"request": {}, "config": {}}\n')
+    data = json.loads((swarm_dir / "SWARM.json").read_text())
+    (swarm_dir / "SWARM.json").write_text(json.dumps({**data, "partition": ["h1: api"]}))
+    line = one_line_refusal(capsys, "resume", SWARM_ID)
+    assert line.startswith(f"horde-tui: refused: {swarm_dir / 'SWARM.json'} "), line
+    assert "`partition`" in line, line
+
+
 @pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it(
@@ -188,7 +202,8 @@ async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it
         swarm_dir = swarm.swarm_dir
 
         def finished() -> bool:
-            return (read_swarm_json(swarm_dir) or {}).get("state") == "finished"
+            info = read_swarm(swarm_dir)
+            return info is not None and info.state == "finished"
 
         app = HordeApp(
             horde_dir=tmp_path / ".horde", swarm=swarm, config=AppConfig.deterministic(NOW)
@@ -207,14 +222,15 @@ async def test_detach_hands_a_hosted_swarm_to_a_detached_resume_that_finishes_it
             assert app.handed_off is not None, "the app quit without handing the swarm off"
             assert f"swarm {swarm.swarm_id} goes on in the background" in app.handed_off
             assert f"horde-tui attach {swarm.swarm_id}-h2" in app.handed_off
-            data = read_swarm_json(swarm_dir)
-            assert data is not None and data["parent_pid"] != os.getpid()
-            assert swarm_state(data) == "active", "the swarm goes on after the app"
+            info = swarm_info(swarm_dir)
+            assert info.parent_pid != os.getpid()
+            assert swarm_state(info) == "active", "the swarm goes on after the app"
             assert wait_until(finished, 240), "the detached resume did not finish the swarm"
             after = stub.stub.requests[before:]
         finally:
-            host = (read_swarm_json(swarm_dir) or {}).get("parent_pid")
-            if isinstance(host, int) and host != os.getpid() and not finished():
+            info = read_swarm(swarm_dir)
+            host = info.parent_pid if info is not None else None
+            if host is not None and host != os.getpid() and not finished():
                 os.killpg(host, signal.SIGKILL)
     data = assert_swarm_carried_on(swarm_dir, after)
     kinds = [t["kind"] for t in data["timeline"]]

@@ -11,27 +11,23 @@ turned into a plain method fails here, so a fake cannot drift from what it stand
 from __future__ import annotations
 
 import inspect
-import json
 import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from support.app import FakeSupervisor
 
 from horde_tui.settings import Settings
-from horde_tui.store.runs import mark_live
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
-from horde_tui.supervisor.targets import TargetError
+from horde_tui.supervisor.swarm import SwarmSupervisor
 from horde_tui.view.source import (
     AttachedSource,
     HostedRun,
     HostedSource,
     RunControls,
     RunSource,
-    swarm_routes,
 )
 
 
@@ -168,46 +164,11 @@ async def test_hosted_source_calls_the_supervisor(tmp_path: Path) -> None:
     assert fake.calls == [("pause", "member-1"), ("stop_clean", "all"), ("reset", "member-2")]
 
 
-def started_horde(swarm_dir: Path, horde: str, state: str) -> Path:
-    """A horde's run directory in `state` (`active`: its `.live` names this process)."""
-    run_dir = swarm_dir / horde / "runs" / f"{swarm_dir.name}-{horde}"
-    run_dir.mkdir(parents=True)
-    (run_dir / "TASK.md").write_text("# Task\n\nx\n")
-    (run_dir / "MANIFEST.json").write_text("{}")
-    if state == "active":
-        mark_live(run_dir)
-    elif state == "finished":
-        (run_dir / "REPORT.md").write_text("# Report\n")
-    return run_dir
-
-
-def test_swarm_routes_send_each_part_where_it_can_be_answered(tmp_path: Path) -> None:
-    """h1 live, h2 finished, h3 and h4 not started: the one routing table the CLI and
-    the swarm screen send along."""
-    swarm_dir = tmp_path / ".horde" / "swarms" / "s1"
-    h1 = started_horde(swarm_dir, "h1", "active")
-    started_horde(swarm_dir, "h2", "finished")
-    runs = {"h1": "h1/runs/s1-h1", "h2": "h2/runs/s1-h2"}
-    (swarm_dir / "SWARM.json").write_text(json.dumps({"hordes": 4, "runs": runs}))
-
-    def routes(action: str, target: str) -> list[tuple[str, Path | None, str, str]]:
-        return [
-            (r.name, r.folder, r.target, r.state) for r in swarm_routes(swarm_dir, action, target)
-        ]
-
-    assert routes("stop_clean", "all") == [
-        ("h1", h1, "all", "active"),
-        ("h2", None, "all", "finished"),
-        ("swarm", swarm_dir, "h3,h4", "not started"),
-    ]
-    assert routes("stop-hard", "h4") == [("swarm", swarm_dir, "h4", "not started")]
-    assert routes("pause", "all") == [
-        ("h1", h1, "all", "active"),
-        ("h2", None, "all", "finished"),
-        ("h3", None, "all", "not started"),
-        ("h4", None, "all", "not started"),
-    ]
-    assert routes("reset", "h1:member-3") == [("h1", h1, "member-3", "active")]
-    assert routes("stop_clean", "h3:member-1") == [("h3", None, "member-1", "not started")]
-    with pytest.raises(TargetError):
-        swarm_routes(swarm_dir, "pause", "h5")
+def test_the_run_and_the_swarm_supervisor_take_the_same_controls(tmp_path: Path) -> None:
+    """`control/` requests are answered by one loop (`controls.answer_pending`) for a
+    run's supervisor and a swarm's alike: both take every control the same way."""
+    settings = Settings(model="stub/demo-model")
+    run = Supervisor(tmp_path, RunRequest("Review the sample target", 2, demo=True), settings)
+    swarm = SwarmSupervisor(tmp_path, RunRequest("Review it", 2), settings, 2, swarm_id="s1")
+    assert drift(run, controls.ControlTaker) == []
+    assert drift(swarm, controls.ControlTaker) == []

@@ -41,6 +41,7 @@ from horde_tui.screens.base import HordeScreen, LaunchRun, LaunchSwarm, OpenRun,
 from horde_tui.screens.commands import ListedCommands
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
+from horde_tui.store.runs import is_swarm_dir
 
 FIELD_ERRORS = ("count", "prompt", "layers", "model", "thinking", "max_minutes", "run")
 """Refusal fields with a line of their own; any other (a setting from the config file
@@ -266,7 +267,7 @@ class LaunchScreen(HordeScreen):
         """The detached start went live: a run (attach to it) or a swarm (its screen,
         which reads the swarm's files whoever hosts it)."""
         self.dismiss_form()
-        if (run_dir / "SWARM.json").is_file():
+        if is_swarm_dir(run_dir):
             self.app.push_screen(SwarmScreen(run_dir))
         else:
             self.app.post_message(OpenRun(run_dir))

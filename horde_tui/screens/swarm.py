@@ -10,9 +10,10 @@ Controls act on the horde under the cursor (target `hN`) or, from their dialogs 
 the palette, on the whole swarm (`all`); a reset is of one member (`hN:member-K`, picked
 from the horde's members), as the swarm supervisor takes it. A hosted swarm takes them as method calls
 (`HostedSwarm`, the `SwarmSupervisor` API); another process's swarm gets them through
-each live horde run's `control/` folder, from a thread worker (an answer can take up
-to 15 s). Keys that do not apply (a finished swarm, a horde not started or not live)
-are greyed out by `check_action`, and the palette offers the same rule per horde.
+its own `control/` folder, from a thread worker (an answer can take up to 15 s), and
+routes them as it routes method calls. Keys that do not apply (a finished swarm, a
+horde not started or not live) are greyed out by `check_action`, and the palette
+offers the same rule per horde.
 """
 
 from __future__ import annotations
@@ -45,9 +46,8 @@ from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
-from horde_tui.supervisor.targets import TargetError
 from horde_tui.view.ledgers import KINDS
-from horde_tui.view.source import HordeControls, send_control, swarm_routes
+from horde_tui.view.source import HordeControls, send_control
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
@@ -481,31 +481,16 @@ class SwarmScreen(HordeScreen):
         self.run_worker(work(), group="controls", exit_on_error=False)
 
     def send_remote(self, action: str, target: str) -> None:
-        """Send along `view.source.swarm_routes` (as `horde-tui pause hN` does): each
-        addressed live horde's supervisor gets the request in its own `control/`, a stop
-        of hordes not started yet goes to the swarm's. Answers come back together."""
-        try:
-            routes = [r for r in swarm_routes(self.swarm_dir, action, target) if r.folder]
-        except TargetError as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        if not routes:
-            self.notify(f"no live horde to {action.replace('_', '-')} ({target})")
-            return
+        """Send to the swarm's own `control/` (as `horde-tui pause hN` does): its
+        supervisor routes it to the hordes the target names and answers once."""
 
         def work() -> None:
             worker = get_current_worker()
-
-            def cancelled() -> bool:
-                return worker.is_cancelled
-
-            answers = []
-            for route in routes:
-                assert route.folder is not None
-                text = send_control(route.folder, action, route.target, cancelled=cancelled)
-                answers.append(f"{route.name}: {text}")
+            text = send_control(
+                self.swarm_dir, action, target, cancelled=lambda: worker.is_cancelled
+            )
             if not worker.is_cancelled:
-                self.app.call_from_thread(self.answered, "\n".join(answers))
+                self.app.call_from_thread(self.answered, text)
 
         self.run_worker(work, thread=True, group="controls", exit_on_error=False)
 

@@ -5,8 +5,10 @@ the launcher): a run is `<horde>/runs/<id>/`, a swarm `<horde>/swarms/<id>/` wit
 hordes' runs in `hN/runs/<id>-hN/`. A run is *live* while `runs/<id>/.live` names a
 supervisor pid that exists; a `.live` whose pid is gone marks an interrupted run. A
 swarm's state is its SWARM.json (rewritten whole by the swarm supervisor), read the same
-way: still going by the file but its `parent_pid` gone means interrupted. Plain file
-reads, no supervisor imports.
+way: still going by the file but its `parent_pid` gone means interrupted. SWARM.json is
+parsed here only (`parse_swarm` -> `SwarmInfo`; a malformed one is refused in one line),
+and a swarm is told from a run here only (`is_swarm_dir`). Plain file reads, no
+supervisor imports.
 """
 
 from __future__ import annotations
@@ -168,6 +170,21 @@ def run_files(run_dir: Path) -> tuple[Path, ...]:
 # -- swarms: SWARM.json ------------------------------------------------------------------------
 
 
+def is_swarm_dir(path: Path) -> bool:
+    """A swarm's directory (`<horde>/swarms/<id>`) rather than a run's: told by where it
+    lives, the one rule (a swarm's horde runs live in `hN/runs/`, so they are runs)."""
+    return Path(path).parent.name == "swarms"
+
+
+def host_pid(path: Path) -> int | None:
+    """The process that has taken a run (its live marker) or a swarm (SWARM.json's
+    `parent_pid`); None when nothing names one."""
+    if is_swarm_dir(path):
+        info = read_swarm(path)
+        return info.parent_pid if info is not None else None
+    return supervisor_pid(path)
+
+
 @dataclass(frozen=True)
 class Workstream:
     """One horde's share of the task: an entry of SWARM.json's `partition`."""
@@ -186,6 +203,129 @@ class Workstream:
         }
 
 
+@dataclass(frozen=True)
+class SwarmInfo:
+    """SWARM.json, typed: what every reader of a swarm (the lists, the swarm screen, a
+    resume, the CLI) takes from it. A key an older or newer supervisor did not write
+    reads as empty; a key of the wrong shape is refused (`parse_swarm`)."""
+
+    swarm_id: str
+    prompt: str = ""
+    hordes: int = 0
+    members: int = 0
+    model: str = ""
+    demo: bool = False
+    layers: tuple[str, ...] = ()
+    state: str = ""
+    """As written; `swarm_state` turns a dead host's live state into `interrupted`."""
+    parent_pid: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    outcome: str = ""
+    diagnosis: str = ""
+    partition: tuple[Workstream, ...] = ()
+    runs: tuple[tuple[str, str], ...] = ()
+    """(horde, run dir relative to the swarm dir) of the hordes started so far."""
+    merge: str = ""
+    timeline: tuple[tuple[float, str, str | None], ...] = ()
+    """(epoch, kind, horde or None for the swarm's own steps), oldest first."""
+
+    @property
+    def count(self) -> str:
+        return f"{self.hordes}/{self.members}"
+
+    def horde_names(self) -> list[str]:
+        """h1..hH, plus any horde the partition or the runs name beyond that."""
+        names = [f"h{n}" for n in range(1, self.hordes + 1)]
+        names += [w.horde for w in self.partition] + [h for h, _ in self.runs]
+        return list(dict.fromkeys(names))
+
+    def workstream(self, horde: str) -> Workstream | None:
+        return next((w for w in self.partition if w.horde == horde), None)
+
+
+class SwarmFileError(ValueError):
+    """SWARM.json cannot be read as a swarm's state; the message is one line."""
+
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """`isinstance`, except that a bool is not a number here (JSON true is not 1)."""
+    return isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool)
+
+
+def _get(data: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    """`data[key]` when it has the contract's type; the default when absent or null."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not _is(value, kind):
+        raise SwarmFileError(f"`{key}` is {type(value).__name__} {json.dumps(value)[:40]}")
+    return value
+
+
+def _texts(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    values = _get(data, key, list, [])
+    if not all(isinstance(v, str) for v in values):
+        raise SwarmFileError(f"`{key}` must be a list of texts")
+    return tuple(values)
+
+
+def _share(entry: Any) -> Workstream:
+    if not isinstance(entry, dict) or not _is(entry.get("horde"), str) or not entry["horde"]:
+        raise SwarmFileError(f"`partition` has {json.dumps(entry)[:40]}, not a horde's share")
+    return Workstream(
+        entry["horde"],
+        _get(entry, "workstream", str, ""),
+        _get(entry, "criterion", str, ""),
+        _texts(entry, "layers"),
+    )
+
+
+def _step(entry: Any) -> tuple[float, str, str | None]:
+    if not isinstance(entry, dict):
+        raise SwarmFileError(f"`timeline` has {json.dumps(entry)[:40]}, not a step")
+    try:
+        return (
+            float(_get(entry, "ts", (int, float), 0.0)),
+            _get(entry, "kind", str, ""),
+            _get(entry, "horde", str, None),
+        )
+    except SwarmFileError as exc:
+        raise SwarmFileError(f"`timeline` has a step whose {exc}") from None
+
+
+def parse_swarm(data: Any) -> SwarmInfo:
+    """A SWARM.json document as `SwarmInfo`, the one parser of it; raises
+    `SwarmFileError` (why, in a few words) for one that is not the contract's."""
+    if not isinstance(data, dict):
+        raise SwarmFileError("it is not a JSON object")
+    swarm_id = _get(data, "id", str, "")
+    if not swarm_id:
+        raise SwarmFileError("it names no `id`")
+    runs = _get(data, "runs", dict, {})
+    if not all(isinstance(r, str) for r in runs.values()):
+        raise SwarmFileError("`runs` must map each horde to its run directory")
+    return SwarmInfo(
+        swarm_id=swarm_id,
+        prompt=_get(data, "prompt", str, ""),
+        hordes=_get(data, "hordes", int, 0),
+        members=_get(data, "members", int, 0),
+        model=_get(data, "model", str, ""),
+        demo=_get(data, "demo", bool, False),
+        layers=_texts(data, "layers"),
+        state=_get(data, "state", str, ""),
+        parent_pid=_get(data, "parent_pid", int, None),
+        started=_get(data, "started", (int, float), None),
+        ended=_get(data, "ended", (int, float), None),
+        outcome=_get(data, "outcome", str, ""),
+        diagnosis=_get(data, "diagnosis", str, ""),
+        partition=tuple(_share(w) for w in _get(data, "partition", list, [])),
+        runs=tuple(runs.items()),
+        merge=_get(data, "merge", str, ""),
+        timeline=tuple(_step(t) for t in _get(data, "timeline", list, [])),
+    )
+
+
 def swarm_json_path(swarm_dir: Path) -> Path:
     return swarm_dir / "SWARM.json"
 
@@ -195,21 +335,40 @@ def write_swarm_json(swarm_dir: Path, data: dict[str, Any]) -> None:
     atomic_write_text(swarm_json_path(swarm_dir), json.dumps(data, indent=2) + "\n")
 
 
-def read_swarm_json(swarm_dir: Path) -> dict[str, Any] | None:
-    """SWARM.json, or None when it is missing or unreadable (a swarm being created)."""
+def swarm_info(swarm_dir: Path) -> SwarmInfo:
+    """The swarm's SWARM.json, parsed; `SwarmFileError` with the one line to show when
+    it is missing, torn or not the contract's."""
+    path = swarm_json_path(Path(swarm_dir))
     try:
-        data = json.loads(swarm_json_path(swarm_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return parse_swarm(data)
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    except SwarmFileError as exc:
+        why = f"is not a swarm's state: {exc}"
+    except ValueError:
+        why = "is not JSON (torn or edited by hand)"
+    raise SwarmFileError(
+        f"refused: {path} {why}; only the swarm supervisor writes it, whole: restore it or "
+        "start a new swarm"
+    )
+
+
+def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
+    """`swarm_info`, or None when there is none to read (a swarm being created, or a
+    file that is not the contract's): the lists skip such a swarm."""
+    try:
+        return swarm_info(swarm_dir)
+    except SwarmFileError:
         return None
-    return data if isinstance(data, dict) else None
 
 
-def swarm_state(data: dict[str, Any]) -> str:
+def swarm_state(info: SwarmInfo) -> str:
     """The state to show: SWARM.json's, or `interrupted` when it says the swarm is still
     going but the process hosting it is gone."""
-    state = str(data.get("state") or "pending")
-    pid = data.get("parent_pid")
-    if state in SWARM_LIVE_STATES and not (isinstance(pid, int) and pid_alive(pid)):
+    state = info.state or "pending"
+    pid = info.parent_pid
+    if state in SWARM_LIVE_STATES and not (pid is not None and pid_alive(pid)):
         return "interrupted"
     return state
 
@@ -219,9 +378,9 @@ def swarms_by_state(horde_dir: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     root = HordePaths(Path(horde_dir)).swarms
     for name in swarm_ids(horde_dir):
-        data = read_swarm_json(root / name)
-        if data is not None:
-            out.setdefault(swarm_state(data), []).append(name)
+        info = read_swarm(root / name)
+        if info is not None:
+            out.setdefault(swarm_state(info), []).append(name)
     return out
 
 
@@ -232,7 +391,6 @@ def live_swarm(horde_dir: Path) -> Path | None:
     return HordePaths(Path(horde_dir)).swarms / sorted(live)[-1] if live else None
 
 
-def horde_run_dirs(swarm_dir: Path, data: dict[str, Any]) -> dict[str, Path]:
+def horde_run_dirs(swarm_dir: Path, info: SwarmInfo) -> dict[str, Path]:
     """`h1` -> its run directory, for every horde SWARM.json lists as started."""
-    runs = data.get("runs") or {}
-    return {name: swarm_dir / rel for name, rel in sorted(runs.items()) if isinstance(rel, str)}
+    return {name: swarm_dir / rel for name, rel in sorted(info.runs)}

@@ -4,20 +4,26 @@
 supervisor picks it up within half a second, acts, and answers in `control/resp-<id>.json`.
 Files, not sockets: nothing to bind, it works over SSH, and a person can see what was
 asked. Which run is live (its `.live` marker) is `store.runs`'s to say.
+
+Both sides are here: `ask` for the CLI and the screens, `answer_pending`/`serve` for a
+run's supervisor and a swarm's alike (`ControlTaker`), so a request means the same
+whoever sends it and whichever supervisor takes it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from horde_tui.inputs import loads
 from horde_tui.store.paths import atomic_write_text
+from horde_tui.supervisor.targets import TargetError, parse_targets
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
 
@@ -106,3 +112,80 @@ def ask(
         if answer is not None:
             return answer
     return None
+
+
+# -- the supervisor's side ---------------------------------------------------------------------
+
+
+class ControlTaker(Protocol):
+    """A supervisor that answers `control/` requests: a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` (which forwards each to the hordes the target names). Each
+    returns the text the asker prints; one starting "refused" is a refusal."""
+
+    def status(self, target: str = "all") -> str: ...
+
+    def pause(self, target: str = "all") -> str: ...
+
+    def resume(self, target: str = "all") -> str: ...
+
+    def stop_clean(
+        self,
+        target: str = "all",
+        grace_s: float | None = None,
+        postmortem: bool = False,
+        reason: str = "stopped by user",
+    ) -> str: ...
+
+    async def stop_hard(self, target: str = "all") -> str: ...
+
+    async def reset(self, target: str) -> str: ...
+
+
+async def perform(taker: ControlTaker, request: ControlRequest) -> str:
+    """Act on one request; the answer's text (a bad target is refused, in one line)."""
+    action, target = request.action, request.target
+    try:
+        parse_targets(target)
+        if action == "status":
+            return taker.status(target)
+        if action == "pause":
+            return taker.pause(target)
+        if action == "resume":
+            return taker.resume(target)
+        if action == "stop-clean":
+            return taker.stop_clean(target, request.grace_s, request.postmortem)
+        if action == "stop-hard":
+            return await taker.stop_hard(target)
+        if action == "reset":
+            return await taker.reset(target)
+    except TargetError as exc:
+        return f"refused: {exc}"
+    return f"refused: unknown control {action!r}; use one of {', '.join(ACTIONS)}"
+
+
+def refused(text: str) -> bool:
+    """Whether an answer refuses: wholly (`refused: ...`) or in any horde's line of a
+    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way."""
+    return any(
+        line.startswith("refused") or line.partition(": ")[2].startswith("refused")
+        for line in text.splitlines()
+    )
+
+
+async def answer_pending(folder: Path, taker: ControlTaker) -> None:
+    """Answer every request waiting in `folder/control/`, oldest first (a malformed one
+    is dropped: it names no answer file to write)."""
+    for path, request in pending_requests(folder):
+        if isinstance(request, str):
+            path.unlink(missing_ok=True)
+            continue
+        text = await perform(taker, request)
+        answer(folder, path, request.id, not refused(text), text)
+
+
+async def serve(folder: Path, taker: ControlTaker, poll_s: float) -> None:
+    """`answer_pending` every `poll_s` until cancelled (a supervisor with no tick loop
+    of its own: the swarm's)."""
+    while True:
+        await answer_pending(folder, taker)
+        await asyncio.sleep(poll_s)

@@ -28,7 +28,7 @@ from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
+from horde_tui.supervisor import controls, finalize, handoff, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
@@ -339,7 +339,7 @@ class Supervisor:
 
     async def _supervise(self) -> None:
         while True:
-            await watch.handle_controls(self)
+            await controls.answer_pending(self.run_dir, self)
             for name, task in list(self.tasks.items()):
                 if task.done() and self.members[name].status not in ("exited", "stopped"):
                     await self._on_exit(name, task.result())
@@ -479,6 +479,9 @@ class Supervisor:
 
     def select(self, targets: tuple[Target, ...]) -> list[str]:
         return [n for n in self.members if selects(targets, self.horde, n)]
+
+    def status(self, target: str = "all") -> str:
+        return watch.status_text(self, target)
 
     def pause(self, target: str = "all") -> str:
         names = [n for n in self.select(parse_targets(target)) if n in self.running()]

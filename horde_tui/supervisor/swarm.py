@@ -9,6 +9,12 @@ reading each other's ledgers (`store.siblings`), never by writing. When every ho
 finished, a merge helper writes the swarm's DELIVERABLE.md and code writes REPORT.md.
 SWARM.json (the contract other readers rely on) is rewritten on every change.
 
+Controls are routed here only (`_split`): a method call from the app hosting the swarm,
+or a request in the swarm's own `control/` from any other shell (the CLI, the swarm
+screen of another app), answered by `controls.serve`. Each horde the target names gets
+its part once (`h2:member-3` -> h2's `member-3`); a stop also keeps hordes not started
+from starting.
+
 Textual-free: the CLI hosts it headless, the app builds one with `launch.build_swarm`.
 """
 
@@ -219,7 +225,9 @@ class SwarmSupervisor:
         HordePaths(self.workdir / ".horde").ensure()
         self._write_config()
         self._write_state()
-        answering = asyncio.create_task(self._answer_controls(), name="swarm-controls")
+        answering = asyncio.create_task(
+            controls.serve(self.swarm_dir, self, CONTROL_POLL_S), name="swarm-controls"
+        )
         if not self.request.layers or self.settings.deliverable:
             # Started now, so the planner need not wait for it and it is up by the merge.
             self._gateway_start = asyncio.create_task(self._start_gateway(), name="swarm-gateway")
@@ -514,24 +522,27 @@ class SwarmSupervisor:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    async def _answer_controls(self) -> None:
-        """Stops from another shell for what no horde's `control/` can reach yet: the
-        planner and hordes not started (`horde-tui stop-clean` writes the rest to each
-        started horde's own run)."""
-        while True:
-            for path, request in controls.pending_requests(self.swarm_dir):
-                if isinstance(request, str):
-                    path.unlink(missing_ok=True)
-                    continue
-                if request.action == "stop-clean":
-                    text = self.stop_clean(request.target, request.grace_s, request.postmortem)
-                elif request.action == "stop-hard":
-                    text = await self.stop_hard(request.target)
-                else:
-                    text = f"refused: {request.action} reaches started hordes only"
-                ok = not text.startswith("refused")
-                controls.answer(self.swarm_dir, path, request.id, ok, text)
-            await asyncio.sleep(CONTROL_POLL_S)
+    def status(self, target: str = "all") -> str:
+        """The swarm's line, then a block per horde the target names: its workstream and
+        its own supervisor's status (what `horde-tui status` prints for a swarm)."""
+        try:
+            routed = self._route(target)
+        except TargetError as exc:
+            return f"refused: {exc}"
+        lines = [
+            f"swarm {self.swarm_id}: {self.state}, {self.count} hordes of "
+            f"{self.request.count} members, merge {self.merge}"
+        ]
+        for name, sub in routed.items():
+            share = next((w for w in self.partition if w.horde == name), None)
+            lines += ["", f"{name}: {share.workstream if share else '(not partitioned yet)'}"]
+            if name in self.summaries:
+                lines.append(f"  finished ({self.summaries[name].outcome})")
+            elif name in self.hordes:
+                lines.append(self.hordes[name].status(sub))
+            else:
+                lines.append("  not started")
+        return "\n".join(lines)
 
     def _route(self, target: str) -> dict[str, str]:
         return {f"h{n}": t for n, t in per_horde(parse_targets(target), self.count).items()}

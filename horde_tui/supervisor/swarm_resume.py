@@ -17,10 +17,16 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from horde_tui.store import runs
-from horde_tui.store.runs import SWARM_LIVE_STATES, Workstream, read_swarm_json, swarm_state
+from horde_tui.store.runs import (
+    SWARM_LIVE_STATES,
+    SwarmFileError,
+    SwarmInfo,
+    Workstream,
+    swarm_info,
+    swarm_state,
+)
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
@@ -38,24 +44,26 @@ from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import CONFIG, SwarmSummary, SwarmSupervisor
 
 
-def check_swarm_resumable(swarm_dir: Path) -> dict[str, Any]:
-    """SWARM.json of a swarm whose host is gone; refuse a live or ended one (one line)."""
+def check_swarm_resumable(swarm_dir: Path) -> SwarmInfo:
+    """SWARM.json of a swarm whose host is gone; refuse a live, ended or unreadable
+    one (one line)."""
     swarm = swarm_dir.name
-    data = read_swarm_json(swarm_dir)
-    if data is None:
-        raise ResumeRefused(f"refused: {swarm_dir} has no readable SWARM.json; not a swarm")
-    state = swarm_state(data)
+    try:
+        info = swarm_info(swarm_dir)
+    except SwarmFileError as exc:
+        raise ResumeRefused(str(exc)) from None
+    state = swarm_state(info)
     if state in SWARM_LIVE_STATES:
         raise ResumeRefused(
-            f"refused: swarm {swarm} is live (host pid {data.get('parent_pid')}); only a "
+            f"refused: swarm {swarm} is live (host pid {info.parent_pid}); only a "
             "swarm whose host is gone can be resumed; watch it with `horde-tui status`"
         )
     if state != "interrupted":
         raise ResumeRefused(
-            f"refused: swarm {swarm} already ended ({data.get('outcome')}); its report is "
+            f"refused: swarm {swarm} already ended ({info.outcome or None}); its report is "
             f"{swarm_dir / 'REPORT.md'}; start a new swarm instead"
         )
-    return data
+    return info
 
 
 def load_swarm(
@@ -64,7 +72,7 @@ def load_swarm(
     """A supervisor for an interrupted swarm, every started horde's position read."""
     horde_dir = workdir / ".horde"
     swarm_dir = runs.swarm_dir(horde_dir, swarm_id)
-    data = check_swarm_resumable(swarm_dir)
+    info = check_swarm_resumable(swarm_dir)
     try:
         recorded = json.loads((swarm_dir / CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -74,16 +82,16 @@ def load_swarm(
         ) from None
     asked = recorded.get("request") or {}
     request = RunRequest(
-        prompt=str(data.get("prompt") or ""),
-        count=int(data.get("members") or 1),
-        layers=list(data.get("layers") or []),
+        prompt=info.prompt,
+        count=info.members or 1,
+        layers=list(info.layers),
         verifier=bool(asked.get("verifier", True)),
         until_stop=bool(asked.get("until_stop", False)),
-        demo=bool(data.get("demo")),
+        demo=info.demo,
     )
     settings = recorded_settings(horde_dir, recorded, environ)
-    swarm = ResumedSwarm(workdir, request, settings, int(data.get("hordes") or 1), sink, swarm_id)
-    swarm.restore(data, environ)
+    swarm = ResumedSwarm(workdir, request, settings, info.hordes or 1, sink, swarm_id)
+    swarm.restore(info, environ)
     return swarm
 
 
@@ -113,20 +121,14 @@ def ended_summary(run_dir: Path) -> RunSummary | None:
 class ResumedSwarm(SwarmSupervisor):
     """A swarm supervisor that carries an interrupted swarm on from its files."""
 
-    def restore(self, data: dict[str, Any], environ: Mapping[str, str] | None) -> None:
+    def restore(self, info: SwarmInfo, environ: Mapping[str, str] | None) -> None:
         """Stand where SWARM.json and the hordes' runs left the swarm."""
-        self.started = float(data.get("started") or self.started)
-        self.timeline = list(data.get("timeline") or [])
-        self.partition = [
-            Workstream(
-                str(w.get("horde")),
-                str(w.get("workstream") or ""),
-                str(w.get("criterion") or ""),
-                tuple(w.get("layers") or ()),
-            )
-            for w in data.get("partition") or []
+        self.started = info.started or self.started
+        self.timeline = [
+            {"ts": ts, "kind": kind, "horde": horde} for ts, kind, horde in info.timeline
         ]
-        self.runs = {k: v for k, v in (data.get("runs") or {}).items() if isinstance(v, str)}
+        self.partition = list(info.partition)
+        self.runs = dict(info.runs)
         self.standing: dict[str, RunSummary] = {}
         """Hordes whose run ended: they stand as they are."""
         self.carried: dict[str, ResumePoint] = {}

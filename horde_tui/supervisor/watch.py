@@ -1,4 +1,5 @@
-"""The supervisor's periodic checks: controls, deadline, budget, stalls, solved, stop.
+"""The supervisor's periodic checks: deadline, budget, stalls, solved, stop (controls
+are answered through `controls.answer_pending`, as a swarm's supervisor answers them).
 
 Each check is a small function of the `Supervisor`, run every tick of its loop, so the
 lifecycle rules read one at a time.
@@ -11,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.findings import independent_reporters
-from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets
+from horde_tui.supervisor.targets import parse_targets
 
 if TYPE_CHECKING:
     from horde_tui.store.model import Proposal
@@ -22,47 +22,9 @@ ACTIVE_WINDOW_S = 15.0
 """A member that produced output this recently gets one clean-stop extension."""
 
 
-async def handle_controls(sup: RunContext) -> None:
-    """Answer requests other shells left in `control/`."""
-    for path, request in controls.pending_requests(sup.run_dir):
-        if isinstance(request, str):
-            path.unlink(missing_ok=True)
-            continue
-        try:
-            parse_targets(request.target)
-            text = await perform(
-                sup, request.action, request.target, request.grace_s, request.postmortem
-            )
-            ok = not text.startswith("refused")
-        except TargetError as exc:
-            ok, text = False, f"refused: {exc}"
-        controls.answer(sup.run_dir, path, request.id, ok, text)
-
-
-async def perform(
-    sup: RunContext,
-    action: str,
-    target: str,
-    grace_s: float | None = None,
-    postmortem: bool = False,
-) -> str:
-    if action == "status":
-        return status_text(sup, target)
-    if action == "pause":
-        return sup.pause(target)
-    if action == "resume":
-        return sup.resume(target)
-    if action == "stop-clean":
-        return sup.stop_clean(target, grace_s, postmortem)
-    if action == "stop-hard":
-        return await sup.stop_hard(target)
-    if action == "reset":
-        return await sup.reset(target)
-    return f"refused: unknown control {action!r}; use one of {', '.join(controls.ACTIONS)}"
-
-
 def status_text(sup: RunContext, target: str = "all") -> str:
-    """The run's line, then one line per member the target selects (`status member-2`)."""
+    """The run's line, then one line per member the target selects (`status member-2`):
+    the answer to a `status` control."""
     now = time.time()
     head = f"run {sup.run_id}: {sup.outcome or ('stopping' if sup.stop else 'running')}"
     if sup.stop is not None:

@@ -14,10 +14,10 @@ person sees. Two adapters implement it:
   events are replayed as the `SupervisorEvent`s a hosted supervisor would have emitted.
   Controls are requests in the run's `control/` folder (`ask`), waited for in a thread.
 
-`swarm_routes` is the one place that decides where a control for a swarm goes (each
-live horde's `control/`, or the swarm's own for hordes not started): the CLI and the
-swarm screen both send along it. No Textual here (the screens import this, not the
-other way round).
+A swarm another process hosts takes its controls the same way, `send_control` to the
+swarm's own `control/`: its supervisor routes each to the hordes the target names, as
+it does `horde-tui pause h2` (one path for the CLI and the swarm screen). No Textual
+here (the screens import this, not the other way round).
 """
 
 from __future__ import annotations
@@ -25,18 +25,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from horde_tui.store.runs import horde_run_dirs, read_swarm_json, run_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.context import HordeControls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import MemberState
-from horde_tui.supervisor.targets import parse_targets, per_horde
 from horde_tui.view.run import RunView
 
 REMOTE_ACTIONS = {
@@ -295,42 +292,3 @@ class AttachedSource:
         """Release the file descriptors the views hold; abandon pending waits."""
         self._closed.set()
         self.view.close()
-
-
-@dataclass(frozen=True)
-class SwarmRoute:
-    """Where one part of a swarm control goes."""
-
-    name: str
-    """`h2`, or `swarm` for the hordes not started yet."""
-    folder: Path | None
-    """Whose `control/` takes it; None when nothing there can answer (see `state`)."""
-    target: str
-    """The target in the syntax that supervisor takes (`all`, `member-3`, `h3,h4`)."""
-    state: str
-    """The horde run's state (`active`, `finished`, `not started`, ...)."""
-
-
-def swarm_routes(swarm_dir: Path, action: str, target: str) -> list[SwarmRoute]:
-    """Route a control (`pause`, `stop-clean`, ...) for a swarm: each addressed horde
-    whose run is live gets it in its own `control/` with the member part of the target
-    (`h2:member-3` -> h2 `member-3`); a stop of whole hordes not started yet goes to the
-    swarm's own `control/`, whose supervisor keeps them from starting; any other horde
-    gets a route with no folder, its state saying why. Raises `TargetError`."""
-    data = read_swarm_json(swarm_dir) or {}
-    runs = horde_run_dirs(swarm_dir, data)
-    routed = per_horde(parse_targets(target), int(data.get("hordes") or 1))
-    stop = REMOTE_ACTIONS.get(action, action).startswith("stop")
-    out, unstarted = [], []
-    for n, sub in routed.items():
-        name, run_dir = f"h{n}", runs.get(f"h{n}")
-        state = run_state(run_dir) if run_dir else "not started"
-        if run_dir is not None and state == "active":
-            out.append(SwarmRoute(name, run_dir, sub, state))
-        elif run_dir is None and stop and sub == "all":
-            unstarted.append(name)
-        else:
-            out.append(SwarmRoute(name, None, sub, state))
-    if unstarted:
-        out.append(SwarmRoute("swarm", swarm_dir, ",".join(unstarted), "not started"))
-    return out

@@ -8,8 +8,9 @@ cost; `LedgerView` for findings; `acceptance_all` for accepted artifacts), never
 a second way, and everything works the same whether this app hosts the swarm or another
 process does.
 
-State follows the runs list's rule: a swarm whose `SWARM.json` says it is pending,
-active or finalizing but whose `parent_pid` is gone is `interrupted`.
+SWARM.json is parsed one way, by `store.runs` (`SwarmInfo`); state follows the runs
+list's rule there: a swarm whose `SWARM.json` says it is pending, active or finalizing
+but whose `parent_pid` is gone is `interrupted`.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
     SWARM_LIVE_STATES,
-    Workstream,
-    read_swarm_json,
+    SwarmInfo,
+    horde_run_dirs,
+    read_swarm,
     subfolders,
+    swarm_json_path,
     swarm_state,
 )
 from horde_tui.store.usage import sum_cost
@@ -38,119 +40,12 @@ SWARM_DOCUMENTS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
 ACCEPTED = frozenset({"accepted", "accepted-with-limits"})
 
 
-@dataclass(frozen=True)
-class SwarmInfo:
-    """`SWARM.json`, typed; a missing or mistyped key reads as empty rather than failing,
-    so a swarm written by an older or newer supervisor still lists."""
-
-    swarm_id: str
-    prompt: str = ""
-    hordes: int = 0
-    members: int = 0
-    model: str = ""
-    demo: bool = False
-    layers: tuple[str, ...] = ()
-    state: str = ""
-    """As written; `state_of` turns a dead host's live state into `interrupted`."""
-    parent_pid: int | None = None
-    started: float | None = None
-    ended: float | None = None
-    outcome: str = ""
-    diagnosis: str = ""
-    partition: tuple[Workstream, ...] = ()
-    runs: tuple[tuple[str, str], ...] = ()
-    """(horde, run dir relative to the swarm dir) of the hordes started so far."""
-    merge: str = ""
-    timeline: tuple[tuple[float, str, str], ...] = ()
-    """(epoch, kind, horde) of the swarm's lifecycle, oldest first."""
-
-    @property
-    def count(self) -> str:
-        return f"{self.hordes}/{self.members}"
-
-    def horde_names(self) -> list[str]:
-        """h1..hH, plus any horde the partition or the runs name beyond that."""
-        names = [f"h{n}" for n in range(1, self.hordes + 1)]
-        names += [w.horde for w in self.partition] + [h for h, _ in self.runs]
-        return list(dict.fromkeys(names))
-
-    def workstream(self, horde: str) -> Workstream | None:
-        return next((w for w in self.partition if w.horde == horde), None)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _texts(value: Any) -> tuple[str, ...]:
-    return tuple(str(x) for x in value) if isinstance(value, list) else ()
-
-
-def parse_swarm(data: dict[str, Any]) -> SwarmInfo | None:
-    """A `SWARM.json` document as `SwarmInfo`; None when it names no swarm."""
-    swarm_id = _text(data.get("id"))
-    if not swarm_id:
-        return None
-    partition = tuple(
-        Workstream(
-            _text(p.get("horde")),
-            _text(p.get("workstream")),
-            _text(p.get("criterion")),
-            _texts(p.get("layers")),
-        )
-        for p in data.get("partition") or ()
-        if isinstance(p, dict) and _text(p.get("horde"))
-    )
-    runs = data.get("runs")
-    if not isinstance(runs, dict):
-        runs = {}
-    timeline = tuple(
-        (_number(t.get("ts")) or 0.0, _text(t.get("kind")), _text(t.get("horde")))
-        for t in data.get("timeline") or ()
-        if isinstance(t, dict)
-    )
-    pid = data.get("parent_pid")
-    return SwarmInfo(
-        swarm_id=swarm_id,
-        prompt=_text(data.get("prompt")),
-        hordes=int(_number(data.get("hordes")) or 0),
-        members=int(_number(data.get("members")) or 0),
-        model=_text(data.get("model")),
-        demo=bool(data.get("demo")),
-        layers=_texts(data.get("layers")),
-        state=_text(data.get("state")),
-        parent_pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
-        started=_number(data.get("started")),
-        ended=_number(data.get("ended")),
-        outcome=_text(data.get("outcome")),
-        diagnosis=_text(data.get("diagnosis")),
-        partition=partition,
-        runs=tuple((str(h), str(r)) for h, r in runs.items() if isinstance(r, str)),
-        merge=_text(data.get("merge")),
-        timeline=timeline,
-    )
-
-
 def swarm_json_stamp(swarm_dir: Path) -> int | None:
     """SWARM.json's mtime: it is replaced whole on every change, so re-read it only then."""
     try:
-        return os.stat(swarm_dir / "SWARM.json").st_mtime_ns
+        return os.stat(swarm_json_path(swarm_dir)).st_mtime_ns
     except OSError:
         return None
-
-
-def read_swarm(swarm_dir: Path) -> SwarmInfo | None:
-    return parse_swarm(read_swarm_json(Path(swarm_dir)) or {})
-
-
-def state_of(info: SwarmInfo) -> str:
-    """The state to show, by the store's rule (`store.runs.swarm_state`): as
-    written, or `interrupted` when its host process is gone."""
-    return swarm_state({"state": info.state, "parent_pid": info.parent_pid})
 
 
 def swarm_files(swarm_dir: Path) -> tuple[str, ...]:
@@ -217,8 +112,7 @@ class SwarmView:
 
     def run_dir(self, horde: str) -> Path | None:
         """The horde's run directory once it started (SWARM.json names it)."""
-        relative = dict(self.info.runs).get(horde) if self.info else None
-        return self.swarm_dir / relative if relative else None
+        return horde_run_dirs(self.swarm_dir, self.info).get(horde) if self.info else None
 
     def refresh(self) -> bool:
         """Catch up with SWARM.json and every started horde; True if anything shown changed."""
@@ -226,7 +120,7 @@ class SwarmView:
         info_changed = stamp != self._stamp
         if info_changed:
             self._stamp, self.info = stamp, read_swarm(self.swarm_dir)
-        state = state_of(self.info) if self.info else "not started"
+        state = swarm_state(self.info) if self.info else "not started"
         files = swarm_files(self.swarm_dir)
         lines = self._read_lines()
         changed = info_changed or (state, files, lines) != (self.state, self.files, self._lines)
@@ -375,7 +269,7 @@ def swarm_row(name: str, info: SwarmInfo, files: tuple[str, ...]) -> RunRow:
     """A swarm as a line of the runs list; `name` is its directory (the swarm id)."""
     return RunRow(
         run_id=name,
-        state=state_of(info),
+        state=swarm_state(info),
         started=info.started,
         members=info.members,
         model=info.model,

@@ -7,6 +7,7 @@ h2 finished with its report, h3 not started yet. Each horde's run directory is w
 with `support.rundir.RunDir`, the same helper the runs-list tests use, so it is exactly a
 run's format.
 
+`RecordingHorde` stands in for a horde's supervisor inside a real `SwarmSupervisor`.
 `FakeSwarm` has the `SwarmSupervisor` API of the contract (`horde_tui/supervisor/swarm.py`
 is built elsewhere): it records every control call, writes SWARM.json when built, and
 its `run()` returns when a test calls `finish()` (or stops the whole swarm clean). (This module holds no tests.)
@@ -155,6 +156,39 @@ def swarm_scene(horde: Path) -> Scene:
     h2.event(50, "run-end", outcome="completed", diagnosis="every member finished")
     (h2.path / "REPORT.md").write_text("# Report\n\nh2's report.\n")
     return Scene(swarm_dir, {"h1": h1, "h2": h2})
+
+
+class RecordingHorde:
+    """Stands in for a horde's `Supervisor` inside a real `SwarmSupervisor`: records
+    what the swarm forwarded to it and answers `<action> <target>`."""
+
+    def __init__(self, name: str, refusing: frozenset[str] = frozenset()) -> None:
+        self.name = name
+        self.calls: list[tuple[str, str]] = []
+        self.refusing = refusing
+        """Targets it refuses, as a supervisor refuses a reset before discovery."""
+
+    def _did(self, action: str, target: str) -> str:
+        self.calls.append((action, target))
+        return f"refused: {action} {target}" if target in self.refusing else f"{action} {target}"
+
+    def status(self, target: str) -> str:
+        return self._did("status", target)
+
+    def pause(self, target: str) -> str:
+        return self._did("pause", target)
+
+    def resume(self, target: str) -> str:
+        return self._did("resume", target)
+
+    def stop_clean(self, target: str, *args: object) -> str:
+        return self._did("stop-clean", target)
+
+    async def stop_hard(self, target: str) -> str:
+        return self._did("stop-hard", target)
+
+    async def reset(self, target: str) -> str:
+        return self._did("reset", target)
 
 
 class FakeSwarm:
