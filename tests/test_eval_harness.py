@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from horde_tui.cli import main
 from horde_tui.eval import harness
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.harness import (
@@ -25,6 +26,7 @@ from horde_tui.eval.harness import (
     score_run,
 )
 from horde_tui.eval.taskset import load_taskset
+from horde_tui.settings import SettingsError, load_settings
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]
 
@@ -163,3 +165,29 @@ def test_material_that_cannot_be_copied_is_one_line_per_run_and_exit_1(tmp_path:
     assert "Traceback" not in done.stderr
     assert "1 run(s) never started" in done.stderr
     assert (tmp_path / "out" / "EVAL.json").exists()
+
+
+@pytest.mark.parametrize("flag", ["--max-cost-usd", "--max-minutes"])
+@pytest.mark.parametrize("text", ["inf", "1e309", "nan", "-inf", "0", "-1", "0.5"])
+def test_eval_takes_a_budget_flag_exactly_when_run_s_settings_model_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, text: str
+) -> None:
+    """One validation for `--max-cost-usd` and `--max-minutes`: the settings model's.
+    What it passes, the eval passes on to the next check (a non-empty --out here, so
+    nothing runs); what it refuses, the eval refuses in one line naming the flag."""
+    field = flag.removeprefix("--").replace("-", "_")
+    try:
+        load_settings(environ={}, overrides={field: text})
+        settings_take = True
+    except SettingsError:
+        settings_take = False
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code = main(["eval", "bundled", "--model", "m", "--out", str(out), f"{flag}={text}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    if settings_take:
+        assert "is not empty" in lines[0]
+    else:
+        assert lines[0].startswith(f"horde-tui eval: refused: {flag}"), lines[0]

@@ -16,6 +16,7 @@ have up to P x N calls in flight (keep P at 1 for a provider with a tight rate l
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -165,7 +166,8 @@ def execute(
     job.folder.mkdir(parents=True)
     shutil.copytree(job.task.material, work, symlinks=True)
     setup_s, setup_cpu = time.perf_counter() - started, time.thread_time() - cpu
-    deadline = None if options.max_minutes is None else options.max_minutes * 60 + 60
+    minutes = options.max_minutes
+    deadline = None if minutes is None or math.isinf(minutes) else minutes * 60 + 60
     run_started = time.perf_counter()
     with open(job.folder / "run.log", "wb") as log:
         proc = subprocess.Popen(
