@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.cli import main
+from horde_tui.cli import build_parser, main
 from horde_tui.eval import harness
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.harness import (
@@ -26,6 +26,7 @@ from horde_tui.eval.harness import (
     score_run,
 )
 from horde_tui.eval.taskset import load_taskset
+from horde_tui.launch import RunOptions, detached_argv
 from horde_tui.settings import SettingsError, load_settings
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]
@@ -63,13 +64,25 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
         ("horde:3", "sql-injection.horde-3.1"),
     ]
     single, horde = (run_argv(j, options) for j in jobs)
-    assert single[3:5] == ["run", "1"] and horde[3:5] == ["run", "3"]
-    for argv in (single, horde):
-        assert argv[5] == TASK.run_prompt() and "--headless" in argv
-        tail = argv[6:]
-        assert tail[tail.index("--model") + 1] == "openai/gpt-4o-mini"
-        assert tail[tail.index("--max-cost-usd") + 1] == "0.5"
-        assert tail[tail.index("--max-minutes") + 1] == "10.0"
+    for argv, members in ((single, "1"), (horde, "3")):
+        # One way to start a headless run: the command line `run --detach` starts.
+        same = RunOptions(
+            members,
+            TASK.run_prompt(),
+            model="openai/gpt-4o-mini",
+            max_minutes=10.0,
+            max_cost_usd=0.5,
+            api_base="http://x/v1",
+            api_key="sk-1",
+        )
+        assert argv == detached_argv(same, None)
+        parsed = build_parser().parse_args(argv[3:])
+        assert (parsed.count, parsed.prompt, parsed.headless) == (members, TASK.run_prompt(), True)
+        assert (parsed.model, parsed.max_cost_usd, parsed.max_minutes) == (
+            "openai/gpt-4o-mini",
+            0.5,
+            10.0,
+        )
         assert "sk-1" not in argv
     single_env, horde_env = (run_env(j, options) for j in jobs)
     assert single_env["HORDE_REPAIR_ROUNDS"] == "0" and "HORDE_REPAIR_ROUNDS" not in horde_env

@@ -1,10 +1,10 @@
 """Runs an eval: every task under every configuration, each run a fresh headless CLI run.
 
 For each (task, configuration, repeat) the harness copies the task's material into a new
-folder (so a fresh `.horde/`), starts `python -m horde_tui run N PROMPT --headless` there
-with the same model, budget and deadline, waits, and scores the run from its files. It
-imports nothing of the supervisor or the app: the run is a subprocess and its files are
-the interface, so the harness measures exactly what a user's `horde-tui run` does.
+folder (so a fresh `.horde/`), starts there the headless run `horde-tui run --detach`
+would start (`launch.detached_argv`, with the same model, budget and deadline), waits,
+and scores the run from its files. The run is a subprocess and its files are the
+interface, so the harness measures exactly what a user's `horde-tui run` does.
 
 Configurations: `single` is one member (no verifier, no repair); `horde:N` is N members
 (the last of 3+ is the verifier) with repair; `horde:N:no-repair` the same with repair
@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from typing import Any
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.score import AnswerGrade, grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
+from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
 
 CLEAN_STOP_GRACE_S = 180.0
@@ -109,24 +109,31 @@ class RunJob:
         return f"{self.task.name} {self.config.name} #{self.repeat}"
 
 
+def run_options(job: RunJob, options: EvalOptions) -> RunOptions:
+    """The job as `horde-tui run` takes it: every job of the eval the same but its count
+    and prompt."""
+    return RunOptions(
+        str(job.config.members),
+        job.task.run_prompt(),
+        model=options.model,
+        max_minutes=options.max_minutes,
+        max_cost_usd=options.max_cost_usd,
+        api_base=options.api_base,
+        api_key=options.api_key,
+    )
+
+
 def run_argv(job: RunJob, options: EvalOptions) -> list[str]:
-    """The headless run's command line (the key goes in the environment, not here)."""
-    argv = [sys.executable, "-m", "horde_tui", "run", str(job.config.members)]
-    argv += [job.task.run_prompt(), "--headless", "--model", options.model]
-    if options.max_cost_usd is not None:
-        argv += ["--max-cost-usd", repr(options.max_cost_usd)]
-    if options.max_minutes is not None:
-        argv += ["--max-minutes", repr(options.max_minutes)]
-    if options.api_base:
-        argv += ["--api-base", options.api_base]
-    return argv
+    """The headless run's command line: the one `run --detach` starts (the key goes in
+    the environment, not here)."""
+    return detached_argv(run_options(job, options), None)
 
 
 def run_env(job: RunJob, options: EvalOptions) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in MEMBER_ENV}
-    env.pop("HORDE_GATEWAY_URL", None)
-    if options.api_key:
-        env["HORDE_API_KEY"] = options.api_key
+    """The detached run's environment, without another run's pointers (`MEMBER_ENV`)."""
+    env = detached_env(run_options(job, options)) or dict(os.environ)
+    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL"):
+        env.pop(name, None)
     if not job.config.repair:
         env["HORDE_REPAIR_ROUNDS"] = "0"
     return env
