@@ -84,7 +84,7 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
             10.0,
         )
         assert "sk-1" not in argv
-    single_env, horde_env = (run_env(j, options) for j in jobs)
+    single_env, horde_env = (run_env(j, options, tmp_path / j.config.name) for j in jobs)
     assert single_env["HORDE_REPAIR_ROUNDS"] == "0" and "HORDE_REPAIR_ROUNDS" not in horde_env
     for env in (single_env, horde_env):
         assert env["HORDE_API_KEY"] == "sk-1" and env["HORDE_THINKING"] == "low"

@@ -9,8 +9,10 @@ interface, so the harness measures exactly what a user's `horde-tui run` does.
 Configurations: `single` is one member (no verifier, no repair); `horde:N` is N members
 (the last of 3+ is the verifier) with repair; `horde:N:no-repair` the same with repair
 disabled (`HORDE_REPAIR_ROUNDS=0`). Runs of one configuration run up to `parallel` at a
-time; each run has its own gateway and adaptive rate limit, so P runs of N members can
-have up to P x N calls in flight (keep P at 1 for a provider with a tight rate limit).
+time, each with its own gateway (so usage, cost and budget stay the run's), and those
+gateways share one adaptive limit per provider (`SHARED_LIMIT_ENV`, a folder per
+configuration): P runs put no more calls in flight on a provider than one run may
+(`max_in_flight`), and a 429 seen by one run lowers the limit for all of them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +36,7 @@ from typing import Any
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.score import AnswerGrade, grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
+from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
 
@@ -129,11 +133,14 @@ def run_argv(job: RunJob, options: EvalOptions) -> list[str]:
     return detached_argv(run_options(job, options), None)
 
 
-def run_env(job: RunJob, options: EvalOptions) -> dict[str, str]:
-    """The detached run's environment, without another run's pointers (`MEMBER_ENV`)."""
+def run_env(job: RunJob, options: EvalOptions, shared_limit: Path | None) -> dict[str, str]:
+    """The detached run's environment, without another run's pointers (`MEMBER_ENV`),
+    with the folder of the limit its gateway shares with the runs beside it."""
     env = detached_env(run_options(job, options)) or dict(os.environ)
-    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL"):
+    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL", SHARED_LIMIT_ENV):
         env.pop(name, None)
+    if shared_limit is not None:
+        env[SHARED_LIMIT_ENV] = str(shared_limit)
     if not job.config.repair:
         env["HORDE_REPAIR_ROUNDS"] = "0"
     return env
@@ -162,7 +169,10 @@ def _wait(proc: subprocess.Popen[bytes], deadline_s: float | None) -> None:
 
 
 def execute(
-    job: RunJob, options: EvalOptions, started_run: Callable[[subprocess.Popen[bytes]], None]
+    job: RunJob,
+    options: EvalOptions,
+    started_run: Callable[[subprocess.Popen[bytes]], None],
+    shared_limit: Path | None = None,
 ) -> dict[str, Any]:
     """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
     the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
@@ -180,7 +190,7 @@ def execute(
         proc = subprocess.Popen(
             run_argv(job, options),
             cwd=work,
-            env=run_env(job, options),
+            env=run_env(job, options, shared_limit),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -291,19 +301,22 @@ class Runner:
         """The results of the runs that ran (all of them unless interrupted)."""
         self._total = len(jobs)
         results: list[dict[str, Any]] = []
-        for config in self.options.configs:
-            batch = [j for j in jobs if j.config == config]
-            with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
-                futures = [pool.submit(self._one, job) for job in batch]
-                for future in futures:
-                    while True:
-                        try:
-                            result = future.result()
-                            break
-                        except KeyboardInterrupt:
-                            self._interrupt()
-                    if result is not None:
-                        results.append(result)
+        with tempfile.TemporaryDirectory(prefix="horde-eval-limits-") as limits:
+            for config in self.options.configs:
+                # A fresh shared limit per configuration: each starts where a run starts.
+                shared = Path(limits) / config.name.replace(":", "-")
+                batch = [j for j in jobs if j.config == config]
+                with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
+                    futures = [pool.submit(self._one, job, shared) for job in batch]
+                    for future in futures:
+                        while True:
+                            try:
+                                result = future.result()
+                                break
+                            except KeyboardInterrupt:
+                                self._interrupt()
+                        if result is not None:
+                            results.append(result)
         return results
 
     def _interrupt(self) -> None:
@@ -317,7 +330,7 @@ class Runner:
             if proc.poll() is None:
                 proc.send_signal(sig)
 
-    def _one(self, job: RunJob) -> dict[str, Any] | None:
+    def _one(self, job: RunJob, shared_limit: Path) -> dict[str, Any] | None:
         with self._lock:
             if self.interrupted:
                 return None
@@ -331,7 +344,7 @@ class Runner:
                     proc.send_signal(signal.SIGINT)
 
         try:
-            result = execute(job, self.options, started_run)
+            result = execute(job, self.options, started_run, shared_limit)
         except OSError as exc:  # the material could not be copied, python not started
             result = score_run(job, job.folder / "work")
             result["error"] = f"cannot set up the run: {exc}"
