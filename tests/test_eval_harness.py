@@ -26,6 +26,7 @@ from horde_tui.eval.harness import (
     score_run,
 )
 from horde_tui.eval.taskset import load_taskset
+from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch import RunOptions, detached_argv
 from horde_tui.settings import SettingsError, load_settings
 
@@ -55,6 +56,7 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
     monkeypatch.setenv("HORDE_RUN", "someone-elses-run")
     monkeypatch.setenv("HORDE_GATEWAY_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("HORDE_THINKING", "low")
+    monkeypatch.setenv(SHARED_LIMIT_ENV, "/another/eval")
     options = _options(
         tmp_path, max_cost_usd=0.5, max_minutes=10.0, api_base="http://x/v1", api_key="sk-1"
     )
@@ -86,6 +88,7 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
         assert "sk-1" not in argv
     single_env, horde_env = (run_env(j, options, tmp_path / j.config.name) for j in jobs)
     assert single_env["HORDE_REPAIR_ROUNDS"] == "0" and "HORDE_REPAIR_ROUNDS" not in horde_env
+    assert single_env[SHARED_LIMIT_ENV] == str(tmp_path / "single")
     for env in (single_env, horde_env):
         assert env["HORDE_API_KEY"] == "sk-1" and env["HORDE_THINKING"] == "low"
         assert "HORDE_RUN" not in env and "HORDE_GATEWAY_URL" not in env

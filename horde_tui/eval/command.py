@@ -47,7 +47,12 @@ def add_eval_command(sub: Any) -> None:
     p.add_argument("--max-cost-usd", type=float, help="budget of each run")
     p.add_argument("--max-minutes", type=float, help="deadline of each run")
     p.add_argument("--repeat", type=int, default=1, help="runs per task and configuration")
-    p.add_argument("--parallel", type=int, default=1, help="runs of one configuration at once")
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="runs of one configuration at once (they share one provider limit: max_in_flight)",
+    )
     p.add_argument("--out", help="output folder (default: a new one under .horde/evals/)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
