@@ -29,12 +29,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from horde_tui.eval.collect import read_run
-from horde_tui.eval.score import AnswerGrade, grade_answers, per_true, score_defects
+from horde_tui.eval.score import grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch import RunOptions, detached_argv, detached_env
@@ -227,50 +227,25 @@ def last_line(path: Path) -> str:
 
 
 def score_run(job: RunJob, work: Path) -> dict[str, Any]:
-    """The figures of the run in `work`, scored against the task's truth."""
+    """The figures of the run in `work`, scored against the task's truth: the run's
+    files (`RunFiles`, findings counted, the answer graded not kept) and the score's."""
     files = read_run(work)
     result: dict[str, Any] = {
         "task": job.task.name,
         "config": job.config.name,
         "repeat": job.repeat,
-        "run_id": files.run_id,
-        "outcome": files.outcome,
-        "diagnosis": files.diagnosis,
-        "tokens": files.tokens,
-        "cost_usd": files.cost_usd,
-        "refusals": files.refusals,
-        "manifest_sha256": files.manifest_sha256,
-        "acceptance_sha256": files.acceptance_sha256,
-        "findings": len(files.findings),
     }
+    result |= asdict(files) | {"findings": len(files.findings)}
+    del result["answer"]
     if job.task.defects:
         score = score_defects(files.findings, job.task.defects)
+        result |= asdict(score) | {"usd_per_true": per_true(files.cost_usd, score.found)}
         concerns = {f.id: f.concern for f in files.findings}
-        result.update(
-            recall=score.recall,
-            precision=score.precision,
-            accepted_recall=score.accepted_recall,
-            found=score.found,
-            planted=score.planted,
-            true_findings=score.true_findings,
-            false_findings=score.false_findings,
-            duplicates=score.duplicates,
-            usd_per_true=per_true(files.cost_usd, score.found),
-            matches=[
-                {
-                    "finding": m.finding,
-                    "concern": concerns.get(m.finding, ""),
-                    "defect": m.defect,
-                    "how": m.how,
-                    "duplicate": m.duplicate,
-                    "accepted": m.accepted,
-                }
-                for m in score.matches
-            ],
-        )
+        for match in result["matches"]:
+            match["concern"] = concerns.get(match["finding"], "")
     if job.task.questions:
-        grades: list[AnswerGrade] = grade_answers(job.task.questions, files.answer)
-        result["answers"] = [g.__dict__ for g in grades]
+        grades = grade_answers(job.task.questions, files.answer)
+        result["answers"] = [asdict(g) for g in grades]
         result["answer_accuracy"] = sum(g.correct for g in grades) / len(grades)
     return result
 
