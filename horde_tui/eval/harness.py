@@ -98,7 +98,7 @@ class EvalOptions:
     parallel: int = 1
     api_base: str | None = None
     api_key: str | None = None
-    """Variables every run gets (the demo model's no-proxy settings, a test's fast gateway)."""
+    """Given to each run in its environment (`detached_env`), never on its command line."""
 
 
 @dataclass(frozen=True)
