@@ -66,6 +66,12 @@ class Settings(BaseModel):
     gateway_backoff_ms: int = Field(
         default=500, ge=0, description="gateway: first wait before retrying a failed call"
     )
+    max_in_flight: int = Field(
+        default=32,
+        ge=1,
+        description="gateway: most model calls in flight to one provider (an eval's "
+        "parallel runs share it)",
+    )
     max_minutes: float | None = Field(
         default=None, gt=0, description="clean stop at this wall-clock deadline"
     )

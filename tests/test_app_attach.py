@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.app import NOW, FakeRemote, wait_for
-from support.cli import HEADLESS_PLAN, cli
+from support.cli import HEADLESS_PLAN, cli, stub_env
 from support.processes import wait_until
 from support.rundir import RunDir
 from textual.widgets import Static
@@ -135,18 +135,6 @@ async def test_quitting_with_a_stop_asks_the_other_supervisor_then_quits(
     assert app.return_value == 0
 
 
-def _detached_env(stub: StubThread) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-    )
-    return env
-
-
 @pytest.mark.e2e
 async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> None:
     """The whole path on a real run: detach, attach the app, pause a member through the
@@ -155,7 +143,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
         started = subprocess.run(
             [sys.executable, "-m", "horde_tui", "run", "--detach", "3", "Review app.py"],
             cwd=tmp_path,
-            env=_detached_env(stub),
+            env=stub_env(stub),
             capture_output=True,
             text=True,
             timeout=90,

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from support.cli import cli
 
-
-def horde(
-    cwd: Path, *args: str, member: str = "member-1", stdin: str | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    full_env.update({"HORDE_MEMBER": member, **env})
-    return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args],
-        cwd=cwd,
-        env=full_env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+horde = partial(cli, member="member-1")
+"""The CLI as member-1, the actor these tests write as unless they say another."""
 
 
 def test_write_then_read_as_text(tmp_path: Path) -> None:

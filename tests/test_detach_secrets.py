@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cli import HEADLESS_PLAN, cli
+from support.cli import HEADLESS_PLAN, cli, stub_env
 from support.processes import wait_until
 
 from horde_tui.launch import RunOptions, detached_argv, detached_env
@@ -48,13 +48,8 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
     secret = "sk-detach-" + os.urandom(8).hex()
     # The stub takes only this key, so the run's calls succeed only if the gateway has it.
     with StubThread(policy=AgentPolicy(HEADLESS_PLAN), token=secret) as stub:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-        env.update(
-            HORDE_MODEL=stub.model,
-            HORDE_API_BASE=stub.api_base,
-            HORDE_ACTIVE_GRACE_MS="300",
-            HORDE_GATEWAY_BACKOFF_MS="20",
-        )
+        env = stub_env(stub)
+        del env["HORDE_API_KEY"]  # the key is the flag's alone
         argv = ["run", "--detach", "--api-key", secret, "2", "Review app.py"]
         started = subprocess.run(
             [sys.executable, "-m", "horde_tui", *argv],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from horde_tui.cli import build_parser, main
 from horde_tui.eval import harness
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.harness import (
@@ -25,6 +26,9 @@ from horde_tui.eval.harness import (
     score_run,
 )
 from horde_tui.eval.taskset import load_taskset
+from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
+from horde_tui.launch import RunOptions, detached_argv
+from horde_tui.settings import SettingsError, load_settings
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]
 
@@ -52,6 +56,7 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
     monkeypatch.setenv("HORDE_RUN", "someone-elses-run")
     monkeypatch.setenv("HORDE_GATEWAY_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("HORDE_THINKING", "low")
+    monkeypatch.setenv(SHARED_LIMIT_ENV, "/another/eval")
     options = _options(
         tmp_path, max_cost_usd=0.5, max_minutes=10.0, api_base="http://x/v1", api_key="sk-1"
     )
@@ -61,16 +66,29 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
         ("horde:3", "sql-injection.horde-3.1"),
     ]
     single, horde = (run_argv(j, options) for j in jobs)
-    assert single[3:5] == ["run", "1"] and horde[3:5] == ["run", "3"]
-    for argv in (single, horde):
-        assert argv[5] == TASK.run_prompt() and "--headless" in argv
-        tail = argv[6:]
-        assert tail[tail.index("--model") + 1] == "openai/gpt-4o-mini"
-        assert tail[tail.index("--max-cost-usd") + 1] == "0.5"
-        assert tail[tail.index("--max-minutes") + 1] == "10.0"
+    for argv, members in ((single, "1"), (horde, "3")):
+        # One way to start a headless run: the command line `run --detach` starts.
+        same = RunOptions(
+            members,
+            TASK.run_prompt(),
+            model="openai/gpt-4o-mini",
+            max_minutes=10.0,
+            max_cost_usd=0.5,
+            api_base="http://x/v1",
+            api_key="sk-1",
+        )
+        assert argv == detached_argv(same, None)
+        parsed = build_parser().parse_args(argv[3:])
+        assert (parsed.count, parsed.prompt, parsed.headless) == (members, TASK.run_prompt(), True)
+        assert (parsed.model, parsed.max_cost_usd, parsed.max_minutes) == (
+            "openai/gpt-4o-mini",
+            0.5,
+            10.0,
+        )
         assert "sk-1" not in argv
-    single_env, horde_env = (run_env(j, options) for j in jobs)
+    single_env, horde_env = (run_env(j, options, tmp_path / j.config.name) for j in jobs)
     assert single_env["HORDE_REPAIR_ROUNDS"] == "0" and "HORDE_REPAIR_ROUNDS" not in horde_env
+    assert single_env[SHARED_LIMIT_ENV] == str(tmp_path / "single")
     for env in (single_env, horde_env):
         assert env["HORDE_API_KEY"] == "sk-1" and env["HORDE_THINKING"] == "low"
         assert "HORDE_RUN" not in env and "HORDE_GATEWAY_URL" not in env
@@ -163,3 +181,29 @@ def test_material_that_cannot_be_copied_is_one_line_per_run_and_exit_1(tmp_path:
     assert "Traceback" not in done.stderr
     assert "1 run(s) never started" in done.stderr
     assert (tmp_path / "out" / "EVAL.json").exists()
+
+
+@pytest.mark.parametrize("flag", ["--max-cost-usd", "--max-minutes"])
+@pytest.mark.parametrize("text", ["inf", "1e309", "nan", "-inf", "0", "-1", "0.5"])
+def test_eval_takes_a_budget_flag_exactly_when_run_s_settings_model_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, text: str
+) -> None:
+    """One validation for `--max-cost-usd` and `--max-minutes`: the settings model's.
+    What it passes, the eval passes on to the next check (a non-empty --out here, so
+    nothing runs); what it refuses, the eval refuses in one line naming the flag."""
+    field = flag.removeprefix("--").replace("-", "_")
+    try:
+        load_settings(environ={}, overrides={field: text})
+        settings_take = True
+    except SettingsError:
+        settings_take = False
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code = main(["eval", "bundled", "--model", "m", "--out", str(out), f"{flag}={text}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    if settings_take:
+        assert "is not empty" in lines[0]
+    else:
+        assert lines[0].startswith(f"horde-tui eval: refused: {flag}"), lines[0]

@@ -9,7 +9,6 @@ import pytest
 from horde_tui.eval.score import (
     ScoredFinding,
     Spread,
-    citations,
     grade,
     grade_answers,
     match_findings,
@@ -18,6 +17,7 @@ from horde_tui.eval.score import (
     score_defects,
 )
 from horde_tui.eval.taskset import Defect, Question, TaskSetError, load_task, parse_number
+from horde_tui.supervisor.citations import path_citations
 
 SQLI = Defect("sqli", "app/db.py", 12, 14, "sql-injection", ("injection", "concatenat"))
 TRAVERSAL = Defect("traversal", "app/files.py", 30, 30, "path-traversal", ("traversal", ".."))
@@ -99,13 +99,21 @@ def test_no_findings_scores_zero_recall_and_no_precision() -> None:
 
 
 def test_citations_read_grep_lines_ranges_and_bare_paths() -> None:
-    text = "app.py:24: q = 'x' + name\nsee ./auth.py:14-16 and README.md, app.py:24 - 3 rows"
-    got = [(c.path, c.first, c.last) for c in citations(text)]
+    """The scorer reads citations with the report's one path grammar, lines included."""
+    text = (
+        "app.py:24: q = 'x' + name\nsee ./auth.py:14-16 and README.md, app.py:25 - 3 rows; "
+        "db.py:7 – 9, lib/util.js#L3-L5, api.py:40:12 (line 40, column 12), "
+        "https://example.com/x/y.py, /etc/passwd.conf"
+    )
+    got = [(c.path, c.first, c.last) for c in path_citations(text)]
     assert got == [
         ("app.py", 24, 24),
         ("auth.py", 14, 16),
         ("README.md", None, None),
-        ("app.py", 24, 24),
+        ("app.py", 25, 25),  # `app.py:25 - 3` is line 25, not a backwards range
+        ("db.py", 7, 9),
+        ("lib/util.js", 3, 5),
+        ("api.py", 40, 40),
     ]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GatewayProcess
+from support.cli import stub_env
 from support.member import RUN, call, prepare, run_member
 
 from horde_tui.launch import RunOptions, check_launch
@@ -171,14 +172,7 @@ def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     tmp_path: Path,
 ) -> None:
     with StubThread({"member-1": [{"content": "Nothing to do."}]}) as stub:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-        env.update(
-            HORDE_MODEL=stub.model,
-            HORDE_API_BASE=stub.api_base,
-            HORDE_API_KEY="stub",
-            HORDE_DELIVERABLE="off",
-            HORDE_POSTMORTEM="off",
-        )
+        env = stub_env(stub, HORDE_DELIVERABLE="off", HORDE_POSTMORTEM="off")
         done = subprocess.run(
             [
                 sys.executable,

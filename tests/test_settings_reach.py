@@ -86,6 +86,7 @@ GATEWAY = [
         {"member-2": "openai/b"},
     ),
     Case("gateway_backoff_ms", 20, "20", None, 20),
+    Case("max_in_flight", 3, "3", None, 3),
 ]
 SUPERVISOR = [
     Case("max_minutes", 7.5, "7.5", ("--max-minutes", "7.5"), 7.5),

@@ -10,13 +10,13 @@ send instead, and the member that kept sending one refused call must be reset fo
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import stub_env
 
 from horde_tui.demo.policy import DEFECTS
 from horde_tui.demo.run import copy_tree, prepare_demo, sample_files
@@ -39,14 +39,7 @@ REMINDER = "\n\n[reminder]"
 
 
 def _run(tmp_path: Path, stub: StubThread, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-    )
+    env = stub_env(stub)
     command = ["run", "--headless", "--no-verifier", str(SLOPPY_MEMBERS), SLOPPY_PROMPT]
     return subprocess.run(
         [sys.executable, "-m", "horde_tui", *command, *args],

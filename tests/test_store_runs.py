@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from support.processes import dead_pid
 
+from horde_tui.settings import load_settings
 from horde_tui.store import runs
+from horde_tui.store.store import HordeStore
+from horde_tui.supervisor.setup import RunRequest, assign_roles, write_run_files
 
 
 def _run(horde: Path, run_id: str, *files: str, pid: int | None = None) -> Path:
@@ -64,6 +67,21 @@ def test_runs_are_listed_oldest_first_by_state_from_the_live_marker(horde: Path)
         "active": ["20260101-000004-eeee", "20260101-000005-ffff"],
     }
     assert set(runs.runs_by_state(horde)) <= set(runs.RUN_STATES)
+
+
+def test_the_runs_the_tool_and_the_supervisor_write_read_as_their_state(tmp_path: Path) -> None:
+    """The writers' own files, not hand-made ones: a `horde-tui tool` entry's run, and a
+    supervisor's run files with the live marker set, cleared, then a report."""
+    h = tmp_path / ".horde"
+    HordeStore(h, "user").ensure_run("manual")
+    request = RunRequest("p", 1)
+    written = write_run_files(h, "r-1", request, load_settings(environ={}), assign_roles(request))
+    runs.mark_live(written)
+    assert runs.runs_by_state(h) == {"manual": ["manual"], "active": ["r-1"]}
+    runs.clear_live(written)
+    assert runs.runs_by_state(h) == {"manual": ["manual"], "interrupted": ["r-1"]}
+    (written / "REPORT.md").write_text("# Report\n")
+    assert runs.runs_by_state(h) == {"manual": ["manual"], "finished": ["r-1"]}
 
 
 def test_the_live_marker_names_this_process_until_cleared(tmp_path: Path) -> None:

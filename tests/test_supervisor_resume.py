@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import one_line_refusal, wait_for_line
+from support.cli import one_line_refusal, stub_env, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle
 from support.rundir import RunDir
 
@@ -31,18 +31,9 @@ from horde_tui.stubmodel import StubThread
 RUN = "20260102-120000-aaaa"
 
 
-def stub_env(stub: StubThread) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-        HORDE_DELIVERABLE="false",  # the helpers' sessions add time, not coverage, here
-        HORDE_POSTMORTEM="false",
-    )
-    return env
+def run_env(stub: StubThread) -> dict[str, str]:
+    """No helper sessions: they add time, not coverage, here."""
+    return stub_env(stub, HORDE_DELIVERABLE="false", HORDE_POSTMORTEM="false")
 
 
 @pytest.mark.slow  # a long real-process run: `pytest -m slow`
@@ -51,7 +42,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
     (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
     policy = HeldUntilReleased()
     with StubThread(policy=policy) as stub:
-        env = stub_env(stub)
+        env = run_env(stub)
         proc = subprocess.Popen(
             [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
             cwd=tmp_path,

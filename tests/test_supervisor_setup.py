@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from horde_tui.settings import load_settings
-from horde_tui.store.runs import mark_live, runs_by_state, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import (
@@ -133,28 +132,6 @@ def test_counts() -> None:
     for bad in ("0", "13", "5/2", "x"):
         with pytest.raises(TargetError):
             parse_count(bad)
-
-
-def test_run_states_from_disk(tmp_path: Path) -> None:
-    import os
-
-    horde = tmp_path / ".horde"
-    HordeStore(horde, "user").ensure_run("manual")
-    request = RunRequest("p", 1)
-    settings = load_settings(environ={})
-    live = write_run_files(horde, "r-live", request, settings, assign_roles(request))
-    mark_live(live)
-    dead = write_run_files(horde, "r-dead", request, settings, assign_roles(request))
-    (dead / ".live").write_text("999999999\n")
-    done = write_run_files(horde, "r-done", request, settings, assign_roles(request))
-    (done / "REPORT.md").write_text("# Report\n")
-    assert runs_by_state(horde) == {
-        "manual": ["manual"],
-        "active": ["r-live"],
-        "interrupted": ["r-dead"],
-        "finished": ["r-done"],
-    }
-    assert supervisor_pid(live) == os.getpid()
 
 
 def test_the_retry_after_cap_from_the_config_file_reaches_the_gateway(tmp_path: Path) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import cli, wait_for_line
+from support.cli import cli, stub_env, wait_for_line
 from support.processes import wait_until
 
 from horde_tui.settings import load_settings
@@ -180,16 +179,8 @@ def _lifecycle(run_dir: Path) -> list[tuple[str, float]]:
 def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another_shell(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     with StubThread(policy=AgentPolicy(LOOPING)) as stub:
-        env.update(
-            HORDE_MODEL=stub.model,
-            HORDE_API_BASE=stub.api_base,
-            HORDE_API_KEY="stub",
-            HORDE_GATEWAY_BACKOFF_MS="20",
-            HORDE_ACTIVE_GRACE_MS="300",
-            HORDE_SWARM_STAGGER_MS="100",
-        )
+        env = stub_env(stub, HORDE_SWARM_STAGGER_MS="100")
         proc = subprocess.Popen(
             [sys.executable, "-m", "horde_tui", "plan", "--headless", "2/1", "api; db; ui"],
             cwd=tmp_path,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from support.app import NOW, wait_for
-from support.cli import one_line_refusal, wait_for_line
+from support.cli import one_line_refusal, stub_env, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle, slow_worker
 from support.processes import dead_pid, wait_until
 from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
@@ -61,17 +61,7 @@ def swarm_policy() -> HeldUntilReleased:
 
 def swarm_env(stub: StubThread) -> dict[str, str]:
     """A long stagger keeps h2 unstarted while h1 works; no post-mortems (time only)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-        HORDE_POSTMORTEM="false",
-        HORDE_SWARM_STAGGER_MS="600000",
-    )
-    return env
+    return stub_env(stub, HORDE_POSTMORTEM="false", HORDE_SWARM_STAGGER_MS="600000")
 
 
 def assert_swarm_carried_on(swarm_dir: Path, after: list[Any]) -> dict[str, Any]:

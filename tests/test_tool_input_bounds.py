@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli
 
 from horde_tui.protocol.bounds import ACTOR_NAME_CAP, LIST_CAP, cap_of
 from horde_tui.protocol.params import ACTION_MODELS, NAME_CAP, TEXT_CAP
@@ -287,24 +288,11 @@ def test_the_schema_carries_every_cap():
 # -- the command line: HORDE_MEMBER and text=@file ----------------------------------------
 
 
-def cli(cwd: Path, *args: str, member: str = "member-1", stdin: bytes | None = None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env["HORDE_MEMBER"] = member
-    return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-    )
-
-
 def test_cli_refuses_a_horde_member_that_is_not_a_name(tmp_path: Path) -> None:
-    r = cli(tmp_path, "post", "text=hi", member="Bob Smith")
+    r = cli(tmp_path, "tool", "post", "text=hi", member="Bob Smith")
 
     assert r.returncode == 2
-    err = r.stderr.decode()
+    err = r.stderr
     assert err.startswith("horde-tui tool: HORDE_MEMBER='Bob Smith' is not a member name")
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / ".horde").exists()
@@ -314,10 +302,10 @@ def test_cli_file_value_over_the_cap_is_refused_without_reading_it_whole(tmp_pat
     big = tmp_path / "big.txt"
     big.write_bytes(b"z" * (50 * 1024 * 1024))
 
-    r = cli(tmp_path, "post", "text=@big.txt")
+    r = cli(tmp_path, "tool", "post", "text=@big.txt", member="member-1")
 
     assert r.returncode == 2
-    err = r.stderr.decode()
+    err = r.stderr
     assert err == (
         f"horde-tui tool: refused: `text` from big.txt is over the cap of {TEXT_CAP} "
         "characters (size cap); shorten it, or cite the file by path in a shorter text\n"
@@ -328,26 +316,26 @@ def test_cli_file_value_over_the_cap_is_refused_without_reading_it_whole(tmp_pat
 def test_cli_file_value_that_is_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "bin.txt").write_bytes(b"ok\n\xff\xfe")
 
-    r = cli(tmp_path, "post", "text=@bin.txt")
+    r = cli(tmp_path, "tool", "post", "text=@bin.txt", member="member-1")
 
     assert r.returncode == 2
-    assert r.stderr.decode() == (
+    assert r.stderr == (
         "horde-tui tool: cannot read bin.txt: not UTF-8 text (byte 0xff at offset 3); "
         "convert it, or cite the file by path\n"
     )
 
 
 def test_cli_stdin_value_is_bounded_too(tmp_path: Path) -> None:
-    r = cli(tmp_path, "post", "text=@-", stdin=b"w" * (TEXT_CAP + 1))
+    r = cli(tmp_path, "tool", "post", "text=@-", member="member-1", stdin="w" * (TEXT_CAP + 1))
 
     assert r.returncode == 2
-    assert b"`text` from standard input is over the cap of" in r.stderr
+    assert "`text` from standard input is over the cap of" in r.stderr
 
 
 def test_cli_file_value_at_the_cap_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "ok.txt").write_text("v" * TEXT_CAP)
 
-    r = cli(tmp_path, "post", "text=@ok.txt")
+    r = cli(tmp_path, "tool", "post", "text=@ok.txt", member="member-1")
 
     assert r.returncode == 0, r.stderr
 

@@ -47,7 +47,12 @@ def add_eval_command(sub: Any) -> None:
     p.add_argument("--max-cost-usd", type=float, help="budget of each run")
     p.add_argument("--max-minutes", type=float, help="deadline of each run")
     p.add_argument("--repeat", type=int, default=1, help="runs per task and configuration")
-    p.add_argument("--parallel", type=int, default=1, help="runs of one configuration at once")
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="runs of one configuration at once (they share one provider limit: max_in_flight)",
+    )
     p.add_argument("--out", help="output folder (default: a new one under .horde/evals/)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
@@ -64,12 +69,27 @@ def _err(message: str, code: int = 2) -> int:
     return code
 
 
-def _positive(name: str, value: float | None, *, integer: bool = False) -> str | None:
-    if value is None:
-        return None
-    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-        return f"refused: {name} must be a positive {'whole number' if integer else 'number'}"
+def _positive(name: str, value: int) -> str | None:
+    return f"refused: {name} must be a positive whole number" if value <= 0 else None
+
+
+def _budget_problem(args: argparse.Namespace) -> str | None:
+    """`--max-cost-usd` and `--max-minutes` go to every run as `run`'s own flags, so the
+    settings model that checks them there checks them here (one rule, e.g. on `inf`)."""
+    from horde_tui.settings import SettingsError, load_settings
+
+    budget = {"max_cost_usd": args.max_cost_usd, "max_minutes": args.max_minutes}
+    try:
+        load_settings(environ={}, overrides=budget)
+    except SettingsError as exc:
+        return f"refused: {exc}"
     return None
+
+
+def _json_limit(value: float | None) -> float | None:
+    """A budget figure for EVAL.json: `inf` (no limit, as the settings model reads it) is
+    null there, since JSON has no infinity."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _materialize(taskset: str, from_jsonl: bool, scratch: Path) -> str | Path:
@@ -107,10 +127,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not args.model:
         return _err("give --model (any litellm model string, or `demo` for the demo model)")
     for problem in (
-        _positive("--max-cost-usd", args.max_cost_usd),
-        _positive("--max-minutes", args.max_minutes),
-        _positive("--repeat", args.repeat, integer=True),
-        _positive("--parallel", args.parallel, integer=True),
+        _budget_problem(args),
+        _positive("--repeat", args.repeat),
+        _positive("--parallel", args.parallel),
     ):
         if problem:
             return _err(problem)
@@ -173,7 +192,10 @@ def _run_eval(args: argparse.Namespace) -> int:
         "model": args.model,
         "configs": names,
         "repeat": int(args.repeat),
-        "budget": {"max_cost_usd": args.max_cost_usd, "max_minutes": args.max_minutes},
+        "budget": {
+            "max_cost_usd": _json_limit(args.max_cost_usd),
+            "max_minutes": _json_limit(args.max_minutes),
+        },
         "taskset": {
             "root": str(taskset.root),
             "sha256": taskset_hash(taskset.root),

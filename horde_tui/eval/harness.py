@@ -1,38 +1,43 @@
 """Runs an eval: every task under every configuration, each run a fresh headless CLI run.
 
 For each (task, configuration, repeat) the harness copies the task's material into a new
-folder (so a fresh `.horde/`), starts `python -m horde_tui run N PROMPT --headless` there
-with the same model, budget and deadline, waits, and scores the run from its files. It
-imports nothing of the supervisor or the app: the run is a subprocess and its files are
-the interface, so the harness measures exactly what a user's `horde-tui run` does.
+folder (so a fresh `.horde/`), starts there the headless run `horde-tui run --detach`
+would start (`launch.detached_argv`, with the same model, budget and deadline), waits,
+and scores the run from its files. The run is a subprocess and its files are the
+interface, so the harness measures exactly what a user's `horde-tui run` does.
 
 Configurations: `single` is one member (no verifier, no repair); `horde:N` is N members
 (the last of 3+ is the verifier) with repair; `horde:N:no-repair` the same with repair
 disabled (`HORDE_REPAIR_ROUNDS=0`). Runs of one configuration run up to `parallel` at a
-time; each run has its own gateway and adaptive rate limit, so P runs of N members can
-have up to P x N calls in flight (keep P at 1 for a provider with a tight rate limit).
+time, each with its own gateway (so usage, cost and budget stay the run's), and those
+gateways share one adaptive limit per provider (`SHARED_LIMIT_ENV`, a folder per
+configuration): P runs put no more calls in flight on a provider than one run may
+(`max_in_flight`), and a 429 seen by one run lowers the limit for all of them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from horde_tui.eval.collect import read_run
-from horde_tui.eval.score import AnswerGrade, grade_answers, per_true, score_defects
+from horde_tui.eval.score import grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
+from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
+from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
 
 CLEAN_STOP_GRACE_S = 180.0
@@ -93,7 +98,7 @@ class EvalOptions:
     parallel: int = 1
     api_base: str | None = None
     api_key: str | None = None
-    """Variables every run gets (the demo model's no-proxy settings, a test's fast gateway)."""
+    """Given to each run in its environment (`detached_env`), never on its command line."""
 
 
 @dataclass(frozen=True)
@@ -108,24 +113,34 @@ class RunJob:
         return f"{self.task.name} {self.config.name} #{self.repeat}"
 
 
+def run_options(job: RunJob, options: EvalOptions) -> RunOptions:
+    """The job as `horde-tui run` takes it: every job of the eval the same but its count
+    and prompt."""
+    return RunOptions(
+        str(job.config.members),
+        job.task.run_prompt(),
+        model=options.model,
+        max_minutes=options.max_minutes,
+        max_cost_usd=options.max_cost_usd,
+        api_base=options.api_base,
+        api_key=options.api_key,
+    )
+
+
 def run_argv(job: RunJob, options: EvalOptions) -> list[str]:
-    """The headless run's command line (the key goes in the environment, not here)."""
-    argv = [sys.executable, "-m", "horde_tui", "run", str(job.config.members)]
-    argv += [job.task.run_prompt(), "--headless", "--model", options.model]
-    if options.max_cost_usd is not None:
-        argv += ["--max-cost-usd", repr(options.max_cost_usd)]
-    if options.max_minutes is not None:
-        argv += ["--max-minutes", repr(options.max_minutes)]
-    if options.api_base:
-        argv += ["--api-base", options.api_base]
-    return argv
+    """The headless run's command line: the one `run --detach` starts (the key goes in
+    the environment, not here)."""
+    return detached_argv(run_options(job, options), None)
 
 
-def run_env(job: RunJob, options: EvalOptions) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in MEMBER_ENV}
-    env.pop("HORDE_GATEWAY_URL", None)
-    if options.api_key:
-        env["HORDE_API_KEY"] = options.api_key
+def run_env(job: RunJob, options: EvalOptions, shared_limit: Path | None) -> dict[str, str]:
+    """The detached run's environment, without another run's pointers (`MEMBER_ENV`),
+    with the folder of the limit its gateway shares with the runs beside it."""
+    env = detached_env(run_options(job, options)) or dict(os.environ)
+    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL", SHARED_LIMIT_ENV):
+        env.pop(name, None)
+    if shared_limit is not None:
+        env[SHARED_LIMIT_ENV] = str(shared_limit)
     if not job.config.repair:
         env["HORDE_REPAIR_ROUNDS"] = "0"
     return env
@@ -154,7 +169,10 @@ def _wait(proc: subprocess.Popen[bytes], deadline_s: float | None) -> None:
 
 
 def execute(
-    job: RunJob, options: EvalOptions, started_run: Callable[[subprocess.Popen[bytes]], None]
+    job: RunJob,
+    options: EvalOptions,
+    started_run: Callable[[subprocess.Popen[bytes]], None],
+    shared_limit: Path | None = None,
 ) -> dict[str, Any]:
     """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
     the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
@@ -165,13 +183,14 @@ def execute(
     job.folder.mkdir(parents=True)
     shutil.copytree(job.task.material, work, symlinks=True)
     setup_s, setup_cpu = time.perf_counter() - started, time.thread_time() - cpu
-    deadline = None if options.max_minutes is None else options.max_minutes * 60 + 60
+    minutes = options.max_minutes
+    deadline = None if minutes is None or math.isinf(minutes) else minutes * 60 + 60
     run_started = time.perf_counter()
     with open(job.folder / "run.log", "wb") as log:
         proc = subprocess.Popen(
             run_argv(job, options),
             cwd=work,
-            env=run_env(job, options),
+            env=run_env(job, options, shared_limit),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -208,50 +227,25 @@ def last_line(path: Path) -> str:
 
 
 def score_run(job: RunJob, work: Path) -> dict[str, Any]:
-    """The figures of the run in `work`, scored against the task's truth."""
+    """The figures of the run in `work`, scored against the task's truth: the run's
+    files (`RunFiles`, findings counted, the answer graded not kept) and the score's."""
     files = read_run(work)
     result: dict[str, Any] = {
         "task": job.task.name,
         "config": job.config.name,
         "repeat": job.repeat,
-        "run_id": files.run_id,
-        "outcome": files.outcome,
-        "diagnosis": files.diagnosis,
-        "tokens": files.tokens,
-        "cost_usd": files.cost_usd,
-        "refusals": files.refusals,
-        "manifest_sha256": files.manifest_sha256,
-        "acceptance_sha256": files.acceptance_sha256,
-        "findings": len(files.findings),
     }
+    result |= asdict(files) | {"findings": len(files.findings)}
+    del result["answer"]
     if job.task.defects:
         score = score_defects(files.findings, job.task.defects)
+        result |= asdict(score) | {"usd_per_true": per_true(files.cost_usd, score.found)}
         concerns = {f.id: f.concern for f in files.findings}
-        result.update(
-            recall=score.recall,
-            precision=score.precision,
-            accepted_recall=score.accepted_recall,
-            found=score.found,
-            planted=score.planted,
-            true_findings=score.true_findings,
-            false_findings=score.false_findings,
-            duplicates=score.duplicates,
-            usd_per_true=per_true(files.cost_usd, score.found),
-            matches=[
-                {
-                    "finding": m.finding,
-                    "concern": concerns.get(m.finding, ""),
-                    "defect": m.defect,
-                    "how": m.how,
-                    "duplicate": m.duplicate,
-                    "accepted": m.accepted,
-                }
-                for m in score.matches
-            ],
-        )
+        for match in result["matches"]:
+            match["concern"] = concerns.get(match["finding"], "")
     if job.task.questions:
-        grades: list[AnswerGrade] = grade_answers(job.task.questions, files.answer)
-        result["answers"] = [g.__dict__ for g in grades]
+        grades = grade_answers(job.task.questions, files.answer)
+        result["answers"] = [asdict(g) for g in grades]
         result["answer_accuracy"] = sum(g.correct for g in grades) / len(grades)
     return result
 
@@ -282,19 +276,22 @@ class Runner:
         """The results of the runs that ran (all of them unless interrupted)."""
         self._total = len(jobs)
         results: list[dict[str, Any]] = []
-        for config in self.options.configs:
-            batch = [j for j in jobs if j.config == config]
-            with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
-                futures = [pool.submit(self._one, job) for job in batch]
-                for future in futures:
-                    while True:
-                        try:
-                            result = future.result()
-                            break
-                        except KeyboardInterrupt:
-                            self._interrupt()
-                    if result is not None:
-                        results.append(result)
+        with tempfile.TemporaryDirectory(prefix="horde-eval-limits-") as limits:
+            for config in self.options.configs:
+                # A fresh shared limit per configuration: each starts where a run starts.
+                shared = Path(limits) / config.name.replace(":", "-")
+                batch = [j for j in jobs if j.config == config]
+                with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
+                    futures = [pool.submit(self._one, job, shared) for job in batch]
+                    for future in futures:
+                        while True:
+                            try:
+                                result = future.result()
+                                break
+                            except KeyboardInterrupt:
+                                self._interrupt()
+                        if result is not None:
+                            results.append(result)
         return results
 
     def _interrupt(self) -> None:
@@ -308,7 +305,7 @@ class Runner:
             if proc.poll() is None:
                 proc.send_signal(sig)
 
-    def _one(self, job: RunJob) -> dict[str, Any] | None:
+    def _one(self, job: RunJob, shared_limit: Path) -> dict[str, Any] | None:
         with self._lock:
             if self.interrupted:
                 return None
@@ -322,7 +319,7 @@ class Runner:
                     proc.send_signal(signal.SIGINT)
 
         try:
-            result = execute(job, self.options, started_run)
+            result = execute(job, self.options, started_run, shared_limit)
         except OSError as exc:  # the material could not be copied, python not started
             result = score_run(job, job.folder / "work")
             result["error"] = f"cannot set up the run: {exc}"

@@ -1,7 +1,8 @@
 """Scoring by code: findings against planted defects, replies against reference answers.
 
 A finding is matched to a defect by where its evidence (and text) points: a citation
-`path:line` or `path:first-last` on the defect's file whose lines overlap the defect's
+`path:line` or `path:first-last` (read by the report's path grammar,
+`supervisor.citations.path_citations`) on the defect's file whose lines overlap the defect's
 is a match. A citation of the defect's file with no line matches only when the finding
 also uses one of the defect's words; a citation of the right file at other lines, or the
 defect's words with no citation of its file, is no match. When a finding fits several
@@ -24,20 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from horde_tui.eval.taskset import Defect, Question, parse_number
-
-_CITE = re.compile(
-    r"(?<![\w/.-])(?:\./)?(?P<path>[\w.-]+(?:/[\w.-]+)*\.[A-Za-z0-9]+)"
-    r"(?::(?P<first>\d+)(?:\s*[-–]\s*(?P<last>\d+))?)?"
-)
-
-
-@dataclass(frozen=True)
-class Citation:
-    """A file a finding names, with the lines it names (None: the file only)."""
-
-    path: str
-    first: int | None = None
-    last: int | None = None
+from horde_tui.supervisor.citations import path_citations
 
 
 @dataclass(frozen=True)
@@ -51,21 +39,8 @@ class ScoredFinding:
     accepted: bool = False
 
 
-def citations(text: str) -> list[Citation]:
-    """Every `path`, `path:N` and `path:N-M` in `text`, in order."""
-    out = []
-    for m in _CITE.finditer(text):
-        first = int(m.group("first")) if m.group("first") else None
-        last = int(m.group("last")) if m.group("last") else first
-        if first is not None and last is not None and last < first:
-            last = first  # `app.py:24 - 3 rows` is line 24, not a backwards range
-        out.append(Citation(m.group("path"), first, last))
-    return out
-
-
 def same_file(cited: str, file: str) -> bool:
     """A cited path names the defect's file: equal, or one is the other's path tail."""
-    cited = cited.removeprefix("./")
     return cited == file or cited.endswith("/" + file) or file.endswith("/" + cited)
 
 
@@ -78,7 +53,7 @@ def placement(finding: ScoredFinding, defect: Defect) -> str | None:
     """`line` (a citation overlaps the defect's lines), `file` (its file is cited with no
     line), or None (not cited, or cited only at other lines)."""
     bare = False
-    for cite in citations(f"{finding.evidence}\n{finding.text}"):
+    for cite in path_citations(f"{finding.evidence}\n{finding.text}"):
         if not same_file(cite.path, defect.file):
             continue
         if cite.first is None:

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from horde_tui.gateway import backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
+from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
 from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
@@ -93,6 +94,8 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         compact_tokens=settings.compact_tokens or None,
         backoff_base_s=settings.gateway_backoff_ms / 1000,
         retry_after_max_s=settings.retry_after_max_ms / 1000,
+        max_in_flight=settings.max_in_flight,
+        shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
     )
 
 
@@ -110,6 +113,7 @@ def settings_record(config: GatewayConfig) -> dict[str, Any]:
         "max_cost_usd": config.max_cost_usd,
         "retry_after_max_ms": round(config.retry_after_max_s * 1000),
         "gateway_backoff_ms": round(config.backoff_base_s * 1000),
+        "max_in_flight": config.max_in_flight,
     }
 
 
@@ -175,6 +179,7 @@ async def run(args: argparse.Namespace) -> int:
             "pid": os.getpid(),
             "model": config.model,
             "settings": settings_record(config),
+            "shared_limit_dir": str(config.shared_limit_dir) if config.shared_limit_dir else None,
         }
         (args.run_dir / "gateway.json").write_text(json.dumps(info) + "\n")
     print(f"listening on {server.url}", flush=True)

@@ -56,6 +56,10 @@ class GatewayConfig:
     backoff_base_s: float = 0.5
     retry_after_max_s: float = 60.0
     """The longest a provider's `retry-after` is honoured (HORDE_RETRY_AFTER_MAX_MS)."""
+    max_in_flight: int = 32
+    """The ceiling of each provider's adaptive limit (HORDE_MAX_IN_FLIGHT)."""
+    shared_limit_dir: Path | None = None
+    """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
 
 
 class Gateway:
@@ -65,7 +69,7 @@ class Gateway:
         self.config = config
         self.litellm = litellm or LiteLLM()
         self.accounting = Accounting(config.usage_path, config.max_cost_usd)
-        self.limiters = LimiterPool()
+        self.limiters = LimiterPool(maximum=config.max_in_flight, shared=config.shared_limit_dir)
         self.json_models: set[str] = set()
         """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
         self.started = time.time()

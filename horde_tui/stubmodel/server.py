@@ -70,6 +70,8 @@ class StubModel:
         self._scripts: Scripts = {}
         self._cursors: dict[str, int] = {}
         self._requests: list[RecordedRequest] = []
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self.set_scripts(scripts or {})
 
     def set_scripts(self, scripts: ScriptsInput | object) -> None:
@@ -87,6 +89,13 @@ class StubModel:
         """Every chat-completions request so far, oldest first (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most chat requests it was answering at once (a step's delay included):
+        what a provider's rate limit would have seen from every gateway together."""
+        with self._lock:
+            return self._peak_in_flight
 
     def requests_for(self, member: str) -> list[RecordedRequest]:
         """The requests one member sent, oldest first."""
@@ -139,6 +148,17 @@ class StubModel:
         member = member or FALLBACK
         with self._lock:
             self._requests.append(RecordedRequest(member, body, dict(request.headers)))
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+        try:
+            return await self._answer(request, body, member)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _answer(
+        self, request: Request, body: dict[str, Any], member: str
+    ) -> Response | StreamResponse:
         if denied := self._unauthorised(request):
             return denied
         if not isinstance(body.get("messages"), list):

@@ -30,7 +30,13 @@ from horde_tui.store.state import LedgerState
 _RESOURCE_REF = re.compile(r"\bR([0-9]{1,18})\b")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 _TOKEN = re.compile(r"[^\s`'\"()\[\],;|]+")
-_LINE = re.compile(r"(?::\d+(?:[-:]\d+)?|#L\d+(?:-L?\d+)?)$")
+_LINE = re.compile(
+    r"(?::(?P<first>\d+)(?:(?P<sep>[-–:])(?P<last>\d+))?|#L(?P<lfirst>\d+)(?:-L?(?P<llast>\d+))?)$"
+)
+"""A citation's line suffix: `:12`, `:12-14` (or `–`), `:12:5` (line 12, column 5),
+`#L12` or `#L12-L14`."""
+_SPACED_RANGE = re.compile(r"(:\d+)\s*[-–]\s*(?=\d)")
+"""`app.py:12 - 14`, written as one token before the text is split."""
 _EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
 _HOSTLIKE = re.compile(r"^(?:localhost|(?:[\w-]+\.)+[A-Za-z]{2,})(?::\d+)?/")
 _PLACEHOLDER = re.compile(
@@ -64,6 +70,10 @@ class PathCitation:
     """As cited, line suffix included: what the warning quotes."""
     path: str
     """Relative to the working directory, line suffix removed: what is checked."""
+    first: int | None = None
+    """The first line cited (None: the file only)."""
+    last: int | None = None
+    """The last line cited (`first` for one line, or for a range that runs backwards)."""
 
 
 def missing_metadata(findings: Iterable[Finding]) -> list[ConsistencyWarning]:
@@ -103,8 +113,19 @@ def _clean(token: str) -> str:
     return token.split("::", 1)[0]
 
 
-def _as_path(token: str, workdir: Path) -> str | None:
-    """The workdir-relative path a token cites, or None when it is not a checkable path."""
+def _lines(token: str) -> tuple[int | None, int | None]:
+    """The lines a token's suffix cites: `app.py:24-3` is line 24, not a backwards range."""
+    m = _LINE.search(token)
+    if m is None:
+        return None, None
+    first = int(m.group("first") or m.group("lfirst"))
+    last = m.group("llast") or (m.group("last") if m.group("sep") != ":" else None)
+    return first, max(first, int(last)) if last else first
+
+
+def _as_path(token: str, workdir: Path | None) -> str | None:
+    """The workdir-relative path a token cites, or None when it is not a checkable path
+    (a rooted path with no `workdir` to be relative to is none)."""
     m = _LINE.search(token)
     base = token[: m.start()] if m else token
     if not base or "\\" in base or base[0] in "~@" or _PLACEHOLDER.search(base):
@@ -119,23 +140,27 @@ def _as_path(token: str, workdir: Path) -> str | None:
         return None
     if base.startswith("/"):
         root = str(workdir).rstrip("/") + "/"
-        return base[len(root) :] if base.startswith(root) else None
+        return base[len(root) :] if workdir and base.startswith(root) else None
     if base.startswith("../") or "/../" in base:
+        if workdir is None:
+            return None
         resolved = os.path.normpath(os.path.join(str(workdir), base))
         root = os.path.normpath(str(workdir))
         return os.path.relpath(resolved, root) if resolved.startswith(root + os.sep) else None
     return base.removeprefix("./")
 
 
-def path_citations(text: str, workdir: Path) -> list[PathCitation]:
-    """Path-like tokens of `text` worth checking, in order, each once."""
-    text = _URL.sub(" ", text)
+def path_citations(text: str, workdir: Path | None = None) -> list[PathCitation]:
+    """Path-like tokens of `text` worth checking, in order, each once, with the lines
+    they cite. The one grammar of a cited path: the report checks the paths exist, the
+    eval scores the lines against planted defects."""
+    text = _SPACED_RANGE.sub(r"\1-", _URL.sub(" ", text))
     found: dict[str, PathCitation] = {}
     for raw in _TOKEN.findall(text):
         token = _clean(raw)
         path = _as_path(token, workdir)
         if path and token not in found:
-            found[token] = PathCitation(token, path)
+            found[token] = PathCitation(token, path, *_lines(token))
     return list(found.values())
 
 

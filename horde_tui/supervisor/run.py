@@ -641,6 +641,7 @@ GATEWAY_SETTINGS = (
     "compact_tokens",
     "retry_after_max_ms",
     "gateway_backoff_ms",
+    "max_in_flight",
 )
 """Settings the gateway reads (with `load_settings`, from its environment); the cost
 budget goes as `--max-cost-usd`, which a resumed run lowers (`gateway_budget_usd`)."""

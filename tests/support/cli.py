@@ -1,6 +1,7 @@
 """The `horde-tui` command line as a person runs it: a real process in a working
-directory, with the host's HORDE_* settings kept out (`cli`), a headless run on the
-scripted stub model (`headless`), and a bounded read of its output (`wait_for_line`)."""
+directory, with the host's HORDE_* settings kept out (`host_env`, `cli`), the
+environment of a run on the scripted stub model (`stub_env`), a headless run on it
+(`headless`), and a bounded read of its output (`wait_for_line`)."""
 
 from __future__ import annotations
 
@@ -24,18 +25,30 @@ HEADLESS_PLAN = {
 }
 
 
-def headless(
-    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str], members: int = 3
-) -> subprocess.Popen[str]:
+def host_env(**extra: str) -> dict[str, str]:
+    """This process's environment without the host's `HORDE_*` settings, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
-    env.update(
+    env.update(extra)
+    return env
+
+
+def stub_env(stub: StubThread, **extra: str) -> dict[str, str]:
+    """The environment of a run on `stub` started from a shell: its model, endpoint and
+    key, a short clean-stop grace and a gateway that retries after 20 ms; plus `extra`."""
+    return host_env(
         HORDE_MODEL=stub.model,
         HORDE_API_BASE=stub.api_base,
         HORDE_API_KEY="stub",
         HORDE_ACTIVE_GRACE_MS="300",
         HORDE_GATEWAY_BACKOFF_MS="20",
-        **dict(extra_env),
+        **extra,
     )
+
+
+def headless(
+    tmp_path: Path, stub: StubThread, *extra_env: tuple[str, str], members: int = 3
+) -> subprocess.Popen[str]:
+    env = stub_env(stub, **dict(extra_env))
     return subprocess.Popen(
         [sys.executable, "-m", "horde_tui", "run", "--headless", str(members), "Review app.py"],
         cwd=tmp_path,
@@ -60,12 +73,18 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 6
     raise AssertionError(f"{needle!r} not seen in: {''.join(seen)[-2000:]}")
 
 
-def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+def cli(
+    cwd: Path, *args: str, member: str | None = None, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`horde-tui ARGS` in `cwd` from a shell (as `member` when given: HORDE_MEMBER),
+    with `env` over the host's environment without its `HORDE_*`."""
+    if member is not None:
+        env["HORDE_MEMBER"] = member
     return subprocess.run(
         [sys.executable, "-m", "horde_tui", *args],
-        cwd=tmp_path,
-        env=env,
+        cwd=cwd,
+        env=host_env(**env),
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
