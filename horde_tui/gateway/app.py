@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.gateway import backend, jsonproto
+from horde_tui.gateway import aihorde, backend, jsonproto
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
@@ -56,6 +56,8 @@ class GatewayConfig:
     backoff_base_s: float = 0.5
     retry_after_max_s: float = 60.0
     """The longest a provider's `retry-after` is honoured (HORDE_RETRY_AFTER_MAX_MS)."""
+    aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
+    """The longest one AI Horde job is waited for before it is cancelled."""
 
 
 class Gateway:
@@ -63,7 +65,9 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, litellm: LiteLLM | None = None) -> None:
         self.config = config
-        self.litellm = litellm or LiteLLM()
+        models = [config.model, *config.member_models.values()]
+        self.litellm = litellm or LiteLLM(setup=lambda module: aihorde.register(module, models))
+        aihorde.CLIENT.deadline_s = config.aihorde_deadline_s
         self.accounting = Accounting(config.usage_path, config.max_cost_usd)
         self.limiters = LimiterPool()
         self.json_models: set[str] = set()
@@ -216,9 +220,10 @@ class Gateway:
         tools = body.get("tools") or []
         names = {t.get("function", {}).get("name", "") for t in tools} - {""}
         messages = body["messages"]
-        if self.config.compact_tokens:
+        compact = await self._compact_tokens(opts)
+        if compact:
             text_messages = jsonproto.compact_messages(
-                messages, tools, jsonproto.chars_for_tokens(self.config.compact_tokens)
+                messages, tools, jsonproto.chars_for_tokens(compact)
             )
         else:
             text_messages = jsonproto.to_text_messages(messages, tools)
@@ -289,6 +294,17 @@ class Gateway:
             prompt_total,
             completion_total,
         )
+
+    async def _compact_tokens(self, opts: CallOptions) -> int | None:
+        """The compact-mode budget: the setting, or for an AI Horde model what its key and
+        live workers allow (the smaller when both say)."""
+        budgets = [self.config.compact_tokens]
+        if aihorde.is_aihorde(opts.model):
+            budgets.append(
+                await aihorde.CLIENT.compact_tokens(opts.model, opts.api_base, opts.api_key)
+            )
+        given = [b for b in budgets if b]
+        return min(given) if given else None
 
     async def _stream_native(
         self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions
