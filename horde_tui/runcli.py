@@ -75,7 +75,7 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
-    from horde_tui.launch import RunOptions, build_host, check_launch
+    from horde_tui.launch import RunOptions, aihorde_warnings, build_host, check_launch
     from horde_tui.member.sandbox import resolve as resolve_sandbox
 
     workdir = Path.cwd()
@@ -88,6 +88,8 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
             print(f"horde-tui: {refusal.message}", file=sys.stderr)
         return check.refusals[0].exit_code
     assert check.request is not None and check.settings is not None
+    for warning in aihorde_warnings(check.settings):
+        print(f"horde-tui: {warning}", file=sys.stderr)
     if getattr(args, "detach", False):
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from conftest import GatewayProcess, start_gateway
 from support.aihorde import ANON_KEY, FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
-from test_gateway import BASH, error_of, post, usage, usage_lines
+from support.gateway import BASH, error_of, post, usage, usage_lines
 
 from horde_tui import __version__
 from horde_tui.gateway import aihorde

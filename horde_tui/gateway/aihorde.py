@@ -701,3 +701,19 @@ async def _generate(client: Client, kwargs: dict[str, Any]) -> Generation:
         stop=[stop] if isinstance(stop, str) else list(stop or []),
         temperature=params.get("temperature"),
     )
+
+
+def models_table(models: list[ModelStatus]) -> str:
+    """`horde-tui models` as a table: the run's model string, workers, queue and wait."""
+    if not models:
+        return "no text model has a worker on this AI Horde now"
+    rows = [("model (--model)", "workers", "queued tokens", "est. wait")]
+    rows += [(PREFIX + m.name, str(m.workers), str(m.queued), f"{m.eta} s") for m in models]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    )
