@@ -359,3 +359,46 @@ def _send_quietly(client: httpx.Client, request: httpx.Request) -> None:
         client.send(request)
     except httpx.HTTPError:
         pass
+
+
+def test_a_registered_key_compacts_only_past_the_live_workers_context(
+    stub_model: StubThread, tmp_path: Path
+) -> None:
+    """With a registered key the cap is the workers' context (here 8,000 tokens, from
+    `/v2/workers`, not a constant): a short conversation goes whole, a long one is
+    rebuilt compact (task, calls run, last result) rather than cut in the middle."""
+    swarm = fake(polls_to_done=1)
+    swarm.models[0].max_context_length = 8000
+    swarm.answer = lambda prompt, params: '{"tool": "bash", "command": "ls"}'
+    with FakeHordeThread(swarm) as served:
+        gw = start_gateway(
+            stub_model,
+            tmp_path,
+            HORDE_MODEL=f"aihorde/{SKYFALL}",
+            HORDE_API_BASE=served.api_base,
+            HORDE_API_KEY="registered-key",
+        )
+        try:
+            short = post(gw, "member-g", {"model": "x", "messages": HELLO, "tools": [BASH]})
+            history: list[dict[str, Any]] = [{"role": "user", "content": "Review app.py"}]
+            for i in range(12):
+                call = {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": f"cat f{i}"})},
+                }
+                history += [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 600},
+                ]
+            long = post(gw, "member-g", {"model": "x", "messages": history, "tools": [BASH]})
+        finally:
+            gw.proc.terminate()
+            gw.proc.wait(10)
+        first, second = served.fake.accepted()[-2:]
+    assert short.status_code == 200 and long.status_code == 200, long.text
+    assert first.body["params"]["max_context_length"] == 8000
+    assert "# Tool protocol" in first.body["prompt"]  # whole: the full protocol section
+    prompt, params = second.body["prompt"], second.body["params"]
+    assert len(prompt) // 4 + params["max_length"] <= 8000
+    assert "Task:\nReview app.py" in prompt and "cat f11" in prompt and "[…]" not in prompt

@@ -431,13 +431,11 @@ class Client:
             length = min(length, COMPACT_MAX_LENGTH)
         return max(16, min(length, context // 2)), context
 
-    async def compact_tokens(self, model: str, api_base: str | None, key: str | None) -> int | None:
-        """The prompt budget the JSON protocol must fit (its compact mode), or None when
-        the model's context is large enough for the whole conversation: the anonymous
-        key's allowance, or the live workers' context, less the generation."""
+    async def compact_tokens(self, model: str, api_base: str | None, key: str | None) -> int:
+        """The prompt budget the JSON protocol must fit (its compact mode rebuilds the
+        conversation only when it does not fit): the anonymous allowance, or the live
+        workers' context, less the generation and a margin for the instruct format."""
         length, context = await self.limits(model, api_base, key, None)
-        if not is_anonymous(key) and context >= DEFAULT_CONTEXT:
-            return None
         return max(64, context - length - 16)
 
     async def generate(
