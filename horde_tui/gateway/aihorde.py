@@ -623,7 +623,7 @@ def register(litellm: Any, models: Iterable[str], client: Client = CLIENT) -> No
     from litellm import CustomLLM  # the gateway process only
     from litellm.types.utils import GenericStreamingChunk, ModelResponse
 
-    class AIHordeLLM(CustomLLM):  # type: ignore[misc]
+    class AIHordeLLM(CustomLLM):
         """litellm's handler for `aihorde/<model>`: one AI Horde job per call."""
 
         async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
@@ -645,7 +645,9 @@ def register(litellm: Any, models: Iterable[str], client: Client = CLIENT) -> No
             )
             return response
 
-        async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        # litellm types `astreaming` as a coroutine returning an iterator but iterates
+        # what it returns, which an async generator is.
+        async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
             """A stream of one chunk, sent once the job is done (AI Horde does not stream)."""
             generation = await _generate(client, kwargs)
             chunk: GenericStreamingChunk = {
