@@ -38,7 +38,11 @@ from horde_tui.supervisor.targets import TargetError, parse_targets
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true", help="print one line per event (no app)")
-    p.add_argument("--model", help="any litellm model string (default: $HORDE_MODEL / config)")
+    p.add_argument(
+        "--model",
+        help="any litellm model string, or aihorde/<model> for AI Horde (`horde-tui models` "
+        "lists them) (default: $HORDE_MODEL / config)",
+    )
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--no-verifier", action="store_true", help="no verifier role in 3+ member runs")
     p.add_argument("--until-stop", action="store_true", help="keep working until stopped")
