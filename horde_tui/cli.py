@@ -180,6 +180,25 @@ def cmd_transcript(args: argparse.Namespace) -> int:
     return print_transcript(path, args.max_chars)
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    """The swarm's live text models, most available first (a wrong id queues forever)."""
+    import asyncio
+
+    from horde_tui.gateway import aihorde
+
+    try:
+        live = asyncio.run(aihorde.fetch_models(args.api_base))
+    except aihorde.HordeError as exc:
+        print(f"horde-tui models: {exc.message}", file=sys.stderr)
+        return 1
+    ranked = aihorde.by_availability(live)
+    if args.json:
+        print(json.dumps([m.as_json() for m in ranked], indent=2))
+    else:
+        print(aihorde.models_table(ranked))
+    return 0
+
+
 def cmd_gateway(args: argparse.Namespace) -> int:
     from horde_tui.gateway.__main__ import main as gateway_main
 
@@ -234,6 +253,17 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")
     transcript.add_argument("--max-chars", type=int, default=0, help="cut long messages")
     transcript.set_defaults(func=cmd_transcript)
+
+    models = sub.add_parser(
+        "models",
+        help="list the live AI Horde text models: workers, queue, estimated wait",
+        description="The live text models of the AI Horde swarm, most available first. "
+        "Run one with --model aihorde/<name>.",
+    )
+    models.add_argument("--provider", choices=("aihorde",), default="aihorde")
+    models.add_argument("--api-base", help="the AI Horde API root (default: the public one)")
+    models.add_argument("--json", action="store_true", help="one JSON list instead of a table")
+    models.set_defaults(func=cmd_models)
 
     gateway = sub.add_parser(
         "gateway",

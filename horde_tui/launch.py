@@ -195,6 +195,8 @@ def check_launch(
     check.refusals += refused
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
+    elif settings is not None and (clash := aihorde_clash(settings)):
+        refuse(Refusal("api_key", f"refused: {clash}"))
     if settings is not None and settings.sandbox == "bwrap" and (problem := bwrap_problem()):
         refuse(
             Refusal(
@@ -247,6 +249,39 @@ def check_launch(
         demo=options.demo,
     )
     return check
+
+
+def aihorde_clash(settings: Settings) -> str | None:
+    """horde.py's environment read here: a bare AI Horde id in HORDE_MODEL (or a member's
+    model) becomes `aihorde/<id>` in `settings`; a key that would reach the wrong
+    provider is the one line returned (see `gateway.aihorde.key_clash`)."""
+    from horde_tui.gateway import aihorde  # light: no litellm, no aiohttp at import
+
+    assert settings.model is not None
+    settings.model = aihorde.aihorde_model(settings.model)
+    settings.member_models = {
+        k: aihorde.aihorde_model(v) for k, v in settings.member_models.items()
+    }
+    return aihorde.key_clash([settings.model, *settings.member_models.values()], settings.api_key)
+
+
+def aihorde_warnings(settings: Settings, timeout_s: float = 5.0) -> list[str]:
+    """One line per AI Horde model of the run that no live worker serves (its jobs would
+    queue forever: horde.py's warning about a wrong id); none when the list cannot be
+    read in `timeout_s` (the run's first call then says what is wrong)."""
+    import asyncio
+
+    from horde_tui.gateway import aihorde
+
+    models = sorted({m for m in [settings.model, *settings.member_models.values()] if m})
+    chosen = [m for m in models if aihorde.is_aihorde(m)]
+    if not chosen:
+        return []
+    try:
+        live = asyncio.run(aihorde.fetch_models(settings.api_base, timeout_s=timeout_s))
+    except aihorde.HordeError:
+        return []
+    return [w for m in chosen if (w := aihorde.no_worker_warning(m, live))]
 
 
 def build_host(check: LaunchCheck, workdir: Path, sink: Sink | None = None) -> Any:

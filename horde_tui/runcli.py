@@ -38,7 +38,11 @@ from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--headless", action="store_true", help="print one line per event (no app)")
-    p.add_argument("--model", help="any litellm model string (default: $HORDE_MODEL / config)")
+    p.add_argument(
+        "--model",
+        help="any litellm model string, or aihorde/<model> for AI Horde (`horde-tui models` "
+        "lists them) (default: $HORDE_MODEL / config)",
+    )
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--no-verifier", action="store_true", help="no verifier role in 3+ member runs")
     p.add_argument("--until-stop", action="store_true", help="keep working until stopped")
@@ -75,7 +79,7 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
-    from horde_tui.launch import RunOptions, build_host, check_launch
+    from horde_tui.launch import RunOptions, aihorde_warnings, build_host, check_launch
     from horde_tui.member.sandbox import resolve as resolve_sandbox
 
     workdir = Path.cwd()
@@ -88,6 +92,8 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
             print(f"horde-tui: {refusal.message}", file=sys.stderr)
         return check.refusals[0].exit_code
     assert check.request is not None and check.settings is not None
+    for warning in aihorde_warnings(check.settings):
+        print(f"horde-tui: {warning}", file=sys.stderr)
     if getattr(args, "detach", False):
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings

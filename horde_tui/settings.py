@@ -60,6 +60,9 @@ class Settings(BaseModel):
     max_cost_usd: float | None = Field(
         default=None, gt=0, description="gateway and supervisor: clean stop at this spend"
     )
+    aihorde_deadline_s: int = Field(
+        default=360, ge=1, description="gateway: longest wait for one AI Horde job (then cancelled)"
+    )
     retry_after_max_ms: int = Field(
         default=60_000, ge=0, description="gateway: longest provider retry-after honoured"
     )

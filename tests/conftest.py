@@ -132,8 +132,8 @@ def start_gateway(
         HORDE_GATEWAY_TOKEN=token,
         HORDE_GATEWAY_BACKOFF_MS="20",
         HORDE_PARENT_PID=str(os.getpid()),
-        **env_extra,
     )
+    env.update(env_extra)  # may replace the stub's model, endpoint and key
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui.gateway", "--run-dir", str(run_dir), *args],
         env=env,

@@ -22,61 +22,12 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.gateway import BASH, HELLO, error_of, post, usage, usage_lines
 
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.httpserve import Request, Response
 from horde_tui.stubmodel import StubThread, start_stub
-
-BASH = {
-    "type": "function",
-    "function": {
-        "name": "bash",
-        "description": "Run a shell command.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-    },
-}
-HELLO = [{"role": "user", "content": "List the files."}]
-
-
-def post(
-    gw: GatewayProcess,
-    member: str,
-    body: dict[str, Any] | None = None,
-    *,
-    headers: dict[str, str] | None = None,
-    content: bytes | None = None,
-) -> httpx.Response:
-    """POST /v1/chat/completions as `member` with the run's token (unless `headers` given)."""
-    sent = {"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member}
-    if headers is not None:
-        sent = headers
-    if content is None and body is None:
-        body = {"model": "any", "messages": HELLO, "tools": [BASH]}
-    return httpx.post(
-        gw.url + "/v1/chat/completions", json=body, content=content, headers=sent, timeout=60
-    )
-
-
-def usage(gw: GatewayProcess) -> dict[str, Any]:
-    resp = httpx.get(gw.url + "/v1/usage", headers={"Authorization": f"Bearer {gw.token}"})
-    assert resp.status_code == 200
-    return resp.json()
-
-
-def usage_lines(gw: GatewayProcess, member: str) -> list[dict[str, Any]]:
-    path = gw.run_dir / "usage.jsonl"
-    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-    return [line for line in lines if line["member"] == member]
-
-
-def error_of(resp: httpx.Response) -> str:
-    return resp.json()["error"]["message"]
-
 
 # -- a native round trip ----------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ GATEWAY = [
     Case("max_cost_usd", 2.5, "2.5", ("--max-cost-usd", "2.5"), 2.5),
     Case("retry_after_max_ms", 1234, "1234", None, 1234),
     Case("compact_tokens", 300, "300", ("--compact-tokens", "300"), 300),
+    Case("aihorde_deadline_s", 90, "90", None, 90),
     Case(
         "member_models",
         {"member-2": "openai/b"},

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from horde_tui.gateway import backend
+from horde_tui.gateway import aihorde, backend
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.httpserve import raise_descriptor_limit, serve
@@ -79,15 +79,19 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
     )
     if not settings.model:
         raise SettingsError("no model: pass --model or set HORDE_MODEL (any litellm model string)")
+    model = aihorde.aihorde_model(settings.model)
+    member_models = {k: aihorde.aihorde_model(v) for k, v in settings.member_models.items()}
+    if clash := aihorde.key_clash([model, *member_models.values()], settings.api_key):
+        raise SettingsError(clash, "api_key")
     run_dir = args.run_dir
     return GatewayConfig(
-        model=settings.model,
+        model=model,
         token=token,
         thinking=settings.thinking,
         api_base=settings.api_base,
         api_key=settings.api_key,
         tool_protocol=settings.tool_protocol,
-        member_models=dict(settings.member_models),
+        member_models=member_models,
         max_cost_usd=settings.max_cost_usd,
         usage_path=run_dir / "usage.jsonl" if run_dir else None,
         budget_flag=run_dir / ".budget-reached" if run_dir else None,
@@ -96,6 +100,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         retry_after_max_s=settings.retry_after_max_ms / 1000,
         max_in_flight=settings.max_in_flight,
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
+        aihorde_deadline_s=settings.aihorde_deadline_s,
     )
 
 
@@ -114,6 +119,7 @@ def settings_record(config: GatewayConfig) -> dict[str, Any]:
         "retry_after_max_ms": round(config.retry_after_max_s * 1000),
         "gateway_backoff_ms": round(config.backoff_base_s * 1000),
         "max_in_flight": config.max_in_flight,
+        "aihorde_deadline_s": round(config.aihorde_deadline_s),
     }
 
 
@@ -190,6 +196,9 @@ async def run(args: argparse.Namespace) -> int:
     parent = args.parent_pid or parent_pid_from_env()
     start_watchdog(parent, on_gone=orphaned(args.run_dir, parent))
     await stop.wait()
+    # AI Horde jobs still queued would spend a worker's time and the user's kudos on
+    # answers nobody reads: cancelled before the process ends.
+    await aihorde.CLIENT.cancel_all()
     await server.close()
     return 0
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.gateway import backend, jsonproto
+from horde_tui.gateway import aihorde, backend, jsonproto
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
@@ -60,6 +60,8 @@ class GatewayConfig:
     """The ceiling of each provider's adaptive limit (HORDE_MAX_IN_FLIGHT)."""
     shared_limit_dir: Path | None = None
     """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
+    aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
+    """The longest one AI Horde job is waited for before it is cancelled."""
 
 
 class Gateway:
@@ -67,7 +69,9 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, litellm: LiteLLM | None = None) -> None:
         self.config = config
-        self.litellm = litellm or LiteLLM()
+        models = [config.model, *config.member_models.values()]
+        self.litellm = litellm or LiteLLM(setup=lambda module: aihorde.register(module, models))
+        aihorde.CLIENT.deadline_s = config.aihorde_deadline_s
         self.accounting = Accounting(config.usage_path, config.max_cost_usd)
         self.limiters = LimiterPool(maximum=config.max_in_flight, shared=config.shared_limit_dir)
         self.json_models: set[str] = set()
@@ -220,9 +224,10 @@ class Gateway:
         tools = body.get("tools") or []
         names = {t.get("function", {}).get("name", "") for t in tools} - {""}
         messages = body["messages"]
-        if self.config.compact_tokens:
+        compact = await self._compact_tokens(opts)
+        if compact:
             text_messages = jsonproto.compact_messages(
-                messages, tools, jsonproto.chars_for_tokens(self.config.compact_tokens)
+                messages, tools, jsonproto.chars_for_tokens(compact)
             )
         else:
             text_messages = jsonproto.to_text_messages(messages, tools)
@@ -293,6 +298,17 @@ class Gateway:
             prompt_total,
             completion_total,
         )
+
+    async def _compact_tokens(self, opts: CallOptions) -> int | None:
+        """The compact-mode budget: the setting, or for an AI Horde model what its key and
+        live workers allow (the smaller when both say)."""
+        budgets = [self.config.compact_tokens]
+        if aihorde.is_aihorde(opts.model):
+            budgets.append(
+                await aihorde.CLIENT.compact_tokens(opts.model, opts.api_base, opts.api_key)
+            )
+        given = [b for b in budgets if b]
+        return min(given) if given else None
 
     async def _stream_native(
         self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions

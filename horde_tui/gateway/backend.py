@@ -68,7 +68,9 @@ class LiteLLM:
     server listen at once and the import overlap the run's setup.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, setup: Callable[[Any], None] | None = None) -> None:
+        self._setup = setup
+        """Run on the module once imported (the AI Horde provider registers there)."""
         self._module: Any = None
         self._error: BaseException | None = None
         self._done = threading.Event()
@@ -88,6 +90,8 @@ class LiteLLM:
             litellm.drop_params = True
             litellm.telemetry = False
             skip_unread_bookkeeping(litellm)
+            if self._setup is not None:
+                self._setup(litellm)
             freeze_import_heap()
             self._module = litellm
         except BaseException as exc:  # surfaced to every request, never swallowed

@@ -639,6 +639,7 @@ GATEWAY_SETTINGS = (
     "tool_protocol",
     "member_models",
     "compact_tokens",
+    "aihorde_deadline_s",
     "retry_after_max_ms",
     "gateway_backoff_ms",
     "max_in_flight",

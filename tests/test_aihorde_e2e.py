@@ -1,0 +1,120 @@
+"""Whole headless runs on the fake AI Horde with the anonymous key (issue 16).
+
+Real processes throughout: `horde-tui run --headless 2` starts its supervisor, the
+gateway (whose litellm routes `aihorde/...` to the provider) and two members; only the
+model is fake, answering in horde.py's JSON format (its first reply in each session cut
+mid-string, as a worker stops at `max_length`). What the fake received is the evidence:
+every prompt within the anonymous allowance, and no job left queued once a run stops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
+from support.plans import APP
+from support.processes import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
+
+SKYFALL = "aphrodite/TheDrummer/Skyfall-31B-v4.2"
+ANON_CAP = 512
+
+
+def headless_on(fake: FakeHordeThread, workdir: Path, **extra: str) -> subprocess.Popen[str]:
+    """`run --headless 2` on the fake with no key at all (the anonymous key)."""
+    (workdir / "app.py").write_text(APP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=f"aihorde/{SKYFALL}",
+        HORDE_API_BASE=fake.api_base,
+        HORDE_ACTIVE_GRACE_MS="300",
+        HORDE_GATEWAY_BACKOFF_MS="20",
+        HORDE_DELIVERABLE="off",
+        HORDE_POSTMORTEM="off",
+        HORDE_REPAIR_ROUNDS="0",
+        HORDE_MAX_MINUTES="4",
+        **extra,
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def swarm(**extra: int) -> FakeHorde:
+    return FakeHorde(
+        models=[FakeModel(SKYFALL, workers=2, eta=30)],
+        answer=json_tool_answer,
+        anon_cap=ANON_CAP,
+        **extra,
+    )
+
+
+def test_two_members_on_the_anonymous_queue_file_findings_within_the_cap(
+    tmp_path: Path,
+) -> None:
+    with FakeHordeThread(swarm(polls_to_done=2, burst_429=1)) as served:
+        proc = headless_on(served, tmp_path)
+        try:
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        fake = served.fake
+        accepted = fake.accepted()
+        unfinished = fake.unfinished()
+    assert proc.returncode == 0, err[-3000:]
+    run_dir = next((tmp_path / ".horde" / "runs").iterdir())
+    # Findings filed by the members, through the horde tool the fake's JSON asked for.
+    findings = (tmp_path / ".horde" / "FINDINGS.md").read_text()
+    assert "F1" in findings and "PASSWORD is hard-coded" in findings, findings
+    # Every prompt the swarm got fits the anonymous allowance with its generation.
+    assert accepted
+    for submit in accepted:
+        params = submit.body["params"]
+        assert submit.headers["apikey"] == "0000000000"
+        assert params["max_context_length"] <= ANON_CAP
+        assert len(submit.body["prompt"]) // 4 + params["max_length"] <= ANON_CAP
+    assert [s.status for s in fake.submits].count(429) == 1  # the burst was retried
+    # Usage and tokens recorded per member, priced at $0 (kudos, not dollars).
+    usage = [json.loads(line) for line in (run_dir / "usage.jsonl").open()]
+    members = {u["member"] for u in usage}
+    assert {"member-1", "member-2"} <= members
+    for name in ("member-1", "member-2"):
+        mine = [u for u in usage if u["member"] == name]
+        assert sum(u["prompt_tokens"] for u in mine) > 0
+        assert sum(u["completion_tokens"] for u in mine) > 0
+        assert all(u["cost_usd"] == 0.0 for u in mine)
+    assert unfinished == []
+
+
+def test_a_stopped_run_leaves_no_job_queued_on_the_horde(tmp_path: Path) -> None:
+    """Jobs that never finish (the anonymous queue at its worst): the run is stopped hard
+    (SIGTERM to `run --headless`, as a service manager stops it), and its gateway cancels
+    what it had submitted before it exits."""
+    with FakeHordeThread(swarm(polls_to_done=100_000)) as served:
+        # A stop during the canary is followed by a second canary attempt (the supervisor's
+        # doing): a short canary window keeps that wait short.
+        proc = headless_on(served, tmp_path, HORDE_CANARY_MS="5000")
+        try:
+            assert wait_until(lambda: len(served.fake.accepted()) >= 1, 120), proc.stderr
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        fake = served.fake
+        accepted = [s.job for s in fake.accepted()]
+        assert accepted and fake.unfinished() == []
+        assert set(fake.cancels) == set(accepted)
