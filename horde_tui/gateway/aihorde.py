@@ -131,8 +131,9 @@ def api_root(api_base: str | None) -> str:
 
 
 def client_agent() -> str:
-    """`Client-Agent` as the Horde asks for it: name:version:contact."""
-    return f"horde-tui:{__version__}:https://github.com/horde-tui"
+    """`Client-Agent` as the Horde asks for it: name:version:contact. The project has no
+    public address yet, so the contact part is left empty rather than invented."""
+    return f"horde-tui:{__version__}:"
 
 
 def headers_for(key: str | None) -> dict[str, str]:
