@@ -187,7 +187,7 @@ def test_one_line_says_where_a_detached_run_or_swarm_goes_on(tmp_path: Path) -> 
     ]
     swarm_dir = horde_dir / "swarms" / "s20250101-beef"
     swarm_dir.mkdir(parents=True)
-    write_swarm_json(swarm_dir, {"hordes": 2, "members": 3})
+    write_swarm_json(swarm_dir, {"id": "s20250101-beef", "hordes": 2, "members": 3})
     swarm = in_background(DetachedStart(99, log, swarm_dir), "goes on")
     assert swarm.splitlines() == [
         f"swarm s20250101-beef goes on in the background (pid 99); log: {log}",
