@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from horde_tui.store import runs
+from horde_tui.store.members import MemberState
 from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 
 
 def _parse_ts(value: object) -> float:

@@ -20,8 +20,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.members import MemberState
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.transcript import SessionStats
 
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import BATCH, LineIndex
+from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.members import MemberFold, content
 
 LIVE_STATES = frozenset({"active", "finalizing"})

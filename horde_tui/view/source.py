@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from horde_tui.store.members import MemberState
 from horde_tui.store.runs import horde_run_dirs, read_swarm_json, run_state
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.context import HordeControls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.targets import parse_targets, per_horde
 from horde_tui.view.run import RunView
 

@@ -27,10 +27,10 @@ from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.store.events import EventLog
+from horde_tui.store.members import MemberState
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 from horde_tui.view.source import HostedRun
 from support.rundir import RunDir
