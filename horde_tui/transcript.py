@@ -1,4 +1,5 @@
-"""Reading member transcripts (`runs/<id>/sessions/member-N/<session>.jsonl`).
+"""Reading member transcripts (`runs/<id>/sessions/member-N/<session>.jsonl`, the folder
+`store.runs.sessions_dir` names).
 
 One JSON object per message. The reader tolerates a torn last line (a member killed
 mid-write) and reports corrupt lines instead of failing, because a transcript is most
@@ -17,6 +18,7 @@ from horde_tui.inputs import loads
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line, parse_record
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.linefile import LineIndex
+from horde_tui.store.runs import sessions_dir
 from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
 
@@ -109,14 +111,25 @@ def print_transcript(path: Path, max_chars: int = 0) -> int:
 
 
 def sessions(run_dir: Path, member: str) -> list[Path]:
-    """A member's session transcripts, oldest first (session ids start with their time)."""
-    folder = run_dir / "sessions" / member
+    """A member's session transcripts, oldest first: by the start second their names
+    begin with, then by last write (of two sessions started in one second, a session
+    that died at once and its reset, the one still written to is the newer), then by
+    name, so the order is the same every time. The one listing: the member table's
+    newest session, the member screen's and the session a resume carries on."""
+    folder = sessions_dir(run_dir, member)
+    found = []
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
-    except OSError:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.endswith(".jsonl") and entry.is_file():
+                    found.append((entry.name[:_STAMP_CHARS], entry.stat().st_mtime_ns, entry.name))
+    except OSError:  # no folder yet, or a file went while listing: the next look sees it
         return []
-    return [folder / name for name in names]
+    return [folder / name for _stamp, _mtime, name in sorted(found)]
 
+
+_STAMP_CHARS = len("20250101T120000")
+"""A session id starts with its start time to the second (`member.session.Transcript`)."""
 
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default

@@ -1,15 +1,31 @@
-"""A member of a run as a `MemberState`: one type for the hosted supervisor (which
-keeps it from its members' status lines), the screens, `horde-tui resume` and
-`horde-tui finalize` (which fold it from the run's files).
+"""A member of a run as a `MemberState`, and the one transition of its lifecycle.
+
+The supervisor writes each step of a member's life to `events.jsonl` (`member-spawn`,
+`member-exit`, `member-reset`, `member-continue`, and `pause`/`resume` naming it among
+their `targets`). Everyone who keeps a member folds those events with `fold_lifecycle`:
+the hosted supervisor as it emits them, the screens (`view.members.MemberFold`),
+`horde-tui resume` (who carries on) and `horde-tui finalize` (the report). So the same
+events give the same member everywhere. A respawned member is running again: its start
+is the respawn's, and the end, cause and detail of its previous session are cleared.
+
+What the events do not say (turns, tokens, the tool at work) comes from the member's
+own status lines (`MemberState.absorb`, hosted) or its transcripts (`view.members`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
+
+MEMBER_KINDS = frozenset({"member-spawn", "member-exit", "member-reset", "member-continue"})
+"""Lifecycle kinds about the one member their `member` names."""
+TARGETED_KINDS = frozenset({"pause", "resume", "stop-hard"})
+"""Lifecycle kinds about the members their `targets` list."""
 
 
 @dataclass(frozen=True)
@@ -88,3 +104,61 @@ class MemberState:
             self.detail = str(event.get("detail", ""))
             if event.get("transcript"):
                 self.transcripts.append(str(event["transcript"]))
+
+    def apply(self, kind: str, event: Mapping[str, Any], when: float | None) -> None:
+        """Fold one lifecycle event about this member, which happened at `when`: the
+        one transition every reader of a member uses (see the module doc)."""
+        if kind == "member-spawn":
+            self.attempt = int(event.get("attempt") or self.attempt + 1)
+            pid = event.get("pid")
+            self.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+            self.status, self.started = "running", when
+            self.ended, self.exit_cause, self.detail = None, None, ""
+        elif kind == "member-exit":
+            cause = event.get("cause")
+            self.exit_cause = None if cause is None else str(cause)
+            self.detail = str(event.get("detail") or "")
+            self.status, self.ended, self.current_tool = "exited", when, ""
+        elif kind == "member-reset":
+            self.resets = int(event.get("resets") or self.resets + 1)
+            self.status = "starting"
+        elif kind == "member-continue":
+            self.status = "waiting"
+        elif kind == "pause" and self.status == "running":
+            self.status = "paused"
+        elif kind == "resume" and self.status == "paused":
+            self.status = "running"
+
+
+def fold_lifecycle(
+    members: dict[str, MemberState],
+    event: Mapping[str, Any],
+    when: float | None = None,
+    helpers: bool = False,
+) -> bool:
+    """Fold one lifecycle event into the members it names; True if it named any.
+
+    `when` defaults to the event's `ts`. With `helpers`, a member event naming someone
+    not in `members` (the synthesis or post-mortem helper) adds them; without, it is
+    left out (the supervisor, resume and the report keep the planned members only)."""
+    kind = event.get("kind")
+    if not isinstance(kind, str):
+        return False
+    at = epoch(event.get("ts")) if when is None else when
+    if kind in TARGETED_KINDS:
+        targets = event.get("targets")
+        listed = targets if isinstance(targets, list) else []
+        names = [t for t in listed if isinstance(t, str) and t in members]
+        for name in names:
+            members[name].apply(kind, event, at)
+        return bool(names)
+    name = event.get("member")
+    if kind not in MEMBER_KINDS or not isinstance(name, str) or not name:
+        return False
+    state = members.get(name)
+    if state is None:
+        if not helpers:
+            return False
+        state = members[name] = MemberState(name, str(event.get("role") or name))
+    state.apply(kind, event, at)
+    return True
