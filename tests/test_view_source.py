@@ -211,3 +211,29 @@ def test_swarm_routes_send_each_part_where_it_can_be_answered(tmp_path: Path) ->
     assert routes("stop_clean", "h3:member-1") == [("h3", None, "member-1", "not started")]
     with pytest.raises(TargetError):
         swarm_routes(swarm_dir, "pause", "h5")
+
+
+def test_a_poll_builds_the_members_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding the transcripts over the events is the costly part of a poll: the run
+    view builds the members once and the source takes that list, not a second one."""
+    from support.rundir import RunDir
+
+    from horde_tui.view.members import MemberFold
+
+    run = RunDir(tmp_path / ".horde", "20260102-120000-once")
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=11)
+    built: list[bool] = []
+    build = MemberFold.members
+
+    def counted(self: MemberFold, run_live: bool) -> list[Any]:
+        built.append(run_live)
+        return build(self, run_live)
+
+    monkeypatch.setattr(MemberFold, "members", counted)
+    source = AttachedSource(run.path)
+    try:
+        source.poll()
+        assert len(built) == 1
+        assert list(source.members) == ["member-1", "member-2", "member-3"]
+    finally:
+        source.close()

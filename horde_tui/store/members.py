@@ -149,16 +149,16 @@ def fold_lifecycle(
         targets = event.get("targets")
         listed = targets if isinstance(targets, list) else []
         names = [t for t in listed if isinstance(t, str) and t in members]
-        for name in names:
-            members[name].apply(kind, event, at)
+        for target in names:
+            members[target].apply(kind, event, at)
         return bool(names)
-    name = event.get("member")
-    if kind not in MEMBER_KINDS or not isinstance(name, str) or not name:
+    member = event.get("member")
+    if kind not in MEMBER_KINDS or not isinstance(member, str) or not member:
         return False
-    state = members.get(name)
+    state = members.get(member)
     if state is None:
         if not helpers:
             return False
-        state = members[name] = MemberState(name, str(event.get("role") or name))
+        state = members[member] = MemberState(member, str(event.get("role") or member))
     state.apply(kind, event, at)
     return True

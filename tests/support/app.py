@@ -66,6 +66,7 @@ class FakeSupervisor(HostedRun):
         }
         self.sink: Callable[[SupervisorEvent], None] = lambda event: None
         self.stop: Any = None
+        self.canary = "not run"
         self.calls: list[tuple[str, str]] = []
         self.events = EventLog(self.run_dir / "events.jsonl")
         self.outcome = "finished"
