@@ -19,6 +19,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import usage
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.transcript import SessionStats, sessions
@@ -38,6 +39,9 @@ class MemberFold:
         self.states: dict[str, MemberState] = {}
         """Name -> what the lifecycle events say (transcripts are laid over in `members`)."""
         self._sessions: dict[str, SessionStats] = {}
+        """Name -> its newest session, followed as it grows."""
+        self._older: dict[Path, SessionStats] = {}
+        """Sessions before a member's newest: read once (they no longer grow), closed."""
         self._transcripts: dict[str, list[str]] = {}
         self._dir_mtime: dict[str, int] = {}
         self.add_manifest(manifest or {})
@@ -78,18 +82,38 @@ class MemberFold:
         if not found:
             return
         current = self._sessions.get(name)
+        for path in found[:-1]:
+            if path not in self._older:
+                older = current if current is not None and current.path == path else None
+                older = older or SessionStats(path)
+                older.refresh()
+                older.close()
+                self._older[path] = older
         if current is None or current.path != found[-1]:
             if current is not None:
                 current.close()
             self._sessions[name] = SessionStats(found[-1])
+
+    def _totals(self, shown: MemberState, newest: SessionStats) -> None:
+        """Turns, tokens and cost of all the member's sessions, as the supervisor
+        counts them from its status lines and the report adds them up."""
+        shown.turns, shown.prompt_tokens, shown.completion_tokens = 0, 0, 0
+        shown.cost_usd = 0.0
+        for path in self._transcripts.get(shown.name, ())[:-1]:
+            older = self._older.get(Path(path))
+            if older is not None:
+                shown.turns += older.turns
+                usage.fold(shown, older.prompt_tokens, older.completion_tokens, older.cost_usd)
+        shown.turns += newest.turns
+        usage.fold(shown, newest.prompt_tokens, newest.completion_tokens, newest.cost_usd)
 
     def close(self) -> None:
         for stats in self._sessions.values():
             stats.close()
 
     def members(self, run_live: bool) -> list[MemberState]:
-        """Members in manifest order then helpers in spawn order, each with its newest
-        session's turns, tokens and tool laid over. When the run is no longer live, a
+        """Members in manifest order then helpers in spawn order, each with its sessions'
+        turns, tokens and cost and its newest session's tool and words laid over. When the run is no longer live, a
         member still marked running was lost with its supervisor: shown as exited
         `killed`, as `horde-tui finalize` reports it (the fold is not changed)."""
         out = []
@@ -97,14 +121,14 @@ class MemberFold:
             shown = replace(state, transcripts=list(self._transcripts.get(state.name, ())))
             stats = self._sessions.get(state.name)
             if stats is not None:
-                shown.turns, shown.prompt_tokens = stats.turns, stats.prompt_tokens
-                shown.completion_tokens, shown.cost_usd = stats.completion_tokens, stats.cost_usd
+                self._totals(shown, stats)
                 shown.final_message, shown.last_output = stats.last_text, stats.last_ts
                 shown.current_tool = stats.current_tool if state.status == "running" else ""
             if not run_live and state.status in ("running", "paused", "starting", "waiting"):
                 shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
                 shown.detail = "the supervisor died while this member ran"
-            if stats is not None:  # the running tool, or the last one (shown dimmed)
-                shown.tool_summary = shown.current_tool or stats.last_tool
+            if stats is not None:  # the running call, or the last one (shown dimmed)
+                running = stats.current_summary if shown.current_tool else ""
+                shown.tool_summary = running or stats.last_summary
             out.append(shown)
         return out
