@@ -1,11 +1,12 @@
 """Members of a run as the files show them: lifecycle events plus session transcripts.
 
-Every run screen, hosted or attached, shows its members from here (`MemberFold`): the
-parent's lifecycle events (`member-spawn`, `member-exit`, `member-reset`, `pause`, ...)
-folded by the one transition the supervisor uses too (`store.members.fold_lifecycle`)
-say who ran when and how each session ended, and each member's newest transcript says
-how far its current session got (turns, tokens, the tool it is running). Both are read
-incrementally, so a refresh costs what was appended.
+A run another process supervises, or an old run, is shown from here (`MemberFold`):
+the parent's lifecycle events (`member-spawn`, `member-exit`, `member-reset`, `pause`,
+...), folded by the one transition the hosted supervisor applies to its own members
+(`store.members.fold_lifecycle`), say who ran when and how each session ended; the
+member's transcripts add what its status lines tell a hosted supervisor (turns, tokens
+and cost over all its sessions, the call its newest session is running, its last
+words). Both are read incrementally, so a refresh costs what was appended.
 
 Status words: `pending` (not spawned yet), `running`, `paused`, `starting` (reset, the
 next session is being spawned), `waiting` (`--until-stop`: the next session is
