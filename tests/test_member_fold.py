@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.plans import CLAIMING_PLANS, settings
+from support.plans import CLAIMING_PLANS, HELPERS, settings
 from support.rundir import EPOCH_0, RunDir
 
 from horde_tui.store.runs import clear_live
@@ -209,3 +209,35 @@ def test_one_listing_orders_sessions_by_start_then_by_last_write(tmp_path: Path)
     assert [Path(p).name for p in shown.transcripts] == want
     assert shown.final_message == "20260102T120000-aaaaaa.jsonl"  # the newest's text
     fold.close()
+
+
+@pytest.mark.e2e
+def test_a_member_waiting_for_its_continuation_is_not_ended_again(tmp_path: Path) -> None:
+    """--until-stop: a session that finished within the cooldown waits for its next
+    one (`member-continue`, status `waiting`). While it waits its ended session is not
+    taken for a new exit: one `member-exit` and one `member-continue` per session."""
+    from horde_tui.store.causes import FINISHED_CAUSES
+
+    plans = {"member-1": [{"say": "nothing to do"}], **HELPERS}
+    events: list[SupervisorEvent] = []
+
+    async def scenario(sup: Supervisor) -> None:
+        run = asyncio.create_task(sup.run())
+        deadline = time.monotonic() + 60
+        while not any(e.kind == "member-continue" for e in events):
+            assert time.monotonic() < deadline, [e.kind for e in events]
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.5)  # six supervision ticks inside the cooldown
+        sup.stop_clean(grace_s=1)
+        await run
+
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, continue_cooldown_ms=60000, deliverable=False, postmortem=False)
+        request = RunRequest("Answer", 1, until_stop=True)
+        sup = Supervisor(tmp_path, request, cfg, sink=events.append)
+        asyncio.run(asyncio.wait_for(scenario(sup), 120))
+
+    mine = [e for e in events if e.member == "member-1"]
+    exits = [e for e in mine if e.kind == "member-exit" and e.data["cause"] in FINISHED_CAUSES]
+    continues = [e for e in mine if e.kind == "member-continue"]
+    assert (len(exits), len(continues)) == (1, 1), [(e.kind, e.data.get("cause")) for e in mine if e.kind != "member-status"]

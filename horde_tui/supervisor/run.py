@@ -51,6 +51,9 @@ from horde_tui.supervisor.setup import (
 from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
+SESSION_HANDLED = frozenset({"exited", "stopped", "waiting"})
+"""A member in one of these has no session going whose end is still to be handled
+(`waiting`: its ended session led to an --until-stop continuation, due later)."""
 
 
 class Supervisor:
@@ -342,7 +345,7 @@ class Supervisor:
         while True:
             await watch.handle_controls(self)
             for name, task in list(self.tasks.items()):
-                if task.done() and self.members[name].status not in ("exited", "stopped"):
+                if task.done() and self.members[name].status not in SESSION_HANDLED:
                     await self._on_exit(name, task.result())
             if self.hard_stopped or not (self.running() or self._continuing):
                 break
@@ -572,7 +575,7 @@ class Supervisor:
     async def _finalize(self) -> RunSummary:
         await self._stop_all_hard()
         for name, task in self.tasks.items():
-            if task.done() and self.members[name].status not in ("exited", "stopped"):
+            if task.done() and self.members[name].status not in SESSION_HANDLED:
                 await self.record_exit(name, task.result())
         summary = RunSummary(
             run_id=self.run_id,
