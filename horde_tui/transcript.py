@@ -1,4 +1,5 @@
-"""Reading member transcripts (`runs/<id>/sessions/member-N/<session>.jsonl`).
+"""Reading member transcripts (`runs/<id>/sessions/member-N/<session>.jsonl`, the folder
+`store.runs.sessions_dir` names).
 
 One JSON object per message. The reader tolerates a torn last line (a member killed
 mid-write) and reports corrupt lines instead of failing, because a transcript is most
@@ -17,6 +18,7 @@ from horde_tui.inputs import loads
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line, parse_record
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.linefile import LineIndex
+from horde_tui.store.runs import sessions_dir
 from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
 
@@ -109,14 +111,25 @@ def print_transcript(path: Path, max_chars: int = 0) -> int:
 
 
 def sessions(run_dir: Path, member: str) -> list[Path]:
-    """A member's session transcripts, oldest first (session ids start with their time)."""
-    folder = run_dir / "sessions" / member
+    """A member's session transcripts, oldest first: by the start second their names
+    begin with, then by last write (of two sessions started in one second, a session
+    that died at once and its reset, the one still written to is the newer), then by
+    name, so the order is the same every time. The one listing: the member table's
+    newest session, the member screen's and the session a resume carries on."""
+    folder = sessions_dir(run_dir, member)
+    found = []
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".jsonl"))
-    except OSError:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.endswith(".jsonl") and entry.is_file():
+                    found.append((entry.name[:_STAMP_CHARS], entry.stat().st_mtime_ns, entry.name))
+    except OSError:  # no folder yet, or a file went while listing: the next look sees it
         return []
-    return [folder / name for name in names]
+    return [folder / name for _stamp, _mtime, name in sorted(found)]
 
+
+_STAMP_CHARS = len("20250101T120000")
+"""A session id starts with its start time to the second (`member.session.Transcript`)."""
 
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
@@ -138,9 +151,12 @@ class SessionStats:
     last_text: str = ""
     pending_tools: list[str] = field(default_factory=list)
     """Tools the last answer called whose results are not in the transcript yet."""
+    pending_summaries: list[str] = field(default_factory=list)
+    """Those calls as the member's status lines summarize them (`summarize`)."""
     last_tool: str = ""
-    """The newest tool any answer called: the member table shows it, dimmed, between
-    tools."""
+    """The newest tool any answer called."""
+    last_summary: str = ""
+    """Its call, summarized: the member table shows it, dimmed, between tools."""
     _index: LineIndex | None = field(default=None, repr=False, compare=False)
     _generation: int = field(default=0, repr=False, compare=False)
 
@@ -154,7 +170,7 @@ class SessionStats:
             self._generation, start = self._index.generation, 0
             self.turns = self.prompt_tokens = self.completion_tokens = 0
             self.cost_usd, self.last_ts, self.last_text, self.pending_tools = 0.0, None, "", []
-            self.last_tool = ""
+            self.pending_summaries, self.last_tool, self.last_summary = [], "", ""
         elif not added:
             return False
         for raw in self._index.raw_lines(start, len(self._index)):
@@ -163,30 +179,36 @@ class SessionStats:
 
     def _fold(self, raw: bytes) -> None:
         if _TOOL_ROLE in raw[:64]:
-            if self.pending_tools:
-                self.pending_tools.pop(0)
+            self._tool_done()
             return
         msg, _error = parse_record(raw)
         if msg is None:
             return
         self.last_ts = epoch(msg.get("ts")) or self.last_ts
         if msg.get("role") == "tool":
-            if self.pending_tools:
-                self.pending_tools.pop(0)
+            self._tool_done()
             return
         if msg.get("role") != "assistant":
             return
         self.turns += 1
         fold_record(self, msg.get("usage"))
-        calls = msg.get("tool_calls") or []
-        self.pending_tools = [
-            str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)
+        calls = msg.get("tool_calls")
+        functions = [c.get("function") or {} for c in calls or () if isinstance(c, dict)]
+        functions = [f for f in functions if isinstance(f, dict)]
+        self.pending_tools = [str(f.get("name", "?")) for f in functions]
+        self.pending_summaries = [
+            summarize(str(f.get("name", "?")), f.get("arguments") or "{}") for f in functions
         ]
         if self.pending_tools:
-            self.last_tool = self.pending_tools[-1]
+            self.last_tool, self.last_summary = self.pending_tools[-1], self.pending_summaries[-1]
         content = msg.get("content")
         if isinstance(content, str) and content.strip():
             self.last_text = one_line(content, 200)
+
+    def _tool_done(self) -> None:
+        if self.pending_tools:
+            self.pending_tools.pop(0)
+            self.pending_summaries.pop(0)
 
     def close(self) -> None:
         if self._index is not None:
@@ -195,3 +217,8 @@ class SessionStats:
     @property
     def current_tool(self) -> str:
         return self.pending_tools[0] if self.pending_tools else ""
+
+    @property
+    def current_summary(self) -> str:
+        """The running call as the member's status line says it (`bash: pytest -q`)."""
+        return self.pending_summaries[0] if self.pending_summaries else ""

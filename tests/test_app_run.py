@@ -19,7 +19,7 @@ from horde_tui.app import HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.supervisor.processes import MemberState
+from horde_tui.store.members import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable

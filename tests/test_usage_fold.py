@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from horde_tui.member.session import load_conversation
+from horde_tui.store.members import MemberState
 from horde_tui.store.usage import fold_record, sum_cost
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.summary import total_cost
 from horde_tui.transcript import SessionStats
 

@@ -68,7 +68,8 @@ def test_turns_tokens_and_current_tool_come_from_the_newest_transcript(run):
 
     m1 = view.members()[0]
     assert (m1.turns, m1.prompt_tokens, m1.completion_tokens, m1.cost_usd) == (2, 250, 30, 1.0)
-    assert (m1.current_tool, m1.tool_summary, m1.final_message) == ("bash", "bash", "Checking")
+    # The call as the member's status line summarizes it (`bash: <command>`; none here).
+    assert (m1.current_tool, m1.tool_summary, m1.final_message) == ("bash", "bash:", "Checking")
     assert len(m1.transcripts) == 1
 
     assert view.refresh() == set(), "nothing changed, nothing to repaint"
@@ -77,13 +78,14 @@ def test_turns_tokens_and_current_tool_come_from_the_newest_transcript(run):
     assert view.refresh() == {"members"}
     m1 = view.members()[0]
     assert m1.current_tool == ""
-    assert m1.tool_summary == "bash", "the table shows the last tool, dimmed, between tools"
+    assert m1.tool_summary == "bash:", "the table shows the last call, dimmed, between tools"
 
-    # a reset: the newer session is followed from now on
+    # a reset: the newer session is followed from now on; the counts add up every
+    # session, as the supervisor counts them and the report sums them
     run.message("member-1", "20260102T120510-bbbbbb", **answer((7, 1)))
     view.refresh()
     m1 = view.members()[0]
-    assert (m1.turns, m1.prompt_tokens, len(m1.transcripts)) == (1, 7, 2)
+    assert (m1.turns, m1.prompt_tokens, m1.cost_usd, len(m1.transcripts)) == (3, 257, 1.5, 2)
     assert Path(m1.transcripts[-1]).name == "20260102T120510-bbbbbb.jsonl"
 
 

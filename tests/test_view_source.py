@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.app import FakeSupervisor
 
 from horde_tui.settings import Settings
@@ -172,3 +173,29 @@ def test_the_run_and_the_swarm_supervisor_take_the_same_controls(tmp_path: Path)
     swarm = SwarmSupervisor(tmp_path, RunRequest("Review it", 2), settings, 2, swarm_id="s1")
     assert drift(run, controls.ControlTaker) == []
     assert drift(swarm, controls.ControlTaker) == []
+
+
+def test_a_poll_builds_the_members_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folding the transcripts over the events is the costly part of a poll: the run
+    view builds the members once and the source takes that list, not a second one."""
+    from support.rundir import RunDir
+
+    from horde_tui.view.members import MemberFold
+
+    run = RunDir(tmp_path / ".horde", "20260102-120000-once")
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=11)
+    built: list[bool] = []
+    build = MemberFold.members
+
+    def counted(self: MemberFold, run_live: bool) -> list[Any]:
+        built.append(run_live)
+        return build(self, run_live)
+
+    monkeypatch.setattr(MemberFold, "members", counted)
+    source = AttachedSource(run.path)
+    try:
+        source.poll()
+        assert len(built) == 1
+        assert list(source.members) == ["member-1", "member-2", "member-3"]
+    finally:
+        source.close()

@@ -43,6 +43,7 @@ from horde_tui.store import inbox, notices
 from horde_tui.store.causes import MEMBER_EXIT_CAUSES
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
+from horde_tui.store.runs import sessions_dir
 from horde_tui.store.store import HordeStore
 from horde_tui.store.usage import fold as usage_fold
 from horde_tui.transcript import summarize
@@ -112,7 +113,7 @@ class MemberLoop:
             self.definitions = [
                 d for d in self.definitions if d["function"]["name"] in ("read", "horde")
             ]
-        sessions = config.sessions_dir or config.run_dir / "sessions"
+        sessions = config.sessions_dir or sessions_dir(config.run_dir)
         self.transcript = (
             Transcript.resume(config.resume_session)
             if config.resume_session

@@ -13,6 +13,7 @@ from horde_tui.inputs import whole_number
 from horde_tui.protocol.context import PARENT_ACTORS, ActionContext
 from horde_tui.store.ledgers import answers
 from horde_tui.store.model import Artifact, Finding, Thread
+from horde_tui.store.runs import sessions_dir
 from horde_tui.store.state import LedgerState, normalize_id
 from horde_tui.store.store import ActionRefused
 
@@ -72,7 +73,7 @@ def known_members(ctx: ActionContext, state: LedgerState) -> set[str]:
     """Members a message may go to: ledger writers, this run's sessions and manifest."""
     names = set(state.actors)
     run_dir = ctx.store.paths.run_dir(ctx.run)
-    sessions = run_dir / "sessions"
+    sessions = sessions_dir(run_dir)
     if sessions.is_dir():
         names |= {d.name for d in sessions.iterdir() if d.is_dir()}
     try:

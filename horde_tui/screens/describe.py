@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from horde_tui.supervisor.processes import MemberState
+from horde_tui.store.members import MemberState
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine
 from horde_tui.widgets.member_table import MemberRow

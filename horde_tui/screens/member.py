@@ -23,7 +23,7 @@ from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
 from horde_tui.store.causes import STATUS_CLASSES, status_class
 from horde_tui.store.linefile import LineIndex
-from horde_tui.supervisor.processes import MemberState
+from horde_tui.store.members import MemberState
 from horde_tui.transcript import sessions
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.widgets.log_tail import LogTail

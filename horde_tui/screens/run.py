@@ -42,9 +42,9 @@ from horde_tui.screens.panes import (
     LedgerSource,
     ThreadsPane,
 )
+from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.source import RunSource

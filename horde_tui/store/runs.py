@@ -82,6 +82,14 @@ def swarm_ids(horde_dir: Path) -> list[str]:
     return subfolders(HordePaths(Path(horde_dir)).swarms)
 
 
+def sessions_dir(run_dir: Path, member: str | None = None) -> Path:
+    """Where a run's members keep their transcripts, `<run>/sessions/`, or one member's
+    folder in it, `<run>/sessions/<member>/` (a `.jsonl` file a session, named by its
+    start: `transcript.sessions` lists them)."""
+    folder = run_dir / "sessions"
+    return folder / member if member else folder
+
+
 # -- the live marker ---------------------------------------------------------------------------
 
 

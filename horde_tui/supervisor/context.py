@@ -18,8 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.settings import Settings
+from horde_tui.store.members import MemberState
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor.processes import GatewayHandle, MemberProcess, MemberState
+from horde_tui.supervisor.processes import GatewayHandle, MemberProcess
 from horde_tui.supervisor.setup import MemberSpec, RunRequest
 from horde_tui.supervisor.targets import Target
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from horde_tui import prompts
 from horde_tui.store import runs
 from horde_tui.store.jsonl import JsonlTail
+from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState, spawn_member
+from horde_tui.supervisor.processes import spawn_member
 from horde_tui.supervisor.setup import MemberSpec
 
 if TYPE_CHECKING:

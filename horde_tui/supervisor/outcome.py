@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from horde_tui.supervisor.processes import MemberState
+from horde_tui.store.members import MemberState
 
 OUTCOMES = (
     "finished",

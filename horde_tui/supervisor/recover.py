@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from horde_tui.store import runs
+from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 
 
 def _parse_ts(value: object) -> float:
@@ -30,32 +30,25 @@ def _parse_ts(value: object) -> float:
 
 
 def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
-    """Members as the lifecycle events left them: spawns, exits, resets."""
+    """Members as the lifecycle events left them (`store.members.fold_lifecycle`, as
+    every reader folds them), with the turns their exits counted. A member at work when
+    the parent died was killed with it; one between sessions ended with its last one."""
     members = {
         m["name"]: MemberState(m["name"], m.get("role", "member"), tuple(m.get("layers", [])))
         for m in manifest.get("members", [])
     }
     for ev in events:
-        if ev.get("type") != "lifecycle" or ev.get("member") not in members:
+        if ev.get("type") != "lifecycle" or not fold_lifecycle(members, ev):
             continue
-        m = members[ev["member"]]
-        kind = ev.get("kind")
-        if kind == "member-spawn":
-            m.attempt = int(ev.get("attempt", m.attempt + 1))
-            m.started = m.started or _parse_ts(ev.get("ts"))
-            m.status = "running"
-        elif kind == "member-exit":
-            m.exit_cause = ev.get("cause")
+        if ev.get("kind") == "member-exit":
+            m = members[ev["member"]]
             m.turns = max(m.turns, int(ev.get("turns") or 0))
-            m.detail = str(ev.get("detail", ""))
-            m.ended = _parse_ts(ev.get("ts"))
-            m.status = "exited"
-        elif kind == "member-reset":
-            m.resets = int(ev.get("resets", m.resets + 1))
     for m in members.values():
-        if m.status == "running":  # still running when the parent died
+        if m.status in ("running", "paused"):  # still at work when the parent died
             m.exit_cause, m.status = "killed", "exited"
             m.detail = "the supervisor died while this member ran"
+        elif m.status in ("starting", "waiting"):  # its next session never started
+            m.status = "exited"
     return list(members.values())
 
 

@@ -32,6 +32,7 @@ from horde_tui.reaper import end_session
 from horde_tui.settings import Settings, SettingsError, load_settings
 from horde_tui.store import runs, usage
 from horde_tui.store.causes import HANDOFF
+from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.context import RunContext, StopState
@@ -48,23 +49,12 @@ OLD_MEMBERS_WAIT_S = 5 * POLL_S
 (their watchdogs poll every `POLL_S`) before it ends the ones still there."""
 LEAST_BUDGET_USD = 1e-6
 """The gateway takes only a positive budget."""
-MEMBER_KINDS = ("member-spawn", "member-exit", "member-reset", "member-continue")
+AT_WORK = ("running", "paused")
+"""A member in one of these statuses had a session going when its supervisor stopped."""
 
 
 class ResumeRefused(ValueError):
     """The run cannot be resumed; the message is the one line to show."""
-
-
-@dataclass
-class MemberPoint:
-    """Where one member stood when its supervisor stopped."""
-
-    attempt: int = 0
-    resets: int = 0
-    last: str = ""
-    """Its last lifecycle kind (`member-spawn`: it was running), "" if never spawned."""
-    cause: str | None = None
-    pid: int | None = None
 
 
 @dataclass
@@ -78,7 +68,9 @@ class ResumePoint:
     phase: str = "discovery"
     """discovery, repair or finalize: where the run goes on."""
     canary_passed: bool = False
-    members: dict[str, MemberPoint] = field(default_factory=dict)
+    members: dict[str, MemberState] = field(default_factory=dict)
+    """Where each planned member stood, folded as every reader folds it
+    (`store.members.fold_lifecycle`)."""
     stop: dict[str, Any] | None = None
     """The last whole-run `stop-clean` event, if one was under way."""
     hard_stopped: bool = False
@@ -135,7 +127,12 @@ def load_resume(
         request,
         recorded_settings(horde_dir, manifest, environ),
         started=float(manifest.get("created") or time.time()),
-        members={m["name"]: MemberPoint() for m in manifest.get("members") or []},
+        members={
+            str(m["name"]): MemberState(
+                str(m["name"]), str(m.get("role", "member")), tuple(m.get("layers") or ())
+            )
+            for m in manifest.get("members") or []
+        },
     )
     for ev in read_events(run_dir):
         if ev.get("type") == "lifecycle":
@@ -189,18 +186,9 @@ def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
         point.solved_seen[f"{ev.get('round')}:{status}"] = when
     elif kind == "canary" and str(ev.get("result", "")).startswith("ok"):
         point.canary_passed = True  # the only sign of it in a one-member run
-    elif kind in MEMBER_KINDS and member in point.members:
-        m = point.members[member]
-        m.last = kind
-        if kind == "member-spawn":
-            m.attempt = int(ev.get("attempt") or m.attempt + 1)
-            m.pid = ev.get("pid") if isinstance(ev.get("pid"), int) else None
-            if member != next(iter(point.members)):
-                point.canary_passed = True
-        elif kind == "member-exit":
-            m.cause = ev.get("cause")
-        elif kind == "member-reset":
-            m.resets = int(ev.get("resets") or m.resets + 1)
+    elif fold_lifecycle(point.members, ev):
+        if kind == "member-spawn" and member != next(iter(point.members)):
+            point.canary_passed = True
 
 
 class ResumedSupervisor(Supervisor):
@@ -270,10 +258,12 @@ def resumed_supervisor(
         sup.outcome = sup.outcome or "stopped by user"
         sup.diagnosis = sup.diagnosis or "stopped hard by the user"
     for name, state in sup.members.items():
-        m = point.members.get(name, MemberPoint())
+        m = point.members.get(name)
+        if m is None:
+            continue
         state.attempt, state.resets = m.attempt, m.resets
-        if m.last in ("member-exit", "member-continue"):
-            state.status, state.exit_cause = "exited", m.cause
+        if m.status in ("exited", "waiting"):
+            state.status, state.exit_cause = "exited", m.exit_cause
         _count_sessions(sup.run_dir, state)
     return sup
 
@@ -345,11 +335,9 @@ def _lost_sessions(sup: RunContext, point: ResumePoint) -> None:
     """After discovery nothing is carried on (repair starts its own sessions): a session
     that was running when the supervisor stopped ended with it."""
     for name, m in point.members.items():
-        if m.last == "member-spawn" and name in sup.members:
-            state = sup.members[name]
-            state.status, state.exit_cause = "exited", "killed"
-            state.detail = "its supervisor stopped while this session ran"
-            sup.emit("member-exit", name, cause="killed", detail=state.detail)
+        if m.status in AT_WORK and name in sup.members:
+            detail = "its supervisor stopped while this session ran"
+            sup.emit("member-exit", name, cause="killed", detail=detail)
 
 
 def carried_on(sup: RunContext, point: ResumePoint) -> dict[str, str]:
@@ -358,12 +346,12 @@ def carried_on(sup: RunContext, point: ResumePoint) -> dict[str, str]:
     or never started after the canary) or `continue` (an --until-stop continuation)."""
     carry: dict[str, str] = {}
     for spec in sup.specs:
-        m = point.members.get(spec.name, MemberPoint())
-        if m.last == "member-spawn" or (m.last == "member-exit" and m.cause == HANDOFF):
+        m = point.members.get(spec.name) or MemberState(spec.name, spec.role)
+        if m.status in AT_WORK or (m.status == "exited" and m.exit_cause == HANDOFF):
             carry[spec.name] = "resume"
-        elif m.last == "member-reset" or (m.last == "" and point.canary_passed):
+        elif m.status == "starting" or (m.status == "pending" and point.canary_passed):
             carry[spec.name] = "fresh"
-        elif m.last == "member-continue" and sup.stop is None:
+        elif m.status == "waiting" and sup.stop is None:
             carry[spec.name] = "continue"
     return carry
 
@@ -389,7 +377,7 @@ async def _end_old_members(point: ResumePoint) -> None:
     """Wait for the previous supervisor's members to exit (their watchdogs, and the old
     gateway's, end them once it is gone); end those still running a member after the
     wait, with their commands, so no session is carried on by two processes."""
-    pids = [m.pid for m in point.members.values() if m.pid and m.last == "member-spawn"]
+    pids = [m.pid for m in point.members.values() if m.pid and m.status in AT_WORK]
     deadline = time.monotonic() + OLD_MEMBERS_WAIT_S
     while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
         await asyncio.sleep(0.1)

@@ -25,6 +25,7 @@ from horde_tui.settings import Settings, env_name
 from horde_tui.store import identity
 from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
 from horde_tui.store.ledgers.findings import pending_reviews
+from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
@@ -36,7 +37,6 @@ from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
     MemberProcess,
-    MemberState,
     spawn_gateway,
     spawn_member,
 )
@@ -51,6 +51,9 @@ from horde_tui.supervisor.setup import (
 from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
+SESSION_HANDLED = frozenset({"exited", "stopped", "waiting"})
+"""A member in one of these has no session going whose end is still to be handled
+(`waiting`: its ended session led to an --until-stop continuation, due later)."""
 
 
 class Supervisor:
@@ -116,12 +119,15 @@ class Supervisor:
     # -- observing ------------------------------------------------------------------------
 
     def emit(self, kind: str, member: str | None = None, record: bool = True, **data: Any) -> None:
-        """Tell observers; lifecycle kinds also go to events.jsonl as the parent."""
+        """Tell observers; lifecycle kinds also go to events.jsonl as the parent. A
+        member's step changes its state here, by the transition every reader of the
+        file uses (`store.members.fold_lifecycle`), so memory and disk agree."""
+        fields = {"type": "lifecycle", "kind": kind, **data}
+        if member:
+            fields["member"] = member
         if record and self.parent is not None:
-            fields = {"type": "lifecycle", "kind": kind, **data}
-            if member:
-                fields["member"] = member
             lifecycle.append(self.parent, self.run_id, fields)
+        fold_lifecycle(self.members, fields, when=time.time())
         self.sink(SupervisorEvent(kind, member, data))
 
     def on_status(self, state: MemberState, event: dict[str, Any]) -> None:
@@ -273,8 +279,7 @@ class Supervisor:
         """The member's next session (a new attempt), recorded in the run's identity."""
         state = self.members[name]
         spec = next(s for s in self.specs if s.name == name)
-        state.attempt += 1
-        state.exit_cause = None
+        state.attempt += 1  # the next attempt's number (resume carries one on in place)
         state.produced_output = False
         state.first_output = None
         state.first_turn = None
@@ -316,7 +321,6 @@ class Supervisor:
         self.emit("canary", first, result=f"failed: {cause}")
         self.outcome = "canary failed"
         self.diagnosis = f"the canary (member-1) failed twice ({cause}): {detail[:200]}"
-        self.members[first].status = "exited"
         return False
 
     async def await_output(self, name: str, timeout_s: float) -> bool:
@@ -341,7 +345,7 @@ class Supervisor:
         while True:
             await controls.answer_pending(self.run_dir, self)
             for name, task in list(self.tasks.items()):
-                if task.done() and self.members[name].status not in ("exited", "stopped"):
+                if task.done() and self.members[name].status not in SESSION_HANDLED:
                     await self._on_exit(name, task.result())
             if self.hard_stopped or not (self.running() or self._continuing):
                 break
@@ -399,8 +403,6 @@ class Supervisor:
             cause = "exit_nonzero" if code != 0 else "no_output"
         if handle.stalled and not user_reset:
             cause = "stalled"
-        state.exit_cause, state.ended = cause, time.time()
-        state.current_tool = ""
         self.emit(
             "member-exit",
             name,
@@ -417,8 +419,7 @@ class Supervisor:
             return
         owed = self._verifier_owes(name) if cause in FINISHED_CAUSES else []
         if owed and self.stop is None and state.resets < self.settings.reset_cap:
-            state.resets += 1
-            self.emit("member-reset", name, cause="unreviewed", resets=state.resets, owed=owed)
+            self.emit("member-reset", name, cause="unreviewed", resets=state.resets + 1, owed=owed)
             brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
             await self.spawn(name, brief)
             return
@@ -427,16 +428,13 @@ class Supervisor:
             return
         if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:
             await self._reset(name, cause)
-            return
-        state.status = "exited"
 
     async def _reset(self, name: str, cause: str) -> None:
         """A fresh session for a member whose session ended: its claims go back to the
         pool first, so the new attempt (or anyone) can take them again."""
         state = self.members[name]
-        state.resets += 1
         released = lifecycle.release_ideas(self.parent, self.run_id, name)
-        self.emit("member-reset", name, cause=cause, resets=state.resets, released=released)
+        self.emit("member-reset", name, cause=cause, resets=state.resets + 1, released=released)
         # A looping model is told why it was reset, or it would send the same call again.
         brief = prompts.LOOPING_BRIEF.format(detail=state.detail) if cause == "looping" else ""
         await self.spawn(name, brief)
@@ -451,7 +449,6 @@ class Supervisor:
         state = self.members[name]
         age = time.time() - (state.started or time.time())
         delay = max(0.0, self.settings.continue_cooldown_ms / 1000 - age)
-        state.status = "waiting"
         self._continuing.add(name)
         self.emit("member-continue", name, after_s=round(delay, 1))
 
@@ -487,8 +484,7 @@ class Supervisor:
         names = [n for n in self.select(parse_targets(target)) if n in self.running()]
         for n in names:
             self.procs[n].pause()
-            self.members[n].status = "paused"
-        self.emit("pause", targets=names, record=True)
+        self.emit("pause", targets=names)
         return f"paused {', '.join(names) or 'nothing (no running member matched)'}"
 
     def resume(self, target: str = "all") -> str:
@@ -497,7 +493,6 @@ class Supervisor:
         ]
         for n in names:
             self.procs[n].resume()
-            self.members[n].status = "running"
         self.emit("resume", targets=names)
         return f"resumed {', '.join(names) or 'nothing (no paused member matched)'}"
 
@@ -583,7 +578,7 @@ class Supervisor:
     async def _finalize(self) -> RunSummary:
         await self._stop_all_hard()
         for name, task in self.tasks.items():
-            if task.done() and self.members[name].status not in ("exited", "stopped"):
+            if task.done() and self.members[name].status not in SESSION_HANDLED:
                 await self.record_exit(name, task.result())
         summary = RunSummary(
             run_id=self.run_id,
@@ -623,8 +618,14 @@ class Supervisor:
                 if self.procs[name].stop_requested
                 else ("exit_nonzero" if code else "no_output")
             )
-        state.status, state.ended = "exited", state.ended or time.time()
-        self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)
+        self.emit(
+            "member-exit",
+            name,
+            cause=state.exit_cause,
+            code=code,
+            turns=state.turns,
+            detail=state.detail[:500],
+        )
 
 
 MEMBER_SETTINGS = ("remind_calls", "remind_ms", "inbox_turns", "max_turns", "request_timeout_s")

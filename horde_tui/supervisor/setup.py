@@ -134,7 +134,7 @@ def write_run_files(
     """Create the run directory and its documents; return the run directory."""
     run_dir = runs.run_dir(horde_dir, run_id)
     (run_dir / "control").mkdir(parents=True, exist_ok=True)
-    (run_dir / "sessions").mkdir(exist_ok=True)
+    runs.sessions_dir(run_dir).mkdir(exist_ok=True)
     atomic_write_text(run_dir / "TASK.md", task_text(request, settings, specs))
     atomic_write_text(run_dir / "SYSTEM.md", prompts.system_prompt(request.siblings))
     if request.layers:

@@ -33,6 +33,7 @@ from typing import Any
 from horde_tui import prompts
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings
+from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.runs import Workstream, swarm_dir, write_swarm_json
 from horde_tui.supervisor import controls, finalize
@@ -41,7 +42,6 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
-    MemberState,
     spawn_gateway,
 )
 from horde_tui.supervisor.run import Supervisor, gateway_env, member_settings_env

@@ -20,10 +20,10 @@ from typing import Any
 
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import BATCH, LineIndex
+from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import run_files, run_state, subfolders
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.members import MemberFold, content
 
 LIVE_STATES = frozenset({"active", "finalizing"})
@@ -188,7 +188,8 @@ class RunView:
         self.files: tuple[Path, ...] = ()
         self.new_events: list[dict[str, Any]] = []
         """The lifecycle events the last `refresh` took in, oldest first."""
-        self._members: list[tuple[object, ...]] = []
+        self._members: list[MemberState] = []
+        self._contents: list[tuple[object, ...]] = []
 
     def refresh(self) -> set[str]:
         """Catch up with the disk; return what changed: `info`, `state`, `members`,
@@ -219,9 +220,10 @@ class RunView:
         if files != self.files:
             self.files = files
             changed.add("files")
-        members = [content(state) for state in self.members()]
-        if members != self._members:
-            self._members = members
+        self._members = self.fold.members(self.live)
+        contents = [content(state) for state in self._members]
+        if contents != self._contents:
+            self._contents = contents
             changed.add("members")
         return changed
 
@@ -235,8 +237,9 @@ class RunView:
         self.fold.close()
 
     def members(self) -> list[MemberState]:
-        """The members: manifest order, then helpers."""
-        return self.fold.members(self.live)
+        """The members as the last `refresh` read them: manifest order, then helpers
+        (built once a refresh, not again for each reader)."""
+        return self._members
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from horde_tui.store.members import MemberState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.context import HordeControls
+from horde_tui.supervisor.context import HordeControls, StopState
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.view.run import RunView
 
 REMOTE_ACTIONS = {
@@ -59,8 +59,10 @@ class HostedRun(HordeControls, Protocol):
     """Has `.model` (the litellm model string)."""
     request: Any
     """Has `.demo` (True when the scripted demo model answers)."""
-    stop: Any
-    """None until a clean stop of the whole run begins; then has `.reason`."""
+    stop: StopState | None
+    """None until a clean stop of the whole run begins."""
+    canary: str
+    """The canary's result so far (`not run`; a resumed run's is known from its events)."""
 
     def handoff(self) -> str:
         """Let go of the run so a detached supervisor can carry it on (`run()` then
@@ -138,11 +140,11 @@ class HostedSource:
     @property
     def stop_reason(self) -> str | None:
         stop = self.supervisor.stop
-        return None if stop is None else str(getattr(stop, "reason", "stopping"))
+        return None if stop is None else stop.reason
 
     @property
     def canary(self) -> str:
-        return str(getattr(self.supervisor, "canary", "not run"))  # a resumed run's is known
+        return self.supervisor.canary
 
     def poll(self) -> list[SupervisorEvent]:
         return self._events()

@@ -27,10 +27,10 @@ from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.store.events import EventLog
+from horde_tui.store.members import MemberState
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.supervisor.processes import MemberState
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 from horde_tui.view.source import HostedRun
 from support.rundir import RunDir
@@ -66,6 +66,7 @@ class FakeSupervisor(HostedRun):
         }
         self.sink: Callable[[SupervisorEvent], None] = lambda event: None
         self.stop: Any = None
+        self.canary = "not run"
         self.calls: list[tuple[str, str]] = []
         self.events = EventLog(self.run_dir / "events.jsonl")
         self.outcome = "finished"
