@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from horde_tui.inputs import loads
+from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
+from horde_tui.refusal import refusal_reason
 from horde_tui.store import identity
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -166,6 +168,7 @@ class WorkspaceTools:
         output_limit: int = 30_000,
         env: Mapping[str, str] | None = None,
         sandbox: SandboxPolicy | None = None,
+        confirm: ConfirmGate | None = None,
     ) -> None:
         self.workdir = Path(os.path.realpath(workdir))
         self.horde_dir = Path(os.path.realpath(horde_dir or self.workdir / ".horde"))
@@ -181,6 +184,8 @@ class WorkspaceTools:
             sandbox or SandboxPolicy(), readonly=(self.horde_dir, self.workdir / ".horde")
         )
         """How commands are confined; `.horde/` is read-only inside the sandbox."""
+        self.confirm = confirm
+        """Confirm mode: a person decides on each command before it runs."""
 
     # --- dispatch ---------------------------------------------------------------------
 
@@ -321,6 +326,17 @@ class WorkspaceTools:
         summary = "bash: " + (first_line if len(first_line) <= 80 else first_line[:77] + "...")
         if not first_line:
             return ToolOutput(False, "refused: empty command (bash); send a command line", summary)
+        if self.confirm is not None:
+            # The destructive list refuses before a person is asked: confirm or not.
+            reason = refusal_reason(command)
+            if reason:
+                return ToolOutput(False, reason, summary)
+            if not self.confirm.ask(command, self.workdir).allowed:
+                text = (
+                    f"refused by the user: {first_line[:200]} was not run (confirm mode: a "
+                    "person decides on each command); do without it, or try another way"
+                )
+                return ToolOutput(False, text, summary)
         capped = min(max(timeout, 1), self.bash_max_timeout_s)
         result = run_command(
             command, self.workdir, capped, self.output_limit, self.env, self.sandbox

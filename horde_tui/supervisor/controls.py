@@ -20,6 +20,10 @@ from horde_tui.inputs import loads
 from horde_tui.store.paths import atomic_write_text
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
+CONFIRM_ACTIONS = ("confirm", "approve", "refuse", "allow-all")
+"""Confirm mode's requests (`supervisor/confirm.py` serves them): a member's `confirm`
+(a command waiting for a person, its request file kept until decided) and a person's
+decisions from another shell."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,11 @@ class ControlRequest:
     target: str = "all"
     grace_s: float | None = None
     postmortem: bool = False
+    command: str | None = None
+    """A `confirm` request's command line, its working directory and the asking
+    member's pid (a request of a session that ended is dropped)."""
+    cwd: str | None = None
+    pid: int | None = None
 
 
 def submit(run_dir: Path, request: ControlRequest) -> Path:
@@ -78,9 +87,13 @@ def pending_requests(run_dir: Path) -> list[tuple[Path, ControlRequest | str]]:
     return out
 
 
-def answer(run_dir: Path, request_path: Path, request_id: str, ok: bool, text: str) -> None:
+def answer(
+    run_dir: Path, request_path: Path, request_id: str, ok: bool, text: str, **extra: Any
+) -> None:
+    """Write the response (`extra`: more fields, a confirm's `decision`), then drop the request."""
     atomic_write_text(
-        run_dir / "control" / f"resp-{request_id}.json", json.dumps({"ok": ok, "text": text}) + "\n"
+        run_dir / "control" / f"resp-{request_id}.json",
+        json.dumps({"ok": ok, "text": text, **extra}) + "\n",
     )
     request_path.unlink(missing_ok=True)
 

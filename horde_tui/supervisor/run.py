@@ -29,6 +29,7 @@ from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
+from horde_tui.supervisor.confirm import ConfirmDesk
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
@@ -112,6 +113,8 @@ class Supervisor:
         says so when they run without a sandbox (run header, REPORT.md)."""
         self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)
         """Each member's latest process, for the run's identity record (`store.identity`)."""
+        self.confirms = ConfirmDesk(self.run_dir, self.emit, self._asking, horde)
+        """Confirm mode's queue of commands waiting for a person (`supervisor/confirm.py`)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -169,10 +172,12 @@ class Supervisor:
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
         phases = self._phases = asyncio.create_task(self._through_repair(start))
+        confirming = asyncio.create_task(self._serve_confirms())
         summary: RunSummary | None = None
         try:
             await asyncio.wait({phases})
         finally:
+            confirming.cancel()
             if not phases.done():  # this coroutine was cancelled: end the phases, report
                 phases.cancel()
                 await asyncio.wait({phases})
@@ -182,6 +187,17 @@ class Supervisor:
                 summary = await self._finalize()
             clear_live(self.run_dir)
         return summary
+
+    async def _serve_confirms(self) -> None:
+        """Confirm mode's requests, in every phase (the canary, repair included)."""
+        while True:
+            self.confirms.serve()
+            await asyncio.sleep(TICK_S)
+
+    def _asking(self, name: str, pid: int | None) -> bool:
+        """Whether the session of `name` that asked (its pid) still runs."""
+        handle = self.procs.get(name)
+        return name in self.running() and handle is not None and pid in (None, handle.pid)
 
     async def _through_repair(self, start: Callable[[], Awaitable[str]]) -> None:
         try:
@@ -624,7 +640,14 @@ class Supervisor:
         self.emit("member-exit", name, cause=state.exit_cause, code=code, turns=state.turns)
 
 
-MEMBER_SETTINGS = ("remind_calls", "remind_ms", "inbox_turns", "max_turns", "request_timeout_s")
+MEMBER_SETTINGS = (
+    "remind_calls",
+    "remind_ms",
+    "inbox_turns",
+    "max_turns",
+    "request_timeout_s",
+    "confirm",
+)
 """Settings a member reads from its environment (besides the sandbox policy, which the
 supervisor resolves first): a member never imports the settings model, so each is
 passed as its `HORDE_*` variable, whichever way it was set."""
