@@ -5,6 +5,10 @@ whose member waits for decisions a person makes from another shell with
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -92,3 +96,62 @@ def test_a_member_waits_for_approve_and_refuse_from_another_shell(
     assert "refused by the user: touch refused.txt" in transcript
     assert summary.members[0].exit_cause == "completed", summary.diagnosis
     assert nothing.returncode == 1 and "no run is live" in nothing.stderr
+
+
+def test_a_headless_run_on_a_terminal_asks_y_n_a_there(tmp_path: Path) -> None:
+    """The run's stdin is a terminal (a pty): each command is asked there, as horde.py
+    asks; `y` runs it, anything else (`n`, Enter) refuses it."""
+    plans = {
+        "*": [
+            bash("echo asked-on-the-terminal"),
+            bash("touch never.txt"),
+            {"say": "Done."},
+        ]
+    }
+    controller, terminal = pty.openpty()
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+        env.update(
+            HORDE_MODEL=stub.model,
+            HORDE_API_BASE=stub.api_base,
+            HORDE_API_KEY="stub",
+            HORDE_DELIVERABLE="off",
+            HORDE_POSTMORTEM="off",
+            HORDE_REPAIR_ROUNDS="0",
+            HORDE_SANDBOX="off",
+            HORDE_GATEWAY_BACKOFF_MS="20",
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui", "run", "--headless", "--confirm", "1", "Review"],
+            cwd=tmp_path,
+            env=env,
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.close(terminal)
+        said: list[str] = []  # stderr as it comes: a person answers once asked
+        fd = proc.stderr.fileno()  # type: ignore[union-attr]
+        reader = threading.Thread(
+            target=lambda: said.extend(c.decode() for c in iter(lambda: os.read(fd, 4096), b""))
+        )
+        reader.start()
+        try:
+            assert wait_until(lambda: "wants to run: echo asked" in "".join(said), 90), said
+            os.write(controller, b"y\n")
+            assert wait_until(lambda: "wants to run: touch never.txt" in "".join(said), 60), said
+            os.write(controller, b"n\n")
+            out = proc.communicate(timeout=180)[0]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            reader.join(10)
+            os.close(controller)
+    err = "".join(said)
+    assert "member-1 wants to run: echo asked-on-the-terminal (in " in err, err
+    assert "allowed member-1: echo asked-on-the-terminal" in err, err
+    assert "refused member-1: touch never.txt" in err, err
+    assert "[confirm-decision] member-1 decision=allow by=terminal" in out, out[-3000:]
+    assert not (tmp_path / "never.txt").exists()
+    assert proc.returncode == 0, out[-2000:] + err[-2000:]
