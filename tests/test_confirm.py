@@ -196,3 +196,19 @@ def test_confirm_without_a_terminal_is_refused_at_start_in_one_line(tmp_path: Pa
     done = refused_start(tmp_path, "--headless")
     assert done.returncode == 2 and "refused: confirm mode" in done.stderr
     assert not (tmp_path / ".horde" / "runs").exists(), "no run was started"
+
+
+def test_in_confirm_mode_a_fetch_is_asked_like_a_command(tmp_path: Path) -> None:
+    """`links`/`sitemap` carry data out as surely as curl: a person decides them too."""
+    tools = member_tools(tmp_path)
+    desk = Desk(tmp_path / ".horde" / "runs" / "r1")
+    out: list[ToolOutput] = []
+    url = "http://127.0.0.1:9/page.html"
+    thread = threading.Thread(
+        target=lambda: out.append(tools.dispatch("links", {"url": url})), daemon=True
+    )
+    thread.start()
+    assert wait_until(lambda: desk.waiting_for("member-1"), 10)
+    assert desk.desk.decide("member-1", "refuse", "test") == f"refused member-1: links {url}"
+    thread.join(10)
+    assert out[0].text == f"refused by the user: links {url} was not fetched"
