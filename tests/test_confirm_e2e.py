@@ -72,6 +72,8 @@ def test_a_member_waits_for_approve_and_refuse_from_another_shell(
         horde_dir = tmp_path / ".horde"
         assert wait_until(lambda: waiting_command(horde_dir) == "echo first-command-ran", 90)
         time.sleep(3.0)  # a slow person: twice the stall limit, and no reset follows
+        status = cli(tmp_path, "status", "member-1")
+        assert "bash (awaiting approval: horde-tui approve/refuse)" in status.stdout, status
         approved = cli(tmp_path, "approve", "member-1")
         assert approved.returncode == 0, approved.stdout + approved.stderr
         assert approved.stdout == "allowed member-1: echo first-command-ran\n"

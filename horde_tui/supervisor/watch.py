@@ -78,6 +78,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
     for m in (sup.members[n] for n in names):
         elapsed = f"{now - m.started:.0f}s" if m.started else "-"
         tool = f" {m.current_tool}" if m.current_tool else ""
+        if sup.confirms.waits(m.name):
+            tool += " (awaiting approval: horde-tui approve/refuse)"
         cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
         lines.append(
             f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
