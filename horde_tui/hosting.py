@@ -174,7 +174,7 @@ class TerminalAsker:
         for desk in self.desks():
             for wait in desk.waiting.values():
                 self.asked = (desk, wait)
-                where = f"{getattr(desk, 'horde', 1)}:" if len(self.desks()) > 1 else ""
+                where = f"h{desk.horde}:" if len(self.desks()) > 1 else ""
                 print(
                     f"{where}{wait.member} wants to run: {wait.command} (in {wait.cwd}) "
                     "allow? [y/N/a=all from this member] ",
@@ -185,8 +185,18 @@ class TerminalAsker:
                 return
 
     def on_readable(self, fd: int) -> None:
+        data = b"?"
         with contextlib.suppress(BlockingIOError):
-            self.typed += os.read(fd, 4096).decode(errors="replace")
+            data = os.read(fd, 4096)
+            self.typed += data.decode(errors="replace")
+        if not data:  # the terminal went away: stop reading (EOF stays readable)
+            asyncio.get_running_loop().remove_reader(fd)
+            print(
+                "confirm mode: the terminal closed; decide with horde-tui approve/refuse",
+                file=self.out,
+                flush=True,
+            )
+            return
         while "\n" in self.typed:
             line, self.typed = self.typed.split("\n", 1)
             self.answer(line)
