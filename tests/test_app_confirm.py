@@ -90,7 +90,7 @@ async def test_y_allows_n_refuses_a_allows_all_from_the_member(tmp_path: Path) -
             later = ask(tmp_path, fake.run_dir, "member-3", "echo no-question-asked")
             await wait_for(pilot, lambda: bool(later))
             assert later[0].ok and "no-question-asked" in later[0].text
-            assert not queue.display
+            await wait_for(pilot, lambda: not queue.display)
         finally:
             serving.cancel()
     decisions = [(m, d["decision"], d["by"]) for k, m, d in events if k == "confirm-decision"]
