@@ -144,7 +144,8 @@ def test_a_headless_run_on_a_terminal_asks_y_n_a_there(tmp_path: Path) -> None:
             os.write(controller, b"y\n")
             assert wait_until(lambda: "wants to run: touch never.txt" in "".join(said), 60), said
             os.write(controller, b"n\n")
-            out = proc.stdout.read()  # type: ignore[union-attr]  (not communicate: the reader has stderr)
+            # Not communicate(): the reader thread owns stderr.
+            out = proc.stdout.read()  # type: ignore[union-attr]
             proc.wait(60)
         finally:
             if proc.poll() is None:
