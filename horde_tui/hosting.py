@@ -13,11 +13,13 @@ loads Textual.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 QUIET_STATUS = frozenset({"turn-start", "usage", "tool-end"})
 """Member statuses headless output leaves out (several a turn, none worth a line)."""
@@ -107,7 +109,14 @@ async def host_headless(sup: Any, report: bool = True) -> int:
 
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     loop.add_signal_handler(signal.SIGTERM, hard)
-    summary = await sup.run()
+    asking = None
+    if getattr(sup.settings, "confirm", False) and sys.stdin.isatty():
+        asking = asyncio.create_task(TerminalAsker(sup).run())
+    try:
+        summary = await sup.run()
+    finally:
+        if asking is not None:
+            asking.cancel()
     if summary is None:  # handed off: another process carries the run on
         what = f"swarm {sup.swarm_id}" if is_swarm(sup) else f"run {sup.run_id}"
         print(f"\n{what} handed off")
@@ -118,6 +127,90 @@ async def host_headless(sup: Any, report: bool = True) -> int:
     for label, path, text in postmortems(sup):
         print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
     return int(summary.exit_code)
+
+
+ANSWERS = {"y": "allow", "yes": "allow", "a": "allow-all", "all": "allow-all"}
+"""What the terminal takes for yes and for allow-all; anything else refuses (y/N)."""
+
+
+class TerminalAsker:
+    """Confirm mode in a headless run on a terminal: each command waiting in the run's
+    (or each horde's) `ConfirmDesk` is asked on the terminal, one at a time, y/N/a, as
+    horde.py asks; a command decided meanwhile from another shell is let go."""
+
+    def __init__(self, sup: Any, stdin: TextIO | None = None, out: TextIO | None = None) -> None:
+        self.sup = sup
+        self.stdin = stdin or sys.stdin
+        self.out = out or sys.stderr
+        self.asked: tuple[Any, Any] | None = None
+        """(desk, waiting command) on the terminal now."""
+        self.typed = ""
+
+    def desks(self) -> list[Any]:
+        hordes = getattr(self.sup, "hordes", None)
+        if isinstance(hordes, dict):
+            return [h.confirms for _, h in sorted(hordes.items())]
+        return [self.sup.confirms]
+
+    async def run(self) -> None:
+        """Ask until cancelled (the run ended): a line from the terminal answers."""
+        loop = asyncio.get_running_loop()
+        fd = self.stdin.fileno()
+        loop.add_reader(fd, self.on_readable, fd)
+        try:
+            while True:
+                self.tick()
+                await asyncio.sleep(0.1)
+        finally:
+            loop.remove_reader(fd)
+
+    def tick(self) -> None:
+        if self.asked is not None:
+            desk, wait = self.asked
+            if wait.id in desk.waiting:
+                return
+            print("(decided elsewhere)", file=self.out, flush=True)
+            self.asked = None
+        for desk in self.desks():
+            for wait in desk.waiting.values():
+                self.asked = (desk, wait)
+                where = f"h{desk.horde}:" if len(self.desks()) > 1 else ""
+                print(
+                    f"{where}{wait.member} wants to run: {wait.command} (in {wait.cwd}) "
+                    "allow? [y/N/a=all from this member] ",
+                    end="",
+                    file=self.out,
+                    flush=True,
+                )
+                return
+
+    def on_readable(self, fd: int) -> None:
+        data = b"?"
+        with contextlib.suppress(BlockingIOError):
+            data = os.read(fd, 4096)
+            self.typed += data.decode(errors="replace")
+        if not data:  # the terminal went away: stop reading (EOF stays readable)
+            asyncio.get_running_loop().remove_reader(fd)
+            print(
+                "confirm mode: the terminal closed; decide with horde-tui approve/refuse",
+                file=self.out,
+                flush=True,
+            )
+            return
+        while "\n" in self.typed:
+            line, self.typed = self.typed.split("\n", 1)
+            self.answer(line)
+
+    def answer(self, line: str) -> None:
+        """Decide the command on the terminal (a line with none asked is ignored)."""
+        if self.asked is None:
+            return
+        desk, wait = self.asked
+        self.asked = None
+        if wait.id in desk.waiting:
+            decision = ANSWERS.get(line.strip().lower(), "refuse")
+            print(desk.decide(wait.member, decision, "terminal"), file=self.out, flush=True)
+        self.tick()
 
 
 def postmortems(sup: Any) -> list[tuple[str, Path, str]]:

@@ -86,6 +86,9 @@ class RunOptions:
     member_models: tuple[str, ...] | list[str] | None = None
     """`MEMBER=MODEL` pairs, as `--member-model` gives them."""
     sandbox: str | None = None
+    confirm: bool | None = None
+    """`--confirm` (None: the config's `confirm`); not passed to a detached run, which
+    has no terminal to ask on."""
     no_verifier: bool = False
     until_stop: bool = False
     demo: bool = False
@@ -93,7 +96,7 @@ class RunOptions:
     @classmethod
     def from_args(cls, args: Any) -> RunOptions:
         """From the `run`/`plan` argparse namespace."""
-        names = ("count", "prompt", *SETTING_OPTIONS, *DETACH_FLAGS, "demo")
+        names = ("count", "prompt", *SETTING_OPTIONS, "confirm", *DETACH_FLAGS, "demo")
         return cls(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
 
 
@@ -134,6 +137,7 @@ def checked_settings(
     """Settings with the options' overrides; a refused override is dropped and the rest
     re-checked, so each bad field gets its own line."""
     overrides: dict[str, Any] = {n: getattr(options, n) for n in SETTING_OPTIONS}
+    overrides["confirm"] = options.confirm
     refusals: list[Refusal] = []
     while True:
         try:

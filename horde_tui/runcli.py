@@ -70,6 +70,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="member commands in bubblewrap: auto (default) when it is installed, bwrap "
         "requires it, off never",
     )
+    p.add_argument(
+        "--confirm",
+        action="store_const",
+        const=True,
+        help="every member bash command waits for a person: the app's queue, y/N/a on "
+        "the terminal, or horde-tui approve/refuse from another shell",
+    )
     p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
 
 
@@ -94,6 +101,12 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     assert check.request is not None and check.settings is not None
     for warning in aihorde_warnings(check.settings):
         print(f"horde-tui: {warning}", file=sys.stderr)
+    if check.settings.confirm and not _can_ask(args):
+        return _err(
+            "refused: confirm mode (--confirm, or confirm = true in .horde/config.toml) needs "
+            "a person at a terminal and this headless or detached run has none (stdin is not "
+            "a terminal); start it from a terminal, or without confirm mode"
+        )
     if getattr(args, "detach", False):
         return _detach(options, workdir / ".horde", layers_text)
     request, settings = check.request, check.settings
@@ -108,6 +121,16 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
         intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"
         intro += sandbox_line(sup.sandbox_note)
     return host_here(sup, args, intro)
+
+
+def _can_ask(args: argparse.Namespace) -> bool:
+    """Whether confirm mode has someone to ask: the app, or a headless run whose stdin
+    is a terminal; a detached run has neither."""
+    if getattr(args, "detach", False):
+        return False
+    if not getattr(args, "headless", False) and sys.stdout.isatty():
+        return True
+    return sys.stdin.isatty()
 
 
 def sandbox_line(note: str) -> str:
@@ -263,6 +286,14 @@ def cmd_control(args: argparse.Namespace) -> int:
     return 0 if answer["ok"] else 1
 
 
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """`approve`/`refuse`: a decision on the commands waiting in confirm mode, sent like
+    every control (`control/`); `approve --always` is allow-all for the member."""
+    if getattr(args, "always", False):
+        args.control = "allow-all"
+    return cmd_control(args)
+
+
 def cmd_finalize(args: argparse.Namespace) -> int:
     from horde_tui.supervisor.recover import finalize_from_disk
 
@@ -356,6 +387,21 @@ def add_commands(sub: Any) -> None:
             )
             p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
             p.set_defaults(func=cmd_resume)
+
+    for name, text in (
+        ("approve", "confirm mode: run the commands waiting for a person: approve [target]"),
+        ("refuse", "confirm mode: refuse the commands waiting for a person: refuse [target]"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("words", nargs="*", metavar="target", help="all (default), member-N, N")
+        p.add_argument("--run", help="the run id (default: the live run)")
+        if name == "approve":
+            p.add_argument(
+                "--always",
+                action="store_true",
+                help="allow this member's commands for the rest of the run (allow-all)",
+            )
+        p.set_defaults(func=cmd_confirm, control=name)
 
     demo = sub.add_parser(
         "demo",

@@ -144,6 +144,11 @@ class Settings(BaseModel):
     sandbox_network: bool = Field(
         default=True, description="member: off gives commands loopback only"
     )
+    confirm: bool = Field(
+        default=False,
+        description="member: every bash command waits for a person (the app, the terminal, "
+        "horde-tui approve/refuse)",
+    )
     sandbox_env: list[str] = Field(
         default_factory=list,
         description="member: extra variables commands may see (env: A,B)",
@@ -185,6 +190,7 @@ FLAGS: dict[str, str] = {
     "max_cost_usd": "--max-cost-usd",
     "max_minutes": "--max-minutes",
     "sandbox": "--sandbox",
+    "confirm": "--confirm",
 }
 """The settings `run` and `plan` take as flags, and their spelling: the parser, the
 detached command line and the error lines all read it."""

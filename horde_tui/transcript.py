@@ -70,6 +70,8 @@ def summarize(name: str, raw_args: Any) -> str:
         text = "horde " + " ".join(str(args[k]) for k in keys if args.get(k))
     elif name in ("read", "edit", "write"):
         text = f"{name} {args.get('path', '')}"
+    elif name in ("links", "sitemap"):
+        text = f"{name} {args.get('url', '')}"
     else:
         text = name
     return one_line(text, SUMMARY_CHARS)

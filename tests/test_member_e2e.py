@@ -93,7 +93,7 @@ def test_member_works_a_scripted_session(gateway: GatewayProcess, tmp_path: Path
     sent = gateway.stub.stub.requests_for("member-1")
     assert len(sent) == 7
     names = {t["function"]["name"] for t in sent[0].body["tools"]}
-    assert names == {"read", "bash", "edit", "write", "horde"}
+    assert names == {"read", "bash", "edit", "write", "links", "sitemap", "horde"}
 
 
 def test_gateway_failure_ends_the_member_with_model_error(

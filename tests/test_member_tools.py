@@ -222,7 +222,7 @@ def test_dispatch_checks_tools_and_arguments(tools: WorkspaceTools) -> None:
 
 def test_tool_definitions_are_openai_functions() -> None:
     names = [d["function"]["name"] for d in TOOL_DEFINITIONS]
-    assert names == ["read", "bash", "edit", "write"]
+    assert names == ["read", "bash", "edit", "write", "links", "sitemap"]
     for definition in TOOL_DEFINITIONS:
         assert definition["type"] == "function"
         params = definition["function"]["parameters"]

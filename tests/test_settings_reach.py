@@ -63,6 +63,8 @@ MEMBER = [
     Case("sandbox", "off", "off", ("--sandbox", "off"), "off"),
     Case("sandbox_network", False, "off", None, False),
     Case("sandbox_env", ["FOO_A", "FOO_B"], "FOO_A,FOO_B", None, ["FOO_A", "FOO_B"]),
+    # `--confirm` is refused for a detached run (no terminal), so no flag ways here.
+    Case("confirm", True, "on", None, True),
 ]
 GATEWAY = [
     Case("model", "openai/other", "openai/other", ("--model", "openai/other"), "openai/other"),
@@ -189,7 +191,7 @@ print(json.dumps({
     "remind_calls": c.remind_calls, "remind_ms": c.remind_ms, "inbox_turns": c.inbox_turns,
     "max_turns": c.max_turns, "request_timeout_s": c.request_timeout_s,
     "sandbox": c.sandbox.mode, "sandbox_network": c.sandbox.network,
-    "sandbox_env": list(c.sandbox.env_names),
+    "sandbox_env": list(c.sandbox.env_names), "confirm": c.confirm,
 }))
 """
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from horde_tui.inputs import whole_number
+from horde_tui.inputs import BOOL_WORDS, parse_bool, whole_number
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
@@ -55,6 +55,8 @@ class MemberConfig:
     A swarm's planner and merge helpers keep theirs in the swarm directory."""
     task_file: Path | None = None
     """The task document (`HORDE_TASK_FILE`); default the run's TASK.md."""
+    confirm: bool = False
+    """Confirm mode (`HORDE_CONFIRM`): each `bash` command waits for a person's decision."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """How the member's commands are confined (`HORDE_SANDBOX`, `HORDE_SANDBOX_NETWORK`,
     `HORDE_SANDBOX_ENV`), as the supervisor resolved it for the run."""
@@ -122,7 +124,18 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
         sandbox=_sandbox(e),
+        confirm=_flag(e, "HORDE_CONFIRM"),
     )
+
+
+def _flag(env: Mapping[str, str], key: str) -> bool:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return False
+    value = parse_bool(raw)
+    if value is None:
+        raise MemberConfigError(f"{key}={raw!r} is not {BOOL_WORDS}")
+    return value
 
 
 def _sandbox(env: Mapping[str, str]) -> SandboxPolicy:

@@ -29,6 +29,7 @@ from horde_tui.fence import Fence
 from horde_tui.inputs import loads
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
+from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.session import (
     StatusStream,
     Transcript,
@@ -105,8 +106,9 @@ class MemberLoop:
         self.status = status or StatusStream()
         self.state = LoopState()
         self.store = HordeStore(config.horde_dir, config.name)
+        gate = ConfirmGate(config.run_dir, config.name) if config.confirm else None
         self.tools = WorkspaceTools(
-            config.workdir, HordePaths(config.horde_dir).top, sandbox=config.sandbox
+            config.workdir, HordePaths(config.horde_dir).top, sandbox=config.sandbox, confirm=gate
         )
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
         if config.readonly:

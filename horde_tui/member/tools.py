@@ -17,6 +17,7 @@ import errno
 import json
 import math
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Iterator, Mapping
@@ -25,8 +26,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from horde_tui.inputs import loads
+from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.sandbox import SandboxPolicy, is_secret
 from horde_tui.member.shell import run_command
+from horde_tui.refusal import refusal_reason
 from horde_tui.store import identity
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
@@ -124,12 +127,43 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
             },
         },
     },
+    *(
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "url": {"type": "string", "description": "An http or https URL"}
+                    },
+                    "required": ["url"],
+                },
+            },
+        }
+        for name, description in (
+            (
+                "links",
+                "List the unique links (href and src) of a web page as absolute URLs, at "
+                "most 250, instead of fetching its HTML with bash. A URL that fails gives a "
+                "one-line error.",
+            ),
+            (
+                "sitemap",
+                "List the page URLs (<loc>) of a sitemap (e.g. https://site/sitemap.xml), "
+                "following sub-sitemaps, at most 250. A URL that fails gives a one-line error.",
+            ),
+        )
+    ),
 ]
 """OpenAI function-format definitions; `dispatch` checks arguments against these schemas."""
 
 _SCHEMAS: dict[str, dict[str, Any]] = {
     d["function"]["name"]: d["function"]["parameters"] for d in TOOL_DEFINITIONS
 }
+_SHORTHAND = re.compile(r"(links|sitemap)\s+(https?://\S+)")
+"""A bash command that is one of horde.py's shorthands: run as the tool of that name."""
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number"}
 _LISTING_CAP = 200
 _BINARY_SAMPLE = 8192
@@ -166,6 +200,7 @@ class WorkspaceTools:
         output_limit: int = 30_000,
         env: Mapping[str, str] | None = None,
         sandbox: SandboxPolicy | None = None,
+        confirm: ConfirmGate | None = None,
     ) -> None:
         self.workdir = Path(os.path.realpath(workdir))
         self.horde_dir = Path(os.path.realpath(horde_dir or self.workdir / ".horde"))
@@ -181,6 +216,8 @@ class WorkspaceTools:
             sandbox or SandboxPolicy(), readonly=(self.horde_dir, self.workdir / ".horde")
         )
         """How commands are confined; `.horde/` is read-only inside the sandbox."""
+        self.confirm = confirm
+        """Confirm mode: a person decides on each command before it runs."""
 
     # --- dispatch ---------------------------------------------------------------------
 
@@ -195,6 +232,8 @@ class WorkspaceTools:
             "bash": self.bash,
             "edit": self.edit,
             "write": self.write,
+            "links": self.links,
+            "sitemap": self.sitemap,
         }
         if name not in tools:
             known = ", ".join(tools)
@@ -321,6 +360,20 @@ class WorkspaceTools:
         summary = "bash: " + (first_line if len(first_line) <= 80 else first_line[:77] + "...")
         if not first_line:
             return ToolOutput(False, "refused: empty command (bash); send a command line", summary)
+        shorthand = _SHORTHAND.fullmatch(command.strip())
+        if shorthand:  # horde.py's `links URL` / `sitemap URL`, as a model taught by it sends them
+            return self._fetch_tool(shorthand[1], shorthand[2])
+        if self.confirm is not None:
+            # The destructive list refuses before a person is asked: confirm or not.
+            reason = refusal_reason(command)
+            if reason:
+                return ToolOutput(False, reason, summary)
+            if not self.confirm.ask(command, self.workdir).allowed:
+                text = (
+                    f"refused by the user: {first_line[:200]} was not run (confirm mode: a "
+                    "person decides on each command); do without it, or try another way"
+                )
+                return ToolOutput(False, text, summary)
         capped = min(max(timeout, 1), self.bash_max_timeout_s)
         result = run_command(
             command, self.workdir, capped, self.output_limit, self.env, self.sandbox
@@ -332,6 +385,31 @@ class WorkspaceTools:
                 f"[timeout set to {capped:g}s: allowed range 1-{self.bash_max_timeout_s:g}]\n{text}"
             )
         return ToolOutput(result.exit_code == 0, text, summary)
+
+    # --- links and sitemap ------------------------------------------------------------
+
+    def links(self, url: str) -> ToolOutput:
+        """The unique href/src of a web page (`member/web.py`)."""
+        return self._fetch_tool("links", url)
+
+    def sitemap(self, url: str) -> ToolOutput:
+        """The <loc> pages of a sitemap, following sub-sitemaps (`member/web.py`)."""
+        return self._fetch_tool("sitemap", url)
+
+    def _fetch_tool(self, name: str, url: str) -> ToolOutput:
+        """Under the run's network policy, and in confirm mode asked like a command:
+        a GET carries data out as surely as curl does."""
+        from horde_tui.member import web
+
+        summary = f"{name} {url}"[:120]
+        problem = web.url_problem(url.strip(), self.sandbox.network)
+        if problem:
+            return ToolOutput(False, f"refused: {name} of {url!r}: {problem}", summary)
+        if self.confirm is not None and not self.confirm.ask(f"{name} {url}", self.workdir).allowed:
+            return ToolOutput(False, f"refused by the user: {name} {url} was not fetched", summary)
+        tool = web.links if name == "links" else web.sitemap
+        result = tool(url.strip(), web.fetcher(self.sandbox.network))
+        return ToolOutput(result.ok, result.text, summary)
 
     # --- edit and write ---------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.source import RunSource
+from horde_tui.widgets.confirm_queue import ConfirmQueue
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable, format_elapsed
 from horde_tui.widgets.status_line import StatusLine
@@ -100,6 +101,11 @@ class RunScreen(HordeScreen):
         Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
         Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
         Binding("escape", "back", "Back", show=False, id="back"),
+        Binding("y", "confirm('allow')", "Allow the waiting command", show=False, id="allow"),
+        Binding("n", "confirm('refuse')", "Refuse the waiting command", show=False, id="refuse"),
+        Binding(
+            "a", "confirm('allow-all')", "Allow all from its member", show=False, id="allow-all"
+        ),
         *(
             Binding(
                 key,
@@ -143,6 +149,7 @@ class RunScreen(HordeScreen):
         yield Header()
         yield StatusLine(id="run-status")
         yield MemberTable(id="members")
+        yield ConfirmQueue(self.source.run_dir, id="confirm-queue")
         ledgers = LedgerSource(horde_dir, self.source.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
@@ -248,7 +255,15 @@ class RunScreen(HordeScreen):
         if not self._ready:
             return
         clock = self.horde_app.config.clock()
-        self.table.show([member_row(state, clock) for state in self.source.members.values()])
+        rows = [member_row(state, clock) for state in self.source.members.values()]
+        self.table.show(self.query_one(ConfirmQueue).badge(rows))
+
+    def on_confirm_queue_changed(self, event: ConfirmQueue.Changed) -> None:
+        self.refresh_table()
+
+    def action_confirm(self, decision: str) -> None:
+        """Confirm mode: decide the first command waiting (`y`, `n`, `a`)."""
+        self.query_one(ConfirmQueue).decide(decision)
 
     def show_status(self) -> None:
         if not self._ready:

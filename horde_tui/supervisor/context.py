@@ -20,6 +20,7 @@ from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.settings import Settings
 from horde_tui.store.members import MemberState
 from horde_tui.store.store import HordeStore
+from horde_tui.supervisor.confirm import ConfirmDesk
 from horde_tui.supervisor.processes import GatewayHandle, MemberProcess
 from horde_tui.supervisor.setup import MemberSpec, RunRequest
 from horde_tui.supervisor.targets import Target
@@ -108,6 +109,8 @@ class RunContext(HelperHost, HordeControls, Protocol):
     """The canary's result as the report says it: `not run`, `ok`, `failed: ...`."""
     solved_seen: dict[str, float]
     """Answer keys (`round:by`, `reopened:N`) already announced, with when."""
+    confirms: ConfirmDesk
+    """Confirm mode's commands waiting for a person: a member waiting is not stalled."""
 
     # -- how it ends (a phase may decide these)
     stop: StopState | None

@@ -26,6 +26,10 @@ from horde_tui.store.paths import atomic_write_text
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
+CONFIRM_ACTIONS = ("confirm", "approve", "refuse", "allow-all")
+"""Confirm mode's requests (`supervisor/confirm.py` serves them): a member's `confirm`
+(a command waiting for a person, its request file kept until decided) and a person's
+decisions from another shell."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,11 @@ class ControlRequest:
     target: str = "all"
     grace_s: float | None = None
     postmortem: bool = False
+    command: str | None = None
+    """A `confirm` request's command line, its working directory and the asking
+    member's pid (a request of a session that ended is dropped)."""
+    cwd: str | None = None
+    pid: int | None = None
 
 
 def submit(run_dir: Path, request: ControlRequest) -> Path:
@@ -84,9 +93,13 @@ def pending_requests(run_dir: Path) -> list[tuple[Path, ControlRequest | str]]:
     return out
 
 
-def answer(run_dir: Path, request_path: Path, request_id: str, ok: bool, text: str) -> None:
+def answer(
+    run_dir: Path, request_path: Path, request_id: str, ok: bool, text: str, **extra: Any
+) -> None:
+    """Write the response (`extra`: more fields, a confirm's `decision`), then drop the request."""
     atomic_write_text(
-        run_dir / "control" / f"resp-{request_id}.json", json.dumps({"ok": ok, "text": text}) + "\n"
+        run_dir / "control" / f"resp-{request_id}.json",
+        json.dumps({"ok": ok, "text": text, **extra}) + "\n",
     )
     request_path.unlink(missing_ok=True)
 
@@ -140,6 +153,11 @@ class ControlTaker(Protocol):
 
     async def reset(self, target: str) -> str: ...
 
+    def decide(self, action: str, target: str) -> str:
+        """A confirm-mode decision (`approve`, `refuse`, `allow-all`) on the commands
+        waiting from the members `target` names."""
+        ...
+
 
 async def perform(taker: ControlTaker, request: ControlRequest) -> str:
     """Act on one request; the answer's text (a bad target is refused, in one line)."""
@@ -158,6 +176,8 @@ async def perform(taker: ControlTaker, request: ControlRequest) -> str:
             return await taker.stop_hard(target)
         if action == "reset":
             return await taker.reset(target)
+        if action in CONFIRM_ACTIONS[1:]:
+            return taker.decide(action, target)
     except TargetError as exc:
         return f"refused: {exc}"
     return f"refused: unknown control {action!r}; use one of {', '.join(ACTIONS)}"
@@ -172,12 +192,15 @@ def refused(text: str) -> bool:
     )
 
 
-async def answer_pending(folder: Path, taker: ControlTaker) -> None:
+async def answer_pending(folder: Path, taker: ControlTaker, leave: tuple[str, ...] = ()) -> None:
     """Answer every request waiting in `folder/control/`, oldest first (a malformed one
-    is dropped: it names no answer file to write)."""
+    is dropped: it names no answer file to write), but for the actions in `leave`,
+    which another loop answers (a run's confirm desk: `CONFIRM_ACTIONS`)."""
     for path, request in pending_requests(folder):
         if isinstance(request, str):
             path.unlink(missing_ok=True)
+            continue
+        if request.action in leave:
             continue
         text = await perform(taker, request)
         answer(folder, path, request.id, not refused(text), text)

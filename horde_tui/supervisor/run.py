@@ -30,6 +30,7 @@ from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, finalize, handoff, lifecycle, repair, reviews, watch
+from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
@@ -115,6 +116,8 @@ class Supervisor:
         says so when they run without a sandbox (run header, REPORT.md)."""
         self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)
         """Each member's latest process, for the run's identity record (`store.identity`)."""
+        self.confirms = ConfirmDesk(self.run_dir, self.emit, self._asking, horde)
+        """Confirm mode's queue of commands waiting for a person (`supervisor/confirm.py`)."""
 
     # -- observing ------------------------------------------------------------------------
 
@@ -175,10 +178,12 @@ class Supervisor:
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
         phases = self._phases = asyncio.create_task(self._through_repair(start))
+        confirming = asyncio.create_task(self._serve_confirms())
         summary: RunSummary | None = None
         try:
             await asyncio.wait({phases})
         finally:
+            confirming.cancel()
             if not phases.done():  # this coroutine was cancelled: end the phases, report
                 phases.cancel()
                 await asyncio.wait({phases})
@@ -188,6 +193,17 @@ class Supervisor:
                 summary = await self._finalize()
             clear_live(self.run_dir)
         return summary
+
+    async def _serve_confirms(self) -> None:
+        """Confirm mode's requests, in every phase (the canary, repair included)."""
+        while True:
+            self.confirms.serve()
+            await asyncio.sleep(TICK_S)
+
+    def _asking(self, name: str, pid: int | None) -> bool:
+        """Whether the session of `name` that asked (its pid) still runs."""
+        handle = self.procs.get(name)
+        return name in self.running() and handle is not None and pid in (None, handle.pid)
 
     async def _through_repair(self, start: Callable[[], Awaitable[str]]) -> None:
         try:
@@ -343,7 +359,7 @@ class Supervisor:
 
     async def _supervise(self) -> None:
         while True:
-            await controls.answer_pending(self.run_dir, self)
+            await controls.answer_pending(self.run_dir, self, controls.CONFIRM_ACTIONS)
             for name, task in list(self.tasks.items()):
                 if task.done() and self.members[name].status not in SESSION_HANDLED:
                     await self._on_exit(name, task.result())
@@ -479,6 +495,10 @@ class Supervisor:
 
     def status(self, target: str = "all") -> str:
         return watch.status_text(self, target)
+
+    def decide(self, action: str, target: str) -> str:
+        """A confirm-mode decision, as the confirm desk takes it from `control/`."""
+        return self.confirms.decide(target, DECISIONS[action], "control")
 
     def pause(self, target: str = "all") -> str:
         names = [n for n in self.select(parse_targets(target)) if n in self.running()]
@@ -628,7 +648,14 @@ class Supervisor:
         )
 
 
-MEMBER_SETTINGS = ("remind_calls", "remind_ms", "inbox_turns", "max_turns", "request_timeout_s")
+MEMBER_SETTINGS = (
+    "remind_calls",
+    "remind_ms",
+    "inbox_turns",
+    "max_turns",
+    "request_timeout_s",
+    "confirm",
+)
 """Settings a member reads from its environment (besides the sandbox policy, which the
 supervisor resolves first): a member never imports the settings model, so each is
 passed as its `HORDE_*` variable, whichever way it was set."""

@@ -582,6 +582,10 @@ class SwarmSupervisor:
         texts = await asyncio.gather(*(act(self.hordes[n], sub) for n, sub in running.items()))
         return self._answer(dict(zip(running, texts, strict=True)), others)
 
+    def decide(self, action: str, target: str) -> str:
+        """Confirm-mode decisions go to each horde's confirm desk, like a pause."""
+        return self._each(target, lambda sup, sub: sup.decide(action, sub))
+
     def pause(self, target: str = "all") -> str:
         return self._each(target, lambda sup, sub: sup.pause(sub))
 

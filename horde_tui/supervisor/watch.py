@@ -38,6 +38,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
     for m in (sup.members[n] for n in names):
         elapsed = f"{now - m.started:.0f}s" if m.started else "-"
         tool = f" {m.current_tool}" if m.current_tool else ""
+        if sup.confirms.waits(m.name):
+            tool += " (awaiting approval: horde-tui approve/refuse)"
         cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
         lines.append(
             f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
@@ -63,20 +65,23 @@ def check_budget(sup: RunContext) -> None:
 
 def check_stalls(sup: RunContext) -> None:
     """Reset a member with no ledger write for HORDE_STALL_MS (0 disables), counted from
-    its session's first model answer or its last ledger write, whichever is later."""
+    its session's first model answer, its last ledger write or its last command a person
+    decided on (confirm mode), whichever is later. Waiting for that decision is not a
+    stall: the person is slow, not the member."""
     limit_s = sup.settings.stall_ms / 1000
     if not limit_s or sup.stop is not None:
         return
     now = time.time()
     for name in sup.running():
         state = sup.members[name]
-        if state.status == "paused" or state.first_output is None:
+        if state.status == "paused" or state.first_output is None or sup.confirms.waits(name):
             continue
         heartbeat = sup.run_dir / f".hb-{name}"
+        decided = sup.confirms.decided_at.get(name, 0.0)
         try:
-            last = max(heartbeat.stat().st_mtime, state.first_output)
+            last = max(heartbeat.stat().st_mtime, state.first_output, decided)
         except OSError:
-            last = state.first_output
+            last = max(state.first_output, decided)
         if now - last >= limit_s:
             handle = sup.procs[name]
             handle.stalled = True
