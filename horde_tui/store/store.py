@@ -440,7 +440,9 @@ class HordeStore:
             with flocked(self.paths.projection_lock, lock_timeout_s()) as held:
                 if not held:
                     return  # compared at a later write; this one's render is noted
-                for tmp in self.paths.root.glob(".*.md.*.tmp"):  # a dead writer's
+                # Temp files are only written under this lock: any present now are a
+                # dead writer's (cleared here, on each process's first write).
+                for tmp in self.paths.root.glob(".*.md.*.tmp"):
                     tmp.unlink(missing_ok=True)
                 self._write_projections(set(LEDGER_FILES), only_changed=True)
                 marks = read_marks(self.paths.projected)
@@ -535,8 +537,6 @@ class HordeStore:
         stale = {k for k, seq in self.state.last_change.items() if marks.get(k, 0) < seq}
         if not stale:
             return
-        for tmp in self.paths.root.glob(".*.md.*.tmp"):  # only written under this lock:
-            tmp.unlink(missing_ok=True)  # any present now are a dead writer's
         self._write_projections(stale)
         write_marks(self.paths.projected, marks | dict.fromkeys(stale, self.state.seq))
 
