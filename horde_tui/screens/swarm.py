@@ -46,8 +46,9 @@ from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
+from horde_tui.supervisor.controls import HordeControls
 from horde_tui.view.ledgers import KINDS
-from horde_tui.view.source import HordeControls, send_control
+from horde_tui.view.source import send_control
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine

@@ -189,16 +189,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
 
 def fsync_file(path: Path) -> None:
     """Flush what any process appended to `path` (a write made without `fsync`)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_WRONLY | os.O_APPEND)
 
 
 def fsync_dir(directory: Path) -> None:
     """Sync a directory's entries (a rename or a new file in it) to disk."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    _fsync(directory, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:

@@ -21,6 +21,7 @@ from horde_tui.settings import Settings
 from horde_tui.store.members import MemberState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.confirm import ConfirmDesk
+from horde_tui.supervisor.controls import HordeControls
 from horde_tui.supervisor.processes import GatewayHandle, MemberProcess
 from horde_tui.supervisor.setup import MemberSpec, RunRequest
 from horde_tui.supervisor.targets import Target
@@ -59,28 +60,6 @@ class HelperHost(Protocol):
     def emit(self, kind: str, member: str | None = None, record: bool = True, **data: Any) -> None:
         """Tell observers; lifecycle kinds also go to events.jsonl as the parent."""
         ...
-
-
-class HordeControls(Protocol):
-    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
-    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax); each returns the
-    line the person sees."""
-
-    def pause(self, target: str = "all") -> str: ...
-
-    def resume(self, target: str = "all") -> str: ...
-
-    def stop_clean(
-        self,
-        target: str = "all",
-        grace_s: float | None = None,
-        postmortem: bool = False,
-        reason: str = "stopped by user",
-    ) -> str: ...
-
-    async def stop_hard(self, target: str = "all") -> str: ...
-
-    async def reset(self, target: str) -> str: ...
 
 
 @runtime_checkable

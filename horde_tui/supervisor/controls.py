@@ -130,12 +130,10 @@ def ask(
 # -- the supervisor's side ---------------------------------------------------------------------
 
 
-class ControlTaker(Protocol):
-    """A supervisor that answers `control/` requests: a run's `Supervisor` or a swarm's
-    `SwarmSupervisor` (which forwards each to the hordes the target names). Each
-    returns the text the asker prints; one starting "refused" is a refusal."""
-
-    def status(self, target: str = "all") -> str: ...
+class HordeControls(Protocol):
+    """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax); each returns the
+    line the person sees."""
 
     def pause(self, target: str = "all") -> str: ...
 
@@ -152,6 +150,14 @@ class ControlTaker(Protocol):
     async def stop_hard(self, target: str = "all") -> str: ...
 
     async def reset(self, target: str) -> str: ...
+
+
+class ControlTaker(HordeControls, Protocol):
+    """A supervisor that answers `control/` requests: a run's `Supervisor` or a swarm's
+    `SwarmSupervisor` (which forwards each to the hordes the target names). Each
+    returns the text the asker prints; one starting "refused" is a refusal."""
+
+    def status(self, target: str = "all") -> str: ...
 
     def decide(self, action: str, target: str) -> str:
         """A confirm-mode decision (`approve`, `refuse`, `allow-all`) on the commands

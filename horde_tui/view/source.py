@@ -31,7 +31,8 @@ from typing import Any, Protocol
 from horde_tui.store.members import MemberState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import controls
-from horde_tui.supervisor.context import HordeControls, StopState
+from horde_tui.supervisor.context import StopState
+from horde_tui.supervisor.controls import HordeControls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.view.run import RunView
