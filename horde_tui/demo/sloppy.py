@@ -53,15 +53,16 @@ EXPECTED_REFUSALS: dict[str, str] = {
     "looping": "stop sending it",
 }
 """What each refusal must say, by mistake. Under the JSON protocol the gateway forgives
-prose and fences and refuses the unknown tool itself; natively the member refuses them."""
+prose and fences and refuses the unknown tool itself; natively the member refuses them.
+The tool list is matched up to `horde`: the rest grows with the member's tools."""
 
 NATIVE_ONLY_REFUSALS: dict[str, str] = {
     "read call in prose": "send a JSON object with path",
     "horde call in a fence": "must be one JSON object and nothing else",
-    "unknown tool": "is not available in this session (tools: bash, edit, horde, read, write)",
+    "unknown tool": "is not available in this session (tools: bash, edit, horde, ",
 }
 GATEWAY_REFUSALS: dict[str, str] = {
-    "unknown tool": f'unknown tool "{UNKNOWN_TOOL}"; known tools: bash, edit, horde, read, write',
+    "unknown tool": f'unknown tool "{UNKNOWN_TOOL}"; known tools: bash, edit, horde, ',
 }
 
 
