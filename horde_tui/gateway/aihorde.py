@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde_tui import __version__
+from horde_tui.gateway.jsonproto import content_text
 
 PROVIDER = "aihorde"
 PREFIX = PROVIDER + "/"
@@ -330,7 +331,7 @@ def build_prompt(messages: list[dict[str, Any]], model: str) -> tuple[str, list[
     pending_system: list[str] = []
     for message in messages:
         role = message.get("role")
-        text = _text(message.get("content"))
+        text = content_text(message.get("content"))
         if role in ("system", "developer"):
             if tpl.system_in_user:
                 pending_system.append(text)
@@ -360,18 +361,6 @@ def fit_prompt(prompt: str, tokens: int) -> str:
     head = max(0, room // 3)
     tail = max(0, room - head - len(marker))
     return prompt[:head] + marker + (prompt[-tail:] if tail else "")
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content
-        )
-    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 # -- the job client ---------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def chars_for_tokens(tokens: int) -> int:
 
 def text_chars(messages: Iterable[dict[str, Any]]) -> int:
     """Total characters of the messages' contents: what `compact_messages` keeps under cap."""
-    return sum(len(_text(m.get("content"))) for m in messages)
+    return sum(len(content_text(m.get("content"))) for m in messages)
 
 
 # --- the protocol section ----------------------------------------------------------------
@@ -238,9 +238,9 @@ def to_text_messages(
         role = message.get("role")
         i += 1
         if role in ("system", "developer"):
-            out.append({"role": "system", "content": _text(message.get("content"))})
+            out.append({"role": "system", "content": content_text(message.get("content"))})
         elif role == "user":
-            out.append({"role": "user", "content": _text(message.get("content"))})
+            out.append({"role": "user", "content": content_text(message.get("content"))})
         elif role == "tool":
             out.append(_result_message(message, names))
         elif role == "assistant":
@@ -274,7 +274,7 @@ def _assistant_turns(
     calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
     turns: list[dict[str, Any]] = []
     if not calls:
-        content = _text(message.get("content"))
+        content = content_text(message.get("content"))
         if content.strip():
             rendered = json.dumps({"answer": content, "done": True}, ensure_ascii=False)
             turns.append({"role": "assistant", "content": rendered})
@@ -294,7 +294,10 @@ def _assistant_turns(
 def _result_message(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     call_id = str(message.get("tool_call_id") or "")
     name = names.get(call_id) or str(message.get("name") or "tool")
-    return {"role": "user", "content": _result_block(name, call_id, _text(message.get("content")))}
+    return {
+        "role": "user",
+        "content": _result_block(name, call_id, content_text(message.get("content"))),
+    }
 
 
 def _result_block(name: str, call_id: str, content: str) -> str:
@@ -330,7 +333,7 @@ def _call(call: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return str(fn.get("name") or "?"), args or {}
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Message content as a string; OpenAI content-part lists keep their text parts."""
     if content is None:
         return ""
@@ -372,7 +375,7 @@ def compact_messages(
     options = [protocol_prompt(tools), _short_protocol(tools, True), _short_protocol(tools, False)]
     system = next((o for o in options if len(o) <= room), _head(options[-1], room))
     budget = _Budget(char_cap - len(system))
-    task = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    task = next((content_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
     task_part = budget.take("Task:\n", task, budget.remaining * 2 // 5, keep="head")
     reminder = budget.take("", _REMINDER, len(_REMINDER), keep="head")
     executed = _executed_section(_executed(messages), budget, budget.remaining // 3)
@@ -438,7 +441,9 @@ def _results(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
             call_id = str(message.get("tool_call_id") or "")
             call = calls.get(call_id)
             what = _head(_describe(*call), 80) if call else str(message.get("name") or "tool")
-            found.append((_result_label(what, call_id) + "\n", _text(message.get("content"))))
+            found.append(
+                (_result_label(what, call_id) + "\n", content_text(message.get("content")))
+            )
     return found
 
 
