@@ -24,7 +24,6 @@ blocking work first.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -320,18 +319,8 @@ async def _attempt(
         await task
         state.exit_cause = "killed"
         state.detail = spent
-    code = task.result()
-    state.exit_cause = state.exit_cause or ("exit_nonzero" if code else "no_output")
-    state.status, state.ended = "exited", time.time()
     # The member table and the event log learn that the attempt ended (and how) from this.
-    sup.emit(
-        "member-exit",
-        name,
-        cause=state.exit_cause,
-        code=code,
-        turns=state.turns,
-        detail=state.detail[:500],
-    )
+    await sup.record_exit(name, task.result())
     sup.parent.refresh()  # type: ignore[union-attr]
     threads_now = sup.parent.state.threads  # type: ignore[union-attr]
     still = [q for q in before if q in threads_now and _mark(threads_now[q]) == before[q]]
