@@ -448,3 +448,30 @@ def test_until_stop_a_contested_later_round_leaves_the_banked_answer_shown(filed
     banked = text.split("## Banked answer (round 1, validated by member-2)\n", 1)[1]
     assert "Injectable through build_query(), see F1" in banked
     assert (horde.root / "runs" / "r1" / "answers" / "round-1-validated.md").exists()
+
+
+class _Poller:
+    """The part of a supervisor `record_answer` reads: the run's store and its emit."""
+
+    def __init__(self, horde, run: str = "r1") -> None:
+        self.parent = horde.store("parent")
+        self.run_id = run
+        self.solved_seen: dict[str, float] = {}
+        self.emitted: list[tuple[str, str]] = []
+
+    def emit(self, kind: str, member: str, **data: object) -> None:
+        self.emitted.append((kind, member))
+
+
+def test_a_round_first_seen_validated_is_still_announced_as_proposed(filed):
+    """A loaded supervisor can poll after the proposal *and* its validation landed; the
+    event log must still say the answer was proposed before it says it was validated."""
+    from horde_tui.supervisor.watch import record_answer
+
+    filed("member-1", "solved", text="See F1", cites=["F1"])
+    filed("member-2", "confirm-solved", text="reproduced F1")
+    poller = _Poller(filed)
+    record_answer(poller)  # type: ignore[arg-type]
+    assert poller.emitted == [("solved-proposed", "member-1"), ("solved-validated", "member-1")]
+    record_answer(poller)  # type: ignore[arg-type]
+    assert len(poller.emitted) == 2, "each round and status is announced once"

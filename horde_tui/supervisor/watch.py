@@ -97,17 +97,21 @@ def record_answer(sup: RunContext) -> Proposal | None:
     prop = answers.current(sup.parent.state, sup.run_id)
     if prop is None:
         return None
-    reopened = f"{prop.round}:pending"
-    if prop.reopened_from is not None and reopened not in sup.solved_seen:
-        # Announced even when the reopened round moved on before this poll saw it pending.
-        sup.solved_seen[reopened] = time.time()
-        sup.emit(
-            "solved-reopened",
-            prop.by,
-            round=prop.round,
-            cites=prop.cites,
-            reopened_from=prop.reopened_from,
-        )
+    pending = f"{prop.round}:pending"
+    if pending not in sup.solved_seen:
+        # Every round is announced as pending first, even when a loaded supervisor first
+        # polls after its validation (or a reopened round's next change) landed too.
+        sup.solved_seen[pending] = time.time()
+        if prop.reopened_from is None:
+            sup.emit("solved-proposed", prop.by, round=prop.round, cites=prop.cites)
+        else:
+            sup.emit(
+                "solved-reopened",
+                prop.by,
+                round=prop.round,
+                cites=prop.cites,
+                reopened_from=prop.reopened_from,
+            )
     key = f"{prop.round}:{prop.status}"
     if key not in sup.solved_seen:
         sup.solved_seen[key] = time.time()
