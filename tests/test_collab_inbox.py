@@ -231,6 +231,23 @@ def test_a_session_still_calling_tools_at_the_turn_cap_ends_with_turns(crew):
     assert exit_.detail == "turn cap of 3 reached; the model was still calling tools"
 
 
+def test_a_session_stops_itself_once_its_token_share_is_spent(crew):
+    """A repair attempt's share is kept by the member before each call, so a fast model
+    cannot overshoot it by however many calls fit between the supervisor's polls."""
+    tool_call = {
+        "content": "looking",
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "horde", "arguments": '{"action": "list"}'}}
+        ],
+    }
+    model = ScriptedModel([tool_call])  # each reply reports one prompt token
+
+    exit_, _ = run_loop(crew, model, max_tokens=3)
+
+    assert (exit_.cause, len(model.requests)) == ("killed", 3)
+    assert exit_.detail == "its token share of 3 tokens was spent"
+
+
 def test_a_session_that_finishes_on_its_last_turn_completes(crew):
     model = ScriptedModel([{"content": "all done"}])
 

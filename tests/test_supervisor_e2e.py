@@ -714,9 +714,13 @@ def test_a_repair_attempt_is_stopped_at_its_token_share(tmp_path: Path) -> None:
     assert (phase["demand"], phase["budget_tokens"], phase["unit_tokens"]) == (1, 12000, 4000)
     first_start = _repair_events(sup.run_dir, "repair-start")[0]
     assert (first_start["member"], first_start["share_tokens"]) == ("member-2", 4000)
-    assert first_end["turns"] < 30 and first_end["tokens"] >= 4000
+    assert first_end["turns"] < 30 and first_end["tokens"] >= 4000, first_end
+    # The member keeps the share before each call: at most one call (~1,300 tokens of this
+    # conversation) past it, however fast the model answers (it was 6,830 and 16,764 when
+    # only the supervisor's 0.1 s poll kept it).
+    assert first_end["tokens"] < 4000 + 2000, first_end
     exits = [e for e in _repair_events(sup.run_dir, "member-exit") if e["cause"] == "killed"]
-    assert exits[0]["detail"] == "its repair token share of 4000 tokens was spent"
+    assert exits[0]["detail"] == "its token share of 4000 tokens was spent"
     (phase_end,) = [e for e in _repair_events(sup.run_dir, "phase-end") if e["phase"] == "repair"]
     assert phase_end["spent_tokens"] < 12000 + first_end["tokens"]
     assert summary.outcome == "finished"

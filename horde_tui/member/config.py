@@ -34,6 +34,9 @@ class MemberConfig:
     remind_calls: int = 8
     remind_ms: int = 600_000
     max_turns: int = 200
+    max_tokens: int = 0
+    """The session's token share (`HORDE_MAX_TOKENS`, 0: none): a repair attempt's, kept
+    before each call so a fast model cannot run past it between the supervisor's polls."""
     request_timeout_s: float = 900.0
     layer: str | None = None
     readonly: bool = False
@@ -114,6 +117,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         remind_calls=_int(e, "HORDE_REMIND_CALLS", 8),
         remind_ms=_int(e, "HORDE_REMIND_MS", 600_000),
         max_turns=_int(e, "HORDE_MAX_TURNS", 200),
+        max_tokens=max(0, _int(e, "HORDE_MAX_TOKENS", 0)),
         request_timeout_s=float(_int(e, "HORDE_REQUEST_TIMEOUT_S", 900)),
         layer=e.get("HORDE_LAYER") or None,
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",

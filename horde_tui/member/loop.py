@@ -41,7 +41,7 @@ from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.store import inbox, notices
-from horde_tui.store.causes import MEMBER_EXIT_CAUSES
+from horde_tui.store.causes import MEMBER_EXIT_CAUSES, token_share_spent
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import sessions_dir
@@ -142,6 +142,10 @@ class MemberLoop:
                 return Exit("killed", self.state.last_text, "stopped by the parent")
             if self.state.turns >= self.config.max_turns:
                 return self._capped("the model was still calling tools")
+            if self.config.max_tokens and self._tokens() >= self.config.max_tokens:
+                return Exit(
+                    "killed", self.state.last_text, token_share_spent(self.config.max_tokens)
+                )
             self.deliver_notices()
             self.deliver_inbox()
             self.state.turns += 1
@@ -249,6 +253,9 @@ class MemberLoop:
         except OSError:
             return False
         return bool(inbox.pending(self.store.state, self.config.name))
+
+    def _tokens(self) -> int:
+        return self.state.prompt_tokens + self.state.completion_tokens
 
     def _capped(self, why: str) -> Exit:
         return Exit(

@@ -50,6 +50,13 @@ USER_RESET = "reset by user"
 USER_STOP = "stopped by user"
 """The exit cause of a session a person's stop (hard, or a clean stop's end) ended."""
 
+
+def token_share_spent(tokens: int) -> str:
+    """The detail of a session ended at its token share (`killed`), whichever side saw it
+    first: the member before its next call, or the supervisor's poll during a long one."""
+    return f"its token share of {tokens} tokens was spent"
+
+
 CAUSES: dict[str, CauseKind] = {
     "completed": "done",
     "turns": "capped",

@@ -27,6 +27,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from horde_tui.store.causes import token_share_spent
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.threads import awaiting_resolution, open_threads_to
 from horde_tui.store.model import Thread
@@ -302,14 +303,17 @@ async def _attempt(
     loop = asyncio.get_running_loop()
     started = loop.time()
     await sup.spawn(
-        name, REPAIR_BRIEF.format(threads=listing), HORDE_MAX_TURNS=str(sup.settings.repair_turns)
+        name,
+        REPAIR_BRIEF.format(threads=listing),
+        HORDE_MAX_TURNS=str(sup.settings.repair_turns),
+        HORDE_MAX_TOKENS=str(share_tokens),
     )
     task = sup.tasks[name]
     spent = ""
     while not task.done() and not spent:
         left_s = started + share_ms / 1000 - loop.time()
         if state.prompt_tokens + state.completion_tokens - tokens_before >= share_tokens:
-            spent = f"its repair token share of {share_tokens} tokens was spent"
+            spent = token_share_spent(share_tokens)
         elif left_s <= 0:
             spent = f"its repair time share of {share_ms} ms was spent"
         else:
