@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from horde_tui.protocol import run_action
+from horde_tui.store import durable
 from horde_tui.store import store as store_module
 from horde_tui.store.projected import read_marks
 from horde_tui.store.store import HordeStore
@@ -150,3 +151,50 @@ def test_a_writer_that_renders_late_finds_its_projection_done_by_a_later_one(
     board = (root / "BOARD.md").read_text()
     assert "a was first" in board and "b overtakes" in board
     assert read_marks(root / ".projected")["board"] == b.state.seq
+
+
+def test_a_writer_whose_append_another_flush_covered_fsyncs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watched_fsyncs: list[tuple[str, bool]]
+) -> None:
+    """Writer A appends and releases; before A flushes, B writes and flushes: B's fsyncs
+    began after A's bytes landed, so they made A's durable too and A skips its own (one
+    journal commit for both, not two). A's receipt still comes after its bytes are on
+    disk; B's flush was it."""
+    root = tmp_path / ".horde"
+    a, b = HordeStore(root, "member-1"), HordeStore(root, "member-2")
+    a.ensure_run("r1", "# Task\n\nfind the bug\n")
+    assert run_action(b, {"action": "post", "text": "b warms up"}, run="r1").ok
+    real_flush = HordeStore._flush
+    seen: dict[str, list[str]] = {}
+
+    def b_overtakes(self: HordeStore, *, strict: bool = False) -> str:
+        if self is a and "b" not in seen:
+            watched_fsyncs.clear()
+            assert run_action(b, {"action": "post", "text": "b overtakes"}, run="r1").ok
+            seen["b"] = [name for name, _ in watched_fsyncs]
+            watched_fsyncs.clear()
+        return real_flush(self, strict=strict)
+
+    monkeypatch.setattr(HordeStore, "_flush", b_overtakes)
+    receipt = run_action(a, {"action": "post", "text": "a was first"}, run="r1")
+    assert receipt.ok, receipt.text
+    assert {"ledger.jsonl", "events.jsonl"} <= set(seen["b"]), seen
+    assert [n for n, _ in watched_fsyncs if n.endswith(".jsonl")] == [], watched_fsyncs
+
+
+def test_a_cut_file_is_flushed_again_below_the_old_mark(
+    tmp_path: Path, watched_fsyncs: list[tuple[str, bool]]
+) -> None:
+    """A torn tail's cut reuses offsets an earlier flush covered: the next append there
+    is not taken for durable."""
+    root = tmp_path / ".horde"
+    store = HordeStore(root, "member-1")
+    store.ensure_run("r1", "# Task\n\nfind the bug\n")
+    assert run_action(store, {"action": "post", "text": "durable"}, run="r1").ok
+    with open(root / "ledger.jsonl", "ab") as f:  # a writer died mid-append, then was flushed
+        f.write(b'{"seq": 99, "op": "post.add", "text": "' + b"x" * 4000)  # longer than a post
+    durable.sync_through(root / "ledger.jsonl", (root / "ledger.jsonl").stat().st_size)
+    watched_fsyncs.clear()
+    assert run_action(store, {"action": "post", "text": "after the cut"}, run="r1").ok
+    # One fsync seals the cut, the other flushes the new post appended below the old mark.
+    assert [n for n, _ in watched_fsyncs].count("ledger.jsonl") == 2, watched_fsyncs

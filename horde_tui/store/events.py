@@ -99,6 +99,12 @@ class EventLog:
     def next_id(self) -> str:
         return f"E{self.count + 1}"
 
+    @property
+    def end(self) -> int:
+        """Bytes of the file this log has read or written (its appends end here)."""
+        assert self._tail is not None
+        return self._tail.offset
+
     def append(self, events: list[dict[str, Any]], *, fsync: bool = True) -> list[str]:
         """Number and append events (caller holds the lock and has caught up).
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.inputs import loads
+from horde_tui.store.durable import forget_synced
 from horde_tui.store.paths import write_file
 
 MORE = "more"
@@ -273,6 +274,7 @@ def repair_torn_tail(path: Path) -> TailRepair:
             repair.kept = _keep_aside(path, keep_to, cut, repair.lines)
             os.ftruncate(fd, keep_to)
             os.fsync(fd)
+            forget_synced(path)
             repair.cut = size - keep_to
         return repair
     finally:
@@ -316,6 +318,7 @@ def _undo(path: Path, before: int, length: int) -> str:
             return UNFLUSHED
         if size != before:
             os.truncate(path, before)
+            forget_synced(path)
     except FileNotFoundError:
         return UNDONE
     except OSError:

@@ -186,13 +186,21 @@ def _left() -> None:
 def flocked(path: Path, timeout: float) -> Iterator[bool]:
     """Hold `path`'s exclusive `flock` for the body if it can be had within `timeout`
     (yields True), else run the body without it (yields False)."""
+    with flocked_fd(path, timeout) as fd:
+        yield fd is not None
+
+
+@contextmanager
+def flocked_fd(path: Path, timeout: float) -> Iterator[int | None]:
+    """`flocked`, yielding the locked descriptor (None: not had in time), for a lock file
+    that also holds a little state read and written under it."""
     fd = _acquire(str(path), timeout)
     if fd is None:
-        yield False
+        yield None
         return
     _entered()
     try:
-        yield True
+        yield fd
     finally:
         try:
             fcntl.flock(fd, fcntl.LOCK_UN)

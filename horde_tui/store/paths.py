@@ -187,11 +187,6 @@ def atomic_write_bytes(path: Path, data: bytes, *, fsync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def fsync_file(path: Path) -> None:
-    """Flush what any process appended to `path` (a write made without `fsync`)."""
-    _fsync(path, os.O_WRONLY | os.O_APPEND)
-
-
 def fsync_dir(directory: Path) -> None:
     """Sync a directory's entries (a rename or a new file in it) to disk."""
     _fsync(directory, os.O_RDONLY | os.O_DIRECTORY)

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store import checkpoint, identity
+from horde_tui.store.durable import sync_through
 from horde_tui.store.events import ERROR_OUTCOME, EventLog
 from horde_tui.store.jsonl import (
     TORN,
@@ -57,7 +58,7 @@ from horde_tui.store.jsonl import (
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.lock import HordeLock, flocked, lock_timeout_s
-from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text, fsync_file
+from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
 from horde_tui.store.projected import read_marks, write_marks
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
@@ -129,8 +130,9 @@ class HordeStore:
         """Ledger lines folded at the last `gc.freeze` (None: not yet)."""
         self._appended = False
         """This write appended records (a failed render is then worth a note)."""
-        self._unflushed: dict[Path, None] = {}
-        """Files appended to under the lock, to fsync after the release (`_flush`)."""
+        self._unflushed: dict[Path, int] = {}
+        """Files appended to under the lock, to make durable after the release (`_flush`),
+        with how many of their bytes must be."""
         self._ledger_file: tuple[int, int] | None = None
         """(device, inode) of the ledger file this fold read: only a fold of the file that
         is there now may be saved as its checkpoint."""
@@ -292,7 +294,7 @@ class HordeStore:
             return Receipt(False, None, not_recorded(exc))
         if request_id:
             # A replay acknowledges what its first writer may have died before flushing.
-            self._unflushed |= {self.paths.ledger: None, log.path: None}
+            self._unflushed |= {self.paths.ledger: self._ledger.offset, log.path: log.end}
             prior = log.outcomes.get((self.actor, request_id))
             if prior is not None:
                 return Receipt(
@@ -348,7 +350,7 @@ class HordeStore:
         }
         try:
             (event_id,) = log.append([outcome], fsync=False)
-            self._unflushed[log.path] = None
+            self._unflushed[log.path] = log.end
         except OSError as exc:
             # The ledger carries the requestId: a retry is still answered correctly.
             event_id = None
@@ -365,7 +367,7 @@ class HordeStore:
             log = self._settle_events(run)
             event = {"ts": utc_now(), "actor": self.actor, **event}
             (event_id,) = log.append([event], fsync=False)
-            self._unflushed[log.path] = None
+            self._unflushed[log.path] = log.end
         self._flush(strict=True)
         return event_id
 
@@ -499,8 +501,8 @@ class HordeStore:
             )
         data = encode_records(stamped)
         append_bytes(self.paths.ledger, data, fsync=False)
-        self._unflushed[self.paths.ledger] = None
         self._ledger.offset += len(data)
+        self._unflushed[self.paths.ledger] = self._ledger.offset
         self._ledger.line_count += len(stamped)
         self.state.apply_all(stamped)
         self._appended = True
@@ -541,14 +543,15 @@ class HordeStore:
         write_marks(self.paths.projected, marks | dict.fromkeys(stale, self.state.seq))
 
     def _flush(self, *, strict: bool = False) -> str:
-        """Fsync the files this process appended to under the lock it just released; a
-        note for the receipt ('' if none) when a flush fails, or (`strict`) raise."""
+        """Make durable what this process appended under the lock it just released (one
+        fsync may cover several writers': `durable`); a note for the receipt ('' if none)
+        when a flush fails, or (`strict`) raise."""
         note = ""
         while self._unflushed:
             path = next(iter(self._unflushed))
-            del self._unflushed[path]
+            end = self._unflushed.pop(path)
             try:
-                fsync_file(path)
+                sync_through(path, end)
             except OSError as exc:
                 if strict:
                     raise
