@@ -17,7 +17,7 @@ from horde_tui.eval.score import (
     score_defects,
 )
 from horde_tui.eval.taskset import Defect, Question, TaskSetError, load_task, parse_number
-from horde_tui.supervisor.citations import path_citations
+from horde_tui.store.pathcite import path_citations
 
 SQLI = Defect("sqli", "app/db.py", 12, 14, "sql-injection", ("injection", "concatenat"))
 TRAVERSAL = Defect("traversal", "app/files.py", 30, 30, "path-traversal", ("traversal", ".."))

@@ -2,7 +2,7 @@
 
 A finding is matched to a defect by where its evidence (and text) points: a citation
 `path:line` or `path:first-last` (read by the report's path grammar,
-`supervisor.citations.path_citations`) on the defect's file whose lines overlap the defect's
+`store.pathcite.path_citations`) on the defect's file whose lines overlap the defect's
 is a match. A citation of the defect's file with no line matches only when the finding
 also uses one of the defect's words; a citation of the right file at other lines, or the
 defect's words with no citation of its file, is no match. When a finding fits several
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from horde_tui.eval.taskset import Defect, Question, parse_number
-from horde_tui.supervisor.citations import path_citations
+from horde_tui.store.pathcite import path_citations
 
 
 @dataclass(frozen=True)

@@ -5,52 +5,22 @@ would trip over: a finding without importance or confidence, an `R#` that no res
 has, a file path that is not in the working directory, a cluster whose deltaOf chain
 crosses concerns. They warn; they never change the ledgers.
 
-Path extraction is deliberately conservative. A token counts as a path when it has a
-file extension or a line suffix (`src/app.py:12`, `lib/Makefile:3`); a bare name
-(`app.py`) only with a well-known source extension. Not checked: anything inside a URL
-or after a host name, rooted paths outside the working directory (`/api/users` is a
-route, not a file), and templates with a date or placeholder slot
-(`logs/gate-YYYY-MM-DD.jsonl`, `out/<id>.json`, `{name}.txt`, `member-N.log`). A path
-that is not at the cited place but ends an existing file's path (`store/state.py` for
-`horde_tui/store/state.py`) is accepted, as people cite that way.
+The grammar of a cited path is `store/pathcite.py`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.store.clusters import Cluster
 from horde_tui.store.model import Finding
+from horde_tui.store.pathcite import PathIndex, path_citations
 from horde_tui.store.state import LedgerState
 
 _RESOURCE_REF = re.compile(r"\bR([0-9]{1,18})\b")
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
-_TOKEN = re.compile(r"[^\s`'\"()\[\],;|]+")
-_LINE = re.compile(
-    r"(?::(?P<first>\d+)(?:(?P<sep>[-–:])(?P<last>\d+))?|#L(?P<lfirst>\d+)(?:-L?(?P<llast>\d+))?)$"
-)
-"""A citation's line suffix: `:12`, `:12-14` (or `–`), `:12:5` (line 12, column 5),
-`#L12` or `#L12-L14`."""
-_SPACED_RANGE = re.compile(r"(:\d+)\s*[-–]\s*(?=\d)")
-"""`app.py:12 - 14`, written as one token before the text is split."""
-_EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
-_HOSTLIKE = re.compile(r"^(?:localhost|(?:[\w-]+\.)+[A-Za-z]{2,})(?::\d+)?/")
-_PLACEHOLDER = re.compile(
-    r"<[^>]*>|\{[^}]*\}|[*?$%]|\.\.\."
-    r"|(?:^|[-_./])(?:Y{2,4}|MM|DD|HH|N|X+|ID|NAME)(?=$|[-_./:])"
-)
-BARE_EXTENSIONS = frozenset(
-    """py pyi js mjs cjs jsx ts tsx md txt json jsonl yaml yml toml cfg ini rs go c h cc
-    cpp hpp java kt rb php sh bash sql html css tcss lock log csv xml swift""".split()
-)
-"""Extensions that make a bare name (no `/`) a file: `os.path` or `e.g` must not be one."""
-SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", ".venv", ".git", ".horde"})
-INDEX_CAP = 50_000
-"""Files indexed for suffix matches; past it, unresolved paths are not reported."""
 
 
 @dataclass(frozen=True)
@@ -62,18 +32,6 @@ class ConsistencyWarning:
     subject: str
     """The F# (or cluster ids) the warning is about."""
     text: str
-
-
-@dataclass(frozen=True)
-class PathCitation:
-    token: str
-    """As cited, line suffix included: what the warning quotes."""
-    path: str
-    """Relative to the working directory, line suffix removed: what is checked."""
-    first: int | None = None
-    """The first line cited (None: the file only)."""
-    last: int | None = None
-    """The last line cited (`first` for one line, or for a range that runs backwards)."""
 
 
 def missing_metadata(findings: Iterable[Finding]) -> list[ConsistencyWarning]:
@@ -103,99 +61,6 @@ def unknown_resources(state: LedgerState, findings: Iterable[Finding]) -> list[C
                     )
                 )
     return out
-
-
-def _clean(token: str) -> str:
-    """Drop sentence punctuation, markdown emphasis and a pytest `::test` node suffix."""
-    if token.startswith("*") and token.endswith("*"):
-        token = token.strip("*")
-    token = token.rstrip(".,:!?")
-    return token.split("::", 1)[0]
-
-
-def _lines(token: str) -> tuple[int | None, int | None]:
-    """The lines a token's suffix cites: `app.py:24-3` is line 24, not a backwards range."""
-    m = _LINE.search(token)
-    if m is None:
-        return None, None
-    first = int(m.group("first") or m.group("lfirst"))
-    last = m.group("llast") or (m.group("last") if m.group("sep") != ":" else None)
-    return first, max(first, int(last)) if last else first
-
-
-def _as_path(token: str, workdir: Path | None) -> str | None:
-    """The workdir-relative path a token cites, or None when it is not a checkable path
-    (a rooted path with no `workdir` to be relative to is none)."""
-    m = _LINE.search(token)
-    base = token[: m.start()] if m else token
-    if not base or "\\" in base or base[0] in "~@" or _PLACEHOLDER.search(base):
-        return None
-    if _HOSTLIKE.match(base) or base.endswith("/"):
-        return None
-    ext = _EXT.search(base.rsplit("/", 1)[-1])
-    if "/" not in base:
-        named = ext and ext.start() > 0 and ext.group(1).lower() in BARE_EXTENSIONS
-        return base if named else None
-    if not ext and not m:
-        return None
-    if base.startswith("/"):
-        root = str(workdir).rstrip("/") + "/"
-        return base[len(root) :] if workdir and base.startswith(root) else None
-    if base.startswith("../") or "/../" in base:
-        if workdir is None:
-            return None
-        resolved = os.path.normpath(os.path.join(str(workdir), base))
-        root = os.path.normpath(str(workdir))
-        return os.path.relpath(resolved, root) if resolved.startswith(root + os.sep) else None
-    return base.removeprefix("./")
-
-
-def path_citations(text: str, workdir: Path | None = None) -> list[PathCitation]:
-    """Path-like tokens of `text` worth checking, in order, each once, with the lines
-    they cite. The one grammar of a cited path: the report checks the paths exist, the
-    eval scores the lines against planted defects."""
-    text = _SPACED_RANGE.sub(r"\1-", _URL.sub(" ", text))
-    found: dict[str, PathCitation] = {}
-    for raw in _TOKEN.findall(text):
-        token = _clean(raw)
-        path = _as_path(token, workdir)
-        if path and token not in found:
-            found[token] = PathCitation(token, path, *_lines(token))
-    return list(found.values())
-
-
-@dataclass
-class PathIndex:
-    """Answers "does this cited path exist?", falling back to suffix matches.
-
-    The tree is walked lazily, once, only when a path is not where it is cited.
-    """
-
-    workdir: Path
-    _files: list[str] | None = field(default=None, repr=False)
-    _complete: bool = field(default=True, repr=False)
-
-    def _walk(self) -> list[str]:
-        if self._files is None:
-            self._files = []
-            for top, dirs, names in os.walk(self.workdir):
-                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-                rel = os.path.relpath(top, self.workdir)
-                for name in sorted(names):
-                    self._files.append(name if rel == "." else f"{rel}/{name}")
-                if len(self._files) > INDEX_CAP:
-                    self._complete = False
-                    break
-        return self._files
-
-    def exists(self, path: str) -> bool:
-        """True when present (or ends an indexed path); unsure counts as present."""
-        if (self.workdir / path).exists():
-            return True
-        suffix = "/" + path
-        if any(f == path or f.endswith(suffix) for f in self._walk()):
-            return True
-        return not self._complete
 
 
 def missing_paths(findings: Iterable[Finding], workdir: Path) -> list[ConsistencyWarning]:
