@@ -8,7 +8,7 @@ change, so rendered text can be cached per entity and re-rendered only when it c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 IdeaStatus = Literal["open", "claimed", "done", "ruled-out"]
 ClaimStatus = Literal["asserted", "confirmed", "contested", "retracted", "superseded"]
@@ -98,6 +98,8 @@ class Review:
     """The E# attached by this call's `evidenceText`, if any."""
     reattests: str = ""
     """The earlier V# this review carries forward (`reattest`), if any."""
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    """The lines its evidence cites, with their hash (as for a finding)."""
 
     @property
     def full_scope(self) -> bool:
@@ -125,6 +127,9 @@ class Finding(Entity):
     """The claim line of every revision (index 0 is r1): `reattest` refuses across a change."""
     amended_from: set[int] = field(default_factory=set)
     """Revisions an `amend` started from: a review of one may be carried forward."""
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    """The `path` lines its evidence cites, each with their hash at filing time (quoted
+    ones were checked): finalize marks them `stale` or `missing` (`protocol.evidence`)."""
 
     @property
     def claim_line(self) -> str:

@@ -16,6 +16,7 @@ that is not at the cited place but ends an existing file's path (`store/state.py
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ class PathCitation:
     """The first line cited (None: the file only)."""
     last: int | None = None
     """The last line cited (`first` for one line, or for a range that runs backwards)."""
+    quote: str | None = None
+    """The code quoted after a line citation, to be found on those lines (None: none)."""
 
 
 def _clean(token: str) -> str:
@@ -105,16 +108,41 @@ def _as_path(token: str, workdir: Path | None) -> str | None:
 
 def path_citations(text: str, workdir: Path | None = None) -> list[PathCitation]:
     """Path-like tokens of `text` worth checking, in order, each once, with the lines
-    they cite. The one grammar of a cited path: the report checks the paths exist, the
-    eval scores the lines against planted defects."""
-    text = _SPACED_RANGE.sub(r"\1-", _URL.sub(" ", text))
+    they cite and, after a line suffix, the code they quote. The one grammar of a cited
+    path: the report checks the paths exist, the tool checks the quotes, the eval scores
+    the lines against planted defects."""
+    # URLs are blanked in place, so a quote (which may hold one) is read from `text`; the
+    # spaced ranges are closed first (quotes are compared ignoring whitespace anyway).
+    text = _SPACED_RANGE.sub(r"\1-", text)
+    scan = _URL.sub(lambda m: " " * len(m[0]), text)
     found: dict[str, PathCitation] = {}
-    for raw in _TOKEN.findall(text):
-        token = _clean(raw)
+    for m in _TOKEN.finditer(scan):
+        token = _clean(m[0])
         path = _as_path(token, workdir)
         if path and token not in found:
-            found[token] = PathCitation(token, path, *_lines(token))
+            first, last = _lines(token)
+            quote = _quote(text, m.end(), m[0]) if first is not None else None
+            found[token] = PathCitation(token, path, first, last, quote)
     return list(found.values())
+
+
+_AFTER_COLON = re.compile(r"[ \t]*([^\n]+)")
+_QUOTED = re.compile(r"[ \t]*(?:[-–—:][ \t]*)?`([^`\n]+)`")
+
+
+def _quote(text: str, end: int, raw: str) -> str | None:
+    """The code a citation quotes: a backticked span right after it (`app.py:3 `x = 1``,
+    also after a dash or colon), or the rest of its line after a colon (`app.py:3: x = 1`)."""
+    if text[end : end + 1] == "`":
+        end += 1  # the citation was itself in backticks
+    quoted = _QUOTED.match(text, end)
+    if quoted:
+        return quoted[1].strip() or None
+    if raw.endswith(":") and not raw.endswith("::"):
+        after = _AFTER_COLON.match(text, end)
+        if after:
+            return after[1].strip().strip("`").strip() or None
+    return None
 
 
 @dataclass
@@ -149,3 +177,33 @@ class PathIndex:
         if any(f == path or f.endswith(suffix) for f in self._walk()):
             return True
         return not self._complete
+
+
+def cited_lines(file: Path, first: int, last: int) -> bytes | None:
+    """Lines `first`..`last` (1-based) of `file` as bytes, None when the file is gone or
+    shorter. Splits only up to `last`, so a citation near the top of a large file reads
+    but does not split the rest."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return None
+    parts = data.split(b"\n", last)
+    if len(parts) < last or (len(parts) == last and not parts[-1]):
+        return None  # fewer than `last` lines
+    return b"\n".join(parts[first - 1 : last])
+
+
+def span_hash(lines: bytes) -> str:
+    """What a recorded span keeps of its lines: enough to see that they changed."""
+    return hashlib.sha256(lines).hexdigest()[:16]
+
+
+def locate(workdir: Path, path: str, index: PathIndex | None = None) -> Path | None:
+    """The file a cited path names: at that path, or the one file whose path it ends
+    (people cite `store/state.py` for `horde_tui/store/state.py`); None if none or many."""
+    direct = workdir / path
+    if direct.is_file():
+        return direct
+    suffix = "/" + path
+    matches = [f for f in (index or PathIndex(workdir))._walk() if f.endswith(suffix)]
+    return workdir / matches[0] if len(matches) == 1 else None

@@ -6,6 +6,7 @@ from typing import Any
 
 from horde_tui.protocol.actions.solved import withdrawals
 from horde_tui.protocol.context import ActionContext, resolve
+from horde_tui.protocol.evidence import checked_spans
 from horde_tui.protocol.hints import held_by
 from horde_tui.protocol.params import AmendParams, FindingParams, VerifyParams
 from horde_tui.protocol.rules import check_new_concern, normalize_slug
@@ -91,6 +92,7 @@ def finding(ctx: ActionContext, p: FindingParams, state: LedgerState) -> Decisio
         dup = _duplicate(ctx, p, state, concern)
         if dup is not None:
             return dup
+    spans = checked_spans(f"{p.text}\n{p.evidence}", ctx.workdir)
     new_id = state.next_id("findings")
     record = {
         "op": "finding.add",
@@ -104,6 +106,7 @@ def finding(ctx: ActionContext, p: FindingParams, state: LedgerState) -> Decisio
         "confidence": p.confidence,
         "deltaOf": delta_of,
         "supersedes": supersedes,
+        "spans": spans or None,
     }
     records.insert(0, {k: v for k, v in record.items() if v is not None})
     rel = (

@@ -21,6 +21,7 @@ from horde_tui.protocol.collab import (
 )
 from horde_tui.protocol.collab_params import AttachParams, ReattestParams, ReviewParams
 from horde_tui.protocol.context import ActionContext
+from horde_tui.protocol.evidence import checked_spans
 from horde_tui.store.acceptance import NEED, is_qualifying, required_support
 from horde_tui.store.ledgers.threads import threads_about
 from horde_tui.store.model import Review
@@ -75,6 +76,7 @@ def review(ctx: ActionContext, p: ReviewParams, state: LedgerState) -> Decision:
         )
     require_evidence(p.evidence, p.evidenceText, "a review")
     check_event_refs(ctx, p.evidence)
+    spans = checked_spans(f"{p.evidence}\n{p.evidenceText}", ctx.workdir)
     fields = {
         "verdict": p.verdict,
         "support": p.support,
@@ -82,7 +84,7 @@ def review(ctx: ActionContext, p: ReviewParams, state: LedgerState) -> Decision:
         "unchecked": unchecked,
         "limits": p.limits.strip(),
         "evidence": p.evidence,
-    }
+    } | ({"spans": spans} if spans else {})
     return _record_review(ctx, state, target, revision, fields, p.evidenceText)
 
 

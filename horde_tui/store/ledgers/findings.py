@@ -44,6 +44,7 @@ def _add(state: LedgerTables, rec: dict[str, Any]) -> None:
         confidence=rec.get("confidence"),
         delta_of=rec.get("deltaOf"),
         supersedes=rec.get("supersedes"),
+        spans=list(rec.get("spans") or []),
     )
     f.claim_lines.append(f.claim_line)
     state.findings[f.id] = f
@@ -112,6 +113,7 @@ def _review(state: LedgerTables, rec: dict[str, Any]) -> None:
         seq=rec["seq"],
         evidence_id=rec.get("evidenceId", ""),
         reattests=rec.get("reattests", ""),
+        spans=list(rec.get("spans") or []),
     )
     # A review is listed under its target and moves the target's status; a target that
     # does not exist yet shows it once added.
