@@ -6,11 +6,16 @@ finalize re-check (`span_state`) read the same files after they are edited or re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from horde_tui.protocol.evidence import span_state
+from horde_tui.store import pathcite
+from horde_tui.store.store import HordeStore
 
 USERS = "\n".join(
     [f"# line {n}" for n in range(1, 47)]
@@ -136,3 +141,84 @@ def test_spans_go_stale_when_the_file_changes_and_missing_when_it_is_gone(audito
     assert span_state(span, auditor.workdir) == "stale"
     users.unlink()
     assert span_state(span, auditor.workdir) == "missing"
+
+
+@pytest.mark.slow  # a whole real run: `pytest -m slow`
+@pytest.mark.e2e
+def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_path: Path) -> None:
+    """A real one-member run: the member files a finding quoting app.py:1, then its own
+    shell rewrites that line. Finalize re-checks the span: REPORT.md warns that the
+    evidence is stale and ACCEPTANCE marks it."""
+    from support.plans import APP, HELPERS, horde, run_supervisor, settings
+
+    from horde_tui.stubmodel import StubThread
+    from horde_tui.stubmodel.agent import AgentPolicy
+    from horde_tui.supervisor.setup import RunRequest
+
+    (tmp_path / "app.py").write_text(APP)
+    plans = {
+        "member-1": [
+            horde("idea", text="Check app.py for a hard-coded password"),
+            horde("claim", id="$id"),
+            horde(
+                "finding",
+                concern="secrets",
+                concernDef="secrets in source",
+                text="app.py hard-codes the password",
+                evidence="app.py:1 `PASSWORD = 'hunter2'`",
+                support="tested",
+                importance="high",
+                confidence="high",
+            ),
+            {"tool": "bash", "args": {"command": "sed -i 's/hunter2/from-env/' app.py"}},
+            horde("done", id="$I", result="filed $F"),
+            {"say": "Done."},
+        ],
+        **HELPERS,
+    }
+    with StubThread(policy=AgentPolicy(plans)) as stub:
+        cfg = settings(stub, allow_unverified=True)
+        summary, sup, _ = run_supervisor(
+            tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg
+        )
+    assert summary.exit_code == 0, summary.diagnosis
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    (span,) = store.state.findings["F1"].spans
+    assert (span["path"], span["first"], span["quoted"]) == ("app.py", 1, True)
+    report = (sup.run_dir / "REPORT.md").read_text()
+    assert "F1's evidence app.py:1 is stale: the cited lines changed since it was filed" in report
+    assert "· evidence app.py:1 stale" in (sup.run_dir / "ACCEPTANCE.md").read_text()
+    accepted = json.loads((sup.run_dir / "ACCEPTANCE.json").read_text())
+    assert [a.get("evidence") for a in accepted if a["target"] == "F1"] == [{"app.py:1": "stale"}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab ", max_size=5), max_size=12),
+    newline_at_end=st.booleans(),
+    first=st.integers(1, 14),
+    extra=st.integers(0, 3),
+    chunk=st.sampled_from([1, 2, 3, 7, 64]),
+)
+def test_cited_lines_reads_what_a_whole_split_would(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[str],
+    newline_at_end: bool,
+    first: int,
+    extra: int,
+    chunk: int,
+) -> None:
+    """Counting a chunk at a time gives the lines a naive split gives, at any chunk edge."""
+    text = "\n".join(lines) + ("\n" if newline_at_end and lines else "")
+    file = tmp_path_factory.mktemp("cite") / "f.txt"
+    file.write_text(text)
+    last = first + extra
+    have = text.split("\n")[:-1] if text.endswith("\n") else (text.split("\n") if text else [])
+    expected = "\n".join(have[first - 1 : last]).encode() if len(have) >= last else None
+    old = pathcite.CHUNK
+    pathcite.CHUNK = chunk
+    try:
+        assert pathcite.cited_lines(file, first, last) == expected
+    finally:
+        pathcite.CHUNK = old

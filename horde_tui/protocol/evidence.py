@@ -116,3 +116,19 @@ def _find(data: bytes, quote: bytes) -> int | None:
     if at < 0:
         return None
     return bisect.bisect_right(starts, at)  # the last line starting at or before `at`
+
+
+def span_label(span: dict[str, Any]) -> str:
+    """`path:first` or `path:first-last`, as a person would cite it."""
+    first, last = span["first"], span["last"]
+    return f"{span['path']}:{first}" + (f"-{last}" if last != first else "")
+
+
+def changed_spans(spans: list[dict[str, Any]], workdir: Path) -> dict[str, str]:
+    """The spans whose lines are no longer as filed: label -> `stale` or `missing`."""
+    out: dict[str, str] = {}
+    for span in spans:
+        state = span_state(span, workdir)
+        if state != "ok":
+            out[span_label(span)] = state
+    return out

@@ -179,18 +179,43 @@ class PathIndex:
         return not self._complete
 
 
+CHUNK = 64 * 1024
+"""Bytes read at a time while counting lines up to a citation."""
+
+
 def cited_lines(file: Path, first: int, last: int) -> bytes | None:
     """Lines `first`..`last` (1-based) of `file` as bytes, None when the file is gone or
-    shorter. Splits only up to `last`, so a citation near the top of a large file reads
-    but does not split the rest."""
+    shorter. Lines before the span are only counted, a chunk at a time, and nothing after
+    it is read: a citation in a 10 MB file costs a pass of `count`, not a split of it."""
+    want = last - first + 1
+    tail = bytearray()  # the file from the start of line `first`, once reached
+    line = 1  # the line the next byte read is on, until `first` is reached
+    buf = bytearray(CHUNK)
     try:
-        data = file.read_bytes()
+        with open(file, "rb", buffering=0) as f:
+            while (n := f.readinto(buf)) > 0:
+                if line < first:
+                    newlines = buf.count(b"\n", 0, n)
+                    if line + newlines < first:
+                        line += newlines
+                        continue
+                    at = -1
+                    for _ in range(first - line):
+                        at = buf.index(b"\n", at + 1, n)
+                    line = first
+                    tail += buf[at + 1 : n]
+                else:
+                    tail += buf[:n]
+                if tail.count(b"\n") >= want:
+                    break
     except OSError:
         return None
-    parts = data.split(b"\n", last)
-    if len(parts) < last or (len(parts) == last and not parts[-1]):
+    if line < first:
+        return None
+    parts = bytes(tail).split(b"\n", want)
+    if len(parts) < want or (len(parts) == want and not parts[-1]):
         return None  # fewer than `last` lines
-    return b"\n".join(parts[first - 1 : last])
+    return b"\n".join(parts[:want])
 
 
 def span_hash(lines: bytes) -> str:

@@ -20,6 +20,7 @@ from horde_tui.protocol.actions.collab_reads import (
     review_line,
     thread_line,
 )
+from horde_tui.protocol.evidence import changed_spans
 from horde_tui.store import runs
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.paths import LEDGER_FILES, atomic_write_text
@@ -59,14 +60,31 @@ def _scored(state: LedgerState, item: dict[str, Any]) -> dict[str, Any]:
     return item | {"sha256": rev.sha256, "path": f"artifacts/{art.name}"}
 
 
+def _evidence_note(changed: dict[str, str] | None) -> str:
+    """What ACCEPTANCE.md adds to a finding whose cited lines are not as it was filed."""
+    if not changed:
+        return ""
+    return " · evidence " + ", ".join(f"{label} {state}" for label, state in changed.items())
+
+
 def freeze(horde_dir: Path, state: LedgerState, run: str) -> dict[str, int]:
     """Write the frozen acceptance files and the snapshot; return counts by label."""
     run_dir = runs.run_dir(horde_dir, run)
     items = acceptance_all(state, run)
-    scored = [_scored(state, a.as_json()) for a in items]
+    workdir = horde_dir.parent
+    changed = {
+        a.target: changed_spans(state.findings[a.target].spans, workdir)
+        for a in items
+        if a.target in state.findings
+    }
+    scored = [
+        _scored(state, a.as_json())
+        | ({"evidence": changed[a.target]} if changed.get(a.target) else {})
+        for a in items
+    ]
     atomic_write_text(run_dir / "ACCEPTANCE.json", json.dumps(scored, indent=2) + "\n")
     lines = [f"# Acceptance (run {run})", ""]
-    lines += [acceptance_line(a) for a in items] or [
+    lines += [acceptance_line(a) + _evidence_note(changed.get(a.target)) for a in items] or [
         "_Nothing to accept: no findings or artifacts._"
     ]
     limited = [a for a in items if a.limits]

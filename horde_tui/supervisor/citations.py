@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from horde_tui.protocol.evidence import changed_spans
 from horde_tui.store.clusters import Cluster
 from horde_tui.store.model import Finding
 from horde_tui.store.pathcite import PathIndex, path_citations
@@ -28,7 +29,8 @@ class ConsistencyWarning:
     """One thing a reader of the report should double-check."""
 
     kind: str
-    """missing-metadata, unknown-resource, missing-path, mixed-concern or skipped-record."""
+    """missing-metadata, unknown-resource, missing-path, stale-evidence, missing-evidence,
+    mixed-concern or skipped-record."""
     subject: str
     """The F# (or cluster ids) the warning is about."""
     text: str
@@ -81,6 +83,23 @@ def missing_paths(findings: Iterable[Finding], workdir: Path) -> list[Consistenc
     return out
 
 
+def changed_evidence(findings: Iterable[Finding], workdir: Path) -> list[ConsistencyWarning]:
+    """Cited lines that changed (`stale`) or went (`missing`) since the finding was filed:
+    its evidence no longer shows what it showed the members who checked it."""
+    out = []
+    for f in findings:
+        for label, state in changed_spans(f.spans, workdir).items():
+            why = "the cited lines changed" if state == "stale" else "the file is gone or shorter"
+            out.append(
+                ConsistencyWarning(
+                    f"{state}-evidence",
+                    f.id,
+                    f"{f.id}'s evidence {label} is {state}: {why} since it was filed",
+                )
+            )
+    return out
+
+
 def mixed_concerns(clusters: Iterable[Cluster]) -> list[ConsistencyWarning]:
     out = []
     for c in clusters:
@@ -106,6 +125,7 @@ def check_findings(
         *missing_metadata(ordered),
         *unknown_resources(state, ordered),
         *missing_paths(ordered, workdir),
+        *changed_evidence(ordered, workdir),
     ]
     rank = {f.id: i for i, f in enumerate(ordered)}
     per_finding.sort(key=lambda w: rank.get(w.subject, len(rank)))
