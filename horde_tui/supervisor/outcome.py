@@ -9,6 +9,7 @@ finalized later from disk (`horde-tui finalize RUN`) with the same result.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from horde_tui.store.members import MemberState
 
@@ -45,6 +46,8 @@ class RunSummary:
     """When `horde-tui resume` carried the run on after its supervisor stopped."""
     sandbox_note: str = ""
     """Set when members' commands ran without a sandbox: the report says so, once."""
+    forecast: dict[str, Any] | None = None
+    """The `forecast` event made after the canary (`supervisor.forecast`), if any."""
 
     @property
     def exit_code(self) -> int:

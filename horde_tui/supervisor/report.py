@@ -26,6 +26,7 @@ from horde_tui.store.model import Claim, Entity, Fact, Finding, Idea, Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
+from horde_tui.supervisor.forecast import Forecast, spend_lines
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.summary import (
     PARENT_ACTORS,
@@ -68,8 +69,18 @@ def render_report(
     clusters = build_clusters(state, findings)
     warnings = check_findings(state, findings, clusters, workdir)
     done = cleanups or {}
+    accepted = {
+        a.target for a in acceptance_all(state, summary.run_id) if a.state.startswith("accepted")
+    }
+    spend = spend_lines(
+        summary.members,
+        (summary.ended - summary.started) / 60,
+        len(findings),
+        sum(1 for f in findings if f.id in accepted),
+        Forecast.from_event(summary.forecast) if summary.forecast else None,
+    )
     sections = [
-        _header(state, summary),
+        _header(state, summary, spend),
         _members(state, summary),
         _findings(state, findings, clusters),
         _superseded(state, scope),
@@ -89,7 +100,7 @@ def _section(title: str, lines: list[str]) -> str:
     return "\n".join([f"## {title}", "", *(lines or [NONE]), ""])
 
 
-def _header(state: LedgerState, summary: RunSummary) -> str:
+def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
     info = state.runs.get(summary.run_id)
     lines = [
         f"# Run {summary.run_id} report: {summary.outcome}",
@@ -102,6 +113,7 @@ def _header(state: LedgerState, summary: RunSummary) -> str:
         f"- Time: {fmt_time(summary.started)} to {fmt_time(summary.ended)} "
         f"({fmt_duration(summary.ended - summary.started)})",
         f"- Task: TASK.md sha256 `{info.task_sha256 if info and info.task_sha256 else 'unknown'}`",
+        *spend,
     ]
     if summary.layers:
         lines.append(f"- Plan layers: {'; '.join(summary.layers)}")

@@ -75,6 +75,8 @@ class ResumePoint:
     """The last whole-run `stop-clean` event, if one was under way."""
     hard_stopped: bool = False
     solved_seen: dict[str, float] = field(default_factory=dict)
+    forecast: dict[str, Any] | None = None
+    """The `forecast` event made after the canary, carried to the report."""
     resumed_at: list[float] = field(default_factory=list)
 
 
@@ -175,6 +177,8 @@ def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
         point.phase = "finalize"
     elif kind == "phase-start" and ev.get("phase") not in ("discovery", "repair"):
         point.phase = "finalize"  # finalize or a helper phase began
+    elif kind == "forecast":
+        point.forecast = ev
     elif kind == "stop-clean":
         point.stop = ev
     elif kind == "stop-hard" and ev.get("whole_run"):
@@ -242,6 +246,7 @@ def resumed_supervisor(
     sup.started = point.started
     sup.resumed_at = [*point.resumed_at, time.time()]
     sup.solved_seen = dict(point.solved_seen)
+    sup.forecast = point.forecast
     sup.hard_stopped = point.hard_stopped
     if point.stop is not None:
         ev = point.stop

@@ -32,6 +32,7 @@ from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, finalize, handoff, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
+from horde_tui.supervisor.forecast import canary_forecast
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import (
@@ -96,6 +97,8 @@ class Supervisor:
         self.outcome: str | None = None
         self.diagnosis = ""
         self.canary = "not run"
+        self.forecast: dict[str, Any] | None = None
+        """The `forecast` event's data once the canary passed (`supervisor.forecast`)."""
         self.started = time.time()
         self.solved_seen: dict[str, float] = {}
         self._next_review_pass = time.time() + reviews.INTERVAL_S
@@ -164,6 +167,14 @@ class Supervisor:
         if not await self.run_canary():
             self.emit("phase-end", phase="discovery")
             return "finalize"
+        self.forecast = canary_forecast(
+            self.members[self.specs[0].name],
+            len(self.specs),
+            time.time(),
+            self.settings.max_minutes,
+            self.settings.max_cost_usd,
+        ).as_event()
+        self.emit("forecast", **self.forecast)
         for spec in self.specs[1:]:
             await self.spawn(spec.name)
         return "discovery"
@@ -614,6 +625,7 @@ class Supervisor:
             layers=self.request.layers,
             resumed_at=self.resumed_at,
             sandbox_note=self.sandbox_note,
+            forecast=self.forecast,
         )
         try:
             await finalize.finalize(self, summary)
