@@ -514,24 +514,27 @@ def check_runs(horde_dir: Path) -> list[Check]:
         if not live_file(folder).exists():
             continue
         pid = supervisor_pid(folder)
-        if pid is not None and pid_alive(pid) and run_state(folder) == "active":
-            checks.append(
-                Check(
-                    "runs",
-                    "FAIL",
-                    f"run {run} is live (supervisor pid {pid}); a new run is refused, one at a time",
-                    "`horde-tui stop-clean`, or wait for it",
+        if pid is not None and pid_alive(pid):
+            if run_state(folder) == "active":
+                checks.append(
+                    Check(
+                        "runs",
+                        "FAIL",
+                        f"run {run} is live (supervisor pid {pid}); a new run is refused, "
+                        "one at a time",
+                        "`horde-tui stop-clean`, or wait for it",
+                    )
                 )
+            continue  # a run still being set up: not stale
+        gone = f"supervisor pid {pid} is gone" if pid is not None else "it names no pid"
+        checks.append(
+            Check(
+                "runs",
+                "warn",
+                f"run {run} has a stale live marker ({gone})",
+                f"`horde-tui resume {run}` to carry it on, or `horde-tui finalize {run}`",
             )
-        else:
-            checks.append(
-                Check(
-                    "runs",
-                    "warn",
-                    f"run {run} has a stale live marker (supervisor pid {pid} is gone)",
-                    f"`horde-tui resume {run}` to carry it on, or `horde-tui finalize {run}`",
-                )
-            )
+        )
     swarms = swarms_by_state(horde_dir)
     for state in ("pending", "active", "finalizing"):
         for swarm in swarms.get(state, []):
@@ -556,9 +559,9 @@ def check_runs(horde_dir: Path) -> list[Check]:
 
 
 def _http(
-    url: str, token: str, body: dict[str, Any] | None, timeout_s: float
+    url: str, token: str, body: dict[str, Any] | None, timeout_s: float, member: str = "doctor"
 ) -> tuple[int, dict[str, Any]]:
-    """One request to the gateway: (status, JSON body)."""
+    """One request to the gateway as `member` (its model is the member's): (status, JSON)."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(
         url,
@@ -566,7 +569,7 @@ def _http(
         headers={
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
-            "X-Horde-Member": "doctor",
+            "X-Horde-Member": member,
         },
     )
     try:
@@ -615,22 +618,53 @@ async def _probe(
                 await gateway.proc.wait()
 
 
+def probe_targets(settings: Settings) -> list[tuple[str, str]]:
+    """(member, model) pairs that reach each distinct model of the run once: the run's
+    own model as `doctor`, each other model as a member that `member_models` gives it."""
+    from horde_tui.gateway import aihorde
+
+    targets = [("doctor", aihorde.aihorde_model(str(settings.model)))]
+    for member, model in settings.member_models.items():
+        model = aihorde.aihorde_model(model)
+        if model not in {m for _, m in targets}:
+            targets.append((member, model))
+    return targets
+
+
 def _probe_calls(
     url: str, token: str, settings: Settings, timeout_s: float, resolution: dict[str, Any]
 ) -> list[Check]:
-    """Wait for the gateway's litellm (not counted), then one timed call with one tool."""
+    """Wait for the gateway's litellm (not counted), then one timed call per model."""
     deadline = time.monotonic() + RESOLVE_TIMEOUT_S
     while time.monotonic() < deadline:
-        status, health = _http(url + "/health", token, None, 5)
+        try:
+            _, health = _http(url + "/health", token, None, 5)
+        except OSError:
+            health = {}
         if health.get("litellm_ready"):
             break
         time.sleep(0.2)
-    model = str(settings.model)
+    checks: list[Check] = []
+    for member, model in probe_targets(settings):
+        checks += _probe_one(url, token, member, model, settings, timeout_s, resolution)
+    return checks
+
+
+def _probe_one(
+    url: str,
+    token: str,
+    member: str,
+    model: str,
+    settings: Settings,
+    timeout_s: float,
+    resolution: dict[str, Any],
+) -> list[Check]:
+    """One tiny call with one tool as `member`: latency, tool calls, price."""
     body = {"model": model, "messages": PROBE_MESSAGES, "tools": [PROBE_TOOL], "max_tokens": 200}
     started = time.perf_counter()
     try:
-        status, answer = _http(url + "/v1/chat/completions", token, body, timeout_s)
-    except (TimeoutError, urllib.error.URLError, OSError) as exc:
+        status, answer = _http(url + "/v1/chat/completions", token, body, timeout_s, member)
+    except OSError as exc:  # urllib's URLError and a socket timeout are OSErrors
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             return [
@@ -653,7 +687,10 @@ def _probe_calls(
             )
         ]
     checks = [Check("probe", "ok", f"{model}: answered in {latency:.2f} s")]
-    _, usage = _http(url + "/v1/usage", token, None, 5)
+    try:
+        _, usage = _http(url + "/v1/usage", token, None, 5)
+    except OSError:
+        usage = {}
     checks.append(_tools_line(model, answer, usage, settings, resolution))
     cost = (answer.get("usage") or {}).get("horde_cost_usd")
     if cost is None:
@@ -736,7 +773,10 @@ def diagnose(
     ]
     resolution = finish_resolve(resolver)
     model_checks = check_models(settings, resolution) + check_aihorde(settings)
-    checks = [*check_config(horde_dir), *settings_checks, *model_checks, *machine]
+    config_checks = check_config(horde_dir)
+    if settings is None and any(c.name == "config" and c.status == "FAIL" for c in config_checks):
+        settings_checks = []  # the same refusal, already said by the config line
+    checks = [*config_checks, *settings_checks, *model_checks, *machine]
     if probe:
         if settings is None or exit_code(model_checks):
             checks.append(

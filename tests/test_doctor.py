@@ -409,3 +409,59 @@ def test_probe_unpriced_model_warns(tmp_path: Path) -> None:
     assert code == 0, answer
     assert lines["priced"]["status"] == "warn" and "unknown" in lines["priced"]["text"]
     assert exit_code([Check(**c) for c in answer["checks"]]) == 0
+
+
+def test_probe_reaches_each_distinct_model_once() -> None:
+    settings = Settings(
+        model="openai/a",
+        member_models={
+            "member-2": "openai/a",
+            "member-4": "anthropic/b",
+            "member-5": "anthropic/b",
+        },
+    )
+    assert doctor.probe_targets(settings) == [("doctor", "openai/a"), ("member-4", "anthropic/b")]
+
+
+def test_a_live_marker_naming_no_pid_is_stale_and_a_run_being_set_up_is_not(
+    tmp_path: Path,
+) -> None:
+    horde = tmp_path / ".horde"
+    RunDir(horde, "20260102-120000-aaaa")
+    (horde / "runs" / "20260102-120000-aaaa" / ".live").write_text("garbage\n")
+    check = only(doctor.check_runs(horde), "runs")
+    assert check.status == "warn" and "names no pid" in check.text
+    setting_up = horde / "runs" / "20260102-130000-bbbb"
+    setting_up.mkdir(parents=True)
+    (setting_up / ".live").write_text(f"{os.getpid()}\n")  # no TASK.md yet
+    assert statuses(doctor.check_runs(horde), "runs") == ["warn"]
+
+
+@pytest.mark.slow
+def test_probe_calls_a_member_model_as_that_member(tmp_path: Path) -> None:
+    tool_call = {"tool_calls": [{"name": "ping", "arguments": {"text": "pong"}}]}
+    with StubThread({"*": [tool_call]}) as stub:
+        env = {
+            **stub_env(stub),
+            "HORDE_MODEL": PRICED,
+            "HORDE_MEMBER_MODELS": "member-4=openai/stub",
+        }
+        code, answer, _ = probe(tmp_path, env)
+        asked = stub.stub.requests
+    assert code == 0, answer
+    probes = [c for c in answer["checks"] if c["name"] == "probe"]
+    assert [c["status"] for c in probes] == ["ok", "ok"]
+    assert sorted(r.body["model"] for r in asked) == ["gpt-4o-mini", "stub"]
+    priced = {
+        c["text"].split(":")[0]: c["status"] for c in answer["checks"] if c["name"] == "priced"
+    }
+    assert priced == {PRICED: "ok", "openai/stub": "warn"}
+
+
+def test_an_unknown_config_key_is_one_fail_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / ".horde").mkdir()
+    (tmp_path / ".horde" / "config.toml").write_text("[horde]\nmax_minuts = 5\n")
+    done = cli(tmp_path, "doctor")
+    assert done.returncode == 1
+    naming = [line for line in done.stdout.splitlines() if "max_minuts" in line]
+    assert len(naming) == 1 and naming[0].startswith("FAIL config:"), done.stdout
