@@ -589,33 +589,30 @@ def _error_text(answer: dict[str, Any]) -> str:
     return "no message"
 
 
-async def _probe(
-    settings: Settings, environ: Mapping[str, str], timeout_s: float, resolution: dict[str, Any]
-) -> list[Check]:
+async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], folder: Path) -> Any:
+    """The run's gateway as the supervisor starts it (`spawn_gateway`, `gateway_env`),
+    in `folder`; a `Check` FAIL when it does not start (its own line says why)."""
     from horde_tui.supervisor.processes import GatewayStartError, spawn_gateway
     from horde_tui.supervisor.run import gateway_env
 
-    assert settings.model is not None
     env = dict(environ)
     env.update(gateway_env(settings))
     args = ["--max-cost-usd", str(settings.max_cost_usd)] if settings.max_cost_usd else []
-    with tempfile.TemporaryDirectory(prefix="horde-doctor-") as folder:
-        try:
-            gateway = await spawn_gateway(Path(folder), env, args)
-        except GatewayStartError as exc:
-            return [Check("probe", "FAIL", " ".join(str(exc).split())[:500], "fix the line above")]
-        try:
-            return await asyncio.to_thread(
-                _probe_calls, gateway.url, gateway.token, settings, timeout_s, resolution
-            )
-        finally:
-            if gateway.proc.returncode is None:
-                gateway.proc.terminate()
-            try:
-                await asyncio.wait_for(gateway.proc.wait(), 10)
-            except TimeoutError:
-                gateway.proc.kill()
-                await gateway.proc.wait()
+    try:
+        return await spawn_gateway(folder, env, args)
+    except GatewayStartError as exc:
+        return Check("probe", "FAIL", " ".join(str(exc).split())[:500], "fix the line above")
+
+
+async def stop_gateway(gateway: Any) -> None:
+    """SIGTERM, then SIGKILL after 10 s: the probe leaves no process behind."""
+    if gateway.proc.returncode is None:
+        gateway.proc.terminate()
+    try:
+        await asyncio.wait_for(gateway.proc.wait(), 10)
+    except TimeoutError:
+        gateway.proc.kill()
+        await gateway.proc.wait()
 
 
 def probe_targets(settings: Settings) -> list[tuple[str, str]]:
@@ -759,11 +756,29 @@ def diagnose(
     size: tuple[int, int] | None = None,
 ) -> list[Check]:
     """Every check, in the order a person fixes them."""
+    with tempfile.TemporaryDirectory(prefix="horde-doctor-") as folder:
+        return asyncio.run(_diagnose(workdir, environ, probe, model, timeout_s, size, Path(folder)))
+
+
+async def _diagnose(
+    workdir: Path,
+    environ: Mapping[str, str],
+    probe: bool,
+    model: str | None,
+    timeout_s: float,
+    size: tuple[int, int] | None,
+    folder: Path,
+) -> list[Check]:
     horde_dir = workdir / ".horde"  # where `run` keeps it (HORDE_DIR is the tool's)
     settings, settings_checks = check_settings(horde_dir, environ, model)
     models = run_models(settings) if settings is not None and settings.model else []
-    # Started first: litellm's import in the helper overlaps the machine checks.
+    # Started first, side by side: litellm's import in the helper and in the probe's
+    # gateway overlap each other and the machine checks.
     resolver = start_resolve(models, settings) if settings is not None and models else None
+    starting = None
+    if probe and settings is not None and models:
+        starting = asyncio.create_task(start_probe_gateway(settings, environ, folder))
+        await asyncio.sleep(0)  # let it start the gateway process now
     machine = [
         *check_programs(environ),
         *check_sandbox(settings),
@@ -771,20 +786,31 @@ def diagnose(
         *check_horde_dir(horde_dir),
         *check_runs(horde_dir),
     ]
-    resolution = finish_resolve(resolver)
-    model_checks = check_models(settings, resolution) + check_aihorde(settings)
+    resolution = await asyncio.to_thread(finish_resolve, resolver)
+    model_checks = check_models(settings, resolution)
+    model_checks += await asyncio.to_thread(check_aihorde, settings)
     config_checks = check_config(horde_dir)
     if settings is None and any(c.name == "config" and c.status == "FAIL" for c in config_checks):
         settings_checks = []  # the same refusal, already said by the config line
     checks = [*config_checks, *settings_checks, *model_checks, *machine]
-    if probe:
-        if settings is None or exit_code(model_checks):
+    gateway = await starting if starting is not None else None
+    try:
+        if not probe:
+            return checks
+        if settings is None or gateway is None or exit_code(model_checks):
             checks.append(
                 Check("probe", "FAIL", "not tried: no model could work", "fix the FAIL lines above")
             )
+        elif isinstance(gateway, Check):
+            checks.append(gateway)
         else:
-            checks += asyncio.run(_probe(settings, environ, timeout_s, resolution))
-    return checks
+            checks += await asyncio.to_thread(
+                _probe_calls, gateway.url, gateway.token, settings, timeout_s, resolution
+            )
+        return checks
+    finally:
+        if gateway is not None and not isinstance(gateway, Check):
+            await stop_gateway(gateway)
 
 
 def add_doctor_command(sub: Any) -> None:

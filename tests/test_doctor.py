@@ -338,7 +338,24 @@ def probe(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, dict[st
     )
     elapsed = time.monotonic() - started
     assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, json.loads(done.stdout), elapsed
+    answer = json.loads(done.stdout)
+    assert not doctor_gateways(), "the probe left its gateway running"
+    return done.returncode, answer, elapsed
+
+
+def doctor_gateways() -> list[int]:
+    """Gateways a doctor started (their run folder is its temporary `horde-doctor-*`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"horde_tui.gateway" in argv and any(b"/horde-doctor-" in a for a in argv):
+            found.append(int(entry.name))
+    return found
 
 
 def probe_lines(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -465,3 +482,26 @@ def test_an_unknown_config_key_is_one_fail_line_naming_it(tmp_path: Path) -> Non
     assert done.returncode == 1
     naming = [line for line in done.stdout.splitlines() if "max_minuts" in line]
     assert len(naming) == 1 and naming[0].startswith("FAIL config:"), done.stdout
+
+
+def test_probe_is_not_tried_without_a_model(tmp_path: Path) -> None:
+    done = cli(tmp_path, "doctor", "--probe", "--json")
+    answer = json.loads(done.stdout)
+    assert done.returncode == 1
+    probes = [c for c in answer["checks"] if c["name"] == "probe"]
+    assert len(probes) == 1 and probes[0]["status"] == "FAIL" and "not tried" in probes[0]["text"]
+
+
+@pytest.mark.slow
+def test_probe_with_a_budget_on_an_unpriced_model_is_a_fail_and_no_call(tmp_path: Path) -> None:
+    """The gateway would refuse the budget: doctor says so before any call, and the
+    gateway it started alongside is stopped."""
+    with StubThread() as stub:
+        code, answer, _ = probe(tmp_path, {**stub_env(stub), "HORDE_MAX_COST_USD": "1"})
+        asked = stub.stub.requests
+    assert code == 1
+    probe_line = probe_lines(answer)["probe"]
+    assert probe_line["status"] == "FAIL"
+    assert "not tried" in probe_line["text"]
+    assert [c["status"] for c in answer["checks"] if c["name"] == "price"] == ["FAIL"]
+    assert asked == [], "no call is made when the budget cannot be enforced"
