@@ -505,3 +505,15 @@ def test_probe_with_a_budget_on_an_unpriced_model_is_a_fail_and_no_call(tmp_path
     assert "not tried" in probe_line["text"]
     assert [c["status"] for c in answer["checks"] if c["name"] == "price"] == ["FAIL"]
     assert asked == [], "no call is made when the budget cannot be enforced"
+
+
+def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
+    from horde_tui.member.sandbox import bwrap_problem
+
+    assert statuses(doctor.check_sandbox(Settings(sandbox="off")), "sandbox") == ["warn"]
+    auto = only(doctor.check_sandbox(Settings(sandbox="auto")), "sandbox")
+    required = only(doctor.check_sandbox(Settings(sandbox="bwrap")), "sandbox")
+    if bwrap_problem() is None:
+        assert auto.status == required.status == "ok"
+    else:
+        assert auto.status == "warn" and required.status == "FAIL"
