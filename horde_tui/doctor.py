@@ -417,7 +417,7 @@ def check_terminal(environ: Mapping[str, str], size: tuple[int, int] | None) -> 
             if ssh
             else "COLORTERM does not say truecolor"
         )
-        checks.append(Check("colours", "ok", f"256 colours ({where}); the theme reads in 256"))
+        checks.append(Check("colours", "ok", f"256 colours, {where}; the app's theme reads in 256"))
     elif term in ("", "dumb"):
         checks.append(
             Check(
