@@ -349,6 +349,38 @@ def check_aihorde(settings: Settings | None, timeout_s: float = 15.0) -> list[Ch
 # -- the machine ------------------------------------------------------------------------------
 
 
+def check_brief(workdir: Path) -> list[Check]:
+    """AGENTS.md, which every member reads first: absent is fine, init's untouched
+    template is not (members would study placeholders), past the cap it is cut."""
+    from horde_tui.init import BRIEF
+    from horde_tui.prompts import AGENTS_MD_CAP
+
+    path = workdir / "AGENTS.md"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return [Check("brief", "ok", "no AGENTS.md: members get the task alone")]
+    if text == BRIEF:
+        return [
+            Check(
+                "brief",
+                "warn",
+                f"{path} is still init's template: members would read its placeholders",
+                "describe the material under study in it, or delete it",
+            )
+        ]
+    if len(text) > AGENTS_MD_CAP:
+        return [
+            Check(
+                "brief",
+                "warn",
+                f"{path} has {len(text)} characters; members are given the first {AGENTS_MD_CAP}",
+                "put what matters first, or shorten it",
+            )
+        ]
+    return [Check("brief", "ok", f"{path} ({len(text)} characters)")]
+
+
 def check_programs(environ: Mapping[str, str]) -> list[Check]:
     """`rg` and `git` on PATH: members search and diff with them."""
     path = environ.get("PATH", os.defpath)
@@ -780,6 +812,7 @@ async def _diagnose(
         starting = asyncio.create_task(start_probe_gateway(settings, environ, folder))
         await asyncio.sleep(0)  # let it start the gateway process now
     machine = [
+        *check_brief(workdir),
         *check_programs(environ),
         *check_sandbox(settings),
         *check_terminal(environ, size),

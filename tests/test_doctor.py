@@ -517,3 +517,14 @@ def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
         assert auto.status == required.status == "ok"
     else:
         assert auto.status == "warn" and required.status == "FAIL"
+
+
+def test_the_brief_absent_still_the_template_or_written(tmp_path: Path) -> None:
+    from horde_tui.init import BRIEF
+
+    assert only(doctor.check_brief(tmp_path), "brief").status == "ok"
+    (tmp_path / "AGENTS.md").write_text(BRIEF)
+    template = only(doctor.check_brief(tmp_path), "brief")
+    assert template.status == "warn" and "template" in template.text
+    (tmp_path / "AGENTS.md").write_text("# Brief\n\nThe parser in src/ is under study.\n")
+    assert only(doctor.check_brief(tmp_path), "brief").status == "ok"
