@@ -248,6 +248,15 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.eval.command import add_eval_command
 
     add_eval_command(sub)
+    from horde_tui.doctor import add_doctor_command
+
+    add_doctor_command(sub)
+    from horde_tui.init import add_init_command
+
+    add_init_command(sub)
+    from horde_tui.completion import add_completion_command
+
+    add_completion_command(sub)
 
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")
@@ -284,6 +293,12 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("_ARGCOMPLETE"):
+        # A shell is completing a word: only then is argcomplete imported (never on
+        # `tool`'s path); it answers on fd 8 and exits.
+        from horde_tui.completion import autocomplete
+
+        autocomplete(build_parser())
     words = sys.argv[1:] if argv is None else argv
     if words[:1] == ["gateway"]:
         # The gateway has its own parser: it gets every word as typed. Through this

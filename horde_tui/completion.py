@@ -1,0 +1,136 @@
+"""Shell completion for bash, zsh and fish, through argcomplete.
+
+`horde-tui completion SHELL` prints the script to source. When a shell completes a word
+it runs `horde-tui` with `_ARGCOMPLETE` set; `cli.main` then hands the whole parser to
+`autocomplete` here, and only then is argcomplete imported: `horde-tui tool`, a member's
+hot path, never pays for it. Subcommands and options come from the parser; run ids, swarm
+ids, member targets and preset names from what is on disk, read by small completers
+attached to the arguments by their names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable, Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from horde_tui.store.runs import find_run, run_ids, swarm_ids
+
+SHELLS = ("bash", "zsh", "fish")
+PROGRAM = "horde-tui"
+MAX_MEMBERS = 12
+
+
+def horde_dir() -> Path:
+    """Where the control commands look: `$HORDE_DIR`, else `./.horde`."""
+    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+
+
+def complete_runs(prefix: str, **_: Any) -> list[str]:
+    """Run ids, newest first."""
+    return [r for r in reversed(run_ids(horde_dir())) if r.startswith(prefix)]
+
+
+def complete_runs_and_swarms(prefix: str, **_: Any) -> list[str]:
+    """What `resume` carries on: a run or a swarm, newest first."""
+    found = [*reversed(swarm_ids(horde_dir())), *reversed(run_ids(horde_dir()))]
+    return [r for r in found if r.startswith(prefix)]
+
+
+def live_members(folder: Path | None) -> list[str]:
+    """The members MANIFEST.json names for the run, else member-1..member-12."""
+    try:
+        manifest = json.loads((folder / "MANIFEST.json").read_text()) if folder else {}
+        names = [str(m["name"]) for m in manifest.get("members", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        names = []
+    return names or [f"member-{n}" for n in range(1, MAX_MEMBERS + 1)]
+
+
+def complete_targets(
+    prefix: str, parsed_args: argparse.Namespace | None = None, **_: Any
+) -> list[str]:
+    """Member targets of the live run (or the `--run` given): all, member-N."""
+    run = getattr(parsed_args, "run", None)
+    folder = find_run(horde_dir(), run)
+    return [t for t in ["all", *live_members(folder)] if t.startswith(prefix)]
+
+
+def complete_resume(prefix: str, **kwargs: Any) -> list[str]:
+    """`resume` takes member targets or a run or swarm id."""
+    return complete_targets(prefix, **kwargs) + complete_runs_and_swarms(prefix)
+
+
+def preset_names(workdir: Path | None = None) -> list[str]:
+    """Project presets (`.horde/presets/*.toml`) and the bundled ones
+    (`horde_tui/presets/*.toml`, when the package ships them), sorted, once each."""
+    names = {p.stem for p in ((workdir or Path.cwd()) / ".horde" / "presets").glob("*.toml")}
+    try:
+        bundled = resources.files("horde_tui") / "presets"
+        if bundled.is_dir():
+            names |= {p.name[:-5] for p in bundled.iterdir() if p.name.endswith(".toml")}
+    except (OSError, ModuleNotFoundError):
+        pass
+    return sorted(names)
+
+
+def complete_presets(prefix: str, **_: Any) -> list[str]:
+    return [name for name in preset_names() if name.startswith(prefix)]
+
+
+Completer = Callable[..., Iterable[str]]
+BY_DEST: dict[str, Completer] = {
+    "run": complete_runs,
+    "words": complete_targets,
+    "preset": complete_presets,
+}
+"""Which completer an argument gets, by its `dest` (the same names in every subcommand)."""
+
+
+def attach_completers(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand's run, target and preset arguments their completers."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            for arg in sub._actions:
+                completer = BY_DEST.get(arg.dest)
+                if name == "resume" and arg.dest == "words":
+                    completer = complete_resume
+                if completer is not None:
+                    arg.completer = completer
+
+
+def autocomplete(parser: argparse.ArgumentParser) -> None:
+    """Answer the shell's completion request and exit (argcomplete's protocol)."""
+    import argcomplete
+
+    attach_completers(parser)
+    argcomplete.autocomplete(parser)
+
+
+def shell_script(shell: str) -> str:
+    import argcomplete
+
+    return str(argcomplete.shellcode([PROGRAM], shell=shell))
+
+
+def add_completion_command(sub: Any) -> None:
+    completion = sub.add_parser(
+        "completion",
+        help="print the shell completion script: completion bash|zsh|fish",
+        description="Print the completion script for SHELL. bash: "
+        'eval "$(horde-tui completion bash)" in ~/.bashrc; zsh: the same in ~/.zshrc; '
+        "fish: horde-tui completion fish > ~/.config/fish/completions/horde-tui.fish",
+    )
+    completion.add_argument("shell", choices=SHELLS)
+    completion.set_defaults(func=cmd_completion)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    print(shell_script(args.shell))
+    return 0

@@ -1,0 +1,123 @@
+"""Shell completion: the scripts for bash, zsh and fish, and completions answered through
+argcomplete's own protocol (the CLI run with `_ARGCOMPLETE=1`, `COMP_LINE`, `COMP_POINT`
+and its answer on fd 8), as a shell asks for them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from support.cli import cli, host_env
+from support.rundir import RunDir
+
+from horde_tui.completion import attach_completers, complete_presets, preset_names
+
+OLD = "20260102-120000-aaaa"
+NEW = "20260103-090000-bbbb"
+
+
+def complete(cwd: Path, line: str) -> list[str]:
+    """What `horde-tui` answers a shell completing the end of `line` in `cwd`."""
+    with tempfile.TemporaryFile() as answer:
+        fd = answer.fileno()
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui"],
+            cwd=cwd,
+            env=host_env(_ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line))),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            close_fds=False,
+            preexec_fn=lambda: os.dup2(fd, 8),
+        )
+        assert done.returncode == 0, done.stderr
+        answer.seek(0)
+        text = answer.read().decode()
+    return sorted(word.strip() for word in text.split("\x0b") if word.strip())
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_script_for_each_shell(tmp_path: Path, shell: str) -> None:
+    done = cli(tmp_path, "completion", shell)
+    assert done.returncode == 0, done.stderr
+    script = done.stdout
+    assert "horde-tui" in script and "_ARGCOMPLETE" in script
+    if shell == "fish":
+        assert "complete " in script and "commandline" in script
+    else:
+        assert script.startswith("#compdef horde-tui")
+    checker = shutil.which(shell)
+    if checker is not None:  # the script at least parses in that shell
+        path = tmp_path / f"horde-tui.{shell}"
+        path.write_text(script)
+        parsed = subprocess.run([checker, "-n", str(path)], capture_output=True, text=True)
+        assert parsed.returncode == 0, parsed.stderr
+
+
+def test_an_unknown_shell_is_bad_usage(tmp_path: Path) -> None:
+    assert cli(tmp_path, "completion", "tcshh").returncode == 2
+
+
+def test_subcommands_complete(tmp_path: Path) -> None:
+    assert complete(tmp_path, "horde-tui doc") == ["doctor"]
+    assert {"init", "completion", "attach"} <= set(complete(tmp_path, "horde-tui "))
+
+
+def test_a_run_id_completes(tmp_path: Path) -> None:
+    RunDir(tmp_path / ".horde", OLD)
+    RunDir(tmp_path / ".horde", NEW)
+    assert complete(tmp_path, "horde-tui attach 2026") == [OLD, NEW]
+    assert complete(tmp_path, "horde-tui finalize 20260103") == [NEW]
+    assert complete(tmp_path, "horde-tui status --run 20260102") == [OLD]
+
+
+def test_member_targets_complete_from_the_live_run(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / ".horde", NEW, members=4)
+    run.live(os.getpid())  # this test process stands in for the live supervisor
+    assert complete(tmp_path, "horde-tui pause mem") == [f"member-{n}" for n in range(1, 5)]
+    assert "all" in complete(tmp_path, "horde-tui stop-clean ")
+    # resume also carries on runs by id
+    assert NEW in complete(tmp_path, "horde-tui resume 2026")
+
+
+def test_preset_names_from_the_project_and_their_completer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    presets = tmp_path / ".horde" / "presets"
+    presets.mkdir(parents=True)
+    (presets / "security-review.toml").write_text('name = "security-review"\n')
+    (presets / "notes.txt").write_text("not a preset")
+    assert "security-review" in preset_names(tmp_path)
+    assert "notes" not in preset_names(tmp_path)
+    parser = argparse.ArgumentParser()
+    run = parser.add_subparsers(dest="command").add_parser("run")
+    preset = run.add_argument("--preset")
+    attach_completers(parser)
+    monkeypatch.chdir(tmp_path)
+    assert preset.completer is complete_presets  # type: ignore[attr-defined]
+    assert complete_presets("sec") == ["security-review"]
+
+
+def test_tool_never_imports_argcomplete(tmp_path: Path) -> None:
+    """The member's hot path: argcomplete loads only while a shell completes."""
+    code = (
+        "import sys; from horde_tui.cli import main; code = main(['tool', 'list']); "
+        "print('argcomplete' in sys.modules, file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=host_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "False"
