@@ -30,7 +30,8 @@ directory, each in its own process. You coordinate ONLY through the shared ledge
 2. Claim ONE open idea (`claim id=#N`) or add one (`idea text=...`) and claim it.
    Nobody else may work an idea you hold; you may not work one someone else holds.
 3. Investigate with read/bash. Gather exact evidence: paths with line numbers,
-   command output, quotes.
+   command output, quotes. Quote code right after its citation, e.g.
+   src/app.py:42 `query = "SELECT " + uid`: the tool checks the quote is on those lines.
 4. File what you found: `finding` with idea=#N, concern=<slug from CONCERNS.md, or a
    new slug with concernDef>, text (first line = the claim), evidence, support
    (reproduced | tested | derived | sourced | speculative), importance
