@@ -172,10 +172,16 @@ def _duplicate(
         )
     if is_settled(state, existing):
         if duplicate:
-            raise ActionRefused(
+            # Not written, but its event names the finding it re-found (a baseline's delta
+            # counts it as persisting).
+            return Decision(
+                False,
                 f"dropped: {existing.id} is already settled ({len(reporters)} independent "
                 f"reports, {classify(state, existing)}) and a further duplicate adds nothing "
-                f"(reproductions rule); if you have a new vector, file it with deltaOf: {existing.id}"
+                f"(reproductions rule); if you have a new vector, file it with deltaOf: "
+                f"{existing.id}",
+                existing.id,
+                outcome="dropped",
             )
         if score >= SIMILAR_OVERLAP:
             raise ActionRefused(
