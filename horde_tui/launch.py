@@ -53,6 +53,7 @@ SETTING_OPTIONS = (
     "compact_tokens",
     "member_models",
     "sandbox",
+    "preset",
 )
 """`RunOptions` fields that override `Settings` of the same name (flags: `FLAGS`)."""
 SECRET_OPTIONS = frozenset({"api_key"})
@@ -86,6 +87,8 @@ class RunOptions:
     member_models: tuple[str, ...] | list[str] | None = None
     """`MEMBER=MODEL` pairs, as `--member-model` gives them."""
     sandbox: str | None = None
+    preset: str | None = None
+    """A role preset's name (`presets.find_preset`): personas and per-role models."""
     confirm: bool | None = None
     """`--confirm` (None: the config's `confirm`); not passed to a detached run, which
     has no terminal to ask on."""
