@@ -165,6 +165,22 @@ def test_a_role_model_becomes_that_members_model_and_an_explicit_one_wins(tmp_pa
     assert settings.member_models == {} and check.request.preset is None  # type: ignore[attr-defined]
 
 
+def test_plan_deals_the_verifier_role_to_the_layerless_member(tmp_path: Path) -> None:
+    """`plan 3 "api; db" --preset mine`: the two layer owners hunt, the third verifies
+    on the role's model; `member_models` in config.toml still wins for its member."""
+    local_preset(tmp_path)
+    env = {"HORDE_MODEL": "openai/members-model"}
+    check = check_launch(RunOptions("3", preset="mine"), tmp_path / ".horde", "api; db", env)
+    assert check.ok and check.settings is not None, check.refusals
+    assert check.settings.member_models == {"member-3": "openai/verifier-family-x"}
+    (tmp_path / ".horde" / "config.toml").write_text(
+        '[horde]\nmember_models = { "member-3" = "openai/from-config" }\n'
+    )
+    check = check_launch(RunOptions("3", preset="mine"), tmp_path / ".horde", "api; db", env)
+    assert check.settings is not None
+    assert check.settings.member_models == {"member-3": "openai/from-config"}
+
+
 def test_the_launch_check_refuses_an_unknown_preset_under_its_field(tmp_path: Path) -> None:
     check, _ = launch(tmp_path, count="3", prompt="Review", preset="nope")
     refusal = check.refused("preset")  # type: ignore[attr-defined]
