@@ -415,21 +415,23 @@ def setting_text(value: object) -> str:
     return str(value)
 
 
+def default_text(name: str) -> str:
+    """A setting's default as the reference shows it: unset, on/off, or the value."""
+    default = Settings.model_fields[name].get_default(call_default_factory=True)
+    return "unset" if default in (None, [], {}) else setting_text(default)
+
+
 def settings_help() -> str:
     """Every setting as `horde-tui run --help` lists it: config key, variable, flag,
     default, and what it does (the model's own descriptions, so the list cannot drift)."""
     lines = [
-        "settings: flag > HORDE_* variable > .horde/config.toml key ([horde] table) > default",
+        "settings: flag > HORDE_* variable > .horde/config.toml key ([horde] table) > default "
+        "(`horde-tui config --effective`: each value here and where it came from)",
         "  key / variable / flag: default; what it does",
     ]
     for name, info in Settings.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        if isinstance(default, bool):
-            shown = "on" if default else "off"
-        else:
-            shown = "unset" if default in (None, [], {}) else str(default)
         flag = f" / {FLAGS[name]}" if name in FLAGS else ""
-        lines.append(f"  {name} / {env_name(name)}{flag}: {shown}; {info.description}")
+        lines.append(f"  {name} / {env_name(name)}{flag}: {default_text(name)}; {info.description}")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from horde_tui.settings import (
     SECRET_SETTINGS,
     Settings,
     SettingsError,
+    default_text,
     env_name,
     load_settings_with_sources,
     setting_text,
@@ -35,14 +36,6 @@ PRECEDENCE = (
     "Precedence: flag > `HORDE_*` variable > `.horde/config.toml` key (in a `[horde]` "
     "table) > default; `horde-tui config --effective` shows where each value came from."
 )
-
-
-def default_text(name: str) -> str:
-    """A setting's default as the reference shows it: unset, on/off, or the value."""
-    default = Settings.model_fields[name].get_default(call_default_factory=True)
-    if default in (None, [], {}):
-        return "unset"
-    return setting_text(default)
 
 
 def _cell(text: str) -> str:

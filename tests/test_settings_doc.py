@@ -51,7 +51,7 @@ def test_every_horde_variable_the_code_reads_is_in_the_reference() -> None:
             used.setdefault(name, []).append(str(path.relative_to(REPO)))
     missing = {name: files for name, files in used.items() if name not in documented}
     assert not missing, f"undocumented HORDE_* variables (add them to settings.py): {missing}"
-    assert len(used) > 30  # the scan found the variables at all
+    assert len(used) >= 25  # the scan found the variables at all
 
 
 def test_each_process_variable_is_read_where_the_reference_says() -> None:
