@@ -257,6 +257,12 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.completion import add_completion_command
 
     add_completion_command(sub)
+    from horde_tui.settings_doc import add_config_command
+
+    add_config_command(sub)
+    from horde_tui.presets import add_presets_command
+
+    add_presets_command(sub)
 
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")

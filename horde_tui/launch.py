@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.member.sandbox import bwrap_problem
+from horde_tui.presets import PresetError, find_preset, role_models
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import (
@@ -38,7 +39,7 @@ from horde_tui.store.runs import (
     swarms_by_state,
 )
 from horde_tui.supervisor.observe import Sink
-from horde_tui.supervisor.setup import RunRequest, parse_layers
+from horde_tui.supervisor.setup import RunRequest, assign_roles, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
 from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
@@ -53,6 +54,7 @@ SETTING_OPTIONS = (
     "compact_tokens",
     "member_models",
     "sandbox",
+    "preset",
 )
 """`RunOptions` fields that override `Settings` of the same name (flags: `FLAGS`)."""
 SECRET_OPTIONS = frozenset({"api_key"})
@@ -86,6 +88,8 @@ class RunOptions:
     member_models: tuple[str, ...] | list[str] | None = None
     """`MEMBER=MODEL` pairs, as `--member-model` gives them."""
     sandbox: str | None = None
+    preset: str | None = None
+    """A role preset's name (`presets.find_preset`): personas and per-role models."""
     confirm: bool | None = None
     """`--confirm` (None: the config's `confirm`); not passed to a detached run, which
     has no terminal to ask on."""
@@ -197,6 +201,16 @@ def check_launch(
         )
     settings, refused = checked_settings(options, horde_dir, environ)
     check.refusals += refused
+    preset = None
+    if settings is not None and settings.preset:
+        try:
+            preset = find_preset(settings.preset, horde_dir)
+        except PresetError as exc:
+            refuse(Refusal("preset", str(exc)))
+    if preset is not None and settings is not None and check.count is not None:
+        # A role's model is that member's, unless the run names one for it itself.
+        slots = assign_roles(RunRequest("", check.count.members, layers, not options.no_verifier))
+        settings.member_models = role_models(preset, slots, settings.member_models)
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
     elif settings is not None and (clash := aihorde_clash(settings)):
@@ -251,6 +265,7 @@ def check_launch(
         not options.no_verifier,
         options.until_stop,
         demo=options.demo,
+        preset=preset,
     )
     return check
 

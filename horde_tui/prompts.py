@@ -191,6 +191,21 @@ ROLE_TEXT = {
 }
 
 
+def persona_path(run_dir: Path, name: str) -> Path:
+    """A member's persona under a role preset (`runs/<id>/personas/<name>.md`)."""
+    return run_dir / "personas" / f"{name}.md"
+
+
+def with_persona(system: str, run_dir: Path, name: str) -> str:
+    """The system prompt of member `name`: the protocol, then its persona if the run's
+    preset gave it one (read on every session start, so a reset or a resume keeps it)."""
+    try:
+        persona = persona_path(run_dir, name).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return system
+    return f"{system.rstrip()}\n\n{persona}\n" if persona else system
+
+
 def role_text(role: str) -> str:
     return ROLE_TEXT.get(role, f"Your role: {role}.")
 

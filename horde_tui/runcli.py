@@ -65,6 +65,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="a model for one member, e.g. member-3=openai/gpt-4o (repeatable)",
     )
     p.add_argument(
+        FLAGS["preset"],
+        metavar="NAME",
+        help="role presets: give members personas (and per-role models); "
+        "`horde-tui presets` lists them",
+    )
+    p.add_argument(
         "--sandbox",
         choices=("auto", "bwrap", "off"),
         help="member commands in bubblewrap: auto (default) when it is installed, bwrap "

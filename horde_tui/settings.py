@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -37,121 +38,170 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
-    model: str | None = Field(default=None, description="gateway: any litellm model string")
+    model: str | None = Field(
+        default=None,
+        description="gateway: the members' model, any litellm model string (or aihorde/<name>).",
+    )
     thinking: Literal["off", "low", "medium", "high"] = Field(
-        default="off", description="gateway: reasoning effort where the model supports it"
+        default="off", description="gateway: reasoning effort, where the model supports it."
     )
     api_base: str | None = Field(
-        default=None, description="gateway: OpenAI-compatible endpoint for the model"
+        default=None,
+        description="gateway: an OpenAI-compatible endpoint to send the model calls to.",
     )
     api_key: str | None = Field(
-        default=None, description="gateway only: provider key (never written down)"
+        default=None,
+        description="gateway only: the provider key (prefer the provider's own variable; never written down).",
     )
     tool_protocol: Literal["auto", "native", "json"] = Field(
-        default="auto", description="gateway: native tool calls, or json for text-only models"
+        default="auto",
+        description="gateway: native tool calls, json for text-only models, or auto to pick.",
     )
     member_models: dict[str, str] = Field(
         default_factory=dict,
-        description="gateway: a model for one member, MEMBER=MODEL (env: comma-separated)",
+        description="gateway: a model for one member, MEMBER=MODEL (variable: comma-separated; a preset's role models come after these).",
     )
     compact_tokens: int | None = Field(
-        default=None, ge=0, description="gateway, json protocol: fit prompts in N tokens"
+        default=None,
+        ge=0,
+        description="gateway, json protocol: fit each prompt in N tokens for small-context models.",
     )
     max_cost_usd: float | None = Field(
-        default=None, gt=0, description="gateway and supervisor: clean stop at this spend"
+        default=None,
+        gt=0,
+        description="gateway and supervisor: a clean stop once the run has spent this many dollars.",
     )
     aihorde_deadline_s: int = Field(
-        default=360, ge=1, description="gateway: longest wait for one AI Horde job (then cancelled)"
+        default=360,
+        ge=1,
+        description="gateway: the longest wait for one AI Horde job, then it is cancelled.",
     )
     retry_after_max_ms: int = Field(
-        default=60_000, ge=0, description="gateway: longest provider retry-after honoured"
+        default=60_000, ge=0, description="gateway: the longest provider retry-after it honours."
     )
     gateway_backoff_ms: int = Field(
-        default=500, ge=0, description="gateway: first wait before retrying a failed call"
+        default=500,
+        ge=0,
+        description="gateway: the first wait before retrying a failed model call.",
     )
     max_in_flight: int = Field(
         default=32,
         ge=1,
-        description="gateway: most model calls in flight to one provider (an eval's "
-        "parallel runs share it)",
+        description="gateway: the most model calls in flight to one provider (an eval's parallel runs share it).",
     )
     max_minutes: float | None = Field(
-        default=None, gt=0, description="clean stop at this wall-clock deadline"
+        default=None, gt=0, description="a clean stop at this wall-clock deadline, in minutes."
     )
     canary_ms: int = Field(
-        default=60_000, ge=1, description="time for member-1 to answer before a retry"
+        default=60_000,
+        ge=1,
+        description="the time member-1 has to answer before its start is retried.",
     )
     stall_ms: int = Field(
-        default=1_800_000, ge=0, description="reset a member with no ledger write; 0 disables"
+        default=1_800_000,
+        ge=0,
+        description="a member with no ledger write for this long is reset (0 disables).",
     )
-    reset_cap: int = Field(default=2, ge=0, description="resets per member")
+    reset_cap: int = Field(default=2, ge=0, description="how many times one member may be reset.")
     swarm_stagger_ms: int = Field(
-        default=5_000, ge=0, description="pause between one horde's start and the next"
+        default=5_000,
+        ge=0,
+        description="the pause between one horde's start and the next in a swarm.",
     )
-    planner_ms: int = Field(default=300_000, ge=1, description="swarm planner helper timeout")
+    planner_ms: int = Field(
+        default=300_000, ge=1, description="the swarm planner helper's timeout."
+    )
     active_grace_ms: int = Field(
-        default=15_000, ge=0, description="clean-stop extension for a member still working"
+        default=15_000,
+        ge=0,
+        description="how much longer a clean stop waits for a member still working.",
     )
     solved_confirm_ms: int = Field(
-        default=120_000, ge=0, description="wait for a second member to validate a solve"
+        default=120_000,
+        ge=0,
+        description="how long a proposed answer waits for a second member to validate it.",
     )
     solved_stop_ms: int = Field(
-        default=30_000, ge=0, description="wind-down window for a solve landing at a stop"
+        default=30_000,
+        ge=0,
+        description="the wind-down window for an answer that lands during a stop.",
     )
     allow_unverified: bool = Field(
-        default=False, description="accept a validated answer with unverified findings"
+        default=False, description="accept a validated answer even with unverified findings."
     )
     repair_rounds: int = Field(
-        default=4, ge=0, le=6, description="repair rounds after discovery (0 disables)"
+        default=4, ge=0, le=6, description="repair rounds after discovery (0 disables repair)."
     )
     repair_ms: int | None = Field(
-        default=None, ge=0, description="total repair time (unset: demand-sized)"
+        default=None, ge=0, description="the total repair time (unset: sized by the work left)."
     )
     repair_tokens: int | None = Field(
-        default=None, ge=0, description="total repair tokens (unset: demand-sized)"
+        default=None, ge=0, description="the total repair tokens (unset: sized by the work left)."
     )
     repair_min_tokens: int = Field(
-        default=40_000, ge=0, description="token floor per repair attempt"
+        default=40_000, ge=0, description="the token floor of one repair attempt."
     )
-    repair_min_ms: int = Field(default=60_000, ge=0, description="time floor per repair attempt")
-    repair_turns: int = Field(default=40, ge=1, description="turn cap per repair attempt")
-    deliverable: bool = Field(default=True, description="off: no synthesis helper")
-    postmortem: bool = Field(default=True, description="off: no automatic post-mortem")
-    postmortem_ms: int = Field(default=300_000, ge=1, description="post-mortem helper timeout")
-    cleanup: bool = Field(default=True, description="off: no resource cleanup commands")
+    repair_min_ms: int = Field(
+        default=60_000, ge=0, description="the time floor of one repair attempt."
+    )
+    repair_turns: int = Field(default=40, ge=1, description="the turn cap of one repair attempt.")
+    deliverable: bool = Field(
+        default=True,
+        description="write DELIVERABLE.md with a synthesis helper at the end (off: none).",
+    )
+    postmortem: bool = Field(
+        default=True,
+        description="write POSTMORTEM.md with a post-mortem helper at the end (off: none).",
+    )
+    postmortem_ms: int = Field(
+        default=300_000, ge=1, description="the post-mortem helper's timeout."
+    )
+    cleanup: bool = Field(
+        default=True, description="run the resource cleanup commands at the end (off: none)."
+    )
     continue_cooldown_ms: int = Field(
-        default=60_000, ge=0, description="--until-stop: least time between a member's sessions"
+        default=60_000,
+        ge=0,
+        description="with --until-stop, the least time between one member's sessions.",
     )
     remind_calls: int = Field(
-        default=8, ge=0, description="member: tool calls between goal reminders; 0 disables"
+        default=8, ge=0, description="member: tool calls between goal reminders (0 disables)."
     )
     remind_ms: int = Field(
-        default=600_000, ge=0, description="member: time between goal reminders; 0 disables"
+        default=600_000, ge=0, description="member: time between goal reminders (0 disables)."
     )
     inbox_turns: int = Field(
-        default=12, ge=0, description="member: extra turns a session may take to read messages"
+        default=12,
+        ge=0,
+        description="member: extra turns a session may take to read messages that arrived late.",
     )
     max_turns: int = Field(
-        default=200, ge=1, description="member: turn cap of a session (repair: repair_turns)"
+        default=200,
+        ge=1,
+        description="member: the turn cap of a session (repair attempts use repair_turns).",
     )
     request_timeout_s: int = Field(
-        default=900, ge=1, description="member: longest wait for one model call, in seconds"
+        default=900, ge=1, description="member: the longest wait for one model call, in seconds."
     )
     sandbox: Literal["auto", "bwrap", "off"] = Field(
         default="auto",
-        description="member: commands in bubblewrap; auto uses it when it works",
+        description="member: run commands in bubblewrap (auto: when it works, bwrap: required, off: never).",
     )
     sandbox_network: bool = Field(
-        default=True, description="member: off gives commands loopback only"
+        default=True, description="member: off gives commands loopback networking only."
     )
     confirm: bool = Field(
         default=False,
-        description="member: every bash command waits for a person (the app, the terminal, "
-        "horde-tui approve/refuse)",
+        description="member: every bash command waits for a person (the app, the terminal, or horde-tui approve/refuse).",
     )
     sandbox_env: list[str] = Field(
         default_factory=list,
-        description="member: extra variables commands may see (env: A,B)",
+        description="member: extra variables that commands may see (variable: A,B).",
+    )
+
+    preset: str | None = Field(
+        default=None,
+        description="role presets: give the members personas (`horde-tui presets` lists them).",
     )
 
     @field_validator("member_models", mode="before")
@@ -191,9 +241,158 @@ FLAGS: dict[str, str] = {
     "max_minutes": "--max-minutes",
     "sandbox": "--sandbox",
     "confirm": "--confirm",
+    "preset": "--preset",
 }
 """The settings `run` and `plan` take as flags, and their spelling: the parser, the
 detached command line and the error lines all read it."""
+SECRET_SETTINGS = frozenset({"api_key"})
+"""Settings never printed (`horde-tui config --effective` says only that one is set)."""
+
+
+@dataclass(frozen=True)
+class ProcessVariable:
+    """A `HORDE_*` variable that is not a setting: who a process is and where it works
+    (set by the supervisor for its children, or by a person for `horde-tui tool`), or a
+    debugging aid. Listed so the reference covers every variable the code reads;
+    `read_in` names the modules that read or set it (a test checks they still do)."""
+
+    name: str
+    default: str
+    description: str
+    read_in: tuple[str, ...]
+    set_by: Literal["you", "supervisor", "eval"] = "supervisor"
+
+
+ENVIRONMENT: tuple[ProcessVariable, ...] = (
+    ProcessVariable(
+        "HORDE_DIR",
+        "./.horde",
+        "The .horde directory that `horde-tui tool` and a member write to.",
+        ("horde_tui/store/paths.py", "horde_tui/member/config.py"),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_RUN",
+        "manual",
+        "The run a `horde-tui tool` call writes to (created on demand).",
+        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_MEMBER",
+        "user",
+        "The actor a `horde-tui tool` call writes as (a lower-case name such as member-1).",
+        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_ROLE",
+        "member",
+        "The role of a `horde-tui tool` call's actor (member or verifier).",
+        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_LOCK_TIMEOUT_S",
+        "10",
+        "Seconds a writer waits for the .horde/.lock before it gives up with the holder named.",
+        ("horde_tui/store/lock.py",),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_LOCK_TRACE",
+        "unset",
+        "A file that gets one line per lock release (pid, actor, wait, hold): a debugging aid.",
+        ("horde_tui/store/lock.py",),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_SHARED_LIMIT_DIR",
+        "unset",
+        "A folder through which the gateways of parallel runs keep one in-flight limit per provider.",
+        ("horde_tui/gateway/limiter.py",),
+        "eval",
+    ),
+    ProcessVariable(
+        "HORDE_NAME",
+        "HORDE_MEMBER",
+        "The member's name (member-N), read before HORDE_MEMBER.",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_ATTEMPT",
+        "1",
+        "The number of the member's session (a reset or repair starts the next).",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_LAYER",
+        "unset",
+        "Plan mode: the member's layers, separated by semicolons.",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_BRIEF",
+        "unset",
+        "Extra instruction appended to a session's first message (what a helper must produce).",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_TOOLS",
+        "all",
+        "readonly makes a read-only helper session (synthesis, post-mortem, planner, merge).",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/finalize.py"),
+    ),
+    ProcessVariable(
+        "HORDE_PARENT_PID",
+        "unset",
+        "The supervisor's pid: a member or gateway whose parent is gone stops itself.",
+        ("horde_tui/member/config.py", "horde_tui/watchdog.py"),
+    ),
+    ProcessVariable(
+        "HORDE_RESUME_SESSION",
+        "unset",
+        "A transcript a member carries on instead of starting a session (horde-tui resume).",
+        ("horde_tui/member/config.py",),
+    ),
+    ProcessVariable(
+        "HORDE_SESSIONS",
+        "the run's sessions/",
+        "Where a session's transcript goes (a swarm's helpers keep theirs in the swarm).",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/swarm.py"),
+    ),
+    ProcessVariable(
+        "HORDE_TASK_FILE",
+        "the run's TASK.md",
+        "The task document a session reads (a swarm's helpers read SWARM.md).",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/swarm.py"),
+    ),
+    ProcessVariable(
+        "HORDE_GATEWAY_URL",
+        "unset",
+        "The run's model gateway on 127.0.0.1, the only way a member reaches a model.",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_GATEWAY_TOKEN",
+        "unset",
+        "The gateway's per-run bearer token (never passed to member commands).",
+        ("horde_tui/member/config.py", "horde_tui/gateway/__main__.py"),
+    ),
+    ProcessVariable(
+        "HORDE_HORDE",
+        "unset",
+        "In a swarm: which horde (hN) a member's commands belong to.",
+        ("horde_tui/member/shell.py", "horde_tui/supervisor/run.py"),
+    ),
+    ProcessVariable(
+        "HORDE_SIBLINGS",
+        "unset",
+        "In a swarm: the other hordes' directories as a JSON object, read but never written.",
+        ("horde_tui/member/config.py", "horde_tui/cli.py"),
+    ),
+)
+"""Every `HORDE_*` variable that is not a `Settings` field (those are `env_name(field)`)."""
 
 
 def env_name(field: str) -> str:
@@ -204,21 +403,35 @@ def flag_name(field: str) -> str:
     return FLAGS.get(field) or f"--{field.replace('_', '-')}"
 
 
+def setting_text(value: object) -> str:
+    """A setting's value as its `HORDE_*` variable spells it (`load_settings` reads it
+    back): lists comma-separated, member models as MEMBER=MODEL pairs, booleans on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def default_text(name: str) -> str:
+    """A setting's default as the reference shows it: unset, on/off, or the value."""
+    default = Settings.model_fields[name].get_default(call_default_factory=True)
+    return "unset" if default in (None, [], {}) else setting_text(default)
+
+
 def settings_help() -> str:
     """Every setting as `horde-tui run --help` lists it: config key, variable, flag,
     default, and what it does (the model's own descriptions, so the list cannot drift)."""
     lines = [
-        "settings: flag > HORDE_* variable > .horde/config.toml key ([horde] table) > default",
+        "settings: flag > HORDE_* variable > .horde/config.toml key ([horde] table) > default "
+        "(`horde-tui config --effective`: each value here and where it came from)",
         "  key / variable / flag: default; what it does",
     ]
     for name, info in Settings.model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        if isinstance(default, bool):
-            shown = "on" if default else "off"
-        else:
-            shown = "unset" if default in (None, [], {}) else str(default)
         flag = f" / {FLAGS[name]}" if name in FLAGS else ""
-        lines.append(f"  {name} / {env_name(name)}{flag}: {shown}; {info.description}")
+        lines.append(f"  {name} / {env_name(name)}{flag}: {default_text(name)}; {info.description}")
     return "\n".join(lines)
 
 
@@ -258,13 +471,29 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return {k: v for k, v in table.items() if k in known}
 
 
-def _validate(values: dict[str, Any], sources: dict[str, str]) -> Settings:
+@dataclass(frozen=True)
+class Source:
+    """Where a setting's value came from: `horde-tui config --effective` shows it and an
+    error line names it (`where`: the flag, the variable or the file)."""
+
+    kind: Literal["flag", "variable", "file", "default"]
+    where: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.where}" if self.where else self.kind
+
+
+DEFAULT_SOURCE = Source("default")
+
+
+def _validate(values: dict[str, Any], sources: Mapping[str, Source]) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err.get("loc") else "?"
-        where = sources.get(key, "settings")
+        source = sources.get(key)
+        where = source.where if source is not None else "settings"
         hint = f"; use {BOOL_WORDS}" if err["type"] == "bool_parsing" else ""
         raise SettingsError(
             f"{where}: {key}: {err['msg']} (got {err.get('input')!r}){hint}", key
@@ -277,15 +506,26 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Merge defaults, the config file, `HORDE_*` variables and CLI overrides, in that order."""
+    return load_settings_with_sources(config_path, environ, overrides)[0]
+
+
+def load_settings_with_sources(
+    config_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[Settings, dict[str, Source]]:
+    """`load_settings`, and for every field where its value came from (the last of
+    default < file < variable < flag that set it)."""
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
+    sources: dict[str, Source] = {}
     if config_path is not None:
         for key, value in read_config_file(config_path).items():
-            values[key], sources[key] = value, str(config_path)
+            values[key], sources[key] = value, Source("file", str(config_path))
     for key, value in _from_env(env).items():
-        values[key], sources[key] = value, env_name(key)
+        values[key], sources[key] = value, Source("variable", env_name(key))
     for key, value in (overrides or {}).items():
         if value is not None:
-            values[key], sources[key] = value, flag_name(key)
-    return _validate(values, sources)
+            values[key], sources[key] = value, Source("flag", flag_name(key))
+    settings = _validate(values, sources)
+    return settings, {name: sources.get(name, DEFAULT_SOURCE) for name in Settings.model_fields}

@@ -23,6 +23,7 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
 from horde_tui.app import AppConfig, HordeApp
+from horde_tui.launch import check_launch, detached_argv
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
@@ -130,7 +131,7 @@ async def test_tab_walks_the_fields_in_order(horde: Path) -> None:
         screen = await open_form(pilot)
         screen.query_one("#launch-count", Input).focus()
         order = []
-        for _ in range(11):
+        for _ in range(13):
             await pilot.pause()
             assert app.focused is not None
             order.append(app.focused.id)
@@ -141,6 +142,8 @@ async def test_tab_walks_the_fields_in_order(horde: Path) -> None:
             "launch-layers",
             "launch-model",
             "launch-thinking",
+            "launch-preset",
+            "launch-member-models",
             "launch-deadline",
             "launch-verifier",
             "launch-until-stop",
@@ -148,6 +151,43 @@ async def test_tab_walks_the_fields_in_order(horde: Path) -> None:
             "launch-start",
             "launch-cancel",
         ]
+
+
+async def test_the_form_picks_a_preset_and_per_member_models(horde: Path) -> None:
+    """The Preset field lists `none` and every preset here; with member models typed,
+    the form's options give the run the preset's personas and those models, as
+    `run --preset ... --member-model ...` would (the detached command line too)."""
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        picker = screen.query_one("#launch-preset", Select)
+        assert picker.value == "none"
+        assert [value for _, value in picker._options] == [
+            "none",
+            "code-audit",
+            "filings",
+            "osint",
+            "paper-analysis",
+            "security-review",
+        ]
+        picker.value = "security-review"
+        await type_into(pilot, "count", "4")
+        await type_into(pilot, "prompt", "Review app.py")
+        await type_into(pilot, "member-models", "member-4=anthropic/claude-x")
+        options, layers = screen.options()
+        check = check_launch(options, horde, layers)
+        assert check.ok, check.refusals
+        assert check.request is not None and check.request.preset is not None
+        assert check.request.preset.name == "security-review"
+        assert check.settings is not None
+        assert check.settings.member_models == {"member-4": "anthropic/claude-x"}
+        argv = detached_argv(options, layers)
+        assert argv[argv.index("--preset") + 1] == "security-review"
+        assert argv[argv.index("--member-model") + 1] == "member-4=anthropic/claude-x"
+        await type_into(pilot, "member-models", "member-4")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "MEMBER=MODEL" in error_line(app, "member-models"))
+        assert app.screen is screen
 
 
 @pytest.mark.parametrize(

@@ -175,7 +175,7 @@ def test_launch_form_with_validation_errors(
     """The launch form after enter with a count of 13 and no prompt. A reviewer should see
     the title "New run · .horde/", the fields Members (13 kept as typed), Prompt (empty,
     placeholder), Plan layers, Model (openai/gpt-4o from the config file), Thinking
-    (off), Deadline, the options verifier (on), until stop and detached (off) with the
+    (off), Preset (none), Member models (placeholder), Deadline, the options verifier (on), until stop and detached (off) with the
     detached hint; under Members the red line "refused: a horde has 1 to 12 members, not
     13", under Prompt "refused: the prompt is empty; ..."; the Start and Cancel buttons,
     and a footer with ^s Start and esc Cancel."""

@@ -113,6 +113,7 @@ SUPERVISOR = [
     Case("postmortem_ms", 4321, "4321", None, 4321),
     Case("cleanup", False, "off", None, False),
     Case("continue_cooldown_ms", 14, "14", None, 14),
+    Case("preset", "code-audit", "code-audit", ("--preset", "code-audit"), "code-audit"),
 ]
 SECRET = "api_key"
 """Checked apart (`test_the_api_key_reaches_the_gateway_alone`): never written down."""

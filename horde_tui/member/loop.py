@@ -175,6 +175,8 @@ class MemberLoop:
 
     def _open(self) -> None:
         system = _read(self.config.run_dir / "SYSTEM.md") or prompts.SYSTEM_PROMPT
+        if not self.config.readonly:  # helpers are not the run's members: no persona
+            system = prompts.with_persona(system, self.config.run_dir, self.config.name)
         first = prompts.first_message(
             self.task, self.config.name, self.config.role, self.config.workdir, self.config.layer
         )

@@ -1,7 +1,7 @@
 """The launch form: `n` on the runs list (or "New run" in the palette) starts a run.
 
 The form asks what `horde-tui run`/`plan` take (count, prompt, plan layers, model,
-thinking, verifier, until-stop, deadline) and checks them with `launch.check_launch`, the
+thinking, role preset, per-member models, verifier, until-stop, deadline) and checks them with `launch.check_launch`, the
 CLI's own check, so the form cannot accept what the command refuses or the reverse.
 Each refusal is one line under its field; what the user typed stays. A passing launch
 is hosted in this app, as `horde-tui run` does, unless "detached" is on: then the
@@ -37,13 +37,24 @@ from horde_tui.launch import (
     detached_env,
     start_detached,
 )
+from horde_tui.presets import NO_PRESET, preset_names
 from horde_tui.screens.base import HordeScreen, LaunchRun, LaunchSwarm, OpenRun, shown_path
 from horde_tui.screens.commands import ListedCommands
 from horde_tui.screens.swarm import SwarmScreen
 from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
 from horde_tui.store.runs import is_swarm_dir
 
-FIELD_ERRORS = ("count", "prompt", "layers", "model", "thinking", "max_minutes", "run")
+FIELD_ERRORS = (
+    "count",
+    "prompt",
+    "layers",
+    "model",
+    "thinking",
+    "preset",
+    "member_models",
+    "max_minutes",
+    "run",
+)
 """Refusal fields with a line of their own; any other (a setting from the config file
 or the environment) goes on the `run` line at the bottom."""
 
@@ -83,6 +94,8 @@ class LaunchScreen(HordeScreen):
         super().__init__(id="launch-screen")
         self.horde_dir = horde_dir
         self.defaults, self.defaults_error = form_defaults(horde_dir)
+        self.preset_names = preset_names(horde_dir)
+        """Bundled and project presets: the Preset field's choices after `none`."""
         self.busy = False
         """A check or a detached start is running: enter does nothing until it ends."""
 
@@ -128,6 +141,27 @@ class LaunchScreen(HordeScreen):
                 ),
             )
             yield from self.row(
+                "preset",
+                "Preset",
+                Select(
+                    [(name, name) for name in self.preset_choices()],
+                    value=d.preset or NO_PRESET,
+                    allow_blank=False,
+                    id="launch-preset",
+                    compact=True,
+                ),
+            )
+            yield from self.row(
+                "member_models",
+                "Member models",
+                Input(
+                    ", ".join(f"{k}={v}" for k, v in d.member_models.items()),
+                    placeholder="optional: member-4=anthropic/claude-sonnet-4-5, ...",
+                    id="launch-member-models",
+                    compact=True,
+                ),
+            )
+            yield from self.row(
                 "max_minutes",
                 "Deadline (min)",
                 Input(
@@ -154,6 +188,13 @@ class LaunchScreen(HordeScreen):
                 yield Static("", id="launch-status", markup=False)
         yield Footer(compact=True)
 
+    def preset_choices(self) -> list[str]:
+        """`none`, the presets here, and a configured name that is none of them (kept,
+        so the check refuses it under the field rather than the form dropping it)."""
+        configured = self.defaults.preset
+        extra = [configured] if configured and configured not in self.preset_names else []
+        return list(dict.fromkeys([NO_PRESET, *self.preset_names, *extra]))
+
     def row(self, name: str, label: str, field: Widget) -> Iterator[Widget]:
         """A labelled field and the line under it that says why it was refused."""
         with Horizontal(classes="form-row"):
@@ -177,12 +218,18 @@ class LaunchScreen(HordeScreen):
     def options(self) -> tuple[RunOptions, str | None]:
         """What the form holds, as the CLI would pass it; blank layers mean an open run."""
         thinking = self.query_one("#launch-thinking", Select).value
+        preset = self.query_one("#launch-preset", Select).value
+        unset = NO_PRESET if self.defaults.preset is None else None
+        pairs = self.text("launch-member-models").replace(",", " ").split()
         options = RunOptions(
             count=self.text("launch-count"),
             prompt=self.text("launch-prompt"),
             model=self.text("launch-model") or None,
             thinking=thinking if isinstance(thinking, str) else None,
             max_minutes=self.text("launch-deadline") or None,
+            # `none` overrides only a configured preset (a flag the run need not carry).
+            preset=preset if isinstance(preset, str) and preset != unset else None,
+            member_models=pairs or None,
             no_verifier=not self.checked("launch-verifier"),
             until_stop=self.checked("launch-until-stop"),
         )

@@ -21,7 +21,7 @@ from horde_tui import prompts
 from horde_tui.member.sandbox import SandboxPolicy, passed_through
 from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
-from horde_tui.settings import Settings, env_name
+from horde_tui.settings import Settings, env_name, setting_text
 from horde_tui.store import identity
 from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
 from horde_tui.store.ledgers.findings import pending_reviews
@@ -686,18 +686,6 @@ GATEWAY_SETTINGS = (
 )
 """Settings the gateway reads (with `load_settings`, from its environment); the cost
 budget goes as `--max-cost-usd`, which a resumed run lowers (`gateway_budget_usd`)."""
-
-
-def setting_text(value: object) -> str:
-    """A setting's value as its `HORDE_*` variable spells it (`load_settings` reads it
-    back): lists comma-separated, member models as MEMBER=MODEL pairs, booleans on/off."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def _settings_env(s: Settings, names: tuple[str, ...]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui import __version__, prompts
+from horde_tui.presets import Preset, Role, deal_roles, persona_text
 from horde_tui.settings import Settings
 from horde_tui.store import runs
 from horde_tui.store.paths import HordePaths, atomic_write_text, sha256_file
@@ -47,6 +48,8 @@ class RunRequest:
     siblings: dict[str, Path] = field(default_factory=dict)
     """In a swarm: the other hordes' directories (`h2` -> path), listed in SYSTEM.md and
     given to members to read."""
+    preset: Preset | None = None
+    """A role preset (`--preset`): each member's persona, written to `personas/`."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -95,8 +98,17 @@ def code_version() -> dict[str, Any]:
     return info
 
 
+def personas(request: RunRequest, specs: list[MemberSpec]) -> dict[str, Role]:
+    """Each member's persona role under the request's preset (none without one)."""
+    return deal_roles(request.preset, specs) if request.preset is not None else {}
+
+
 def task_text(request: RunRequest, settings: Settings, specs: list[MemberSpec]) -> str:
-    roles = ", ".join(f"{s.name} ({s.role})" for s in specs)
+    dealt = personas(request, specs)
+    roles = ", ".join(
+        f"{s.name} ({s.role}: {dealt[s.name].name})" if s.name in dealt else f"{s.name} ({s.role})"
+        for s in specs
+    )
     lines = [
         "# Task",
         "",
@@ -111,6 +123,8 @@ def task_text(request: RunRequest, settings: Settings, specs: list[MemberSpec]) 
     ]
     if request.layers:
         lines.append(f"- layers: {'; '.join(request.layers)}")
+    if request.preset is not None:
+        lines.append(f"- preset: {request.preset.name}")
     return "\n".join(lines) + "\n"
 
 
@@ -139,6 +153,14 @@ def write_run_files(
     atomic_write_text(run_dir / "SYSTEM.md", prompts.system_prompt(request.siblings))
     if request.layers:
         atomic_write_text(run_dir / "PLAN.md", plan_text(specs))
+    dealt = personas(request, specs)
+    if dealt:
+        # Each member's system prompt ends with its file (`prompts.with_persona`).
+        assert request.preset is not None
+        for name, role in dealt.items():
+            path = prompts.persona_path(run_dir, name)
+            path.parent.mkdir(exist_ok=True)
+            atomic_write_text(path, persona_text(request.preset, role))
     if request.until_stop:
         # The tool reads this: a validated answer is banked and the proposal slot reopens.
         atomic_write_text(run_dir / ".until-stop", "until stop\n")
@@ -149,7 +171,12 @@ def write_run_files(
         "code": code_version(),
         "model": settings.model,
         "demo_model": request.demo,
-        "members": [s.__dict__ | {"layers": list(s.layers)} for s in specs],
+        "members": [
+            s.__dict__
+            | {"layers": list(s.layers)}
+            | ({"persona": dealt[s.name].name} if s.name in dealt else {})
+            for s in specs
+        ],
         "hashes": {
             "TASK.md": sha256_file(run_dir / "TASK.md"),
             "SYSTEM.md": sha256_file(run_dir / "SYSTEM.md"),
@@ -161,6 +188,7 @@ def write_run_files(
             "layers": request.layers,
             "verifier": request.verifier,
             "until_stop": request.until_stop,
+            "preset": request.preset.name if request.preset is not None else None,
         },
         "parent_pid": os.getpid(),
     }

@@ -401,6 +401,7 @@ class SwarmSupervisor:
             self.request.until_stop,
             demo=self.request.demo,
             siblings=siblings,
+            preset=self.request.preset,
         )
 
     def _start_horde(self, n: int, share: Workstream, siblings: dict[str, Path]) -> None:
