@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +64,10 @@ def complete_resume(prefix: str, **kwargs: Any) -> list[str]:
     return complete_targets(prefix, **kwargs) + complete_runs_and_swarms(prefix)
 
 
-def preset_names(workdir: Path | None = None) -> list[str]:
-    """Project presets (`.horde/presets/*.toml`) and the bundled ones
-    (`horde_tui/presets/*.toml`, when the package ships them), sorted, once each."""
-    names = {p.stem for p in ((workdir or Path.cwd()) / ".horde" / "presets").glob("*.toml")}
-    try:
-        bundled = resources.files("horde_tui") / "presets"
-        if bundled.is_dir():
-            names |= {p.name[:-5] for p in bundled.iterdir() if p.name.endswith(".toml")}
-    except (OSError, ModuleNotFoundError):
-        pass
-    return sorted(names)
-
-
 def complete_presets(prefix: str, **_: Any) -> list[str]:
-    return [name for name in preset_names() if name.startswith(prefix)]
+    from horde_tui.presets import preset_names  # pydantic: only when completing a preset
+
+    return [name for name in preset_names(Path.cwd() / ".horde") if name.startswith(prefix)]
 
 
 Completer = Callable[..., Iterable[str]]

@@ -96,11 +96,21 @@ class RunOptions:
     no_verifier: bool = False
     until_stop: bool = False
     demo: bool = False
+    baseline: str | None = None
+    """`--baseline RUN|last` (`supervisor.baseline`)."""
 
     @classmethod
     def from_args(cls, args: Any) -> RunOptions:
         """From the `run`/`plan` argparse namespace."""
-        names = ("count", "prompt", *SETTING_OPTIONS, "confirm", *DETACH_FLAGS, "demo")
+        names = (
+            "count",
+            "prompt",
+            *SETTING_OPTIONS,
+            "confirm",
+            *DETACH_FLAGS,
+            "demo",
+            "baseline",
+        )
         return cls(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
 
 
@@ -266,6 +276,7 @@ def check_launch(
         options.until_stop,
         demo=options.demo,
         preset=preset,
+        baseline=options.baseline or "",
     )
     return check
 
@@ -334,6 +345,8 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
         for one in value if isinstance(value, list | tuple) else [value]:
             command += [flag_name(name), str(one)]
     command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
+    if getattr(options, "baseline", None):
+        command += ["--baseline", str(options.baseline)]
     return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
 
 

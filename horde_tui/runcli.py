@@ -46,6 +46,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--no-verifier", action="store_true", help="no verifier role in 3+ member runs")
     p.add_argument("--until-stop", action="store_true", help="keep working until stopped")
+    p.add_argument(
+        "--baseline",
+        metavar="RUN|last",
+        help="REPORT.md gets a Delta against RUN (last: the newest finished run on this task)",
+    )
     p.add_argument("--max-minutes", type=float, help="clean stop at this wall-clock deadline")
     p.add_argument("--max-cost-usd", type=float, help="clean stop when the run has spent this")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")

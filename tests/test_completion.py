@@ -16,7 +16,7 @@ import pytest
 from support.cli import cli, host_env
 from support.rundir import RunDir
 
-from horde_tui.completion import attach_completers, complete_presets, preset_names
+from horde_tui.completion import attach_completers, complete_presets
 
 OLD = "20260102-120000-aaaa"
 NEW = "20260103-090000-bbbb"
@@ -92,17 +92,17 @@ def test_preset_names_from_the_project_and_their_completer(
 ) -> None:
     presets = tmp_path / ".horde" / "presets"
     presets.mkdir(parents=True)
-    (presets / "security-review.toml").write_text('name = "security-review"\n')
+    (presets / "my-audit.toml").write_text('description = "mine"\n')
     (presets / "notes.txt").write_text("not a preset")
-    assert "security-review" in preset_names(tmp_path)
-    assert "notes" not in preset_names(tmp_path)
     parser = argparse.ArgumentParser()
     run = parser.add_subparsers(dest="command").add_parser("run")
     preset = run.add_argument("--preset")
     attach_completers(parser)
     monkeypatch.chdir(tmp_path)
     assert preset.completer is complete_presets  # type: ignore[attr-defined]
-    assert complete_presets("sec") == ["security-review"]
+    assert complete_presets("sec") == ["security-review"]  # bundled
+    assert complete_presets("my") == ["my-audit"]  # the project's
+    assert complete_presets("no") == []
 
 
 def test_tool_never_imports_argcomplete(tmp_path: Path) -> None:

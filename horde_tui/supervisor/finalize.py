@@ -18,7 +18,7 @@ from horde_tui.store import runs
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
-from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
+from horde_tui.supervisor import acceptance_freeze, baseline, cleanup, lifecycle
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import spawn_member
 from horde_tui.supervisor.setup import MemberSpec
@@ -43,7 +43,15 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     atomic_write_text(run_dir / "SUMMARY.md", summary_md.render_summary(state, summary))
     workdir = HordePaths(horde_dir).workdir
     events = read_events(run_dir)
-    text = report.render_report(state, summary, workdir, cleanup.results(events))
+    delta = None
+    if summary.baseline:
+        found = baseline.resolve_baseline(horde_dir, state, summary.run_id, summary.baseline)
+        delta = (
+            baseline.delta(state, summary.run_id, found, workdir, events)
+            if found
+            else summary.baseline  # asked for, not found: the report says so
+        )
+    text = report.render_report(state, summary, workdir, cleanup.results(events), delta)
     atomic_write_text(run_dir / "REPORT.md", text)
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
 

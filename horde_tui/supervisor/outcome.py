@@ -46,6 +46,8 @@ class RunSummary:
     """When `horde-tui resume` carried the run on after its supervisor stopped."""
     sandbox_note: str = ""
     """Set when members' commands ran without a sandbox: the report says so, once."""
+    baseline: str = ""
+    """`--baseline` as asked (a run id or `last`): REPORT.md's Delta section."""
     forecast: dict[str, Any] | None = None
     """The `forecast` event made after the canary (`supervisor.forecast`), if any."""
 

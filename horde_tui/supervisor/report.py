@@ -25,6 +25,7 @@ from horde_tui.store.ledgers.findings import classify, current_reviews, label
 from horde_tui.store.model import Claim, Entity, Fact, Finding, Idea, Resource
 from horde_tui.store.state import LedgerState
 from horde_tui.store.timestamps import epoch
+from horde_tui.supervisor.baseline import LAST, Delta, delta_lines
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
 from horde_tui.supervisor.forecast import Forecast, spend_lines
 from horde_tui.supervisor.outcome import RunSummary
@@ -57,12 +58,14 @@ def render_report(
     summary: RunSummary,
     workdir: Path,
     cleanups: Mapping[str, str] | None = None,
+    delta: Delta | str | None = None,
 ) -> str:
     """REPORT.md for `summary.run_id`.
 
     `cleanups` maps R# to the result of its cleanup command, when finalize ran one: the
     status line, then the tail of its output (`cleanup.results`).
-    Reads files only to check cited paths under `workdir`.
+    Reads files only to check cited paths under `workdir`. `delta` is the Delta against a
+    baseline run (`supervisor.baseline`), or the baseline asked for that was not found.
     """
     scope = RunScope.of(state, summary.run_id)
     findings = current_findings(state, scope)
@@ -83,6 +86,7 @@ def render_report(
         _header(state, summary, spend),
         _members(state, summary),
         _findings(state, findings, clusters),
+        *([_delta(state, delta)] if delta is not None else []),
         _superseded(state, scope),
         _acceptance(state, scope),
         _carried_findings(state, scope),
@@ -94,6 +98,17 @@ def render_report(
         _warnings(warnings),
     ]
     return "\n".join(sections)
+
+
+def _delta(state: LedgerState, delta: Delta | str) -> str:
+    if isinstance(delta, str):
+        missing = (
+            "no earlier finished run on this task"
+            if delta == LAST
+            else f"no run {delta} in these ledgers"
+        )
+        return _section("Delta", [f"Baseline {delta!r} not found: {missing}."])
+    return _section("Delta", delta_lines(delta, state))
 
 
 def _section(title: str, lines: list[str]) -> str:

@@ -123,6 +123,7 @@ def load_resume(
         verifier=bool(asked.get("verifier", True)),
         until_stop=bool(asked.get("until_stop", False)),
         demo=bool(manifest.get("demo_model")),
+        baseline=str(asked.get("baseline") or ""),
     )
     point = ResumePoint(
         run_id,

@@ -626,6 +626,7 @@ class Supervisor:
             resumed_at=self.resumed_at,
             sandbox_note=self.sandbox_note,
             forecast=self.forecast,
+            baseline=self.request.baseline,
         )
         try:
             await finalize.finalize(self, summary)

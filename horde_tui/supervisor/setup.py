@@ -50,6 +50,8 @@ class RunRequest:
     given to members to read."""
     preset: Preset | None = None
     """A role preset (`--preset`): each member's persona, written to `personas/`."""
+    baseline: str = ""
+    """`--baseline RUN|last`: REPORT.md gets a Delta section against that run."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -189,6 +191,7 @@ def write_run_files(
             "verifier": request.verifier,
             "until_stop": request.until_stop,
             "preset": request.preset.name if request.preset is not None else None,
+            "baseline": request.baseline,
         },
         "parent_pid": os.getpid(),
     }
