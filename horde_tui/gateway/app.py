@@ -9,11 +9,12 @@ in OpenAI format, streamed or not. The member never sees which path was taken.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,13 +136,24 @@ class Gateway:
         if self.accounting.budget_reached:
             return _error(402, self.accounting.budget_message(), "budget_exceeded")
         opts = self._options(member)
+        work = self._answer(body, member, opts)
+        if aihorde.is_aihorde(opts.model) and req.gone is not None:
+            # An AI Horde job nobody will read spends a volunteer worker's time and the
+            # user's kudos for minutes: it is cancelled as soon as the member is gone.
+            # Other providers' calls run to their end, so their usage is still accounted.
+            work = _until_gone(work, req.gone)
         try:
-            litellm = await self.litellm.module()
-            if body.get("stream") and not self._json_mode(litellm, opts.model):
-                return await self._stream_native(litellm, body, member, opts)
-            result = await self._complete(litellm, body, member, opts)
+            return await work
         except ProviderError as exc:
             return _error(exc.status, exc.message, exc.kind)
+
+    async def _answer(
+        self, body: dict[str, Any], member: str, opts: CallOptions
+    ) -> Response | StreamResponse:
+        litellm = await self.litellm.module()
+        if body.get("stream") and not self._json_mode(litellm, opts.model):
+            return await self._stream_native(litellm, body, member, opts)
+        result = await self._complete(litellm, body, member, opts)
         if body.get("stream"):
             return StreamResponse(_sse(_as_chunks(result)))
         return Response(200, result)
@@ -359,6 +371,29 @@ class Gateway:
         if flag is not None and self.accounting.budget_reached and not was_reached:
             flag.write_text(json.dumps(self.accounting.summary()) + "\n")
         return cost
+
+
+async def _until_gone(
+    work: Coroutine[Any, Any, Response | StreamResponse], gone: asyncio.Event
+) -> Response | StreamResponse:
+    """`work`'s answer, or `work` cancelled once the client's connection is closed (the
+    provider's cancel path runs: an AI Horde job is deleted). The answer then goes
+    nowhere; it is a 499 for the record."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(gone.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the gateway is stopping: the call ends with it
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return _error(499, "the member closed its request; the call was cancelled", "client_gone")
 
 
 def _error(status: int, message: str, kind: str) -> Response:
