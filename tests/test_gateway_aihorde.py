@@ -478,3 +478,32 @@ def test_an_expired_deadline_is_one_error_and_not_retried(
     assert "within 1 s" in message and "cancelled" in message and "\n" not in message
     assert len(accepted) == 1, [s.status for s in served.fake.submits]
     assert cancels == [accepted[0].job]
+
+
+@pytest.mark.parametrize("tool", ["links", "sitemap"])
+def test_a_fetch_cut_at_max_length_is_asked_again_never_fetched(
+    horde_gateway: tuple[GatewayProcess, FakeHordeThread], tool: str
+) -> None:
+    """A worker stops at `max_length` (128 tokens anonymous): a `links` call cut inside
+    its URL names another page, or another host (`https://exa`), which the member would
+    fetch, a request to a site nobody chose. So it is sent back like a cut command, as
+    horde.py drops a cut string, and the whole URL of the next reply is what runs."""
+    from horde_tui.member.tools import TOOL_DEFINITIONS
+
+    gw, served = horde_gateway
+    replies = iter(
+        [
+            f'{{"tool": "{tool}", "url": "https://example.org/docs/ind',
+            f'{{"tool": "{tool}", "url": "https://example.org/docs/index.html"}}',
+        ]
+    )
+    served.fake.answer = lambda prompt, params: next(replies)
+    tools = [d for d in TOOL_DEFINITIONS if d["function"]["name"] == tool]
+    resp = post(gw, "member-k", {"model": "x", "messages": HELLO, "tools": tools})
+    assert resp.status_code == 200, resp.text
+    call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call["name"] == tool
+    assert json.loads(call["arguments"]) == {"url": "https://example.org/docs/index.html"}
+    second = served.fake.accepted()[-1]
+    assert "the reply was cut off" in second.body["prompt"]
+    assert "Send the whole URL" in second.body["prompt"]

@@ -25,13 +25,22 @@ from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
 
-CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write"})
+FETCH_TOOLS = frozenset({"links", "sitemap"})
+CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write", *FETCH_TOOLS})
 """JSON protocol: tools whose cut-off call is sent back to the model, never run.
 
 Half a command or half a file does damage: `rm -rf build/x` cut is `rm -rf b`, and a cut
-`write` or `edit` leaves a truncated file. A cut `read` or `horde` call is harmless or
-still useful, so it is repaired and run.
+`write` or `edit` leaves a truncated file. A cut `links` or `sitemap` URL names another
+page or another host (`https://exa`): fetching it is a request to a site nobody chose,
+and its links would mislead the model (horde.py drops a cut string for the same
+reason). A cut `read` or `horde` call is harmless or still useful, so it is repaired
+and run.
 """
+CUT_ADVICE = {
+    jsonproto.SHELL_TOOL: " Use a shorter command.",
+    **dict.fromkeys(FETCH_TOOLS, " Send the whole URL, and nothing else in that call."),
+}
+"""What a cut call's correction asks for, by tool (else: split a long write or edit)."""
 
 
 @dataclass
@@ -263,10 +272,8 @@ class Gateway:
                     cut = "the reply was cut off mid-" + ("command" if shell else "call")
                     feedback = jsonproto.correction_message(
                         jsonproto.Reply("invalid", error=cut), names
-                    ) + (
-                        " Use a shorter command."
-                        if shell
-                        else " Send less per call: split a long write or edit."
+                    ) + CUT_ADVICE.get(
+                        reply.tool, " Send less per call: split a long write or edit."
                     )
                 elif reply.tool == jsonproto.SHELL_TOOL and jsonproto.repeat_of(
                     reply.tool, reply.args, messages
