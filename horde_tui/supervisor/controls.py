@@ -155,7 +155,7 @@ class HordeControls(Protocol):
 class ControlTaker(HordeControls, Protocol):
     """A supervisor that answers `control/` requests: a run's `Supervisor` or a swarm's
     `SwarmSupervisor` (which forwards each to the hordes the target names). Each
-    returns the text the asker prints; one starting "refused" is a refusal."""
+    returns the text the asker prints; one starting "refused:" is a refusal."""
 
     def status(self, target: str = "all") -> str: ...
 
@@ -191,9 +191,10 @@ async def perform(taker: ControlTaker, request: ControlRequest) -> str:
 
 def refused(text: str) -> bool:
     """Whether an answer refuses: wholly (`refused: ...`) or in any horde's line of a
-    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way."""
+    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way. The colon
+    counts: `refused member-1: ...` is a confirm decision carried out, not a refusal."""
     return any(
-        line.startswith("refused") or line.partition(": ")[2].startswith("refused")
+        line.startswith("refused:") or line.partition(": ")[2].startswith("refused:")
         for line in text.splitlines()
     )
 
