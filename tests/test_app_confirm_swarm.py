@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from support.app import NOW, wait_for
 from support.swarm_scene import SWARM_ID, RecordingHorde, horde_run, write_swarm
-from textual.widgets import Static, TabbedContent
+from textual.widgets import DataTable, Static, TabbedContent
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.member.confirm import ConfirmGate
@@ -56,6 +56,11 @@ class DeskHorde(RecordingHorde):
 
     def decisions(self) -> list[tuple[str | None, object]]:
         return [(m, d["decision"]) for k, m, d in self.events if k == "confirm-decision"]
+
+
+def state_cells(screen: SwarmScreen) -> list[str]:
+    table = screen.query_one("#hordes", DataTable)
+    return [str(table.get_cell(k, "state")) for k in table.rows]
 
 
 def ask(workdir: Path, run_dir: Path, member: str, command: str) -> list[ToolOutput]:
@@ -111,6 +116,8 @@ async def test_the_swarm_screen_queues_every_hordes_commands_and_y_n_a_decide(
             assert queue.display
             badge = str(screen.query_one("#confirm-badge", Static).render())
             assert badge.startswith("2 commands wait for approval · y allow")
+            # Each horde whose member waits says so in its row, as a member's row does.
+            await wait_for(pilot, lambda: state_cells(screen) == ["approve?", "approve?"])
             lines = str(screen.query_one("#confirm-lines", Static).render()).splitlines()
             assert lines == [
                 f"h1:member-1: echo allowed-in-h1  (in {tmp_path.resolve()})",
@@ -120,6 +127,7 @@ async def test_the_swarm_screen_queues_every_hordes_commands_and_y_n_a_decide(
             await pilot.press("y")  # the oldest: h1's
             await wait_for(pilot, lambda: bool(first))
             assert first[0].ok and "allowed-in-h1" in first[0].text
+            await wait_for(pilot, lambda: state_cells(screen) == ["active", "approve?"])
             await pilot.press("n")
             await wait_for(pilot, lambda: bool(second))
             assert second[0].text.startswith("refused by the user: touch refused-in-h2")

@@ -97,10 +97,10 @@ class ConfirmQueue(Widget):
         waiting = [w for w in on_disk if w.id not in self.deciding]
         if waiting == self.waiting:
             return
-        before = self.members
+        before = {w.target for w in self.waiting}  # a swarm's names its horde too
         self.waiting = waiting
         self.show()
-        if self.members != before:
+        if {w.target for w in waiting} != before:
             self.post_message(self.Changed(self.members))
 
     def show(self) -> None:

@@ -59,7 +59,7 @@ from horde_tui.view.confirms import WaitingCommand, swarm_waiting
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.source import send_control
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
-from horde_tui.widgets.confirm_queue import ConfirmQueue
+from horde_tui.widgets.confirm_queue import BADGE_STATUS, ConfirmQueue
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
 
@@ -261,6 +261,9 @@ class SwarmScreen(HordeScreen):
         self.ledger = "findings"
         """The ledger the Ledgers tab shows (`v` moves on)."""
         self._ledgers_shown: tuple[str, bool] | None = None
+        self.asking: frozenset[str] = frozenset()
+        """Hordes with a command waiting for a person (confirm mode): their state cell
+        says so."""
 
     # -- composing and reading ------------------------------------------------------------
 
@@ -369,6 +372,8 @@ class SwarmScreen(HordeScreen):
         )
         room = max(WORKSTREAM_MIN_WIDTH, width - others - CELL_PADDING - 1)
         cells = {line.horde: self.cells(line, room) for line in self.lines}
+        for horde in self.asking & set(cells):
+            cells[horde]["state"] = BADGE_STATUS  # a command waits there for a person
         if keys != self.columns or list(cells) != list(self.shown):
             cursor = table.cursor_row
             table.clear(columns=keys != self.columns)
@@ -413,6 +418,12 @@ class SwarmScreen(HordeScreen):
             if line.run_dir is not None and line.state in CONFIRM_STATES
         }
         return swarm_waiting(live) if live else []
+
+    def on_confirm_queue_changed(self, event: ConfirmQueue.Changed) -> None:
+        event.stop()
+        self.asking = frozenset(w.horde for w in self.query_one(ConfirmQueue).waiting)
+        if self.lines:
+            self.show_table()
 
     def action_confirm(self, decision: str) -> None:
         """Decide the first command waiting (`y`, `n`, `a`); with none, the key goes on
