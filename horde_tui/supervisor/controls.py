@@ -200,9 +200,10 @@ def decider_refusal(pid: int | None) -> str | None:
     Issue 11's identity rule, as the `horde` tool applies it to ledger writes: a
     process in a live member's tree (the member, its `bash`, anything they started) acts
     for that member, and a member must not approve its own command, nor another's.
-    Without the bubblewrap sandbox `.horde/` is writable to member commands, so a file
-    written by hand that names no process (or another one) still gets through; the
-    decision event records how it came, as a ledger record carries its `writer`."""
+    The limit is the ledger's: without the bubblewrap sandbox `.horde/` is writable to
+    member commands, so a request file written by hand that names no process (or
+    another one), or an answer file written in the member's place, still gets through.
+    With the sandbox, `.horde/` is read-only to member commands and neither can be."""
     if pid is None:
         return None
     via = identity.member_above(pid)
