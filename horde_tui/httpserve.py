@@ -83,6 +83,10 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     """Header names lower-cased; a repeated header's values joined with `, `."""
     body: bytes = b""
+    gone: asyncio.Event | None = None
+    """Set once the client's connection is closed (it gave up, or its process died).
+    aiohttp does not cancel a handler then, so one whose work is only for this client
+    can watch it (the gateway cancels an AI Horde job nobody will read)."""
 
     def json(self) -> Any:
         """The body parsed as JSON; `ValueError` when it is empty, not JSON, or nested too
@@ -171,6 +175,8 @@ class _Connection(RequestHandler):
         self.peer = ""
         self.busy = False
         self.served = 0
+        self.gone = asyncio.Event()
+        """Set when the connection is lost: `Request.gone` of its requests."""
         self._head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -180,6 +186,7 @@ class _Connection(RequestHandler):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_head_timer()
+        self.gone.set()
         self.guard.forget(self)
         super().connection_lost(exc)
 
@@ -347,6 +354,7 @@ class HttpServer:
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         request = Request(raw.method, raw.path, dict(raw.query), headers)
+        request.gone = cast(_Connection, raw.protocol).gone
         refused = self._authorize(request) if self._authorize is not None else None
         if refused is not None:
             return await _send(raw, refused, close=True)  # the body is never read

@@ -196,6 +196,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         point = load_resume(horde_dir, run)
     except ResumeRefused as exc:
         return _err(str(exc), 1)
+    if point.settings.confirm and not _can_ask(args):
+        return _err(_resume_confirm_refusal("run", run))
     if args.detach:
         from horde_tui.launch import in_background, resume_detached
 
@@ -218,6 +220,8 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
         swarm = load_swarm(horde_dir.parent, swarm_id)
     except ResumeRefused as exc:
         return _err(str(exc), 1)
+    if swarm.settings.confirm and not _can_ask(args):
+        return _err(_resume_confirm_refusal("swarm", swarm_id))
     if args.detach:
         from horde_tui.launch import in_background, resume_detached
 
@@ -231,6 +235,16 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
         f"{len(swarm.carried)} carried on, model {swarm.settings.model}"
     )
     return host_here(swarm, args, intro)
+
+
+def _resume_confirm_refusal(what: str, name: str) -> str:
+    """`resume` of a confirm-mode run or swarm with nobody to ask (as `_can_ask` says):
+    refused at start, like `run --confirm --headless` without a terminal."""
+    return (
+        f"refused: {what} {name} runs in confirm mode (it was started with --confirm, or "
+        "confirm = true) and this headless or detached resume has no person to ask (stdin "
+        f"is not a terminal); resume it from a terminal (horde-tui resume {name}) or in the app"
+    )
 
 
 def _is_target(word: str) -> bool:

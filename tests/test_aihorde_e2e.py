@@ -105,8 +105,11 @@ def test_a_stopped_run_leaves_no_job_queued_on_the_horde(tmp_path: Path) -> None
     what it had submitted before it exits."""
     with FakeHordeThread(swarm(polls_to_done=100_000)) as served:
         # A stop during the canary is followed by a second canary attempt (the supervisor's
-        # doing): a short canary window keeps that wait short.
-        proc = headless_on(served, tmp_path, HORDE_CANARY_MS="5000")
+        # doing): a short canary window keeps that wait short. Not shorter than a loaded
+        # machine's litellm import and first call: a member killed before its job was
+        # submitted takes its request with it (the gateway stops the call), so no job
+        # would ever reach the fake.
+        proc = headless_on(served, tmp_path, HORDE_CANARY_MS="20000")
         try:
             assert wait_until(lambda: len(served.fake.accepted()) >= 1, 120), proc.stderr
             proc.send_signal(signal.SIGTERM)

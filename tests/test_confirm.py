@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.processes import wait_until
 
 from horde_tui.member.confirm import ConfirmGate
@@ -212,3 +213,33 @@ def test_in_confirm_mode_a_fetch_is_asked_like_a_command(tmp_path: Path) -> None
     assert desk.desk.decide("member-1", "refuse", "test") == f"refused member-1: links {url}"
     thread.join(10)
     assert out[0].text == f"refused by the user: links {url} was not fetched"
+
+
+def test_resuming_a_confirm_run_without_a_terminal_is_refused_in_one_line(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`resume RUN` carries the run's own settings on, confirm mode included: headless
+    with no terminal (or detached) nobody could answer, so it is refused at start, as
+    `run --confirm --headless` is, and nothing is started."""
+    from support.rundir import RunDir
+
+    from horde_tui.cli import main
+
+    run = RunDir(in_dir / ".horde", "20260102-120000-aaaa")
+    manifest = json.loads((run.path / "MANIFEST.json").read_text())
+    manifest["config"] = {"model": "openai/stub", "confirm": True}
+    (run.path / "MANIFEST.json").write_text(json.dumps(manifest))
+    run.event(0, "run-start", members=3)
+    run.event(1, "phase-start", phase="discovery")
+    events_before = (run.path / "events.jsonl").read_bytes()
+    for flag in ("--headless", "--detach"):
+        assert main(["resume", run.path.name, flag]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        (line,) = err.strip().splitlines()
+        assert line.startswith(f"horde-tui: refused: run {run.path.name} runs in confirm mode"), (
+            line
+        )
+        assert "terminal" in line
+    assert (run.path / "events.jsonl").read_bytes() == events_before, "nothing was resumed"
+    assert not list((in_dir / ".horde").glob("detached-*.log")), "nothing was started"

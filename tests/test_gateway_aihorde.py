@@ -402,3 +402,108 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
     prompt, params = second.body["prompt"], second.body["params"]
     assert len(prompt) // 4 + params["max_length"] <= 8000
     assert "Task:\nReview app.py" in prompt and "cat f11" in prompt and "[…]" not in prompt
+
+
+# -- a member that gives up, a deadline that expires -------------------------------------------
+
+GIVE_UP = """
+import sys
+from horde_tui.member.client import GatewayClient, GatewayError
+url, token, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+client = GatewayClient(url, token, "member-h", timeout_s=timeout)
+try:
+    client.chat([{"role": "user", "content": "Review app.py"}], [])
+except GatewayError as exc:
+    print("gave up:", exc.message, flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["killed", "timed-out"])
+def test_a_member_that_gives_up_mid_call_cancels_its_job_at_once(
+    horde_gateway: tuple[GatewayProcess, FakeHordeThread], how: str
+) -> None:
+    """The member's process is killed, or its own HTTP timeout closes the request: the
+    job is cancelled within seconds, not at the 6-minute deadline or the run's end."""
+    from support.processes import wait_until
+
+    gw, served = horde_gateway
+    # A first call waits out litellm's import, so the member's 3 s are the job's alone.
+    assert post(gw, "member-h", {"model": "x", "messages": HELLO}).status_code == 200
+    served.fake.polls_to_done = 10_000
+    timeout = "600" if how == "killed" else "3"
+    member = subprocess.Popen(
+        [sys.executable, "-c", GIVE_UP, gw.url, gw.token, timeout],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_until(lambda: len(served.fake.accepted()) == 2, 30)
+        if how == "killed":
+            member.kill()
+        member.wait(30)
+        job = served.fake.accepted()[1].job
+        assert wait_until(lambda: served.fake.cancels == [job], 5), served.fake.cancels
+    finally:
+        member.kill()
+        member.wait(10)
+    assert served.fake.unfinished() == []
+    assert gw.proc.poll() is None  # the gateway serves on
+    served.fake.polls_to_done = 1
+    assert post(gw, "member-i", {"model": "x", "messages": HELLO}).status_code == 200
+
+
+def test_an_expired_deadline_is_one_error_and_not_retried(
+    stub_model: StubThread, tmp_path: Path
+) -> None:
+    """The job was cancelled at its deadline: a retry would queue it again (up to four
+    deadlines for one call); the member gets one 504 saying what happened instead."""
+    with FakeHordeThread(fake(polls_to_done=10_000)) as served:
+        gw = start_gateway(
+            stub_model,
+            tmp_path,
+            HORDE_MODEL=f"aihorde/{SKYFALL}",
+            HORDE_API_BASE=served.api_base,
+            HORDE_API_KEY="",
+            HORDE_AIHORDE_DEADLINE_S="1",
+        )
+        try:
+            resp = post(gw, "member-j", {"model": "x", "messages": HELLO})
+        finally:
+            gw.proc.terminate()
+            gw.proc.wait(10)
+        accepted = served.fake.accepted()
+        cancels = served.fake.cancels
+    assert resp.status_code == 504, resp.text
+    message = error_of(resp)
+    assert "within 1 s" in message and "cancelled" in message and "\n" not in message
+    assert len(accepted) == 1, [s.status for s in served.fake.submits]
+    assert cancels == [accepted[0].job]
+
+
+@pytest.mark.parametrize("tool", ["links", "sitemap"])
+def test_a_fetch_cut_at_max_length_is_asked_again_never_fetched(
+    horde_gateway: tuple[GatewayProcess, FakeHordeThread], tool: str
+) -> None:
+    """A worker stops at `max_length` (128 tokens anonymous): a `links` call cut inside
+    its URL names another page, or another host (`https://exa`), which the member would
+    fetch, a request to a site nobody chose. So it is sent back like a cut command, as
+    horde.py drops a cut string, and the whole URL of the next reply is what runs."""
+    from horde_tui.member.tools import TOOL_DEFINITIONS
+
+    gw, served = horde_gateway
+    replies = iter(
+        [
+            f'{{"tool": "{tool}", "url": "https://example.org/docs/ind',
+            f'{{"tool": "{tool}", "url": "https://example.org/docs/index.html"}}',
+        ]
+    )
+    served.fake.answer = lambda prompt, params: next(replies)
+    tools = [d for d in TOOL_DEFINITIONS if d["function"]["name"] == tool]
+    resp = post(gw, "member-k", {"model": "x", "messages": HELLO, "tools": tools})
+    assert resp.status_code == 200, resp.text
+    call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call["name"] == tool
+    assert json.loads(call["arguments"]) == {"url": "https://example.org/docs/index.html"}
+    second = served.fake.accepted()[-1]
+    assert "the reply was cut off" in second.body["prompt"]
+    assert "Send the whole URL" in second.body["prompt"]

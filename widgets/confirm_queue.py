@@ -6,12 +6,14 @@ highlighted: `y` allows it, `n` refuses it (the member is told "refused by the u
 `a` allows that member's commands for the rest of the run. The queue is read from the
 run's `control/` folder on an interval (`view.confirms`), so a hosted and an attached
 run look the same, and decisions go back as control requests from a worker thread.
-`Changed` tells the screen which members wait, for their rows' badge.
+`Changed` tells the screen which members wait, for their rows' badge. The swarm screen
+gives it a reader of every live horde's queue and its own `control/` folder: a line
+then names the horde (`h2:member-1`), and so does the decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -57,9 +59,18 @@ class ConfirmQueue(Widget):
             super().__init__()
             self.members = members
 
-    def __init__(self, run_dir: Path, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        read: Callable[[], list[WaitingCommand]] | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
-        self.run_dir = run_dir
+        self.folder = folder
+        """Where decisions are sent: the run's directory, or the swarm's."""
+        self.read = read or (lambda: waiting_commands(folder))
+        """The commands waiting now (default: the run's in `folder`)."""
         self.waiting: list[WaitingCommand] = []
         self.deciding: set[str] = set()
         """Request ids sent for a decision and not yet gone from `control/`."""
@@ -79,17 +90,17 @@ class ConfirmQueue(Widget):
     def poll(self) -> None:
         """Read the queue; repaint and tell the screen only when it changed."""
         try:
-            on_disk = waiting_commands(self.run_dir)
+            on_disk = self.read()
         except OSError:
             return
         self.deciding &= {w.id for w in on_disk}
         waiting = [w for w in on_disk if w.id not in self.deciding]
         if waiting == self.waiting:
             return
-        before = self.members
+        before = {w.target for w in self.waiting}  # a swarm's names its horde too
         self.waiting = waiting
         self.show()
-        if self.members != before:
+        if {w.target for w in waiting} != before:
             self.post_message(self.Changed(self.members))
 
     def show(self) -> None:
@@ -101,7 +112,7 @@ class ConfirmQueue(Widget):
         self.query_one("#confirm-badge", Static).update(
             f"{count} {noun} for approval · y allow · n refuse · a allow all from this member"
         )
-        lines = [f"{w.member}: {_first_line(w.command)}  (in {w.cwd})" for w in self.waiting]
+        lines = [f"{w.target}: {_first_line(w.command)}  (in {w.cwd})" for w in self.waiting]
         self.query_one("#confirm-lines", Static).update("\n".join(lines))
 
     def decide(self, decision: str) -> bool:
@@ -116,7 +127,7 @@ class ConfirmQueue(Widget):
         self.post_message(self.Changed(self.members))
 
         def work() -> None:
-            text = send_decision(self.run_dir, decision, first.member)
+            text = send_decision(self.folder, decision, first.target)
             self.app.call_from_thread(self.notify, text)
 
         self.run_worker(work, thread=True, group="confirm", exit_on_error=False)

@@ -17,7 +17,8 @@ Errors are raised as `HordeError` with an HTTP status the gateway's retry policy
 429 (too many prompts) is retried with the shared limiter's backoff; 403 `KudosUpfront`
 is one line saying what to do; a faulted job (502, retried: another worker may take it)
 and a model no worker serves (404, not retried: horde.py's "a wrong id queues forever")
-name the model; the per-call deadline cancels the job and is a 504.
+name the model; the per-call deadline cancels the job and is a 504 that is not retried
+(`retryable`: a retry would queue the job again, four deadlines for one call).
 """
 
 from __future__ import annotations
@@ -64,11 +65,20 @@ class HordeError(Exception):
     """A failed AI Horde call, shaped as the gateway reads provider errors: `status_code`
     for its retry policy, `response.headers` for a `retry-after`, `message` one line."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        retryable: bool = True,
+    ) -> None:
         super().__init__(message)
         self.status_code = status
         self.message = message
         self.headers = headers or {}
+        self.retryable = retryable
+        """False when another attempt cannot help (the gateway's retry reads it): an
+        expired deadline already waited the longest a call may, and cancelled the job."""
 
     @property
     def response(self) -> Any:
@@ -502,6 +512,7 @@ class Client:
                     f"AI Horde: no result from {horde_id(model)} within {self.deadline_s:g} s "
                     f"(queue position {data.get('queue_position', '?')}); the job was "
                     "cancelled; a registered key (more kudos) is served sooner",
+                    retryable=False,
                 )
             wait = _int(data.get("wait_time"))
             pause = min(self.poll_max_s, max(self.poll_min_s, wait / 2), left)

@@ -9,11 +9,12 @@ in OpenAI format, streamed or not. The member never sees which path was taken.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,22 @@ from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
 
-CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write"})
+FETCH_TOOLS = frozenset({"links", "sitemap"})
+CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write", *FETCH_TOOLS})
 """JSON protocol: tools whose cut-off call is sent back to the model, never run.
 
 Half a command or half a file does damage: `rm -rf build/x` cut is `rm -rf b`, and a cut
-`write` or `edit` leaves a truncated file. A cut `read` or `horde` call is harmless or
-still useful, so it is repaired and run.
+`write` or `edit` leaves a truncated file. A cut `links` or `sitemap` URL names another
+page or another host (`https://exa`): fetching it is a request to a site nobody chose,
+and its links would mislead the model (horde.py drops a cut string for the same
+reason). A cut `read` or `horde` call is harmless or still useful, so it is repaired
+and run.
 """
+CUT_ADVICE = {
+    jsonproto.SHELL_TOOL: " Use a shorter command.",
+    **dict.fromkeys(FETCH_TOOLS, " Send the whole URL, and nothing else in that call."),
+}
+"""What a cut call's correction asks for, by tool (else: split a long write or edit)."""
 
 
 @dataclass
@@ -135,13 +145,24 @@ class Gateway:
         if self.accounting.budget_reached:
             return _error(402, self.accounting.budget_message(), "budget_exceeded")
         opts = self._options(member)
+        work = self._answer(body, member, opts)
+        if aihorde.is_aihorde(opts.model) and req.gone is not None:
+            # An AI Horde job nobody will read spends a volunteer worker's time and the
+            # user's kudos for minutes: it is cancelled as soon as the member is gone.
+            # Other providers' calls run to their end, so their usage is still accounted.
+            work = _until_gone(work, req.gone)
         try:
-            litellm = await self.litellm.module()
-            if body.get("stream") and not self._json_mode(litellm, opts.model):
-                return await self._stream_native(litellm, body, member, opts)
-            result = await self._complete(litellm, body, member, opts)
+            return await work
         except ProviderError as exc:
             return _error(exc.status, exc.message, exc.kind)
+
+    async def _answer(
+        self, body: dict[str, Any], member: str, opts: CallOptions
+    ) -> Response | StreamResponse:
+        litellm = await self.litellm.module()
+        if body.get("stream") and not self._json_mode(litellm, opts.model):
+            return await self._stream_native(litellm, body, member, opts)
+        result = await self._complete(litellm, body, member, opts)
         if body.get("stream"):
             return StreamResponse(_sse(_as_chunks(result)))
         return Response(200, result)
@@ -251,10 +272,8 @@ class Gateway:
                     cut = "the reply was cut off mid-" + ("command" if shell else "call")
                     feedback = jsonproto.correction_message(
                         jsonproto.Reply("invalid", error=cut), names
-                    ) + (
-                        " Use a shorter command."
-                        if shell
-                        else " Send less per call: split a long write or edit."
+                    ) + CUT_ADVICE.get(
+                        reply.tool, " Send less per call: split a long write or edit."
                     )
                 elif reply.tool == jsonproto.SHELL_TOOL and jsonproto.repeat_of(
                     reply.tool, reply.args, messages
@@ -359,6 +378,29 @@ class Gateway:
         if flag is not None and self.accounting.budget_reached and not was_reached:
             flag.write_text(json.dumps(self.accounting.summary()) + "\n")
         return cost
+
+
+async def _until_gone(
+    work: Coroutine[Any, Any, Response | StreamResponse], gone: asyncio.Event
+) -> Response | StreamResponse:
+    """`work`'s answer, or `work` cancelled once the client's connection is closed (the
+    provider's cancel path runs: an AI Horde job is deleted). The answer then goes
+    nowhere; it is a 499 for the record."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(gone.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the gateway is stopping: the call ends with it
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return _error(499, "the member closed its request; the call was cancelled", "client_gone")
 
 
 def _error(status: int, message: str, kind: str) -> Response:

@@ -158,6 +158,20 @@ def status_of(exc: BaseException) -> int:
     return 500
 
 
+def retryable(exc: BaseException) -> bool:
+    """False when the error, or the provider error litellm wrapped in it (its
+    `__context__`), says another attempt cannot help (`retryable = False`: an AI Horde
+    deadline, whose job was cancelled after the longest wait a call may take)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a wrapped error's chain is short; never loop on a cycle
+        if seen is None:
+            break
+        if getattr(seen, "retryable", True) is False:
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return True
+
+
 def retry_after_s(exc: BaseException, cap_s: float) -> float | None:
     """The provider's `retry-after` in seconds, at most `cap_s`; None when it gave none.
 
@@ -312,7 +326,7 @@ async def _retry_or_raise(
     status = status_of(exc)
     if status == 429:
         limiter.rate_limited(request)
-    if status in RETRY_STATUSES and attempt < opts.max_attempts:
+    if status in RETRY_STATUSES and attempt < opts.max_attempts and retryable(exc):
         wait = retry_after_s(exc, opts.retry_after_max_s)
         await asyncio.sleep(wait if wait is not None else backoff_s(attempt, opts.backoff_base_s))
         return

@@ -6,6 +6,13 @@ wake it, and a hosted swarm's lifecycle events wake it at once. Enter (or `1`-`4
 reference's `all | h1 | h2` tabs) opens a horde's run screen on its run directory, as
 `attach` does; escape there comes back here.
 
+In confirm mode, the commands waiting in every live horde are one queue under the
+table (`ConfirmQueue`, as on a run screen, each line naming its horde): `y` allows the
+first, `n` refuses it, `a` allows that horde's member for the rest of the run (while
+nothing waits, `a` is the overview tab). Decisions go through the swarm's own
+`control/` with a horde target (`h2:member-1`), hosted here or not, and the swarm
+supervisor routes them to that horde's confirm desk (`ControlTaker.decide`).
+
 Controls act on the horde under the cursor (target `hN`) or, from their dialogs and
 the palette, on the whole swarm (`all`); a reset is of one member (`hN:member-K`, picked
 from the horde's members), as the swarm supervisor takes it. A hosted swarm takes them as method calls
@@ -23,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import Provider
@@ -47,9 +55,11 @@ from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
 from horde_tui.supervisor.controls import HordeControls
+from horde_tui.view.confirms import WaitingCommand, swarm_waiting
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.source import send_control
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
+from horde_tui.widgets.confirm_queue import BADGE_STATUS, ConfirmQueue
 from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
 
@@ -93,6 +103,8 @@ tab's label starts with its key, since the footer has no room for them at 80 col
 HORDE_KEYS = Binding.Group("hordes", compact=True)
 TABS = Binding.Group("tabs", compact=True)
 HORDE_ACTIONS = frozenset({"pause", "resume", "reset", "stop_clean", "stop_hard", "open_horde"})
+CONFIRM_STATES = frozenset({"active", "finalizing"})
+"""Hordes whose `control/` can hold a command waiting for a person (a live run)."""
 
 
 class HostedSwarm(HordeControls, Protocol):
@@ -189,6 +201,19 @@ class SwarmScreen(HordeScreen):
         Binding("s", "stop_clean", "Stop", id="swarm-stop-clean", tooltip="stop clean (asks)"),
         Binding("S", "stop_hard", "Hard stop", id="swarm-stop-hard", tooltip="stop hard (asks)"),
         Binding("escape", "back", "Back", show=False, id="swarm-back"),
+        # Before the tab keys: `a` allows all only while a command waits (else skipped
+        # on to the overview tab, its key since the swarm screen had one).
+        Binding("y", "confirm('allow')", "Allow the waiting command", show=False, id="swarm-allow"),
+        Binding(
+            "n", "confirm('refuse')", "Refuse the waiting command", show=False, id="swarm-refuse"
+        ),
+        Binding(
+            "a",
+            "confirm('allow-all')",
+            "Allow all from its member",
+            show=False,
+            id="swarm-allow-all",
+        ),
         Binding(
             "v",
             "next_ledger",
@@ -236,6 +261,9 @@ class SwarmScreen(HordeScreen):
         self.ledger = "findings"
         """The ledger the Ledgers tab shows (`v` moves on)."""
         self._ledgers_shown: tuple[str, bool] | None = None
+        self.asking: frozenset[str] = frozenset()
+        """Hordes with a command waiting for a person (confirm mode): their state cell
+        says so."""
 
     # -- composing and reading ------------------------------------------------------------
 
@@ -244,6 +272,7 @@ class SwarmScreen(HordeScreen):
         yield StatusLine(id="swarm-scope")
         yield StatusLine(id="swarm-status")
         yield DataTable(id="hordes", cursor_type="row", zebra_stripes=True)
+        yield ConfirmQueue(self.swarm_dir, read=self.waiting_commands, id="confirm-queue")
         with TabbedContent(initial="overview", id="swarm-tabs"):
             with TabPane("a Overview", id="overview"):
                 yield Markdown(open_links=False, id="swarm-overview", classes="markdown-pane")
@@ -343,6 +372,8 @@ class SwarmScreen(HordeScreen):
         )
         room = max(WORKSTREAM_MIN_WIDTH, width - others - CELL_PADDING - 1)
         cells = {line.horde: self.cells(line, room) for line in self.lines}
+        for horde in self.asking & set(cells):
+            cells[horde]["state"] = BADGE_STATUS  # a command waits there for a person
         if keys != self.columns or list(cells) != list(self.shown):
             cursor = table.cursor_row
             table.clear(columns=keys != self.columns)
@@ -378,6 +409,27 @@ class SwarmScreen(HordeScreen):
         if self.lines:
             self.show_table()
         self._ledgers_shown = None  # the next wake lays the Ledgers tab out again
+
+    def waiting_commands(self) -> list[WaitingCommand]:
+        """Confirm mode: the commands waiting in every live horde, oldest first."""
+        live = {
+            line.horde: line.run_dir
+            for line in self.lines
+            if line.run_dir is not None and line.state in CONFIRM_STATES
+        }
+        return swarm_waiting(live) if live else []
+
+    def on_confirm_queue_changed(self, event: ConfirmQueue.Changed) -> None:
+        event.stop()
+        self.asking = frozenset(w.horde for w in self.query_one(ConfirmQueue).waiting)
+        if self.lines:
+            self.show_table()
+
+    def action_confirm(self, decision: str) -> None:
+        """Decide the first command waiting (`y`, `n`, `a`); with none, the key goes on
+        to its next binding (`a`: the overview tab)."""
+        if not self.query_one(ConfirmQueue).decide(decision):
+            raise SkipAction()
 
     # -- selection and navigation ---------------------------------------------------------
 

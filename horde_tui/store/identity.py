@@ -194,15 +194,25 @@ def _claim(pid: int) -> tuple[str, str, str] | None:
     return _resolved(root), run, name
 
 
-def ancestry() -> tuple[Ancestor, ...]:
-    """This process and its ancestors, nearest first. Walked once per process: ancestry
-    only ever loses members (a parent exits, the child is re-parented), never gains them."""
+def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
+    """This process (or the process `of`) and its ancestors, nearest first. This
+    process's is walked once: ancestry only ever loses members (a parent exits, the
+    child is re-parented), never gains them."""
     me = os.getpid()
+    if of is not None and of != me:
+        return _walk(of)
     cached = _ANCESTRY.get(me)
     if cached is not None:
         return cached
+    result = _walk(me)
+    _ANCESTRY.clear()
+    _ANCESTRY[me] = result
+    return result
+
+
+def _walk(first: int) -> tuple[Ancestor, ...]:
     chain: list[Ancestor] = []
-    pid, seen = me, set()
+    pid, seen = first, set()
     while pid > 1 and pid not in seen and len(chain) < 256:
         seen.add(pid)
         st = procfs.stat(pid)
@@ -212,9 +222,7 @@ def ancestry() -> tuple[Ancestor, ...]:
             break
         chain.append(Ancestor(Proc(pid, st.start), _claim(pid)))
         pid = st.ppid
-    _ANCESTRY.clear()
-    _ANCESTRY[me] = result = tuple(chain)
-    return result
+    return tuple(chain)
 
 
 # -- the supervisor's record -----------------------------------------------------------------
@@ -308,18 +316,27 @@ def _run_dir(root: str, run: str) -> str:
     return f"{root}/runs/{run}"
 
 
-def caller(root: Path | str, run: str) -> Via:
-    """Whose tree this process is in, as seen from a write to `run` under `root`."""
-    chain = ancestry()
-    root = _resolved(root)
+def member_above(pid: int | None = None) -> Via | None:
+    """The live member whose tree this process (or `pid`) is in, or None. A supervisor
+    asks it of a process that asks it to act for a person (a confirm-mode decision)."""
     # Outermost first: a fake member process a member starts sits below the real one.
-    for anc in reversed(chain):
+    for anc in reversed(ancestry(pid)):
         if anc.claim is None:
             continue
         claim_root, claim_run, name = anc.claim
         record = read_processes(_run_dir(claim_root, claim_run))
         if record is not None and record.members.get(name) == anc.proc and record.live:
             return Via("member", name, claim_run, claim_root)
+    return None
+
+
+def caller(root: Path | str, run: str) -> Via:
+    """Whose tree this process is in, as seen from a write to `run` under `root`."""
+    chain = ancestry()
+    root = _resolved(root)
+    member = member_above()
+    if member is not None:
+        return member
     record = read_processes(_run_dir(root, run))
     if record is not None and record.live and any(a.proc == record.supervisor for a in chain):
         return Via(SUPERVISOR)

@@ -7,7 +7,9 @@ events.jsonl, and answers once a person decides: in the app (which sends `approv
 `refuse` or `allow-all` through the same `control/` folder), at the headless run's
 terminal (`decide` in this process), or from another shell (`horde-tui approve`).
 `allow-all` lets the member's commands through for the rest of the run. A request
-whose session ended (a stop, a reset) is dropped. The desk serves its own requests
+whose session ended (a stop, a reset) is dropped. A decision asked from inside a live
+member's process tree is refused (`controls.decider_refusal`): a member never decides
+its own command, nor another's. The desk serves its own requests
 for the whole run, whatever the phase, so a repair session waiting for a decision is
 answered too; `controls.answer_pending` leaves them to it (its `leave`).
 """
@@ -75,7 +77,9 @@ class ConfirmDesk:
                 if request.id not in self.waiting:
                     self._take(path, request)
                 continue
-            text = self.decide(request.target, DECISIONS[request.action], "control")
+            text = controls.decider_refusal(request.pid) or self.decide(
+                request.target, DECISIONS[request.action], "control"
+            )
             controls.answer(self.run_dir, path, request.id, not text.startswith("refused:"), text)
         for wait in list(self.waiting.values()):
             if not self.alive(wait.member, wait.pid):

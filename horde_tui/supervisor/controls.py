@@ -13,7 +13,9 @@ whoever sends it and whichever supervisor takes it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from horde_tui.inputs import loads
+from horde_tui.store import identity
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.supervisor.targets import TargetError, parse_targets
 
@@ -44,6 +47,8 @@ class ControlRequest:
     member's pid (a request of a session that ended is dropped)."""
     cwd: str | None = None
     pid: int | None = None
+    """For a person's request (`ask` sets it), the asking process: a confirm-mode
+    decision from inside a live member's process tree is refused (`decider_refusal`)."""
 
 
 def submit(run_dir: Path, request: ControlRequest) -> Path:
@@ -115,7 +120,7 @@ def ask(
     Blocks up to `timeout_s`: call it from a thread, never the UI loop. The wait is cut
     into short slices so `cancelled` (the app quitting) never waits out a request.
     """
-    path = submit(folder, request)
+    path = submit(folder, dataclasses.replace(request, pid=request.pid or os.getpid()))
     deadline = time.monotonic() + timeout_s
     while not cancelled():
         left = deadline - time.monotonic()
@@ -155,7 +160,7 @@ class HordeControls(Protocol):
 class ControlTaker(HordeControls, Protocol):
     """A supervisor that answers `control/` requests: a run's `Supervisor` or a swarm's
     `SwarmSupervisor` (which forwards each to the hordes the target names). Each
-    returns the text the asker prints; one starting "refused" is a refusal."""
+    returns the text the asker prints; one starting "refused:" is a refusal."""
 
     def status(self, target: str = "all") -> str: ...
 
@@ -183,17 +188,41 @@ async def perform(taker: ControlTaker, request: ControlRequest) -> str:
         if action == "reset":
             return await taker.reset(target)
         if action in CONFIRM_ACTIONS[1:]:
-            return taker.decide(action, target)
+            return decider_refusal(request.pid) or taker.decide(action, target)
     except TargetError as exc:
         return f"refused: {exc}"
     return f"refused: unknown control {action!r}; use one of {', '.join(ACTIONS)}"
 
 
+def decider_refusal(pid: int | None) -> str | None:
+    """Why the process that asked for a confirm-mode decision may not make it, or None.
+
+    Issue 11's identity rule, as the `horde` tool applies it to ledger writes: a
+    process in a live member's tree (the member, its `bash`, anything they started) acts
+    for that member, and a member must not approve its own command, nor another's.
+    The limit is the ledger's: without the bubblewrap sandbox `.horde/` is writable to
+    member commands, so a request file written by hand that names no process (or
+    another one), or an answer file written in the member's place, still gets through.
+    With the sandbox, `.horde/` is read-only to member commands and neither can be."""
+    if pid is None:
+        return None
+    via = identity.member_above(pid)
+    if via is None:
+        return None
+    return (
+        f"refused: the deciding process runs under {via.member}'s shell (pid {pid}); a "
+        "member cannot approve or refuse confirm-mode commands, its own or another's "
+        "(identity rule); a person decides: in the app, at the run's terminal, or with "
+        "horde-tui approve from their own shell"
+    )
+
+
 def refused(text: str) -> bool:
     """Whether an answer refuses: wholly (`refused: ...`) or in any horde's line of a
-    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way."""
+    swarm's (`h2: refused: ...`), so the CLI's exit status says so either way. The colon
+    counts: `refused member-1: ...` is a confirm decision carried out, not a refusal."""
     return any(
-        line.startswith("refused") or line.partition(": ")[2].startswith("refused")
+        line.startswith("refused:") or line.partition(": ")[2].startswith("refused:")
         for line in text.splitlines()
     )
 
