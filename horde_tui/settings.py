@@ -350,6 +350,12 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         ("horde_tui/member/config.py", "horde_tui/watchdog.py"),
     ),
     ProcessVariable(
+        "HORDE_MAX_TOKENS",
+        "0 (none)",
+        "A repair attempt's token share, kept by the member before each model call.",
+        ("horde_tui/member/config.py", "horde_tui/supervisor/repair.py"),
+    ),
+    ProcessVariable(
         "HORDE_RESUME_SESSION",
         "unset",
         "A transcript a member carries on instead of starting a session (horde-tui resume).",
