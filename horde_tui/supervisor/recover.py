@@ -38,13 +38,17 @@ def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
         for m in manifest.get("members", [])
     }
     for ev in events:
-        if ev.get("type") != "lifecycle" or not fold_lifecycle(members, ev):
+        if ev.get("type") not in ("lifecycle", "outcome"):
+            continue
+        if not fold_lifecycle(members, ev, externals=True):
             continue
         if ev.get("kind") == "member-exit":
             m = members[ev["member"]]
             m.turns = max(m.turns, int(ev.get("turns") or 0))
     for m in members.values():
-        if m.status in ("running", "paused"):  # still at work when the parent died
+        if m.external and m.status == "running":  # its agent was still connected
+            m.status, m.exit_cause = "exited", "connected at the end"
+        elif m.status in ("running", "paused"):  # still at work when the parent died
             m.exit_cause, m.status = "killed", "exited"
             m.detail = "the supervisor died while this member ran"
         elif m.status in ("starting", "waiting"):  # its next session never started
