@@ -1,0 +1,64 @@
+"""The `mcp` and `join` subcommands; the SDK is imported only when `mcp` runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from types import FrameType
+
+from horde_tui.mcp.seat import AUTO, SeatRefused, leave, take_seat
+from horde_tui.store.paths import default_horde_dir
+
+MCP_EPILOG = """\
+The agent acts as the member the server was started for: --member NAME (a live run's
+`parent` and member names belong to their owners and are refused), or --member auto for
+the next free external name (ext-1, ext-2, ...), registered with the run so the app and
+the report show it as an external member. The run is --run, else $HORDE_RUN, else the
+newest live run, else `manual`. The horde directory is $HORDE_DIR, else ./.horde.
+"""
+
+
+def add_mcp_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the `horde` tool to any MCP agent (stdio, or streamable HTTP)",
+        description="Serve the `horde` tool, the ledgers and the member protocol over MCP.",
+        epilog=MCP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mcp.add_argument("--member", default=AUTO, help="the member to act as, or auto (default)")
+    mcp.add_argument("--run", help="the run to join (default: the newest live run)")
+    mcp.set_defaults(func=cmd_mcp)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends the server as Ctrl-C does, so its `member-leave` is still written."""
+    raise KeyboardInterrupt
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    try:
+        seat = take_seat(default_horde_dir(), args.run, args.member)
+    except SeatRefused as exc:
+        print(f"horde-tui mcp: {exc}", file=sys.stderr)
+        return 1
+    import anyio
+
+    from horde_tui.mcp.server import serve_stdio
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    print(
+        f"horde-tui mcp: serving the horde tool as {seat.name} in run {seat.run} "
+        f"({seat.horde_dir}) over stdio",
+        file=sys.stderr,
+    )
+    try:
+        anyio.run(serve_stdio, seat)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        leave(seat)
+    return 0
