@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from types import FrameType
 
-from horde_tui.mcp.seat import AUTO, SeatRefused, leave, take_seat
+from horde_tui.mcp.seat import AUTO, Seat, SeatRefused, leave, take_seat
 from horde_tui.store.paths import default_horde_dir
 
 MCP_EPILOG = """\
@@ -30,6 +32,15 @@ def add_mcp_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     mcp.add_argument("--member", default=AUTO, help="the member to act as, or auto (default)")
     mcp.add_argument("--run", help="the run to join (default: the newest live run)")
+    mcp.add_argument(
+        "--http", action="store_true", help="serve streamable HTTP instead of stdio (token needed)"
+    )
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port (0: any free one)")
+    mcp.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        help="HTTP address to listen on (default 127.0.0.1; elsewhere only with the token)",
+    )
     mcp.set_defaults(func=cmd_mcp)
 
 
@@ -45,20 +56,51 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except SeatRefused as exc:
         print(f"horde-tui mcp: {exc}", file=sys.stderr)
         return 1
+    try:
+        serve = _http(seat, args) if args.http else _stdio(seat)
+    except SeatRefused as exc:
+        leave(seat)
+        print(f"horde-tui mcp: {exc}", file=sys.stderr)
+        return 1
     import anyio
 
-    from horde_tui.mcp.server import serve_stdio
-
     signal.signal(signal.SIGTERM, _interrupt)
-    print(
-        f"horde-tui mcp: serving the horde tool as {seat.name} in run {seat.run} "
-        f"({seat.horde_dir}) over stdio",
-        file=sys.stderr,
-    )
     try:
-        anyio.run(serve_stdio, seat)
+        anyio.run(serve)
     except KeyboardInterrupt:
         pass
     finally:
         leave(seat)
     return 0
+
+
+def _stdio(seat: Seat) -> Callable[[], Awaitable[None]]:
+    from horde_tui.mcp.server import serve_stdio
+
+    print(
+        f"horde-tui mcp: serving the horde tool as {seat.name} in run {seat.run} "
+        f"({seat.horde_dir}) over stdio",
+        file=sys.stderr,
+    )
+    return functools.partial(serve_stdio, seat)
+
+
+def _http(seat: Seat, args: argparse.Namespace) -> Callable[[], Awaitable[None]]:
+    """The HTTP server's socket and token, or `SeatRefused` with the one line."""
+    from horde_tui.mcp import remote
+
+    try:
+        token, path = remote.bearer_token(seat)
+    except remote.TokenRefused as exc:
+        raise SeatRefused(str(exc)) from None
+    except OSError as exc:
+        raise SeatRefused(f"cannot keep the token: {exc}") from None
+    try:
+        sock = remote.listen(args.bind, args.port)
+    except OSError as exc:
+        raise SeatRefused(
+            f"cannot listen on {args.bind}:{args.port} ({exc.strerror or exc}); pick another "
+            "--port (0 takes a free one) or --bind"
+        ) from None
+    remote.announce(seat, sock, path)
+    return functools.partial(remote.serve_http, seat, sock, token)

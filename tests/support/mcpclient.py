@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def server_env(horde_dir: Path, **extra: str) -> dict[str, str]:
@@ -65,3 +69,49 @@ def cli_tool(workdir: Path, actor: str, run: str, *args: str) -> subprocess.Comp
         text=True,
         timeout=60,
     )
+
+
+@dataclass
+class HttpServer:
+    """A running `horde-tui mcp --http` process and what it announced."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    announced: str
+    """Its one stderr line: where it listens and where the token is (never the token)."""
+
+
+@contextmanager
+def http_server(workdir: Path, *args: str, **env: str) -> Iterator[HttpServer]:
+    """`horde-tui mcp --http --port 0 ARGS` in `workdir`, ended with SIGTERM on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "mcp", "--http", "--port", "0", *args],
+        cwd=workdir,
+        env=server_env(workdir / ".horde", **env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"at (http://\S+/mcp);", line)
+        assert found, (line, proc.poll())
+        yield HttpServer(proc, found.group(1), line)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    """An initialized client session over streamable HTTP with the bearer token."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
