@@ -43,6 +43,25 @@ def add_mcp_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     mcp.set_defaults(func=cmd_mcp)
 
+    from horde_tui.mcp.join import AGENTS
+
+    join = sub.add_parser(
+        "join",
+        help="print the config that mounts the horde MCP server in an agent, and its brief",
+        description="Print (or --write) the configuration snippet that mounts `horde-tui mcp` "
+        "for RUN in an agent (Claude Code, Codex, OpenCode, Goose), and the brief to paste.",
+    )
+    join.add_argument("run", metavar="RUN", help="the run to join (a run id under .horde/runs)")
+    join.add_argument("--agent", choices=AGENTS, required=True)
+    join.add_argument("--member", default=AUTO, help="the member to act as (default auto: ext-N)")
+    join.add_argument(
+        "--url", help="mount a remote `horde-tui mcp --http` server (http://host:port/mcp)"
+    )
+    join.add_argument(
+        "--write", action="store_true", help="merge the snippet into the agent's config file"
+    )
+    join.set_defaults(func=cmd_join)
+
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM ends the server as Ctrl-C does, so its `member-leave` is still written."""
@@ -104,3 +123,35 @@ def _http(seat: Seat, args: argparse.Namespace) -> Callable[[], Awaitable[None]]
         ) from None
     remote.announce(seat, sock, path)
     return functools.partial(remote.serve_http, seat, sock, token)
+
+
+def cmd_join(args: argparse.Namespace) -> int:
+    from horde_tui.mcp import join
+    from horde_tui.store.runs import find_run
+
+    horde_dir = default_horde_dir().resolve()
+    found = find_run(horde_dir, args.run)
+    if found is None:
+        print(
+            f"horde-tui join: no run {args.run!r} in {horde_dir}; name a run under "
+            ".horde/runs (or set HORDE_DIR)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.url and not args.url.startswith(("http://", "https://")):
+        print(f"horde-tui join: --url {args.url!r} is not an http(s) URL", file=sys.stderr)
+        return 2
+    mount = join.Mount(found.name, found.parent.parent, args.member, args.url)
+    if args.write:
+        try:
+            path = join.write(args.agent, mount)
+        except (ValueError, OSError) as exc:
+            print(f"horde-tui join: cannot write the config: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {path}")
+        print(join.snippet(args.agent, mount).how)
+        print()
+        print(join.BRIEF.format(run=mount.run, server=join.SERVER), end="")
+        return 0
+    print(join.render(args.agent, mount), end="")
+    return 0
