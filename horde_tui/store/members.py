@@ -15,7 +15,7 @@ own status lines (`MemberState.absorb`, hosted) or its transcripts (`view.member
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,3 +200,21 @@ def _external_call(
     state.last_output = at
     state.tool_summary = f"horde {event.get('action', '')}".strip()
     return True
+
+
+STILL_JOINED = "connected at the end"
+"""An external member's end when the run ended before its server left."""
+
+
+def external_members(events: Iterable[Mapping[str, Any]]) -> list[MemberState]:
+    """The run's external members, in joining order, as its events tell them: the
+    supervisor's own members never include them, so its report adds these."""
+    members: dict[str, MemberState] = {}
+    for ev in events:
+        if ev.get("type") in ("lifecycle", "outcome"):
+            fold_lifecycle(members, ev, externals=True)
+    out = [m for m in members.values() if m.external]
+    for m in out:
+        if m.status == "running":
+            m.status, m.exit_cause = "exited", STILL_JOINED
+    return out

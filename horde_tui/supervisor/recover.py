@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from horde_tui.store import runs
-from horde_tui.store.members import MemberState, fold_lifecycle
+from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
@@ -38,22 +38,18 @@ def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
         for m in manifest.get("members", [])
     }
     for ev in events:
-        if ev.get("type") not in ("lifecycle", "outcome"):
-            continue
-        if not fold_lifecycle(members, ev, externals=True):
+        if ev.get("type") != "lifecycle" or not fold_lifecycle(members, ev):
             continue
         if ev.get("kind") == "member-exit":
             m = members[ev["member"]]
             m.turns = max(m.turns, int(ev.get("turns") or 0))
     for m in members.values():
-        if m.external and m.status == "running":  # its agent was still connected
-            m.status, m.exit_cause = "exited", "connected at the end"
-        elif m.status in ("running", "paused"):  # still at work when the parent died
+        if m.status in ("running", "paused"):  # still at work when the parent died
             m.exit_cause, m.status = "killed", "exited"
             m.detail = "the supervisor died while this member ran"
         elif m.status in ("starting", "waiting"):  # its next session never started
             m.status = "exited"
-    return list(members.values())
+    return [*members.values(), *external_members(events)]
 
 
 def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
