@@ -238,3 +238,21 @@ async def test_auto_joins_a_live_run_as_the_next_free_external_name(horde: Any) 
     assert {"ext-1", "ext-2"} <= posts
     left = [e["member"] for e in events(horde.workdir, RUN) if e.get("kind") == "member-leave"]
     assert sorted(left) == ["ext-1", "ext-2"]
+
+
+async def test_a_clean_stop_reaches_the_agent_as_the_wind_down_refusal(horde: Any) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+
+    async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
+        before = await call(session, "idea", text="Audit app/web/login.py")
+        (horde.root / "runs" / RUN / ".stop-clean").write_text("")
+        during = await call(session, "idea", text="Audit app/api/search.py")
+        posted = await call(session, "post", text="Wrapping up: nothing held")
+
+    assert before[0] is False
+    assert during == (
+        True,
+        "refused: `idea` during wind-down (a clean stop was requested); finish what you "
+        "hold: file findings, mark ideas done or rule-out, and post a summary",
+    )
+    assert posted[0] is False
