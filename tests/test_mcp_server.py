@@ -256,3 +256,17 @@ async def test_a_clean_stop_reaches_the_agent_as_the_wind_down_refusal(horde: An
         "hold: file findings, mark ideas done or rule-out, and post a summary",
     )
     assert posted[0] is False
+
+
+async def test_a_finished_runs_own_member_writes_on_without_becoming_external(
+    horde: Any,
+) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+    run_dir = horde.root / "runs" / RUN
+    (run_dir / "MANIFEST.json").write_text('{"members": [{"name": "member-1", "role": "member"}]}')
+
+    async with stdio_session(horde.workdir, "--member", "member-1", "--run", RUN) as session:
+        posted = await call(session, "post", text="A late note after the run")
+
+    assert posted[0] is False
+    assert not [e for e in events(horde.workdir, RUN) if e.get("kind") == "member-join"]

@@ -77,10 +77,26 @@ def take_seat(horde_dir: Path, run: str | None, member: str) -> Seat:
     if refused:
         raise SeatRefused(refused)
     store = HordeStore(root, member)
-    if not store.run_exists(run_id):
+    if not store.run_exists(run_id) or member in planned_names(store.paths.run_dir(run_id)):
+        # A planned member of a finished run writing on (the rule allows it) stays what
+        # the run's events say it was, not an external member.
         return Seat(root, run_id, member, registered=False)
     _register(store, run_id)
     return Seat(root, run_id, member, registered=True)
+
+
+def planned_names(run_dir: Path) -> set[str]:
+    """The supervisor's own names for the run: `parent` and its manifest's members."""
+    names = {identity.PARENT}
+    try:
+        manifest = json.loads((run_dir / "MANIFEST.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return names
+    listed = manifest.get("members") if isinstance(manifest, dict) else None
+    for m in listed if isinstance(listed, list) else []:
+        if isinstance(m, dict) and isinstance(m.get("name"), str):
+            names.add(m["name"])
+    return names
 
 
 def _auto_seat(root: Path, run: str) -> Seat:
