@@ -263,6 +263,9 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.presets import add_presets_command
 
     add_presets_command(sub)
+    from horde_tui.mcp.command import add_mcp_commands
+
+    add_mcp_commands(sub)
 
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")

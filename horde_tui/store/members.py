@@ -15,7 +15,7 @@ own status lines (`MemberState.absorb`, hosted) or its transcripts (`view.member
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,10 @@ MEMBER_KINDS = frozenset({"member-spawn", "member-exit", "member-reset", "member
 """Lifecycle kinds about the one member their `member` names."""
 TARGETED_KINDS = frozenset({"pause", "resume", "stop-hard"})
 """Lifecycle kinds about the members their `targets` list."""
+EXTERNAL_KINDS = frozenset({"member-join", "member-leave"})
+"""An external member's life (an agent the run did not start, joined through
+`horde-tui mcp`): the server writes them, not the supervisor, so pause, reset and the
+supervisor's wait for its members never apply to it."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ class MemberState:
     first_turn: FirstTurn | None = None
     """What this session's first model call cost: a fresh session pays to rebuild its
     context there, so the repair phase reports it per attempt."""
+    external: bool = False
+    """Joined from outside (`horde-tui mcp`): its status comes from its join, its tool
+    calls and its leave; its turns count its `horde` calls."""
 
     def absorb(self, event: dict[str, Any]) -> None:
         """Fold one status line into the member's state."""
@@ -108,7 +115,17 @@ class MemberState:
     def apply(self, kind: str, event: Mapping[str, Any], when: float | None) -> None:
         """Fold one lifecycle event about this member, which happened at `when`: the
         one transition every reader of a member uses (see the module doc)."""
-        if kind == "member-spawn":
+        if kind == "member-join":
+            pid = event.get("pid")
+            self.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+            self.external, self.role = True, "external"
+            self.status, self.started, self.ended, self.exit_cause = "running", when, None, None
+        elif kind == "member-leave":
+            self.exit_cause = str(event.get("cause") or "left")
+            self.status, self.ended, self.current_tool = "exited", when, ""
+        elif self.external:
+            return  # pause, resume, reset: the run does not steer an agent it did not start
+        elif kind == "member-spawn":
             self.attempt = int(event.get("attempt") or self.attempt + 1)
             pid = event.get("pid")
             self.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
@@ -135,16 +152,22 @@ def fold_lifecycle(
     event: Mapping[str, Any],
     when: float | None = None,
     helpers: bool = False,
+    externals: bool = False,
 ) -> bool:
     """Fold one lifecycle event into the members it names; True if it named any.
 
     `when` defaults to the event's `ts`. With `helpers`, a member event naming someone
     not in `members` (the synthesis or post-mortem helper) adds them; without, it is
-    left out (the supervisor, resume and the report keep the planned members only)."""
+    left out (the supervisor, resume and the report keep the planned members only).
+    With `externals`, a `member-join` adds an external member, and the outcome of each
+    of its tool calls counts as a turn and keeps it fresh (the screens and the report;
+    the supervisor and resume never wait on nor respawn an agent they did not start)."""
     kind = event.get("kind")
+    at = epoch(event.get("ts")) if when is None else when
+    if externals and event.get("type") == "outcome":
+        return _external_call(members, event, at)
     if not isinstance(kind, str):
         return False
-    at = epoch(event.get("ts")) if when is None else when
     if kind in TARGETED_KINDS:
         targets = event.get("targets")
         listed = targets if isinstance(targets, list) else []
@@ -153,12 +176,45 @@ def fold_lifecycle(
             members[target].apply(kind, event, at)
         return bool(names)
     member = event.get("member")
-    if kind not in MEMBER_KINDS or not isinstance(member, str) or not member:
+    known = MEMBER_KINDS | EXTERNAL_KINDS if externals else MEMBER_KINDS
+    if kind not in known or not isinstance(member, str) or not member:
         return False
     state = members.get(member)
     if state is None:
-        if not helpers:
+        if not (helpers or (externals and kind == "member-join")):
             return False
         state = members[member] = MemberState(member, str(event.get("role") or member))
     state.apply(kind, event, at)
     return True
+
+
+def _external_call(
+    members: dict[str, MemberState], event: Mapping[str, Any], at: float | None
+) -> bool:
+    """An external member's `horde` call (its outcome event): a turn, and its last sign
+    of life, since no status lines come from an agent the run did not start."""
+    state = members.get(str(event.get("actor")))
+    if state is None or not state.external:
+        return False
+    state.turns += 1
+    state.last_output = at
+    state.tool_summary = f"horde {event.get('action', '')}".strip()
+    return True
+
+
+STILL_JOINED = "connected at the end"
+"""An external member's end when the run ended before its server left."""
+
+
+def external_members(events: Iterable[Mapping[str, Any]]) -> list[MemberState]:
+    """The run's external members, in joining order, as its events tell them: the
+    supervisor's own members never include them, so its report adds these."""
+    members: dict[str, MemberState] = {}
+    for ev in events:
+        if ev.get("type") in ("lifecycle", "outcome"):
+            fold_lifecycle(members, ev, externals=True)
+    out = [m for m in members.values() if m.external]
+    for m in out:
+        if m.status == "running":
+            m.status, m.exit_cause = "exited", STILL_JOINED
+    return out

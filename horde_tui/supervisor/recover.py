@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from horde_tui.store import runs
-from horde_tui.store.members import MemberState, fold_lifecycle
+from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
@@ -49,7 +49,7 @@ def rebuild_members(manifest: dict, events: list[dict]) -> list[MemberState]:
             m.detail = "the supervisor died while this member ran"
         elif m.status in ("starting", "waiting"):  # its next session never started
             m.status = "exited"
-    return list(members.values())
+    return [*members.values(), *external_members(events)]
 
 
 def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:

@@ -25,7 +25,7 @@ from horde_tui.settings import Settings, env_name, setting_text
 from horde_tui.store import identity
 from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
 from horde_tui.store.ledgers.findings import pending_reviews
-from horde_tui.store.members import MemberState, fold_lifecycle
+from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.store import HordeStore
@@ -620,7 +620,7 @@ class Supervisor:
             ended=time.time(),
             model=self.settings.model or "",
             demo=self.request.demo,
-            members=list(self.members.values()),
+            members=[*self.members.values(), *external_members(finalize.read_events(self.run_dir))],
             stop_clean_at=self.stop.started if self.stop else None,
             layers=self.request.layers,
             resumed_at=self.resumed_at,

@@ -60,7 +60,7 @@ class MemberFold:
         """Fold one lifecycle event (`store.members.fold_lifecycle`, as the supervisor
         does); True if it concerned a member. A helper (synthesis, post-mortem) or a
         member the manifest lacks gets a row when it spawns."""
-        return fold_lifecycle(self.states, ev, helpers=True)
+        return fold_lifecycle(self.states, ev, helpers=True, externals=True)
 
     def refresh_transcripts(self) -> None:
         """Follow each member's newest transcript; look for a newer one only when its
@@ -125,7 +125,8 @@ class MemberFold:
                 self._totals(shown, stats)
                 shown.final_message, shown.last_output = stats.last_text, stats.last_ts
                 shown.current_tool = stats.current_tool if state.status == "running" else ""
-            if not run_live and state.status in ("running", "paused", "starting", "waiting"):
+            lost = state.status in ("running", "paused", "starting", "waiting")
+            if not run_live and lost and not state.external:  # an agent outside lives on
                 shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
                 shown.detail = "the supervisor died while this member ran"
             if stats is not None:  # the running call, or the last one (shown dimmed)

@@ -1,0 +1,70 @@
+"""An external member (an agent joined through `horde-tui mcp`) in the one member fold.
+
+Its life is its server's `member-join` and `member-leave` events and the outcomes of its
+`horde` calls; the run never pauses, resets or waits on it. The screens and the report
+(`recover.rebuild_members`) show it as external; the supervisor and resume leave it out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from horde_tui.store.members import MemberState, fold_lifecycle
+from horde_tui.supervisor import recover
+
+
+def lifecycle(kind: str, ts: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "lifecycle", "kind": kind, "ts": ts, "actor": "ext-1", **fields}
+
+
+JOIN = lifecycle("member-join", "2026-01-02T12:00:00Z", member="ext-1", pid=4321)
+CALL = {
+    "type": "outcome",
+    "ts": "2026-01-02T12:00:05Z",
+    "actor": "ext-1",
+    "action": "finding",
+    "ok": True,
+}
+PAUSE = {
+    "type": "lifecycle",
+    "kind": "pause",
+    "ts": "2026-01-02T12:00:06Z",
+    "actor": "parent",
+    "targets": ["member-1", "ext-1"],
+}
+LEAVE = lifecycle("member-leave", "2026-01-02T12:00:09Z", member="ext-1")
+
+
+def test_a_join_adds_an_external_member_that_pause_does_not_touch() -> None:
+    members = {"member-1": MemberState("member-1", "member", status="running")}
+
+    for ev in (JOIN, CALL, PAUSE):
+        fold_lifecycle(members, ev, externals=True)
+
+    ext = members["ext-1"]
+    assert (ext.external, ext.role, ext.status, ext.pid) == (True, "external", "running", 4321)
+    assert ext.turns == 1 and ext.tool_summary == "horde finding"
+    assert members["member-1"].status == "paused"
+
+    fold_lifecycle(members, LEAVE, externals=True)
+    assert (ext.status, ext.exit_cause) == ("exited", "left")
+    assert ext.ended is not None and ext.started is not None and ext.ended - ext.started == 9
+
+
+def test_the_supervisor_and_resume_fold_leaves_external_members_out() -> None:
+    members = {"member-1": MemberState("member-1", "member", status="running")}
+
+    assert not fold_lifecycle(members, JOIN)
+    assert not fold_lifecycle(members, CALL)
+    assert list(members) == ["member-1"]
+
+
+def test_the_report_lists_an_external_member_as_external() -> None:
+    manifest = {"members": [{"name": "member-1", "role": "member"}]}
+
+    rebuilt = recover.rebuild_members(manifest, [JOIN, CALL, LEAVE])
+
+    by_name = {m.name: m for m in rebuilt}
+    assert set(by_name) == {"member-1", "ext-1"}
+    ext = by_name["ext-1"]
+    assert (ext.role, ext.external, ext.exit_cause, ext.turns) == ("external", True, "left", 1)
