@@ -350,6 +350,12 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         ("horde_tui/member/config.py", "horde_tui/watchdog.py"),
     ),
     ProcessVariable(
+        "HORDE_MCP_TOKEN",
+        "generated into runs/<id>/mcp-token",
+        "The bearer token of `horde-tui mcp --http` (16 characters or more).",
+        ("horde_tui/mcp/join.py", "horde_tui/mcp/remote.py"),
+    ),
+    ProcessVariable(
         "HORDE_MAX_TOKENS",
         "0 (none)",
         "A repair attempt's token share, kept by the member before each model call.",

@@ -347,6 +347,7 @@ class HordeStore:
             "outcome": decision.outcome or ("ok" if decision.ok else "refused"),
             "entry": decision.id,
             "text": text,
+            "seq": self.state.seq,  # the ledger as this answer left it (replay, fork)
         }
         try:
             (event_id,) = log.append([outcome], fsync=False)
