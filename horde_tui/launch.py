@@ -98,6 +98,8 @@ class RunOptions:
     demo: bool = False
     baseline: str | None = None
     """`--baseline RUN|last` (`supervisor.baseline`)."""
+    forked_from: str | None = None
+    """`RUN@E#`, set by `horde-tui fork` (`fork.py`)."""
 
     @classmethod
     def from_args(cls, args: Any) -> RunOptions:
@@ -110,6 +112,7 @@ class RunOptions:
             *DETACH_FLAGS,
             "demo",
             "baseline",
+            "forked_from",
         )
         return cls(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
 
@@ -277,6 +280,7 @@ def check_launch(
         demo=options.demo,
         preset=preset,
         baseline=options.baseline or "",
+        forked_from=options.forked_from or "",
     )
     return check
 
@@ -345,8 +349,9 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
         for one in value if isinstance(value, list | tuple) else [value]:
             command += [flag_name(name), str(one)]
     command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
-    if getattr(options, "baseline", None):
-        command += ["--baseline", str(options.baseline)]
+    for name in ("baseline", "forked_from"):
+        if getattr(options, name, None):
+            command += [f"--{name.replace('_', '-')}", str(getattr(options, name))]
     return [sys.executable, "-m", "horde_tui", *command[:1], "--headless", *command[1:]]
 
 

@@ -51,6 +51,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN|last",
         help="REPORT.md gets a Delta against RUN (last: the newest finished run on this task)",
     )
+    p.add_argument("--forked-from", help=argparse.SUPPRESS)  # set by `fork`
     p.add_argument("--max-minutes", type=float, help="clean stop at this wall-clock deadline")
     p.add_argument("--max-cost-usd", type=float, help="clean stop when the run has spent this")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
@@ -345,6 +346,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_fork(args: argparse.Namespace) -> int:
+    """`fork RUN --at E#`: prepare the fork (`fork.prepare`), then start its run there as
+    `run`/`plan` would, with the run's task, members and plan unless flags change them."""
+    from horde_tui.fork import ForkRefused, prepare
+
+    try:
+        fork = prepare(Path.cwd(), args.run, args.at, Path(args.into) if args.into else None)
+    except ForkRefused as exc:
+        return _err(str(exc), 1)
+    asked = fork.manifest.get("request") or {}
+    layers = list(asked.get("layers") or [])
+    print(f"forked run {fork.run} at {fork.at} (ledger seq {fork.seq}) into {fork.into}")
+    args.count = args.count or str(asked.get("count") or len(fork.manifest.get("members") or []))
+    args.prompt = args.prompt or fork.prompt
+    args.forked_from = f"{fork.run}@{fork.at}"
+    args.no_verifier = args.no_verifier or not asked.get("verifier", True)
+    args.until_stop = args.until_stop or bool(asked.get("until_stop"))
+    os.chdir(fork.into)
+    return cmd_run(args, "; ".join(layers) if layers else None)
+
+
 def add_commands(sub: Any) -> None:
     run = sub.add_parser(
         "run",
@@ -373,6 +395,22 @@ def add_commands(sub: Any) -> None:
         "--prompt", default="", help='the task (default: "Analyse each layer: <layers>")'
     )
     plan.set_defaults(func=lambda a: cmd_run(a, a.layers))
+
+    fork = sub.add_parser(
+        "fork",
+        help="start a new run from a run's ledgers as they were after event E#",
+        description="Copies the working directory (without .horde/) to --into, keeps the "
+        "ledger records written up to E# and the run's settings, and starts a run there "
+        "with the same task and members unless flags change them.",
+    )
+    fork.add_argument("run", help="the run to fork")
+    fork.add_argument("--at", required=True, metavar="E#", help="the event to fork after")
+    fork.add_argument("--into", help="the new folder (default: <dir>-fork-<run>-E<n> beside it)")
+    fork.add_argument("--count", help="members (default: the run's)")
+    fork.add_argument("--prompt", default="", help="the task (default: the run's)")
+    add_run_arguments(fork)
+    fork.add_argument("--detach", action="store_true", help=detach_help)
+    fork.set_defaults(func=cmd_fork)
 
     attach = sub.add_parser("attach", help="open the app on a run hosted by another process")
     attach.add_argument("run", nargs="?", help="the run id (default: the live run)")

@@ -117,7 +117,7 @@ def load_resume(
         ) from None
     asked = manifest.get("request") or {}
     request = RunRequest(
-        prompt=_prompt_of(task),
+        prompt=prompt_of(task),
         count=int(asked.get("count") or len(manifest.get("members") or [])),
         layers=list(asked.get("layers") or []),
         verifier=bool(asked.get("verifier", True)),
@@ -143,7 +143,7 @@ def load_resume(
     return point
 
 
-def _prompt_of(task: str) -> str:
+def prompt_of(task: str) -> str:
     """The prompt inside TASK.md (`setup.task_text`: the text between the title and the
     configuration)."""
     body = task.removeprefix("# Task\n\n")

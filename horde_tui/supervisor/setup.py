@@ -52,6 +52,8 @@ class RunRequest:
     """A role preset (`--preset`): each member's persona, written to `personas/`."""
     baseline: str = ""
     """`--baseline RUN|last`: REPORT.md gets a Delta section against that run."""
+    forked_from: str = ""
+    """`RUN@E#` when `horde-tui fork` started this run from another's ledgers."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -193,6 +195,7 @@ def write_run_files(
             "preset": request.preset.name if request.preset is not None else None,
             "baseline": request.baseline,
         },
+        **({"forked_from": request.forked_from} if request.forked_from else {}),
         "parent_pid": os.getpid(),
     }
     atomic_write_text(run_dir / "MANIFEST.json", json.dumps(manifest, indent=2) + "\n")
