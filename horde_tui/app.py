@@ -2,10 +2,11 @@
 worker, and shows runs another process hosts; the screens do the showing.
 
 A hosted run's supervisor (`horde-tui run`, or a test's fake with the same interface,
-`view.source.HostedRun`) sends its events through a `TuiBridge`, which only wakes the run
-screen: like a run another process hosts, it is read from its files
-(`view.source.HostedSource`); when it ends the report opens. A hosted swarm (`H/M`) only wakes its screen (`tui_bridge.swarm_sink`), which reads the
-swarm's files. An attached run is read from its files (`watching.AttachedPoll`). With
+`view.source.HostedRun`) sends its events through a `TuiBridge`, which only wakes the
+run screen: like a run another process hosts, it is read from its files
+(`view.source.HostedSource`); when it ends the report opens. A hosted swarm (`H/M`)
+only wakes its screen (`tui_bridge.swarm_sink`), which reads the swarm's files. An
+attached run is read from its files (`watching.AttachedPoll`). With
 nothing to host the app lists the runs on disk (or says how to start one,
 `screens.home.first_screen`). Screens ask for what only the app does by message
 (`OpenRun`, `LaunchRun`, `LaunchSwarm`); what `q` does and what follows a hosted

@@ -7,9 +7,9 @@ it folds the lifecycle events the source's `poll()` read (`apply`); the table re
 from the source's `MemberState`s (diffed cell by cell: only the changed cells' lines
 are repainted), the Events tab catches up with `events.jsonl` (reading only the
 appended bytes) and the visible tab reloads if its files moved (`files_changed`).
-Controls are the source's coroutines, awaited in a worker;
-each answer comes back as a notification. Keys act on the member under the table cursor
-and are greyed out (`check_action` -> None) when they do not apply to it now.
+Controls are the source's coroutines, awaited in a worker; each answer comes back as a
+notification. Keys act on the member under the table cursor and are greyed out
+(`check_action` -> None) when they do not apply to it now.
 """
 
 from __future__ import annotations
