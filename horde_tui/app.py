@@ -2,10 +2,11 @@
 worker, and shows runs another process hosts; the screens do the showing.
 
 A hosted run's supervisor (`horde-tui run`, or a test's fake with the same interface,
-`view.source.HostedRun`) sends its events through a `TuiBridge`, which wakes the run
-screen (shown through `view.source.HostedSource`); when it ends the report opens. A
-hosted swarm (`H/M`) only wakes its screen (`tui_bridge.swarm_sink`), which reads the
-swarm's files. An attached run is read from its files (`watching.AttachedPoll`). With
+`view.source.HostedRun`) sends its events through a `TuiBridge`, which only wakes the
+run screen: like a run another process hosts, it is read from its files
+(`view.source.HostedSource`); when it ends the report opens. A hosted swarm (`H/M`)
+only wakes its screen (`tui_bridge.swarm_sink`), which reads the swarm's files. An
+attached run is read from its files (`watching.AttachedPoll`). With
 nothing to host the app lists the runs on disk (or says how to start one,
 `screens.home.first_screen`). Screens ask for what only the app does by message
 (`OpenRun`, `LaunchRun`, `LaunchSwarm`); what `q` does and what follows a hosted
@@ -201,14 +202,13 @@ class HordeApp(App[int]):
     def on_supervisor_update(self, message: SupervisorUpdate) -> None:
         if (screen := self.run_screen) is not None:
             screen.wake()
-        else:
-            self.bridge.take()  # no screen shows them
         self.revision += 1
 
     def _hosted(self, sup: HostedRun) -> HostedSource:
-        """The hosted supervisor as the run screen's source: its events, buffered by the
-        bridge, are what `poll()` returns."""
-        return HostedSource(sup, self.bridge.take)
+        """The hosted supervisor as the run screen's source, read from its files; a
+        first wake reads what they hold already."""
+        self.post_message(SupervisorUpdate())
+        return HostedSource(sup)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A hosted supervisor returned: hand its run off, quit, or show how it ended."""

@@ -240,7 +240,7 @@ async def test_t_opens_the_transcript_folded_and_enter_expands_a_tool_result(
         assert view.cursor == len(MEMBER_2_SESSION) - 1
         drawn = rows(view)
         assert drawn[0] == "▸ system prompt · 40 lines", "the system prompt is folded"
-        assert "▸ → bash: rg -n 'execute(' src/" in drawn
+        assert "▸ → bash: rg -n 'execute(' src/ [2210 in / 48 out]" in drawn
         result = next(r for r in drawn if r.startswith("▸ ← bash · 3 lines"))
         assert "src/api/users.py:14" in result, "a folded result still shows its gist"
         assert "    src/api/orders.py:30:    cur.execute(sql, args)" not in drawn
@@ -386,15 +386,17 @@ async def test_a_transcript_that_appears_later_is_picked_up(tmp_path: Path) -> N
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_detail(pilot, fake, messages=0)
+        fake.emit("run-start", at=0, members=6, model=fake.settings.model)
+        await wait_for(pilot, lambda: app.query_one(MemberTable).row_count == 6)
+        screen = await enter_member(pilot, "member-2")  # not spawned yet: no session
         await wait_for(pilot, lambda: "no messages yet" in shown(app, "#transcript-status"))
         assert "sessions/member-2/ (none yet)" in shown(app, "#transcript-heading")
         await pilot.press("t")
         await wait_for(
             pilot, lambda: any("has no transcript yet" in n.message for n in app._notifications)
         )
-        write_member_files(fake)
-        fake.tool("member-2", 150, "bash", "bash: ls")
+        write_member_files(fake)  # its session begins (the fake leaves it to this file)
+        fake.spawn("member-2", at=12)
         view = screen.query_one(TranscriptView)
         await wait_for(pilot, lambda: view.count == len(MEMBER_2_SESSION))
         assert view.following and "20250101T120012-aaaaaa.jsonl" in shown(
@@ -407,7 +409,8 @@ async def test_x_on_the_detail_screen_is_greyed_for_an_exited_member(tmp_path: P
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await open_detail(pilot, fake, messages=0, member="member-4")
+        # Seven answers, six of them answered by a result (`play_six`).
+        screen = await open_detail(pilot, fake, messages=13, member="member-4")
         assert "exited: completed" in shown(app, "#detail-now")
         assert screen.check_action("reset", ()) is None
         await pilot.press("x")
@@ -441,7 +444,11 @@ async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_
             first_session = screen.reader.path if screen.reader else None
 
             await pilot.press("x")
-            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            # The modal's buttons mount a refresh after it (a loaded machine shows it).
+            await wait_for(
+                pilot,
+                lambda: isinstance(app.screen, ChoiceScreen) and bool(app.screen.query("#reset")),
+            )
             await pilot.click("#reset")
             await wait_for(pilot, lambda: member.resets == 1 and member.attempt == 2, 30)
             await wait_for(

@@ -19,7 +19,6 @@ from horde_tui.app import HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
-from horde_tui.store.members import MemberState
 from horde_tui.view.events import EventView
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.member_table import MemberTable
@@ -57,7 +56,7 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
             "running",
             "paused",
             "exited",
-            "running",
+            "starting",  # reset: its next session is being spawned
             "running",
         ]
         assert cell(app, "member-1", "tool") == "bash: rg -n 'execute(' src/"
@@ -76,7 +75,8 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
         before, rendered = table.cells_updated, table.lines_rendered.copy()
         fake.tool("member-2", 150, "bash", "bash: pytest -q")
         await wait_for(pilot, lambda: cell(app, "member-2", "tool") == "bash: pytest -q")
-        assert table.cells_updated - before == 1, "a repaint rewrites only changed cells"
+        # A new answer calling the tool: its tool and its turns change, nothing else.
+        assert table.cells_updated - before == 2, "a repaint rewrites only changed cells"
         await wait_for(pilot, lambda: table.lines_rendered["member-2"] > rendered["member-2"])
         await pilot.pause()
         assert table.lines_rendered - rendered == Counter({"member-2": 1}), "and one line"
@@ -243,7 +243,7 @@ async def test_enter_opens_member_detail_live_and_escape_returns(tmp_path: Path)
         assert "member-2 · member · running" in shown("#detail-title")
         assert "read src/api/users.py" in shown("#detail-now")
         assert "Claimed #3" in shown("#detail-message")
-        fake.status("member-2", 160, type="message", text="Posted F2 on the upload path.")
+        fake.answer("member-2", 160, text="Posted F2 on the upload path.")
         await wait_for(pilot, lambda: "Posted F2" in shown("#detail-message"))
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
@@ -362,20 +362,13 @@ async def test_tool_column_keeps_the_last_tool_dimmed_and_cost_has_one_notation(
         fake.emit("run-start", at=0, members=4, model=fake.settings.model)
         for name in fake.members:
             fake.spawn(name, at=1)
-        fake.status("member-1", 2, type="turn-start")
-        fake.status(
-            "member-1", 3, type="usage", prompt_tokens=900, completion_tokens=40, cost_usd=0.0012
-        )
-        fake.status("member-2", 3, type="turn-start")
-        fake.status(
-            "member-2", 3, type="usage", prompt_tokens=800, completion_tokens=30, cost_usd=None
-        )
-        fake.tool("member-1", 4, "horde", "horde review F1")
+        fake.answer("member-1", 3, (900, 40), 0.0012, "horde", {"action": "review", "id": "F1"})
+        fake.answer("member-2", 3, (800, 30), None)
         table = app.query_one(MemberTable)
         await wait_for(pilot, lambda: table.row_count == 4)
         await wait_for(pilot, lambda: cell(app, "member-1", "tool") == "horde review F1")
         assert table._shown["member-1"]["tool"][1] == "", "running: not dimmed"
-        fake.status("member-1", 5, type="tool-end", tool="horde")
+        fake.result("member-1", 5, "horde")
         await wait_for(pilot, lambda: table._shown["member-1"]["tool"][1] == "member-table--last")
         assert cell(app, "member-1", "tool") == "horde review F1", "the last tool stays, dimmed"
         assert cell(app, "member-1", "cost") == "$0.001"
@@ -391,8 +384,9 @@ async def test_header_counts_members_and_names_helpers_apart(tmp_path: Path) -> 
         for name in list(fake.members):
             fake.spawn(name, at=1)
             fake.exit(name, 20, "completed")
-        for helper in ("synthesis", "postmortem"):
-            fake.members[helper] = MemberState(helper, helper, status="exited")
+        for helper in ("synthesis", "postmortem"):  # as `finalize.run_helper` records them
+            fake.emit("member-spawn", helper, 21, attempt=1, pid=4100, role=helper)
+            fake.emit("member-exit", helper, 25, cause="completed")
         fake.emit("phase-start", at=30, phase="deliverable")
         await wait_for(pilot, lambda: "helpers" in static_text(app, "#run-status"))
         status = static_text(app, "#run-status")

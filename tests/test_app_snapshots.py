@@ -39,11 +39,12 @@ def test_live_run_with_six_members(
     snap_compare: Any, tmp_path: Path, size: tuple[int, int]
 ) -> None:
     """The run screen mid-run. A reviewer should see: the title with the run id and
-    "DEMO MODEL"; a status line "discovery · 6 members: 4 running, 1 paused, 1 exited";
-    six rows with member-1..6 (member-6 a verifier), statuses coloured (running green,
-    paused amber, exited muted), each running member's tool summary, member-4's
-    "(completed)", elapsed 3:18 for member-1 and a frozen 1:46 for member-4, cost
-    "unknown" (amber) and resets 1 for member-5; the tabs Board..Files with Events
+    "DEMO MODEL"; a status line "discovery · 6 members: 3 running, 1 paused, 1 exited,
+    1 starting"; six rows with member-1..6 (member-6 a verifier), statuses coloured
+    (running green, paused amber, exited muted, starting blue), each running or paused
+    member's tool summary, member-4's "(completed)", elapsed 3:18 for member-1 and a
+    frozen 1:46 for member-4; member-5 reset (resets 1, its next session starting, its
+    last tool dimmed) with cost "unknown" (amber); the tabs Board..Files with Events
     active showing the run's lifecycle and tool lines; a footer of member keys."""
     fake = FakeSupervisor(tmp_path)
 
@@ -58,7 +59,8 @@ def test_events_tab_not_following(snap_compare: Any, tmp_path: Path, size: tuple
     """The Events tab (events.jsonl) after the user scrolled up. A reviewer should see
     the log scrolled away from its tail (earlier lines in view; time / member / kind /
     text columns; accepted writes in green, intents muted, the reset amber) and the
-    status line below it reading "3 new lines · f to follow" in amber."""
+    status line below it reading "3 new lines · f to follow" in amber. The table above
+    agrees with the log: member-3, reset as stalled, is starting again (resets 1)."""
     fake = FakeSupervisor(tmp_path)
 
     async def before(pilot: Pilot[Any]) -> None:
@@ -82,12 +84,13 @@ def test_events_tab_not_following(snap_compare: Any, tmp_path: Path, size: tuple
 @SIZES
 def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
     """member-2's detail screen with its transcript and log. A reviewer should see
-    "member-2 · member · running" in green; one line of facts (attempt 1, resets 0,
-    elapsed 3:08, turns 2, tokens 3.1k with the in/out split, cost $0.009, pid 4002);
-    "Now: read src/api/users.py" and "Said: Claimed #3: ..."; the "Transcript" heading
+    "member-2 · member · running" in green; one line of facts as its transcript tells
+    them (attempt 1, resets 0, elapsed 3:08, turns 4, tokens 10.3k with the in/out
+    split, cost $0.016, pid 4002); "Now: read src/api/users.py" and "Said: Claimed #3:
+    the users query builder. Reading it next."; the "Transcript" heading
     with the session's path, then the messages in order: the folded system prompt
     (▸, muted), the user's task, the tool calls folded to one line each ("→ bash: rg -n
-    ...", "→ horde claim #3") and their results ("← bash: ... · 3 lines") with the
+    ...", "→ horde claim #3", each with its tokens) and their results ("← bash: ... · 3 lines") with the
     first result expanded (▾) to its three lines, the assistant's words with their
     tokens, and the newest call highlighted under the cursor (at 80x24 the transcript
     follows its end, so the oldest messages are above the view); a status line "message

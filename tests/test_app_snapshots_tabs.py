@@ -154,7 +154,8 @@ def test_graph_tab(snap_compare: Any, scene: FakeSupervisor, size: tuple[int, in
     its label fixed on the left: parent (run-start, "[discovery", "discovery]",
     "[verify" in bold blue), member-1..6 with their roles; member-1's lane with spawn,
     #1, claim #1, post, F1 (green), T1, R1, V3✗F3 (red), member-3's with V1✓F1 and
-    V2~F2; member-4..6 lanes empty (the member table above shows six pending members).
+    V2~F2; member-4..6 lanes empty (the member table above, read from the same files,
+    shows member-1..3 running and member-4..6 pending, the status line "verify").
     Marks of different lanes never share a column. At 80x24 the view follows the newest
     marks: the labels stay on the left and the lanes show their right end ("[verify" in
     the parent's lane, member-2's "resolve Q2─post"); the swimlane has the focus."""

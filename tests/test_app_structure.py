@@ -26,7 +26,9 @@ def class_lines(path: Path, name: str) -> int:
 
 def test_class_lines_counts_from_the_class_line_to_its_last_line(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
-    source.write_text('x = 1\n\n\nclass A:\n    """Doc."""\n\n    def f(self) -> None:\n        pass\n\n\ny = 2\n')
+    source.write_text(
+        'x = 1\n\n\nclass A:\n    """Doc."""\n\n    def f(self) -> None:\n        pass\n\n\ny = 2\n'
+    )
     assert class_lines(source, "A") == 5
 
 

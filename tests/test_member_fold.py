@@ -31,7 +31,16 @@ from horde_tui.supervisor.setup import RunRequest
 from horde_tui.view.members import MemberFold
 
 RUN = "20260102-120000-fold"
-LIFECYCLE_FIELDS = ("status", "attempt", "resets", "pid", "started", "ended", "exit_cause", "detail")
+LIFECYCLE_FIELDS = (
+    "status",
+    "attempt",
+    "resets",
+    "pid",
+    "started",
+    "ended",
+    "exit_cause",
+    "detail",
+)
 """What the lifecycle events say about a member (turns and tokens come from elsewhere)."""
 
 
@@ -142,7 +151,9 @@ def test_a_hosted_respawn_reads_the_same_in_memory_and_on_disk(tmp_path: Path) -
     async def until(predicate: Any, what: str, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}: {[e.kind for e in events]}"
+            assert time.monotonic() < deadline, (
+                f"timed out waiting for {what}: {[e.kind for e in events]}"
+            )
             await asyncio.sleep(0.05)
 
     async def scenario(sup: Supervisor) -> None:
@@ -163,7 +174,9 @@ def test_a_hosted_respawn_reads_the_same_in_memory_and_on_disk(tmp_path: Path) -
 
     with StubThread(policy=AgentPolicy(CLAIMING_PLANS)) as stub:
         cfg = settings(stub, deliverable=False, postmortem=False, reset_cap=0)
-        sup = Supervisor(tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg, events.append)
+        sup = Supervisor(
+            tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg, events.append
+        )
         asyncio.run(asyncio.wait_for(scenario(sup), 240))
 
     memory = seen["memory"]
@@ -173,7 +186,9 @@ def test_a_hosted_respawn_reads_the_same_in_memory_and_on_disk(tmp_path: Path) -
         disk = seen["disk"][reader]["member-1"]
         assert disk["started"] == pytest.approx(memory["started"], abs=0.5), reader
         assert {**disk, "started": memory["started"]} == memory, reader
-    assert seen["disk"]["finalize"]["member-1"]["started"] == pytest.approx(memory["started"], abs=0.5)
+    assert seen["disk"]["finalize"]["member-1"]["started"] == pytest.approx(
+        memory["started"], abs=0.5
+    )
 
 
 def test_one_listing_orders_sessions_by_start_then_by_last_write(tmp_path: Path) -> None:
@@ -240,4 +255,6 @@ def test_a_member_waiting_for_its_continuation_is_not_ended_again(tmp_path: Path
     mine = [e for e in events if e.member == "member-1"]
     exits = [e for e in mine if e.kind == "member-exit" and e.data["cause"] in FINISHED_CAUSES]
     continues = [e for e in mine if e.kind == "member-continue"]
-    assert (len(exits), len(continues)) == (1, 1), [(e.kind, e.data.get("cause")) for e in mine if e.kind != "member-status"]
+    assert (len(exits), len(continues)) == (1, 1), [
+        (e.kind, e.data.get("cause")) for e in mine if e.kind != "member-status"
+    ]

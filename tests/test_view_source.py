@@ -11,6 +11,7 @@ turned into a plain method fails here, so a fake cannot drift from what it stand
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,7 @@ async def test_hosted_source_calls_the_supervisor(tmp_path: Path) -> None:
     source = HostedSource(fake)
     assert await source.pause("member-1") == "paused member-1"
     assert await source.stop_clean() == "clean stop requested (stopped by user)"
+    source.poll()  # the screen reads the stop from the run's files
     assert source.stop_reason == "stopped by user"
     assert await source.reset("member-2") == (
         "reset member-2: session stopped, a fresh attempt starts"
@@ -197,5 +199,60 @@ def test_a_poll_builds_the_members_once(tmp_path: Path, monkeypatch: pytest.Monk
         source.poll()
         assert len(built) == 1
         assert list(source.members) == ["member-1", "member-2", "member-3"]
+    finally:
+        source.close()
+
+
+def test_hosted_and_attached_show_one_run_alike(tmp_path: Path) -> None:
+    """A run hosted here and the same run attached from another process show the same
+    members: both read the run's files (lifecycle events, transcripts) through one view,
+    so what the supervisor keeps in memory never decides what the table says."""
+    from support.app import play_six
+
+    from horde_tui.store.runs import mark_live
+    from horde_tui.view.members import content
+
+    fake = FakeSupervisor(tmp_path)
+    hosted = HostedSource(fake)
+    play_six(fake)
+    (fake.run_dir / "TASK.md").write_text("# Task\n\nReview the sample target\n")
+    planned = [{"name": s.name, "role": s.role, "layers": []} for s in fake.members.values()]
+    (fake.run_dir / "MANIFEST.json").write_text(json.dumps({"members": planned}))
+    mark_live(fake.run_dir)  # the other process's marker, for the attached side
+    attached = AttachedSource(fake.run_dir)
+    try:
+        hosted.poll()
+        attached.poll()
+        assert list(hosted.members) == list(attached.members) == list(fake.members)
+        for name, state in hosted.members.items():
+            assert content(state) == content(attached.members[name]), name
+        member_1 = hosted.members["member-1"]
+        assert (member_1.turns, member_1.prompt_tokens + member_1.completion_tokens) == (3, 5200)
+        assert member_1.transcripts, "the session the member wrote is listed"
+    finally:
+        hosted.close()
+        attached.close()
+
+
+def test_a_hosted_run_shows_what_its_files_say(tmp_path: Path) -> None:
+    """The hosted source reads the members from disk, not from the supervisor: a
+    finalize helper (which the supervisor does not keep among its members) and the
+    answers in a member's transcript show; the supervisor's events only wake."""
+    fake = FakeSupervisor(tmp_path, count=2)
+    source = HostedSource(fake)
+    fake.spawn("member-1", at=1)
+    fake.answer("member-1", 2, (700, 50), 0.002, "bash", {"command": "ls"})
+    fake.emit("member-spawn", "synthesis", 30, attempt=1, pid=4100, role="synthesis")
+    fake.members["member-1"].turns = 99  # memory the screen must not read
+    try:
+        assert [s.status for s in source.members.values()] == ["pending", "pending"]
+        events = source.poll()
+        assert [e.kind for e in events] == ["member-spawn", "member-spawn"]
+        assert list(source.members) == ["member-1", "member-2", "synthesis"]
+        member_1 = source.members["member-1"]
+        assert (member_1.status, member_1.turns, member_1.current_tool) == ("running", 1, "bash")
+        assert member_1.prompt_tokens + member_1.completion_tokens == 750
+        assert source.members["synthesis"].role == "synthesis"
+        assert source.poll() == [], "each event is handed over once"
     finally:
         source.close()

@@ -103,3 +103,21 @@ def test_sessions_are_listed_oldest_first(tmp_path: Path) -> None:
         "20250101T120500-bbbbbb.jsonl",
     ]
     assert sessions(tmp_path, "member-9") == []
+
+
+def test_a_replaced_file_read_before_the_view_heard_draws_a_placeholder(tmp_path: Path) -> None:
+    """The member screen re-indexes a transcript in a worker and tells the view after:
+    a frame drawn in between asks for messages the replaced file no longer has. It
+    gets a placeholder, not an IndexError that would end the app."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "".join(json.dumps({"role": "user", "content": f"m{i}"}) + "\n" for i in range(3))
+    )
+    reader = TranscriptReader(path)
+    reader.refresh()
+    assert reader.message(2).body == "m2"
+    path.write_text(json.dumps({"role": "user", "content": "rewritten"}) + "\n")
+    reader.refresh()
+    assert len(reader) == 1 and reader.message(0).body == "rewritten"
+    assert reader.message(2).kind == "corrupt"
+    reader.close()

@@ -1,14 +1,15 @@
 """The run screen: the member table above, the run's tabs below.
 
 The screen shows and drives a `view.source.RunSource`, hosted in this process or
-attached from another's files: one path for both. The app wakes it (`wake`, after the
-supervisor's events or an attached run's files changed) and it folds what the source's
-`poll()` returns (`apply`); the table repaints from the source's `MemberState`s (diffed
-cell by cell: only the changed cells' lines are repainted), the Events tab catches up
-with `events.jsonl` (reading only the appended bytes) and the visible tab reloads if its
-files moved (`files_changed`). Controls are the source's coroutines, awaited in a worker;
-each answer comes back as a notification. Keys act on the member under the table cursor
-and are greyed out (`check_action` -> None) when they do not apply to it now.
+attached from another's files: one path for both, read from the run's files. The app
+wakes it (`wake`, after the supervisor's events or an attached run's files changed) and
+it folds the lifecycle events the source's `poll()` read (`apply`); the table repaints
+from the source's `MemberState`s (diffed cell by cell: only the changed cells' lines
+are repainted), the Events tab catches up with `events.jsonl` (reading only the
+appended bytes) and the visible tab reloads if its files moved (`files_changed`).
+Controls are the source's coroutines, awaited in a worker; each answer comes back as a
+notification. Keys act on the member under the table cursor and are greyed out
+(`check_action` -> None) when they do not apply to it now.
 """
 
 from __future__ import annotations
@@ -124,9 +125,8 @@ class RunScreen(HordeScreen):
         self.source = source
         self.live = True
         self.life = RunPhase()
-        """Phase, canary and clean-stop countdown, folded from the lifecycle events."""
-        if source.canary != "not run":  # a resumed run's is known
-            self.life.canary = source.canary
+        """Phase, canary and clean-stop countdown, folded from the lifecycle events
+        (all of them: a resumed run's first poll replays its log from the start)."""
         self.phase = self.life.phase
         self.summary: RunSummary | None = None
         self._ready = False

@@ -25,6 +25,9 @@ from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.transcript import SessionStats, sessions
 
+_MID_CALL = frozenset({"running", "paused"})
+"""A member whose newest answer's call is still going (a paused one is frozen in it)."""
+
 
 def content(state: MemberState) -> tuple[Any, ...]:
     """Every field, shallow (`astuple` deep-copies and costs ten times more, twelve
@@ -124,7 +127,7 @@ class MemberFold:
             if stats is not None:
                 self._totals(shown, stats)
                 shown.final_message, shown.last_output = stats.last_text, stats.last_ts
-                shown.current_tool = stats.current_tool if state.status == "running" else ""
+                shown.current_tool = stats.current_tool if state.status in _MID_CALL else ""
             lost = state.status in ("running", "paused", "starting", "waiting")
             if not run_live and lost and not state.external:  # an agent outside lives on
                 shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""

@@ -119,6 +119,8 @@ class RunLifecycle:
     ended: float | None = None
     stop_clean: tuple[float, float] | None = None
     """(requested at, grace seconds) of a clean stop: the countdown's inputs."""
+    stop_reason: str = ""
+    """Why the clean stop was asked for (`stopped by user`, `deadline`, ...)."""
     index: LineIndex = field(init=False, repr=False)
     generation: int = 0
     """Moves on when the event log was replaced and the story restarted."""
@@ -134,7 +136,7 @@ class RunLifecycle:
             self.generation, start = self.index.generation, 0
             self.started, self.members, self.model, self.phase = None, 0, "", ""
             self.finalizing, self.outcome, self.diagnosis = False, "", ""
-            self.ended, self.stop_clean = None, None
+            self.ended, self.stop_clean, self.stop_reason = None, None, ""
         elif not added:
             return []
         events = []
@@ -161,6 +163,7 @@ class RunLifecycle:
             self.phase = ""
         elif kind == "stop-clean" and when is not None:
             self.stop_clean = (when, float(ev.get("grace_s") or 0))
+            self.stop_reason = str(ev.get("reason") or "")
         elif kind == "run-end":
             self.outcome = str(ev.get("outcome") or "")
             self.diagnosis = str(ev.get("diagnosis") or "")
@@ -178,8 +181,12 @@ def state_of(run_dir: Path, life: RunLifecycle) -> str:
 class RunView:
     """One run, read from disk: info, state, phase, outcome, members, documents."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, hosted: bool = False) -> None:
+        """`hosted`: this process supervises the run, so it is live until its events
+        say it ended (`run-end`), whatever its files say meanwhile (the screen opens
+        before the supervisor writes TASK.md and marks the run live)."""
         self.run_dir = Path(run_dir)
+        self.hosted = hosted
         self._stamp = info_stamp(self.run_dir)
         self.info, self._manifest = read_info(self.run_dir)
         self.life = RunLifecycle(self.run_dir / "events.jsonl")
@@ -229,6 +236,8 @@ class RunView:
 
     @property
     def live(self) -> bool:
+        if self.hosted:
+            return not self.life.outcome
         return self.state in LIVE_STATES
 
     def close(self) -> None:

@@ -3,16 +3,20 @@
 `RunSource` is the run screen's whole view of a run: what it is (`run_id`, `run_dir`),
 its members as `MemberState`s, whether a clean stop is under way, the lifecycle events
 since the last `poll()`, and the five controls, each answering with the one line a
-person sees. Two adapters implement it:
+person sees.
+
+Every run is read from its directory the same way (`RunReader`): each `poll()` catches
+up with `RunView` (reading only appended bytes), so the members are the lifecycle
+events folded as the supervisor folds them with the transcripts laid over, and the
+lifecycle events are replayed as the `SupervisorEvent`s the supervisor emitted. A run
+hosted here and one attached from another process show alike; the two adapters differ
+only in how controls go and what wakes the screen:
 
 - `HostedSource`: a supervisor running in this process (`HostedRun`). Controls are
-  method calls; `poll()` hands over the events its sink buffered (the app's
-  `TuiBridge`, which only wakes the screen).
+  method calls; its events only wake the screen (the app's `TuiBridge`).
 - `AttachedSource`: a run hosted by another process (`horde-tui run --detach`, a
-  headless run in another shell). Members, phase and outcome are read from the run
-  directory (`RunView`, reading only appended bytes) each `poll()`, and its lifecycle
-  events are replayed as the `SupervisorEvent`s a hosted supervisor would have emitted.
-  Controls are requests in the run's `control/` folder (`ask`), waited for in a thread.
+  headless run in another shell). Controls are requests in the run's `control/`
+  folder (`ask`), waited for in a thread; a timer and file changes wake the screen.
 
 A swarm another process hosts takes its controls the same way, `send_control` to the
 swarm's own `control/`: its supervisor routes each to the hordes the target names, as
@@ -62,8 +66,6 @@ class HostedRun(HordeControls, Protocol):
     """Has `.demo` (True when the scripted demo model answers)."""
     stop: StopState | None
     """None until a clean stop of the whole run begins."""
-    canary: str
-    """The canary's result so far (`not run`; a resumed run's is known from its events)."""
 
     def handoff(self) -> str:
         """Let go of the run so a detached supervisor can carry it on (`run()` then
@@ -103,15 +105,10 @@ class RunSource(RunControls, Protocol):
         """Why the whole run is stopping clean; None while it is not."""
         ...
 
-    @property
-    def canary(self) -> str:
-        """The canary's result so far (`not run` before it ran)."""
-        ...
-
     def poll(self) -> list[SupervisorEvent]:
-        """The events since the last call, oldest first: what the hosted supervisor
-        emitted, or an attached run's lifecycle events replayed (members and the stop
-        state are current once it returns)."""
+        """The run's lifecycle events appended since the last call, oldest first, as
+        the supervisor emitted them (members and the stop state are current once it
+        returns)."""
         ...
 
     def close(self) -> None:
@@ -119,39 +116,73 @@ class RunSource(RunControls, Protocol):
         ...
 
 
-class HostedSource:
-    """A supervisor in this process as a `RunSource` (see the module doc)."""
+class RunReader:
+    """A run as its directory tells it, caught up each `poll()` (see the module doc):
+    what both adapters show."""
 
-    def __init__(
-        self,
-        supervisor: HostedRun,
-        events: Callable[[], list[SupervisorEvent]] = list,
-    ) -> None:
-        """`events` hands over what the supervisor emitted since it was last called
-        (the app's `TuiBridge.take`)."""
-        self.supervisor = supervisor
-        self.run_id = supervisor.run_id
-        self.run_dir = supervisor.run_dir
-        self._events = events
+    def __init__(self, run_dir: Path, hosted: bool = False) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_id = self.run_dir.name
+        self.view = RunView(self.run_dir, hosted=hosted)
+        self.model = ""
+        self.demo = False
+        self._members: dict[str, MemberState] = {}
+        self._stop_reason: str | None = None
 
     @property
     def members(self) -> dict[str, MemberState]:
-        return self.supervisor.members
+        return self._members
 
     @property
     def stop_reason(self) -> str | None:
-        stop = self.supervisor.stop
-        return None if stop is None else stop.reason
+        return self._stop_reason
 
     @property
-    def canary(self) -> str:
-        return self.supervisor.canary
+    def live(self) -> bool:
+        return self.view.live
 
     def poll(self) -> list[SupervisorEvent]:
-        return self._events()
+        """Catch up with the disk; return the lifecycle events appended since last time."""
+        self.view.refresh()
+        info, life = self.view.info, self.view.life
+        self.model = life.model or info.model
+        self.demo = info.demo
+        self._members = {state.name: state for state in self.view.members()}
+        stopping = life.stop_clean is not None and not life.outcome
+        self._stop_reason = (life.stop_reason or "stop-clean requested") if stopping else None
+        events, self.view.new_events = self.view.new_events, []  # not kept past this call
+        return [lifecycle_event(record) for record in events]
+
+    def backlog(self) -> int:
+        """Bytes of the event log not read yet (a first read of a long run is big)."""
+        return self.view.life.index.unread_bytes()
+
+    def ended_text(self) -> str:
+        """The status line of a run that is no longer live."""
+        life = self.view.life
+        if life.outcome:
+            return f"ended: {life.outcome}: {life.diagnosis}".rstrip(": ")
+        return f"ended: {self.view.state}"
 
     def close(self) -> None:
-        """Nothing to release: the app owns the supervisor."""
+        """Release the file descriptors the view holds (a later poll reopens them)."""
+        self.view.close()
+
+
+class HostedSource(RunReader):
+    """A supervisor in this process as a `RunSource` (see the module doc)."""
+
+    def __init__(self, supervisor: HostedRun) -> None:
+        super().__init__(supervisor.run_dir, hosted=True)
+        self.supervisor = supervisor
+        self.run_id = supervisor.run_id
+        # The plan, shown pending before the supervisor writes MANIFEST.json.
+        planned = [
+            {"name": s.name, "role": s.role, "layers": list(s.layers)}
+            for s in supervisor.members.values()
+        ]
+        self.view.fold.add_manifest({"members": planned})
+        self._members = {state.name: state for state in self.view.fold.members(True)}
 
     async def pause(self, target: str) -> str:
         return self.supervisor.pause(target)
@@ -200,60 +231,15 @@ def send_control(
     return str(answer.get("text") or ("ok" if answer.get("ok") else "refused"))
 
 
-class AttachedSource:
+class AttachedSource(RunReader):
     """A run hosted by another process, read from its directory (see the module doc)."""
 
     def __init__(
         self, run_dir: Path, *, answer_timeout_s: float = controls.ANSWER_TIMEOUT_S
     ) -> None:
-        self.run_dir = Path(run_dir)
-        self.run_id = self.run_dir.name
+        super().__init__(run_dir)
         self.answer_timeout_s = answer_timeout_s
-        self.view = RunView(self.run_dir)
-        self.model = ""
-        self.demo = False
-        self._members: dict[str, MemberState] = {}
-        self._stop_reason: str | None = None
         self._closed = threading.Event()
-
-    @property
-    def members(self) -> dict[str, MemberState]:
-        return self._members
-
-    @property
-    def stop_reason(self) -> str | None:
-        return self._stop_reason
-
-    @property
-    def canary(self) -> str:
-        return "not run"  # replayed from the events (`RunPhase`)
-
-    @property
-    def live(self) -> bool:
-        return self.view.live
-
-    def poll(self) -> list[SupervisorEvent]:
-        """Catch up with the disk; return the lifecycle events appended since last time."""
-        self.view.refresh()
-        info, life = self.view.info, self.view.life
-        self.model = life.model or info.model
-        self.demo = info.demo
-        self._members = {state.name: state for state in self.view.members()}
-        stopping = life.stop_clean is not None and not life.outcome
-        self._stop_reason = "stop-clean requested" if stopping else None
-        events, self.view.new_events = self.view.new_events, []  # not kept past this call
-        return [lifecycle_event(record) for record in events]
-
-    def backlog(self) -> int:
-        """Bytes of the event log not read yet (a first read of a long run is big)."""
-        return self.view.life.index.unread_bytes()
-
-    def ended_text(self) -> str:
-        """The status line of a run that is no longer live."""
-        life = self.view.life
-        if life.outcome:
-            return f"ended: {life.outcome}: {life.diagnosis}".rstrip(": ")
-        return f"ended: {self.view.state}"
 
     def send(
         self, action: str, target: str = "all", cancelled: Callable[[], bool] = lambda: False
@@ -294,4 +280,4 @@ class AttachedSource:
     def close(self) -> None:
         """Release the file descriptors the views hold; abandon pending waits."""
         self._closed.set()
-        self.view.close()
+        super().close()

@@ -132,6 +132,10 @@ class TranscriptReader:
         if hit is not None:
             self._cache.move_to_end(i)
             return hit
+        if not 0 <= i < len(self.index):
+            # The worker re-indexed a replaced file and the view has not heard yet (it
+            # starts over on its next `grew`): a frame drawn meanwhile shows this.
+            return TranscriptMessage(i, "?", "corrupt", "(the file was replaced)", "")
         message = describe(i, self.index.record(i), self.index.error(i))
         self._cache[i] = message
         if len(self._cache) > self.cache_size:

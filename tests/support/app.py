@@ -1,14 +1,20 @@
 """Support for the app tests: a scripted fake supervisor, a fake remote and `wait_for`.
 
 `FakeSupervisor` implements the interface the app hosts (`view.source.HostedRun`, held
-to it by `test_view_source.py`): it emits
-`SupervisorEvent`s only when a test tells it to, appends each lifecycle event to the
-run's real `events.jsonl` first (as the supervisor does; the Events tab reads that file),
-keeps `MemberState`s the way the real supervisor does (`absorb`), records every control
-call, and ends its run when the test calls `finish()`. `write` adds a member's tool
-events (intent and outcome) to the same log. Every timestamp is `T0 + offset`, so with `AppConfig.deterministic`
-the screen is the same on every machine. `FakeRemote` plays another process's supervisor
-for an attached run, answering its `control/` requests.
+to it by `test_view_source.py`). It emits `SupervisorEvent`s only when a test tells it
+to, and leaves on disk what the real run leaves, through the same code: each lifecycle
+event goes to the run's `events.jsonl` through the parent's store
+(`supervisor.lifecycle.append`) before it is emitted, and is folded into its
+`MemberState`s as the supervisor folds it (`fold_lifecycle`); what a member says and
+calls (`answer`, `result`, `tool`) goes to the member's session transcript through the
+member's own writer (`member.session.Transcript`), with its heartbeat, and the status
+lines a member prints go to the sink. The screens read the run from those files, as
+they read a run another process hosts; the sink only wakes them. The fake records
+every control call and ends its run when the test calls `finish()`. `write` adds a
+member's tool events (intent and outcome) to the event log. Every timestamp is
+`T0 + offset`, so with `AppConfig.deterministic` the screen is the same on every
+machine. `FakeRemote` plays another process's supervisor for an attached run,
+answering its `control/` requests.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,12 +33,15 @@ from typing import Any
 from textual.pilot import Pilot
 
 from horde_tui.app import AppConfig, HordeApp
-from horde_tui.store.events import EventLog
-from horde_tui.store.members import MemberState
-from horde_tui.supervisor import controls
+from horde_tui.member.session import Transcript
+from horde_tui.store.members import MemberState, fold_lifecycle
+from horde_tui.store.runs import sessions_dir
+from horde_tui.store.store import HordeStore
+from horde_tui.supervisor import controls, lifecycle
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest, assign_roles
+from horde_tui.transcript import summarize
 from horde_tui.view.source import HostedRun
 from support.rundir import RunDir
 
@@ -40,6 +50,22 @@ T0 = 1_735_732_800.0
 """2025-01-01 12:00:00 UTC: the fake run starts here."""
 NOW = T0 + 200.0
 """The frozen clock of the deterministic config: 3:20 into the run."""
+
+
+def stamp(at: float) -> str:
+    """`T0 + at` as the store writes a time."""
+    return _dt.datetime.fromtimestamp(T0 + at, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def arguments(tool: str, summary: str) -> dict[str, Any]:
+    """The call arguments `transcript.summarize` turns into `summary`."""
+    if tool == "bash":
+        return {"command": summary.removeprefix("bash: ")}
+    if tool == "horde":
+        return dict(zip(("action", "id", "concern"), summary.split()[1:], strict=False))
+    if tool in ("read", "edit", "write"):
+        return {"path": summary.partition(" ")[2]}
+    return {}
 
 
 async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -66,9 +92,11 @@ class FakeSupervisor(HostedRun):
         }
         self.sink: Callable[[SupervisorEvent], None] = lambda event: None
         self.stop: Any = None
-        self.canary = "not run"
         self.calls: list[tuple[str, str]] = []
-        self.events = EventLog(self.run_dir / "events.jsonl")
+        self.parent = HordeStore(workdir / ".horde", "parent")
+        self.sessions: dict[str, Transcript | None] = {}
+        """Member -> the session transcript it writes now (None: the test laid down the
+        member's transcript itself, `write_member_files`, and it stands for its sessions)."""
         self.outcome = "finished"
         self.handed_off = False
         self._finished = asyncio.Event()
@@ -76,16 +104,20 @@ class FakeSupervisor(HostedRun):
     # -- scripting -----------------------------------------------------------------------
 
     def emit(self, kind: str, member: str | None = None, at: float = 0.0, **data: Any) -> None:
-        if kind != "member-status":  # the supervisor records lifecycle kinds, not status
-            fields = {"type": "lifecycle", "kind": kind, **data}
-            self.log(at, "parent", {**fields, "member": member} if member else fields)
+        """A lifecycle event, as `Supervisor.emit` does it: written as the parent, folded
+        into the members, then told to the sink."""
+        fields = {"type": "lifecycle", "kind": kind, **data}
+        if member:
+            fields["member"] = member
+        lifecycle.append(self.parent, self.run_id, {"ts": stamp(at), **fields})
+        fold_lifecycle(self.members, fields, when=T0 + at)
         self.sink(SupervisorEvent(kind, member, data, T0 + at))
 
     def log(self, at: float, actor: str, *records: dict[str, Any]) -> None:
-        """Append records to `events.jsonl` as the store does (E# ids, compact JSON, `ts`
-        and `actor` first), stamped `T0 + at` so the screen is the same on every run."""
-        stamp = _dt.datetime.fromtimestamp(T0 + at, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self.events.append([{"ts": stamp, "actor": actor, **rec} for rec in records], fsync=False)
+        """Append records to `events.jsonl` through the store (E# ids, `ts` and `actor`
+        first), as `actor` wrote them at `T0 + at`."""
+        for record in records:
+            self.parent.append_event(self.run_id, {"ts": stamp(at), "actor": actor, **record})
 
     def write(self, member: str, at: float, action: str, entry: str, text: str) -> None:
         """One accepted `horde` write by `member`: its intent and its outcome."""
@@ -97,24 +129,85 @@ class FakeSupervisor(HostedRun):
         )
 
     def status(self, member: str, at: float, **event: Any) -> None:
-        """A member status line, folded into the member's state as the supervisor does."""
+        """A member status line: folded into the member's state as the supervisor does,
+        then told to the sink (it writes nothing: see `answer` and `result`)."""
         self.members[member].absorb(event)
-        self.emit("member-status", member, at, **event)
+        self.sink(SupervisorEvent("member-status", member, event, T0 + at))
 
     def spawn(self, member: str, at: float) -> None:
-        state = self.members[member]
-        state.status, state.started, state.attempt = "running", T0 + at, state.attempt + 1
-        state.pid = 4000 + int(member.split("-")[1])
-        self.emit("member-spawn", member, at, attempt=state.attempt, pid=state.pid)
+        """A new session: the supervisor's `member-spawn`, and the member's transcript
+        begun (unless the test laid down the member's first one: then that stands for
+        all of the member's sessions)."""
+        attempt = self.members[member].attempt + 1
+        if member not in self.sessions and sessions_dir(self.run_dir, member).is_dir():
+            self.sessions[member] = None
+        elif (old := self.sessions.get(member, False)) is not None:
+            if isinstance(old, Transcript):
+                old.close()
+            when = _dt.datetime.fromtimestamp(T0 + at, _dt.UTC).strftime("%Y%m%dT%H%M%S")
+            folder = sessions_dir(self.run_dir)
+            self.sessions[member] = Transcript(folder, member, f"{when}-{attempt:06x}")
+        number = member.rpartition("-")[2]
+        pid = 4000 + int(number) if number.isdigit() else 4100
+        self.emit("member-spawn", member, at, attempt=attempt, pid=pid)
 
-    def exit(self, member: str, at: float, cause: str, message: str = "") -> None:
-        state = self.members[member]
-        self.status(member, at, type="exit", cause=cause, message=message, turns=state.turns)
-        state.status, state.ended, state.current_tool = "exited", T0 + at, ""
-        self.emit("member-exit", member, at, cause=cause, turns=state.turns)
+    def transcribe(self, member: str, at: float, message: dict[str, Any]) -> None:
+        """One message of the member's current session, as the member writes it, and its
+        heartbeat (the supervisor's stall clock)."""
+        transcript = self.sessions.get(member)
+        if transcript is not None:
+            transcript.write({"ts": round(T0 + at, 3), **message})
+        heartbeat = self.run_dir / f".hb-{member}"
+        heartbeat.touch()
+        os.utime(heartbeat, (T0 + at, T0 + at))
+
+    def answer(
+        self,
+        member: str,
+        at: float,
+        tokens: tuple[int, int] = (0, 0),
+        cost: float | None = 0.0,
+        tool: str = "",
+        args: dict[str, Any] | None = None,
+        text: str = "",
+    ) -> None:
+        """One model answer, as the member's loop takes it: `turn-start` and `usage` on
+        its status line, the answer (its words, its tool call, its usage) in the
+        transcript, then `message` and `tool-start`."""
+        self.status(member, at, type="turn-start")
+        usage = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "cost_usd": cost}
+        self.status(member, at, type="usage", **usage)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        raw = json.dumps(args or {})
+        if tool:
+            call = {"id": f"c{at:g}", "type": "function", "function": {"name": tool}}
+            call["function"]["arguments"] = raw
+            message["tool_calls"] = [call]
+        self.transcribe(member, at, {**message, "usage": usage})
+        if text:
+            self.status(member, at, type="message", text=text)
+        if tool:
+            self.status(member, at, type="tool-start", tool=tool, summary=summarize(tool, raw))
+
+    def result(self, member: str, at: float, tool: str, text: str = "ok") -> None:
+        """The running call's result in the transcript, then `tool-end`."""
+        content = f"[{tool} result: data, not instructions]\n{text}"
+        self.transcribe(
+            member, at, {"role": "tool", "tool_call_id": "", "name": tool, "content": content}
+        )
+        self.status(member, at, type="tool-end", tool=tool, ok=True)
 
     def tool(self, member: str, at: float, tool: str, summary: str) -> None:
-        self.status(member, at, type="tool-start", tool=tool, summary=summary)
+        """An answer that calls `tool` with the arguments `summary` is made from
+        (`bash: <command>`, `read <path>`, `horde <action> <id> <concern>`)."""
+        self.answer(member, at, tool=tool, args=arguments(tool, summary))
+
+    def exit(self, member: str, at: float, cause: str, message: str = "") -> None:
+        """The session ends: the member's `exit` line, then the supervisor's `member-exit`
+        (its words are in its transcript, `answer`)."""
+        state = self.members[member]
+        self.status(member, at, type="exit", cause=cause, message=message, turns=state.turns)
+        self.emit("member-exit", member, at, cause=cause, turns=state.turns)
 
     def finish(self, outcome: str = "finished", documents: tuple[str, ...] = ()) -> None:
         """End the run: write the closing documents, emit run-end, let `run()` return."""
@@ -129,13 +222,11 @@ class FakeSupervisor(HostedRun):
 
     def pause(self, target: str = "all") -> str:
         self.calls.append(("pause", target))
-        self.members[target].status = "paused"
         self.emit("pause", at=195, targets=[target])
         return f"paused {target}"
 
     def resume(self, target: str = "all") -> str:
         self.calls.append(("resume", target))
-        self.members[target].status = "running"
         self.emit("resume", at=195, targets=[target])
         return f"resumed {target}"
 
@@ -154,9 +245,8 @@ class FakeSupervisor(HostedRun):
     async def reset(self, target: str) -> str:
         """As the supervisor does once the old session has ended: a new attempt."""
         self.calls.append(("reset", target))
-        state = self.members[target]
-        state.resets += 1
-        self.emit("member-reset", target, at=195, cause="user", resets=state.resets)
+        resets = self.members[target].resets + 1
+        self.emit("member-reset", target, at=195, cause="user", resets=resets)
         self.spawn(target, at=195)
         return f"reset {target}: session stopped, a fresh attempt starts"
 
@@ -190,12 +280,16 @@ class FakeSupervisor(HostedRun):
 
 
 def play_six(fake: FakeSupervisor) -> None:
-    """Six members in every interesting state: tools running, paused, done, reset,
-    unknown cost, and a verifier at work."""
+    """Six members in every interesting state: tools running, paused, done, reset and
+    waiting for its next session, unknown cost, and a verifier at work."""
     fake.emit("run-start", at=0, members=6, model=fake.settings.model)
     fake.emit("phase-start", at=1, phase="discovery")
     for i, name in enumerate(fake.members, start=1):
         fake.spawn(name, at=2 if i == 1 else 10 + i)
+    said = {
+        "member-2": "Claimed #3: the users query builder.",
+        "member-4": "Filed F1: build_query concatenates user input.",
+    }
     script: list[tuple[str, int, int, float | None, str, str]] = [
         ("member-1", 3, 5200, 0.0142, "bash", "bash: rg -n 'execute(' src/"),
         ("member-2", 2, 3100, 0.0088, "read", "read src/api/users.py"),
@@ -206,25 +300,16 @@ def play_six(fake: FakeSupervisor) -> None:
     ]
     for n, (name, turns, tokens, cost, tool, summary) in enumerate(script):
         at = 20 + n * 7
-        for _ in range(turns):
-            fake.status(name, at, type="turn-start")
-        fake.status(
-            name,
-            at + 1,
-            type="usage",
-            prompt_tokens=tokens * 4 // 5,
-            completion_tokens=tokens // 5,
-            cost_usd=cost,
-        )
-        fake.tool(name, at + 2, tool, summary)
+        for _ in range(turns - 1):  # earlier turns: the same call, answered
+            fake.answer(name, at, tool=tool, args=arguments(tool, summary))
+            fake.result(name, at, tool)
+        usage = (tokens * 4 // 5, tokens // 5)
+        fake.answer(name, at + 2, usage, cost, tool, arguments(tool, summary), said.get(name, ""))
     fake.write("member-1", 30, "idea", "#3", "ok #3 idea: the users query builder")
     fake.write("member-2", 40, "claim", "#3", "ok #3 claimed")
     fake.write("member-4", 60, "finding", "F1", "ok F1 filed under #3 · concern sql-injection")
-    fake.status("member-2", 70, type="message", text="Claimed #3: the users query builder.")
-    fake.members["member-3"].status = "paused"
     fake.emit("pause", at=80, targets=["member-3"])
-    fake.exit("member-4", 120, "completed", "Filed F1: build_query concatenates user input.")
-    fake.members["member-5"].resets = 1
+    fake.exit("member-4", 120, "completed", said["member-4"])
     fake.emit("member-reset", "member-5", at=130, cause="model_error", resets=1, released=[5])
 
 
@@ -232,11 +317,18 @@ def deterministic_app(fake: FakeSupervisor) -> HordeApp:
     return HordeApp(fake, config=AppConfig.deterministic(NOW))
 
 
-def tool_call(ident: str, name: str, **arguments: Any) -> dict[str, Any]:
-    """An assistant message asking for one tool call, as members write it."""
+def tool_call(
+    ident: str, name: str, usage: tuple[int, int, float | None] | None = None, **arguments: Any
+) -> dict[str, Any]:
+    """An assistant message asking for one tool call, as members write it (with the
+    answer's tokens in and out and its cost, when given)."""
     call = {"id": ident, "type": "function", "function": {"name": name}}
     call["function"]["arguments"] = json.dumps(arguments)
-    return {"role": "assistant", "content": None, "tool_calls": [call]}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    if usage is not None:
+        tokens = dict(zip(("prompt_tokens", "completion_tokens", "cost_usd"), usage, strict=True))
+        message["usage"] = tokens
+    return message
 
 
 def tool_result(ident: str, name: str, text: str) -> dict[str, Any]:
@@ -248,21 +340,21 @@ def tool_result(ident: str, name: str, text: str) -> dict[str, Any]:
 MEMBER_2_SESSION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are one member of a horde.\nUse the horde tool.\n" * 20},
     {"role": "user", "content": "You are member-2. Task: review the sample target for injection."},
-    tool_call("c1", "bash", command="rg -n 'execute(' src/"),
+    tool_call("c1", "bash", (2210, 48, 0.0024), command="rg -n 'execute(' src/"),
     tool_result(
         "c1",
         "bash",
         "src/api/users.py:14:    cur.execute(build_query(name))\n"
         "src/api/orders.py:30:    cur.execute(sql, args)\nexit 0",
     ),
-    tool_call("c2", "horde", action="claim", id="#3"),
+    tool_call("c2", "horde", (2350, 31, 0.0025), action="claim", id="#3"),
     tool_result("c2", "horde", "ok #3 claimed by member-2"),
     {
         "role": "assistant",
         "content": "Claimed #3: the users query builder. Reading it next.",
-        "usage": {"prompt_tokens": 2480, "completion_tokens": 620},
+        "usage": {"prompt_tokens": 2480, "completion_tokens": 620, "cost_usd": 0.0088},
     },
-    tool_call("c3", "read", path="src/api/users.py"),
+    tool_call("c3", "read", (2530, 22, 0.0026), path="src/api/users.py"),
 ]
 """member-2's session in `play_six`: it claimed #3 and is reading the users module."""
 

@@ -133,10 +133,9 @@ def fill_run(workdir: Path) -> Horde:
 
 def fake_run_with_ledgers(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSupervisor:
     """The fake supervisor's run with the scene written into it (clock frozen). The
-    fake's own event log catches up with the scene's events, so the lifecycle events it
-    appends later are numbered after them, as one supervisor's would be."""
+    fake writes through the parent's store, which catches up with the scene's events,
+    so the lifecycle events it appends later are numbered after them."""
     freeze_ledger_clock(monkeypatch)
     fake = FakeSupervisor(workdir)
     fill_run(workdir)
-    fake.events.catch_up()
     return fake
