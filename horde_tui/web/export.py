@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from horde_tui.store.runs import existing_run, existing_swarm, find_run, run_ids, swarm_ids
 from horde_tui.web.pages import Site
@@ -117,9 +118,9 @@ def _page_bytes(site: Site, path: str) -> bytes:
 class Bar:
     """A one-line progress bar on a terminal; a line every few seconds otherwise."""
 
-    def __init__(self, stream: object = None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.tty = self.stream.isatty()
         self._last = 0.0
 
     def __call__(self, done: int, total: int, path: str) -> None:
@@ -129,7 +130,7 @@ class Bar:
         self._last = now
         filled = int(30 * done / max(1, total))
         line = f"[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} pages"
-        write = self.stream.write  # type: ignore[attr-defined]
+        write = self.stream.write
         if self.tty:
             write(f"\r{line}\x1b[K" + ("\n" if done >= total else ""))
         else:

@@ -413,7 +413,7 @@ class Site:
         self._index.refresh()
         runs, swarms = set(self.run_list()), set(self.swarm_list())
         rows = [r for r in self._index.rows() if r.run_id in (swarms if r.hordes else runs)]
-        data = [
+        data: list[dict[str, Any]] = [
             {
                 "id": r.run_id, "kind": "swarm" if r.hordes else "run", "state": r.state,
                 "started": r.started, "count": r.count, "model": r.model,
@@ -503,7 +503,7 @@ class Site:
 
     def _overview(self, run: _Run, run_id: str) -> Page:
         info, life, members = run.view.info, run.view.life, run.view.members()
-        data = {
+        data: dict[str, Any] = {
             "id": run_id, "state": run.view.state, "prompt": info.task, "model": info.model,
             "outcome": life.outcome, "diagnosis": life.diagnosis, "phase": run.phase.phase,
             "canary": run.phase.canary, "layers": list(info.layers),
@@ -546,7 +546,7 @@ class Site:
         base = f"runs/{run_id}/"
         rows = run.ledgers.rows(kind, view)
         columns = run.ledgers.columns(kind)
-        data = {
+        data: dict[str, Any] = {
             "ledger": kind, "view": view, "columns": list(columns),
             "rows": [{"id": r.id, "cells": list(r.cells()), "group": r.group} for r in rows],
         }
@@ -588,7 +588,7 @@ class Site:
         threads = run.ledgers.rows("threads", "newest")
         accepted = acceptance_all(run.ledgers.state, run_id)
         resources = run.ledgers.rows("resources", "newest")
-        data = {
+        data: dict[str, Any] = {
             "threads": [{"id": r.id, "cells": list(r.cells())} for r in threads],
             "acceptance": [a.as_json() for a in accepted],
             "resources": [{"id": r.id, "cells": list(r.cells())} for r in resources],
@@ -661,7 +661,7 @@ class Site:
         run.swimlane.close()
         lay = run.swimlane.layout()
         svg = self._svg(run_id, lay)
-        data = {
+        data: dict[str, Any] = {
             "lanes": [
                 {"name": ln.name, "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks]}
                 for ln in lay.lanes
@@ -850,7 +850,7 @@ class Site:
     def _swarm_overview(self, swarm_id: str, view: SwarmView) -> Page:
         info = view.info
         lines = view.lines()
-        data = {
+        data: dict[str, Any] = {
             "id": swarm_id, "state": view.state, "prompt": info.prompt if info else "",
             "outcome": info.outcome if info else "", "merge": info.merge if info else "",
             "hordes": [

@@ -40,7 +40,8 @@ def web_scene(workdir: Path) -> Path:
             if i % 2:
                 call = {"id": f"c{i}", "type": "function",
                         "function": {"name": "read", "arguments": json.dumps({"path": f"src/f{i}.py"})}}
-                msg = {"role": "assistant", "content": f"step {i}", "tool_calls": [call]}
+                msg = {"role": "assistant", "content": f"step {i}", "tool_calls": [call],
+                       "usage": {"prompt_tokens": 900 + i, "completion_tokens": 40, "cost_usd": 0.001}}
             else:
                 text = f"line {i} of src/f{i}.py"
                 if i == 10:
@@ -56,6 +57,8 @@ def web_scene(workdir: Path) -> Path:
     )
     (run / "GRAPH.md").write_text("# Graph\n\n```mermaid\nflowchart LR\n  a --> b\n```\n")
     lifecycle(horde, "phase-end", phase="verify")
+    for n in (1, 2, 3):
+        lifecycle(horde, "member-exit", member=f"member-{n}", cause="completed")
     lifecycle(horde, "run-end", outcome="completed", diagnosis="every member finished")
     swarm_scene(horde.root)
     return horde.root
