@@ -160,3 +160,22 @@ def cmd_export(horde_dir: Path, target: str | None, out: Path | None, as_zip: bo
     shown = where / "index.html" if where.is_dir() else where
     print(f"exported to {shown}")
     return 0
+
+
+def export_run(run_dir: Path, out: Path | None = None) -> str:
+    """Export one run (the app's `E`), blocking: what to tell the person, one line."""
+    run_dir = Path(run_dir)
+    try:
+        where = export(_project_horde(run_dir), run_dir.name, out)
+    except (ExportError, OSError) as exc:
+        return f"export of run {run_dir.name} failed: {exc}"
+    return f"exported run {run_dir.name} to {where / 'index.html'} · {WARNING.removeprefix('warning: ')}"
+
+
+def _project_horde(run_dir: Path) -> Path:
+    """The project's `.horde/` of a run: `<horde>/runs/<id>`, or for a swarm's horde
+    run `<horde>/swarms/<sid>/hN/runs/<id>`."""
+    horde = run_dir.parent.parent
+    if horde.parent.parent.name == "swarms":
+        return horde.parent.parent.parent
+    return horde
