@@ -201,6 +201,15 @@ class _Run:
     ledgers: LedgerView
     phase: RunPhase = field(default_factory=RunPhase)
     swimlane: SwimlaneView | None = None
+    events: LineIndex | None = None
+
+    def event_index(self) -> LineIndex:
+        """The event log's line index, caught up (kept between pages: a page of the
+        audit reads its own lines, not the whole file again)."""
+        if self.events is None:
+            self.events = LineIndex(self.run_dir / "events.jsonl", cache_size=8, transactions=False)
+        self.events.refresh()
+        return self.events
 
     def refresh(self) -> None:
         self.view.refresh()
@@ -332,9 +341,9 @@ class Site:
                     yield f"{mbase}transcript-{s}-{p}.html"
 
     def _event_pages(self, run: _Run) -> int:
-        with LineIndex(run.run_dir / "events.jsonl", cache_size=8, transactions=False) as index:
-            index.refresh()
-            return max(1, -(-len(index) // EVENTS_PER_PAGE))
+        index = run.event_index()
+        index.close()
+        return max(1, -(-len(index) // EVENTS_PER_PAGE))
 
     def _reader(self, path: Path) -> TranscriptReader:
         key = str(path)
@@ -353,6 +362,8 @@ class Site:
         self._readers.clear()
         for run in self._runs.values():
             run.view.close()
+            if run.events is not None:
+                run.events.close()
             if run.swimlane is not None:
                 run.swimlane.close()
 
@@ -385,7 +396,7 @@ class Site:
     def link(self, target: str, text: str, cls: str = "") -> str:
         """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
         path, _, frag = target.partition("#")
-        rel = posixpath.relpath(path, posixpath.dirname(self._at) or ".") if path else ""
+        rel = _relative(path, posixpath.dirname(self._at) or ".") if path else ""
         href = rel + (f"#{frag}" if frag else "")
         klass = f' class="{cls}"' if cls else ""
         return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
@@ -627,13 +638,15 @@ class Site:
         return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
 
     def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
-        with LineIndex(run.run_dir / "events.jsonl", cache_size=8, transactions=False) as index:
-            index.refresh()
+        index = run.event_index()
+        try:
             pages = max(1, -(-len(index) // EVENTS_PER_PAGE))
             if not 1 <= n <= pages:
                 return None
             first = (n - 1) * EVENTS_PER_PAGE
             raws = index.raw_lines(first, min(len(index), first + EVENTS_PER_PAGE))
+        finally:
+            index.close()
         lines = []
         for i, raw in enumerate(raws, first):
             record, error = parse_record(raw)
@@ -875,6 +888,12 @@ class Site:
             + table(cols, rows, "hordes") + f"<h2>Swarm files</h2><p>{files or 'none yet'}</p>"
         )
         return Page("", f"Swarm {swarm_id}", body, data)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(path: str, start: str) -> str:
+    """`posixpath.relpath`, remembered: a graph page makes hundreds of the same links."""
+    return posixpath.relpath(path, start)
 
 
 def _member_json(m: Any) -> dict[str, Any]:
