@@ -64,6 +64,9 @@ def test_every_page_of_the_run_and_the_swarm_renders(horde: Path) -> None:
     assert 'id="F1"' in findings.body and "ran build_query" in findings.body  # review inline
     swarm = site.render(f"swarms/{SWARM_ID}/index.html")
     assert [h["horde"] for h in swarm.data["hordes"]] == ["h1", "h2", "h3"]
+    graph = site.render(f"swarms/{SWARM_ID}/graph.html")
+    assert graph.data["lanes"] == ["swarm", "h1", "h2", "h3"]
+    assert graph.body.count('class="lane"') == 4 and graph.data["timeline"]
     assert site.render("runs/nope/index.html").status == 404
 
 

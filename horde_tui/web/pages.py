@@ -309,7 +309,7 @@ class Site:
     def _swarm_paths(self, swarm_id: str) -> Iterator[str]:
         base = f"swarms/{swarm_id}/"
         yield base + "index.html"
-        for kind in (*LEDGERS, "threads"):
+        for kind in (*LEDGERS, "threads", "graph"):
             yield f"{base}{kind}.html"
         view = self._swarm(swarm_id)
         for name in view.files:
@@ -469,7 +469,7 @@ class Site:
     def _tabs(self, swarm_id: str, page: str, current: str | None) -> str:
         """`swarm <id>: all | h1 | h2 ...`, each keeping the page type."""
         view = self._swarm(swarm_id)
-        swarm_page = page if page.removesuffix(".html") in (*LEDGERS, "threads", "index") else "index.html"
+        swarm_page = page if page.removesuffix(".html") in (*LEDGERS, "threads", "index", "graph") else "index.html"
         if page == "collaboration.html":
             swarm_page = "threads.html"
         tabs = [self.link(f"swarms/{swarm_id}/{swarm_page}", "all", "" if current else "current")]
@@ -846,10 +846,19 @@ class Site:
     def _swarm_page(self, swarm_id: str, rest: list[str]) -> Page | None:
         view = self._swarm(swarm_id)
         name = rest[0]
-        nav = f'<div class="scope">{self._tabs(swarm_id, name if len(rest) == 1 else "index.html", None)}</div>'
+        current = name if len(rest) == 1 else "index.html"
+        items = [("index.html", "overview"), *((f"{k}.html", k) for k in LEDGERS)]
+        items += [("threads.html", "collaboration"), ("graph.html", "graph")]
+        row = " ".join(
+            self.link(f"swarms/{swarm_id}/{p}", label, "current" if p == current else "")
+            for p, label in items
+        )
+        nav = f'<div class="scope">{self._tabs(swarm_id, current, None)}</div><nav>{row}</nav>'
         page: Page | None = None
         if rest == ["index.html"]:
             page = self._swarm_overview(swarm_id, view)
+        elif rest == ["graph.html"]:
+            page = self._swarm_graph(swarm_id, view)
         elif len(rest) == 1 and name.removesuffix(".html") in (*LEDGERS, "threads"):
             kind = name.removesuffix(".html")
             text = view.ledgers_markdown(kind)
@@ -859,6 +868,47 @@ class Site:
         if page is not None:
             page.nav, page.live = nav, view.live
         return page
+
+    def _swarm_graph(self, swarm_id: str, view: SwarmView) -> Page:
+        """One lane per horde (and the swarm's own steps: planning, the merge) with its
+        lifecycle marks from SWARM.json's timeline, on a real-time axis."""
+        info = view.info
+        steps = list(info.timeline) if info else []
+        lanes = ["swarm", *(info.horde_names() if info else [])]
+        runs = {ln.horde: ln.run_dir.name for ln in view.lines() if ln.run_dir is not None}
+        t0 = min((t for t, _, _ in steps), default=0.0)
+        span = max((t for t, _, _ in steps), default=0.0) - t0 or 1.0
+        cell, lane_h, label_w, plot = 7.4, 24, 90, 900
+        width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="hordes of swarm {esc(swarm_id)}">'
+        ]
+        for row, lane in enumerate(lanes):
+            y = lane_h * (row + 1)
+            out.append(
+                f'<g class="lane" data-lane="{esc(lane)}"><line x1="0" y1="{y + 6}" x2="{width}" '
+                f'y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
+                f'<text class="lane-label" x="4" y="{y}">{esc(lane)}</text>'
+            )
+            last = -1.0
+            for ts, kind, horde in steps:
+                if (horde or "swarm") != lane:
+                    continue
+                x = max(label_w + (ts - t0) / span * plot, last + cell)
+                last = x + cell * (len(kind) + 1)
+                mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
+                target = f"runs/{runs[lane]}/graph.html" if lane in runs else f"swarms/{swarm_id}/index.html"
+                href = self.link(target, "").removeprefix("<a ").split(">", 1)[0]
+                out.append(f"<a {href}>{mark}</a>")
+            out.append("</g>")
+        out.append("</svg>")
+        data = {
+            "lanes": lanes,
+            "timeline": [{"ts": t, "kind": k, "horde": h} for t, k, h in steps],
+        }
+        body = f'<p>One lane per horde; each mark opens that horde\'s own graph.</p><div class="graph">{"".join(out)}</div>'
+        return Page("", f"Graph · swarm {swarm_id}", body, data)
 
     def _swarm_overview(self, swarm_id: str, view: SwarmView) -> Page:
         info = view.info
