@@ -371,13 +371,15 @@ class Site:
 
     def render(self, path: str) -> Page:
         """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
-        does not exist is a 404 page (the export never links to one)."""
+        does not exist is a 404 page (the export never links to one), one that fails to
+        read its files an error page (exported as such, so no link dangles)."""
         self._at = path
         parts = path.split("/")
         try:
             page = self._route(parts)
-        except ValueError as exc:  # a bad query value, an unknown view
-            page = Page(path, "Not found", f"<p>{esc(exc)}</p>", {"error": str(exc)}, status=404)
+        except Exception as exc:  # a file torn or replaced mid-read: its page says so
+            why = f"this page could not be read: {type(exc).__name__}: {exc}"
+            page = Page(path, "Unreadable", f"<p>{esc(why)}</p>", {"error": why}, status=500)
         if page is None:
             page = Page(path, "Not found", "<p>No such page.</p>", {"error": "not found"}, status=404)
         page.path = path
