@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import zipfile
@@ -14,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from support.processes import wait_until
 from support.web_scene import FAKE_KEY, GATEWAY_TOKEN, RUN_ID, SWARM_ID, web_scene
 
 from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
@@ -162,3 +164,25 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
     )
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "Traceback" not in bad.stderr and "may carry secrets" not in bad.stderr
+
+
+def test_an_interrupted_export_leaves_nothing_behind(horde: Path, tmp_path: Path) -> None:
+    """Ctrl-C mid-export: one line, exit 130, no folder and no temporary left."""
+    events = horde / "runs" / RUN_ID / "events.jsonl"
+    line = '{"ts":"2025-01-01T12:00:00.000Z","actor":"member-1","type":"outcome","action":"post","ok":true}\n'
+    with open(events, "a") as fh:
+        fh.write(line * 60_000)  # 60 audit pages: long enough to interrupt
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HORDE_DIR": str(horde)},
+    )
+    assert proc.stderr is not None
+    assert "may carry secrets" in proc.stderr.readline()  # it has started
+    assert wait_until(lambda: any(out.glob(".horde-export-*.tmp/runs")), 60)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "horde-tui export: interrupted; the partial export was removed"
+    assert list(out.iterdir()) == []

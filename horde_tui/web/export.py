@@ -150,6 +150,9 @@ def cmd_export(horde_dir: Path, target: str | None, out: Path | None, as_zip: bo
     except ExportError as exc:
         print(f"horde-tui export: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("\nhorde-tui export: interrupted; the partial export was removed", file=sys.stderr)
+        return 130
     except OSError as exc:
         print(
             f"horde-tui export: cannot write {exc.filename or out}: {exc.strerror or exc}; "
