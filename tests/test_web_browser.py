@@ -49,7 +49,10 @@ def dump_dom(url: str, profile: Path) -> str:
     assert exe is not None
     done = subprocess.run(
         [exe, *_flags(profile), "--dump-dom", url],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0 and done.stdout.strip(), done.stderr[-2000:]
     return done.stdout
@@ -59,9 +62,17 @@ def screenshot(url: str, dest: Path, profile: Path, size: str = "1280,860") -> N
     exe = browser()
     assert exe is not None
     subprocess.run(
-        [exe, *_flags(profile), f"--screenshot={dest}", f"--window-size={size}",
-         "--hide-scrollbars", url],
-        capture_output=True, timeout=120, check=True,
+        [
+            exe,
+            *_flags(profile),
+            f"--screenshot={dest}",
+            f"--window-size={size}",
+            "--hide-scrollbars",
+            url,
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
     )
 
 
@@ -137,8 +148,12 @@ def test_chromium_reads_the_export_from_disk_and_a_served_page(
         try:
             url = f"{server.url}/swarms/{SWARM_ID}/index.html?refresh=0"
             proc = await asyncio.create_subprocess_exec(
-                chromium, *_flags(profile), "--dump-dom", url,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                chromium,
+                *_flags(profile),
+                "--dump-dom",
+                url,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
             )
             out, _ = await asyncio.wait_for(proc.communicate(), 120)
             return out.decode()

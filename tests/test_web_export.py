@@ -19,6 +19,7 @@ from support.processes import wait_until
 from support.web_scene import FAKE_KEY, GATEWAY_TOKEN, RUN_ID, SWARM_ID, web_scene
 
 from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
+from horde_tui.web.mask import Masker
 from horde_tui.web.pages import Site
 
 
@@ -50,10 +51,18 @@ def test_every_page_of_the_run_and_the_swarm_renders(horde: Path) -> None:
     paths = list(site.paths())
     run = f"runs/{RUN_ID}/"
     for expected in (
-        "index.html", f"{run}index.html", f"{run}findings.html", f"{run}findings-clusters.html",
-        f"{run}collaboration.html", f"{run}events-1.html", f"{run}graph.html", f"{run}graph.mmd",
-        f"{run}files/REPORT.md.html", f"{run}members/member-1/transcript-1-3.html",
-        f"swarms/{SWARM_ID}/index.html", f"swarms/{SWARM_ID}/findings.html",
+        "index.html",
+        f"{run}index.html",
+        f"{run}findings.html",
+        f"{run}findings-clusters.html",
+        f"{run}collaboration.html",
+        f"{run}events-1.html",
+        f"{run}graph.html",
+        f"{run}graph.mmd",
+        f"{run}files/REPORT.md.html",
+        f"{run}members/member-1/transcript-1-3.html",
+        f"swarms/{SWARM_ID}/index.html",
+        f"swarms/{SWARM_ID}/findings.html",
         f"runs/{SWARM_ID}-h1/findings.html",
     ):
         assert expected in paths, expected
@@ -117,7 +126,9 @@ def test_one_run_exports_alone_and_a_zip_holds_one_folder(horde: Path, tmp_path:
     index = (folder / "index.html").read_text()
     assert RUN_ID in index and SWARM_ID not in index
     seen: list[tuple[int, int]] = []
-    archive = export(horde, SWARM_ID, tmp_path, as_zip=True, progress=lambda d, t, p: seen.append((d, t)))
+    archive = export(
+        horde, SWARM_ID, tmp_path, as_zip=True, progress=lambda d, t, p: seen.append((d, t))
+    )
     assert seen and seen[-1][0] == seen[-1][1]
     with zipfile.ZipFile(archive) as zf:
         names = zf.namelist()
@@ -152,7 +163,11 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
     out = tmp_path / "shared"
     done = subprocess.run(
         [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("may carry secrets") == 1
@@ -160,7 +175,11 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
     assert done.stdout.strip() == f"exported to {out / f'horde-export-{RUN_ID}' / 'index.html'}"
     bad = subprocess.run(
         [sys.executable, "-m", "horde_tui", "export", "nope"],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "Traceback" not in bad.stderr and "may carry secrets" not in bad.stderr
@@ -175,7 +194,9 @@ def test_an_interrupted_export_leaves_nothing_behind(horde: Path, tmp_path: Path
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "HORDE_DIR": str(horde)},
     )
     assert proc.stderr is not None
@@ -184,5 +205,34 @@ def test_an_interrupted_export_leaves_nothing_behind(horde: Path, tmp_path: Path
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "horde-tui export: interrupted; the partial export was removed"
+    assert (
+        err.strip().splitlines()[-1]
+        == "horde-tui export: interrupted; the partial export was removed"
+    )
     assert list(out.iterdir()) == []
+
+
+def test_the_masker_hides_keys_tokens_and_paths_but_not_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    horde = tmp_path / "proj" / ".horde"
+    (horde / "runs" / "r1").mkdir(parents=True)
+    (horde / "runs" / "r1" / "gateway.token").write_text("tok-0123456789abcdef\n")
+    (horde / "config.toml").write_text('model = "x"\napi_key = "plain-config-key-42"\n')
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "env-secret-value-99")
+    mask = Masker(horde)
+    keys = [
+        "sk-ant-api03-" + "x" * 30,
+        "AIza" + "B" * 35,
+        "ghp_" + "c" * 36,
+        "hf_" + "d" * 34,
+        "tok-0123456789abcdef",
+        "plain-config-key-42",
+        "env-secret-value-99",
+    ]
+    shown = mask(" | ".join(keys) + f" | {tmp_path}/proj/src/a.py | uses sk-learn and a token")
+    assert (
+        shown
+        == " | ".join(["[masked]"] * len(keys))
+        + " | [project]/src/a.py | uses sk-learn and a token"
+    )

@@ -40,12 +40,18 @@ async def server(horde: Path) -> AsyncIterator[HttpServer]:
 
 
 async def _get(url: str, method: str = "GET", **headers: str) -> tuple[int, str, dict[str, str]]:
-    async with aiohttp.ClientSession() as session, session.request(method, url, headers=headers) as r:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, url, headers=headers) as r,
+    ):
         return r.status, await r.text(), dict(r.headers)
 
 
 def _tree(horde: Path) -> list[tuple[str, int, int]]:
-    return sorted((str(p.relative_to(horde)), p.stat().st_mtime_ns, p.stat().st_size) for p in horde.rglob("*"))
+    return sorted(
+        (str(p.relative_to(horde)), p.stat().st_mtime_ns, p.stat().st_size)
+        for p in horde.rglob("*")
+    )
 
 
 async def test_json_twins_carry_what_the_pages_show(server: HttpServer, horde: Path) -> None:
@@ -63,7 +69,9 @@ async def test_json_twins_carry_what_the_pages_show(server: HttpServer, horde: P
     table = html.split("<h2>Entries</h2>")[0]
     shown = re.findall(r'<td><a href="findings.html#(F\d+)">', table)
     assert shown == [r["id"] for r in data["rows"]] == ["F3", "F2", "F1"]
-    page = json.loads((await _get(f"{base}/api/runs/{RUN_ID}/members/member-1/transcript-1-1.html"))[1])
+    page = json.loads(
+        (await _get(f"{base}/api/runs/{RUN_ID}/members/member-1/transcript-1-1.html"))[1]
+    )
     assert len(page["entries"]) == 50 and page["pages"] == 3
     assert FAKE_KEY not in json.dumps(page) and "[masked]" in json.dumps(page)
     status, mmd, headers = await _get(f"{base}/runs/{RUN_ID}/graph.mmd")
@@ -108,7 +116,10 @@ def test_a_busy_port_is_one_line(horde: Path) -> None:
         port = busy.getsockname()[1]
         done = subprocess.run(
             [sys.executable, "-m", "horde_tui", "serve", "--port", str(port)],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
             env={**os.environ, "HORDE_DIR": str(horde)},
         )
     assert done.returncode == 1
@@ -121,7 +132,9 @@ async def test_the_command_serves_until_interrupted(horde: Path) -> None:
     """The real process: it says where it listens, answers, and a Ctrl-C ends it cleanly."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui", "serve", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "HORDE_DIR": str(horde)},
     )
     try:

@@ -48,6 +48,7 @@ from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
 from horde_tui.view.swimlane import SwimlaneView
 from horde_tui.view.transcript import TranscriptReader
+from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
 
 PAGE_ENTRIES = 50
@@ -61,60 +62,6 @@ LONG_ENTRY = 600
 LEDGERS = tuple(k for k in KINDS if k != "threads")
 """The six ledgers; threads are on the collaboration page."""
 SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
-MASK = "[masked]"
-_KEY_PATTERNS = re.compile(
-    r"sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{30,}"
-    r"|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{20,}"
-)
-"""Values that look like provider keys (OpenAI/Anthropic `sk-`, Google, GitHub, Hugging
-Face, Groq, Slack, AWS) or a bearer credential."""
-_SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET)$")
-
-
-class Masker:
-    """Hides secrets and this machine's paths in text about to leave the machine: the
-    gateway tokens and configured `api_key`s under the horde directory, key-like
-    environment values, anything shaped like a provider key, and the absolute paths of
-    the project and the home directory."""
-
-    def __init__(self, horde_dir: Path) -> None:
-        horde_dir = Path(horde_dir)
-        found: set[str] = set()
-        for pattern in (
-            "gateway.token",
-            "runs/*/gateway.token",
-            "swarms/*/gateway.token",
-            "swarms/*/h*/runs/*/gateway.token",
-        ):
-            for path in horde_dir.glob(pattern):
-                try:
-                    found.add(path.read_text(encoding="utf-8").strip())
-                except (OSError, UnicodeDecodeError):
-                    continue
-        try:
-            config = (horde_dir / "config.toml").read_text(encoding="utf-8")
-            found.update(re.findall(r"""api_key\s*=\s*["']([^"']+)["']""", config))
-        except (OSError, UnicodeDecodeError):
-            pass
-        found.update(v for k, v in os.environ.items() if _SECRET_ENV.search(k))
-        self.secrets = sorted((s for s in found if len(s) >= 12), key=len, reverse=True)
-        places: dict[str, str] = {}
-        home = Path.home()
-        for path in {horde_dir.absolute().parent, horde_dir.resolve().parent}:
-            places[str(path)] = "[project]"
-        for path in {home, home.resolve()}:
-            if len(str(path)) > 1:
-                places.setdefault(str(path), "~")
-        self.places = sorted(places.items(), key=lambda kv: len(kv[0]), reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, MASK)
-        text = _KEY_PATTERNS.sub(MASK, text)
-        for path, shown in self.places:
-            text = text.replace(path, shown)
-        return text
 
 
 @functools.cache
@@ -127,11 +74,17 @@ def build_info() -> str:
     try:
         commit = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return f"horde-tui {__version__}"
@@ -322,7 +275,11 @@ class Site:
         base = f"runs/{run_id}/"
         yield base + "index.html"
         for kind in LEDGERS:
-            yield from (f"{base}{kind}.html", f"{base}{kind}-oldest.html", f"{base}{kind}-owner.html")
+            yield from (
+                f"{base}{kind}.html",
+                f"{base}{kind}-oldest.html",
+                f"{base}{kind}-owner.html",
+            )
         yield base + "findings-clusters.html"
         yield base + "collaboration.html"
         for n in range(1, self._event_pages(run) + 1):
@@ -381,7 +338,9 @@ class Site:
             why = f"this page could not be read: {type(exc).__name__}: {exc}"
             page = Page(path, "Unreadable", f"<p>{esc(why)}</p>", {"error": why}, status=500)
         if page is None:
-            page = Page(path, "Not found", "<p>No such page.</p>", {"error": "not found"}, status=404)
+            page = Page(
+                path, "Not found", "<p>No such page.</p>", {"error": "not found"}, status=404
+            )
         page.path = path
         return page
 
@@ -428,17 +387,31 @@ class Site:
         rows = [r for r in self._index.rows() if r.run_id in (swarms if r.hordes else runs)]
         data: list[dict[str, Any]] = [
             {
-                "id": r.run_id, "kind": "swarm" if r.hordes else "run", "state": r.state,
-                "started": r.started, "count": r.count, "model": r.model,
-                "outcome": r.outcome, "prompt": r.prompt, "files": list(r.files),
+                "id": r.run_id,
+                "kind": "swarm" if r.hordes else "run",
+                "state": r.state,
+                "started": r.started,
+                "count": r.count,
+                "model": r.model,
+                "outcome": r.outcome,
+                "prompt": r.prompt,
+                "files": list(r.files),
             }
             for r in rows
         ]
         cells = [
             (
-                self.link(f"{'swarms' if d['kind'] == 'swarm' else 'runs'}/{d['id']}/index.html", d["id"]),
-                esc(d["kind"]), esc(d["state"]), esc(_when(d["started"])), esc(d["count"]),
-                esc(d["model"]), esc(d["outcome"]), esc(d["prompt"]), esc(", ".join(d["files"])),
+                self.link(
+                    f"{'swarms' if d['kind'] == 'swarm' else 'runs'}/{d['id']}/index.html", d["id"]
+                ),
+                esc(d["kind"]),
+                esc(d["state"]),
+                esc(_when(d["started"])),
+                esc(d["count"]),
+                esc(d["model"]),
+                esc(d["outcome"]),
+                esc(d["prompt"]),
+                esc(", ".join(d["files"])),
             )
             for d in data
         ]
@@ -471,7 +444,11 @@ class Site:
     def _tabs(self, swarm_id: str, page: str, current: str | None) -> str:
         """`swarm <id>: all | h1 | h2 ...`, each keeping the page type."""
         view = self._swarm(swarm_id)
-        swarm_page = page if page.removesuffix(".html") in (*LEDGERS, "threads", "index", "graph") else "index.html"
+        swarm_page = (
+            page
+            if page.removesuffix(".html") in (*LEDGERS, "threads", "index", "graph")
+            else "index.html"
+        )
         if page == "collaboration.html":
             swarm_page = "threads.html"
         tabs = [self.link(f"swarms/{swarm_id}/{swarm_page}", "all", "" if current else "current")]
@@ -517,9 +494,15 @@ class Site:
     def _overview(self, run: _Run, run_id: str) -> Page:
         info, life, members = run.view.info, run.view.life, run.view.members()
         data: dict[str, Any] = {
-            "id": run_id, "state": run.view.state, "prompt": info.task, "model": info.model,
-            "outcome": life.outcome, "diagnosis": life.diagnosis, "phase": run.phase.phase,
-            "canary": run.phase.canary, "layers": list(info.layers),
+            "id": run_id,
+            "state": run.view.state,
+            "prompt": info.task,
+            "model": info.model,
+            "outcome": life.outcome,
+            "diagnosis": life.diagnosis,
+            "phase": run.phase.phase,
+            "canary": run.phase.canary,
+            "layers": list(info.layers),
             "members": [_member_json(m) for m in members],
             "files": [p.name for p in run.view.files],
         }
@@ -527,9 +510,11 @@ class Site:
             data["stop_clean"] = {"requested": life.stop_clean[0], "grace_s": life.stop_clean[1]}
         base = f"runs/{run_id}/"
         facts = [
-            ("state", esc(data["state"])), ("phase", esc(data["phase"])),
+            ("state", esc(data["state"])),
+            ("phase", esc(data["phase"])),
             ("outcome", esc(f"{life.outcome} {('· ' + life.diagnosis) if life.diagnosis else ''}")),
-            ("canary", esc(data["canary"] or "-")), ("model", esc(info.model)),
+            ("canary", esc(data["canary"] or "-")),
+            ("model", esc(info.model)),
         ]
         if "stop_clean" in data:
             facts.append(("clean stop", esc(f"grace {life.stop_clean[1]:g} s")))  # type: ignore[index]
@@ -540,9 +525,13 @@ class Site:
             parts.append(f"<h2>Plan layers</h2><ol>{items}</ol>")
         rows = [
             (
-                self.link(f"{base}members/{m['name']}/index.html", m["name"]), esc(m["role"]),
-                esc(m["status"]), esc(m["exit_cause"] or ""), esc(m["turns"]),
-                esc(f"{m['prompt_tokens']} / {m['completion_tokens']}"), esc(_cost(m["cost_usd"])),
+                self.link(f"{base}members/{m['name']}/index.html", m["name"]),
+                esc(m["role"]),
+                esc(m["status"]),
+                esc(m["exit_cause"] or ""),
+                esc(m["turns"]),
+                esc(f"{m['prompt_tokens']} / {m['completion_tokens']}"),
+                esc(_cost(m["cost_usd"])),
                 esc(m["tool_summary"]),
             )
             for m in data["members"]
@@ -560,12 +549,17 @@ class Site:
         rows = run.ledgers.rows(kind, view)
         columns = run.ledgers.columns(kind)
         data: dict[str, Any] = {
-            "ledger": kind, "view": view, "columns": list(columns),
+            "ledger": kind,
+            "view": view,
+            "columns": list(columns),
             "rows": [{"id": r.id, "cells": list(r.cells()), "group": r.group} for r in rows],
         }
         views = " ".join(
-            self.link(f"{base}{kind}{'' if v == 'newest' else '-' + v}.html", v,
-                      "current" if v == view else "")
+            self.link(
+                f"{base}{kind}{'' if v == 'newest' else '-' + v}.html",
+                v,
+                "current" if v == view else "",
+            )
             for v in run.ledgers.views(kind)
         )
         parts = [f'<p class="pager">views: {views}</p>']
@@ -613,27 +607,53 @@ class Site:
             cells = [esc(c) for c in r.cells()]
             cells[0] = self.link(f"{base}collaboration.html#{anchor(r.key)}", r.id)
             rows.append(cells)
-        parts.append(table(run.ledgers.columns("threads"), rows, "threads") if rows else "<p>No threads.</p>")
+        parts.append(
+            table(run.ledgers.columns("threads"), rows, "threads") if rows else "<p>No threads.</p>"
+        )
         parts += [self._entry(run, "threads", r.key, r.id) for r in threads]
         parts.append("<h2>Artifact acceptance and review scope</h2>")
         arows = [
-            (self._entity_link(run_id, a.target), esc(f"r{a.revision}"), esc(a.owner), esc(a.label),
-             esc(a.reason), esc(", ".join(a.deciding)),
-             esc("; ".join(f"{v}: {u}" for v, u in a.unchecked)))
+            (
+                self._entity_link(run_id, a.target),
+                esc(f"r{a.revision}"),
+                esc(a.owner),
+                esc(a.label),
+                esc(a.reason),
+                esc(", ".join(a.deciding)),
+                esc("; ".join(f"{v}: {u}" for v, u in a.unchecked)),
+            )
             for a in accepted
         ]
-        cols = ("target", "revision", "owner", "state", "reason", "deciding reviews", "left unchecked")
+        cols = (
+            "target",
+            "revision",
+            "owner",
+            "state",
+            "reason",
+            "deciding reviews",
+            "left unchecked",
+        )
         parts.append(table(cols, arows, "acceptance") if arows else "<p>Nothing under review.</p>")
         parts.append("<h2>Resources</h2>")
         rrows = [[esc(c) for c in r.cells()] for r in resources]
         parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
-        pages = " ".join(self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1))
-        parts.append(f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>')
+        pages = " ".join(
+            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        )
+        parts.append(
+            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
+        )
         return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
 
     def _entity_link(self, run_id: str, ident: str) -> str:
-        kind = {"#": "ideas", "F": "findings", "T": "facts", "C": "claims", "R": "resources",
-                "Q": "collaboration"}.get(ident[:1])
+        kind = {
+            "#": "ideas",
+            "F": "findings",
+            "T": "facts",
+            "C": "claims",
+            "R": "resources",
+            "Q": "collaboration",
+        }.get(ident[:1])
         if kind is None:
             return esc(ident)
         page = "collaboration.html" if kind == "collaboration" else f"{kind}.html"
@@ -678,15 +698,18 @@ class Site:
         svg = self._svg(run_id, lay)
         data: dict[str, Any] = {
             "lanes": [
-                {"name": ln.name, "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks]}
+                {
+                    "name": ln.name,
+                    "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks],
+                }
                 for ln in lay.lanes
             ],
             "dropped": lay.dropped,
         }
         base = f"runs/{run_id}/"
         body = (
-            f'<p>One lane per member plus the parent; every mark links to its entry. '
-            f'{self.link(base + "graph.mmd", "Mermaid source (GRAPH.md)")}</p>'
+            f"<p>One lane per member plus the parent; every mark links to its entry. "
+            f"{self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
             f'<div class="graph">{svg}</div>'
         )
         if lay.dropped:
@@ -750,7 +773,13 @@ class Site:
             target = re.split(r"[✓~✗?]", text, maxsplit=1)[-1]
             return f"{base}findings.html#{anchor(target)}"
         if mark.kind in ("idea", "finding", "entity"):
-            kind = {"#": "ideas", "F": "findings", "T": "facts", "C": "claims", "R": "resources"}.get(text[:1])
+            kind = {
+                "#": "ideas",
+                "F": "findings",
+                "T": "facts",
+                "C": "claims",
+                "R": "resources",
+            }.get(text[:1])
             if kind:
                 return f"{base}{kind}.html#{anchor(text)}"
         if mark.kind == "answer":
@@ -791,16 +820,42 @@ class Site:
         if page == "index.html":
             data = _member_json(member)
             data["sessions"] = [p.name for p in found]
-            parts = [table(("", ""), [
-                (esc(k), esc(data[k])) for k in ("role", "status", "exit_cause", "turns",
-                                                 "prompt_tokens", "completion_tokens", "tool_summary", "detail")
-            ], "facts")]
+            parts = [
+                table(
+                    ("", ""),
+                    [
+                        (esc(k), esc(data[k]))
+                        for k in (
+                            "role",
+                            "status",
+                            "exit_cause",
+                            "turns",
+                            "prompt_tokens",
+                            "completion_tokens",
+                            "tool_summary",
+                            "detail",
+                        )
+                    ],
+                    "facts",
+                )
+            ]
             final = member.final_message or ""
-            parts.append("<h2>Final text</h2>" + (folded(final[:80], f"<pre>{esc(final)}</pre>", len(final)) if final else "<p>none yet</p>"))
-            parts.append(f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>")
+            parts.append(
+                "<h2>Final text</h2>"
+                + (
+                    folded(final[:80], f"<pre>{esc(final)}</pre>", len(final))
+                    if final
+                    else "<p>none yet</p>"
+                )
+            )
+            parts.append(
+                f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
+            )
             for s, path in enumerate(found, 1):
                 n = len(self._reader(path))
-                parts.append(f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {n} entries</li>")
+                parts.append(
+                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {n} entries</li>"
+                )
             parts.append("</ul>")
             return Page("", f"{name} · run {run_id}", "".join(parts), data)
         if page == "log.html":
@@ -824,7 +879,9 @@ class Site:
         for i in range(first, min(total, first + PAGE_ENTRIES)):
             m = reader.message(i)
             raw = reader.index.raw_line(i).decode("utf-8", errors="replace")
-            entries.append({"line": i, "role": m.role, "kind": m.kind, "head": m.head, "body": m.body})
+            entries.append(
+                {"line": i, "role": m.role, "kind": m.kind, "head": m.head, "body": m.body}
+            )
             body = f"<pre>{esc(m.body)}</pre>" if m.body else ""
             shown = (
                 f"<details><summary>{esc(m.head)}</summary>{body}</details>"
@@ -840,7 +897,13 @@ class Site:
             for q in sorted({1, max(1, p - 1), p, min(pages, p + 1), pages})
         )
         head = f'<p class="pager">{esc(found[s - 1].name)} · entries {first + 1}-{first + len(entries)} of {total} · page {p} of {pages}: {pager} · {self.link(base + "index.html", name)}</p>'
-        data = {"session": found[s - 1].name, "page": p, "pages": pages, "total": total, "entries": entries}
+        data = {
+            "session": found[s - 1].name,
+            "page": p,
+            "pages": pages,
+            "total": total,
+            "entries": entries,
+        }
         return Page("", f"Transcript · {name} · run {run_id}", head + "".join(parts), data)
 
     # -- swarms ----------------------------------------------------------------------------
@@ -864,9 +927,16 @@ class Site:
         elif len(rest) == 1 and name.removesuffix(".html") in (*LEDGERS, "threads"):
             kind = name.removesuffix(".html")
             text = view.ledgers_markdown(kind)
-            page = Page("", f"{kind.capitalize()} · swarm {swarm_id}", markdown(text), {"ledger": kind, "markdown": text})
+            page = Page(
+                "",
+                f"{kind.capitalize()} · swarm {swarm_id}",
+                markdown(text),
+                {"ledger": kind, "markdown": text},
+            )
         elif len(rest) == 2 and rest[0] == "files":
-            page = self._document(view.swarm_dir, rest[1].removesuffix(".html"), f"swarm {swarm_id}")
+            page = self._document(
+                view.swarm_dir, rest[1].removesuffix(".html"), f"swarm {swarm_id}"
+            )
         if page is not None:
             page.nav, page.live = nav, view.live
         return page
@@ -900,7 +970,11 @@ class Site:
                 x = max(label_w + (ts - t0) / span * plot, last + cell)
                 last = x + cell * (len(kind) + 1)
                 mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
-                target = f"runs/{runs[lane]}/graph.html" if lane in runs else f"swarms/{swarm_id}/index.html"
+                target = (
+                    f"runs/{runs[lane]}/graph.html"
+                    if lane in runs
+                    else f"swarms/{swarm_id}/index.html"
+                )
                 href = self.link(target, "").removeprefix("<a ").split(">", 1)[0]
                 out.append(f"<a {href}>{mark}</a>")
             out.append("</g>")
@@ -916,28 +990,58 @@ class Site:
         info = view.info
         lines = view.lines()
         data: dict[str, Any] = {
-            "id": swarm_id, "state": view.state, "prompt": info.prompt if info else "",
-            "outcome": info.outcome if info else "", "merge": info.merge if info else "",
+            "id": swarm_id,
+            "state": view.state,
+            "prompt": info.prompt if info else "",
+            "outcome": info.outcome if info else "",
+            "merge": info.merge if info else "",
             "hordes": [
-                {"horde": ln.horde, "state": ln.state, "outcome": ln.outcome, "members": ln.members,
-                 "findings": ln.findings, "accepted": ln.accepted, "cost_usd": ln.cost_usd,
-                 "workstream": ln.workstream, "run": ln.run_dir.name if ln.run_dir else None}
+                {
+                    "horde": ln.horde,
+                    "state": ln.state,
+                    "outcome": ln.outcome,
+                    "members": ln.members,
+                    "findings": ln.findings,
+                    "accepted": ln.accepted,
+                    "cost_usd": ln.cost_usd,
+                    "workstream": ln.workstream,
+                    "run": ln.run_dir.name if ln.run_dir else None,
+                }
                 for ln in lines
             ],
             "files": list(view.files),
         }
         rows = [
-            (self.link(f"runs/{h['run']}/index.html", h["horde"]) if h["run"] else esc(h["horde"]),
-             esc(h["state"]), esc(h["outcome"]), esc(h["members"]), esc(h["findings"]),
-             esc(h["accepted"]), esc(_cost(h["cost_usd"])), esc(h["workstream"]))
+            (
+                self.link(f"runs/{h['run']}/index.html", h["horde"])
+                if h["run"]
+                else esc(h["horde"]),
+                esc(h["state"]),
+                esc(h["outcome"]),
+                esc(h["members"]),
+                esc(h["findings"]),
+                esc(h["accepted"]),
+                esc(_cost(h["cost_usd"])),
+                esc(h["workstream"]),
+            )
             for h in data["hordes"]
         ]
-        cols = ("horde", "state", "outcome", "members", "findings", "accepted", "cost", "workstream")
+        cols = (
+            "horde",
+            "state",
+            "outcome",
+            "members",
+            "findings",
+            "accepted",
+            "cost",
+            "workstream",
+        )
         files = " · ".join(self.link(f"swarms/{swarm_id}/files/{f}.html", f) for f in view.files)
         body = (
             f"<pre>{esc(data['prompt'])}</pre>"
             f"<p>state {esc(data['state'])} · merge {esc(data['merge'] or '-')} · outcome {esc(data['outcome'] or '-')}</p>"
-            + table(cols, rows, "hordes") + f"<h2>Swarm files</h2><p>{files or 'none yet'}</p>"
+            + table(cols, rows, "hordes")
+            + f"<h2>Swarm files</h2><p>{files or 'none yet'}</p>"
         )
         return Page("", f"Swarm {swarm_id}", body, data)
 
@@ -950,9 +1054,16 @@ def _relative(path: str, start: str) -> str:
 
 def _member_json(m: Any) -> dict[str, Any]:
     return {
-        "name": m.name, "role": m.role, "status": m.status, "exit_cause": m.exit_cause,
-        "turns": m.turns, "prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens,
-        "cost_usd": m.cost_usd, "tool_summary": m.tool_summary, "detail": m.detail,
+        "name": m.name,
+        "role": m.role,
+        "status": m.status,
+        "exit_cause": m.exit_cause,
+        "turns": m.turns,
+        "prompt_tokens": m.prompt_tokens,
+        "completion_tokens": m.completion_tokens,
+        "cost_usd": m.cost_usd,
+        "tool_summary": m.tool_summary,
+        "detail": m.detail,
         "final_message": m.final_message,
     }
 

@@ -34,7 +34,9 @@ def authorize(request: Request) -> Response | None:
     """The head's checks, before anything is read or rendered."""
     if request.method not in ("GET", "HEAD"):
         return _refuse(
-            405, f"refused: {request.method} (read-only server: GET and HEAD only)", Allow="GET, HEAD"
+            405,
+            f"refused: {request.method} (read-only server: GET and HEAD only)",
+            Allow="GET, HEAD",
         )
     if request.headers.get("sec-fetch-site", "").lower() == "cross-site":
         return _refuse(403, "refused: a cross-site request (Sec-Fetch-Site: cross-site)")
@@ -91,7 +93,11 @@ async def _run(horde_dir: Path, port: int) -> int:
     try:
         server, pages = await start(horde_dir, port)
     except OSError as exc:
-        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+        why = (
+            "is in use"
+            if exc.errno == errno.EADDRINUSE
+            else f"cannot be used ({exc.strerror or exc})"
+        )
         print(
             f"horde-tui serve: refused: port {port} on {HOST} {why}; pick another with --port N",
             file=sys.stderr,

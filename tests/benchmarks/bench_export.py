@@ -79,7 +79,10 @@ def bench_export(horde: Path, out: Path) -> None:
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
-        capture_output=True, text=True, env=env, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -89,8 +92,10 @@ def bench_export(horde: Path, out: Path) -> None:
     files = [p for p in folder.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files) / 1e6
     note = "" if peak > before else " (at most; an earlier child peaked higher)"
-    print(f"export   {wall:7.1f} s   peak RSS {peak / 1024:6.0f} MB{note}   "
-          f"{len(files)} pages, {size:.0f} MB")
+    print(
+        f"export   {wall:7.1f} s   peak RSS {peak / 1024:6.0f} MB{note}   "
+        f"{len(files)} pages, {size:.0f} MB"
+    )
 
 
 def appender(path: Path, rate: int, stop: threading.Event, start: int) -> None:
@@ -127,7 +132,10 @@ def bench_serve(horde: Path, run: Path, args: argparse.Namespace) -> None:
     env = {**os.environ, "HORDE_DIR": str(horde)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui", "serve", "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     stop = threading.Event()
     try:
@@ -157,10 +165,12 @@ def bench_serve(horde: Path, run: Path, args: argparse.Namespace) -> None:
         status = Path(f"/proc/{proc.pid}/status").read_text()
         hwm = re.search(r"VmHWM:\s+(\d+) kB", status)
         rss = f"{int(hwm.group(1)) / 1024:.0f} MB" if hwm else "?"
-        print(f"serve    {len(lat)} requests by {args.readers} readers (think {args.think:g} s) "
-              f"while {args.rate} ev/s "
-              f"are appended: median {statistics.median(lat) * 1000:.1f} ms, "
-              f"p95 {p95 * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms; server peak RSS {rss}")
+        print(
+            f"serve    {len(lat)} requests by {args.readers} readers (think {args.think:g} s) "
+            f"while {args.rate} ev/s "
+            f"are appended: median {statistics.median(lat) * 1000:.1f} ms, "
+            f"p95 {p95 * 1000:.1f} ms, max {lat[-1] * 1000:.1f} ms; server peak RSS {rss}"
+        )
     finally:
         stop.set()
         proc.terminate()
@@ -175,7 +185,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30)
     parser.add_argument("--rate", type=int, default=200)
     parser.add_argument(
-        "--think", type=float, default=1.0,
+        "--think",
+        type=float,
+        default=1.0,
         help="seconds a reader waits between pages (a live page reloads every 3 s; 0: flood)",
     )
     args = parser.parse_args()
@@ -184,9 +196,11 @@ def main() -> None:
         run = write_run(horde, args.events)
         write_transcripts(run, args.messages)
         mb = (run / "events.jsonl").stat().st_size / 1e6
-        print(f"run: {MEMBERS} members, {args.events:,} events ({mb:.0f} MB), "
-              f"{args.messages:,}-message transcripts; load {os.getloadavg()[0]:.1f} "
-              f"on {os.cpu_count()} cores")
+        print(
+            f"run: {MEMBERS} members, {args.events:,} events ({mb:.0f} MB), "
+            f"{args.messages:,}-message transcripts; load {os.getloadavg()[0]:.1f} "
+            f"on {os.cpu_count()} cores"
+        )
         bench_export(horde, Path(tmp) / "out")
         bench_serve(horde, run, args)
 

@@ -38,10 +38,17 @@ def web_scene(workdir: Path) -> Path:
         fh.write(json.dumps({"role": "system", "content": "You are member-1.\n" * 40}) + "\n")
         for i in range(1, TRANSCRIPT_MESSAGES):
             if i % 2:
-                call = {"id": f"c{i}", "type": "function",
-                        "function": {"name": "read", "arguments": json.dumps({"path": f"src/f{i}.py"})}}
-                msg = {"role": "assistant", "content": f"step {i}", "tool_calls": [call],
-                       "usage": {"prompt_tokens": 900 + i, "completion_tokens": 40, "cost_usd": 0.001}}
+                call = {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": json.dumps({"path": f"src/f{i}.py"})},
+                }
+                msg = {
+                    "role": "assistant",
+                    "content": f"step {i}",
+                    "tool_calls": [call],
+                    "usage": {"prompt_tokens": 900 + i, "completion_tokens": 40, "cost_usd": 0.001},
+                }
             else:
                 text = f"line {i} of src/f{i}.py"
                 if i == 10:
