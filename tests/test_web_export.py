@@ -231,6 +231,7 @@ def test_the_masker_hides_keys_tokens_and_paths_but_not_words(
         "env-secret-value-99",
     ]
     shown = mask(" | ".join(keys) + f" | {tmp_path}/proj/src/a.py | uses sk-learn and a token")
+    assert mask("Authorization: Bearer abcdefghij0123456789xyz") == "Authorization: Bearer [masked]"
     assert (
         shown
         == " | ".join(["[masked]"] * len(keys))

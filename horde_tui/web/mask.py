@@ -17,10 +17,12 @@ MASK = "[masked]"
 _KEY_PATTERNS = re.compile(
     r"sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=-]{20,}"
 )
 """Values that look like provider keys (OpenAI/Anthropic `sk-`, Google, GitHub, Hugging
-Face, Groq, Slack, AWS) or a bearer credential."""
+Face, Groq, Slack, AWS). Every branch starts with a literal, so the engine scans for
+their first characters (a lookbehind branch made it 4x slower on a page)."""
+_BEARER = re.compile(r"(Bearer )[A-Za-z0-9._~+/=-]{20,}")
+"""A bearer credential in a logged header."""
 _SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET)$")
 
 
@@ -64,7 +66,7 @@ class Masker:
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, MASK)
-        text = _KEY_PATTERNS.sub(MASK, text)
+        text = _BEARER.sub(rf"\1{MASK}", _KEY_PATTERNS.sub(MASK, text))
         for path, shown in self.places:
             text = text.replace(path, shown)
         return text
