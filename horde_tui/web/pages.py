@@ -202,6 +202,8 @@ class Site:
         self._readers: OrderedDict[str, TranscriptReader] = OrderedDict()
         self._index = RunsAndSwarms(self.horde_dir)
         self._at = "index.html"
+        self._fresh: set[str] = set()
+        """Swarms caught up for the page being rendered."""
 
     # -- scope -----------------------------------------------------------------------------
 
@@ -241,12 +243,15 @@ class Site:
         return run
 
     def _swarm(self, swarm_id: str) -> SwarmView:
+        """The swarm's view, caught up once per page (`render` forgets what it read)."""
         view = self._swarms.get(swarm_id)
         if view is None:
             path = existing_swarm(self.horde_dir, swarm_id)
             view = self._swarms[swarm_id] = SwarmView(path or self.horde_dir / "swarms" / swarm_id)
-        view.refresh()
-        view.close()
+        if swarm_id not in self._fresh:
+            self._fresh.add(swarm_id)
+            view.refresh()
+            view.close()
         return view
 
     # -- the page list ---------------------------------------------------------------------
@@ -331,6 +336,7 @@ class Site:
         does not exist is a 404 page (the export never links to one), one that fails to
         read its files an error page (exported as such, so no link dangles)."""
         self._at = path
+        self._fresh.clear()
         parts = path.split("/")
         try:
             page = self._route(parts)
