@@ -237,3 +237,11 @@ def test_the_masker_hides_keys_tokens_and_paths_but_not_words(
         == " | ".join(["[masked]"] * len(keys))
         + " | [project]/src/a.py | uses sk-learn and a token"
     )
+
+
+def test_a_hordes_run_exports_alone(horde: Path, tmp_path: Path) -> None:
+    """`export <swarm>-h1` (and `E` on that horde's run screen): its pages, not the swarm's."""
+    folder = export(horde, f"{SWARM_ID}-h1", tmp_path)
+    _crawl(folder)
+    assert (folder / "runs" / f"{SWARM_ID}-h1" / "findings.html").is_file()
+    assert not (folder / "runs" / f"{SWARM_ID}-h2").exists()

@@ -217,7 +217,8 @@ class Site:
         """Single runs in scope, then the hordes' runs of the swarms in scope."""
         every = run_ids(self.horde_dir)
         single = every if self._runs_only is None else [r for r in every if r in self._runs_only]
-        hordes = []
+        named = sorted((self._runs_only or set()) - set(every))  # a horde's run, named alone
+        hordes = [r for r in named if find_run(self.horde_dir, r) is not None]
         for swarm in self.swarm_list():
             view = self._swarm(swarm)
             hordes += [line.run_dir.name for line in view.lines() if line.run_dir is not None]
