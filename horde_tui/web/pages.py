@@ -897,7 +897,7 @@ class Site:
             )
             parts.append(
                 f'<div class="msg {esc(m.kind)}" id="m{i}">{shown}'
-                f'<details class="raw"><summary class="dim">raw JSON</summary><pre>{esc(_pretty(raw))}</pre></details></div>'
+                f'<details class="raw"><summary class="dim">raw JSON</summary><pre>{esc(raw)}</pre></details></div>'
             )
         pager = " ".join(
             self.link(f"{base}transcript-{s}-{q}.html", str(q), "current" if q == p else "")
@@ -1085,13 +1085,6 @@ def _when(epoch: float | None) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _pretty(raw: str) -> str:
-    try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-    except ValueError:
-        return raw
 
 
 def _tail(path: Path, size: int) -> str:
