@@ -266,6 +266,9 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.mcp.command import add_mcp_commands
 
     add_mcp_commands(sub)
+    from horde_tui.web.command import add_web_commands
+
+    add_web_commands(sub)
 
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")

@@ -98,6 +98,7 @@ class RunScreen(HordeScreen):
         Binding("S", "stop_hard", "Hard stop", id="stop-hard", tooltip="stop hard (asks first)"),
         Binding("enter", "member_detail", "Detail", id="member-detail"),
         Binding("t", "transcript", "Transcript", id="transcript", tooltip="open the transcript"),
+        Binding("E", "export", "Export", show=False, id="export", tooltip="export the run as HTML"),
         # Events-tab keys stay out of the footer (80 columns hold the member keys only).
         Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
         Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
@@ -426,6 +427,15 @@ class RunScreen(HordeScreen):
     def action_transcript(self) -> None:
         if name := self._selected():
             self.show_transcript(name)
+
+    def action_export(self) -> None:
+        """Write `horde-export-<run>/` here (`web.export`) from a thread; say where."""
+        from horde_tui.web.export import export_run
+
+        def work(run_dir: Path = self.source.run_dir) -> None:
+            self.app.call_from_thread(self.notify, export_run(run_dir), timeout=20)
+
+        self.run_worker(work, thread=True, group="export", exit_on_error=False)
 
     def on_member_table_selected(self, event: MemberTable.Selected) -> None:
         self.open_member(event.member)

@@ -1,0 +1,1100 @@
+"""Every page of the browser view, rendered from the same views the app reads.
+
+One `Site` answers one page at a time (`render(path)`) and lists the pages of its scope
+(`paths()`), so the static export writes them one by one and the server renders the one
+asked for: neither holds a run in memory (a transcript page reads its fifty lines, an
+event-audit page its thousand). Paths are relative to the site root and every link is
+made relative to the page it is on, so the same tree opens from disk and over HTTP.
+
+Each page is a `Page`: an HTML fragment and its `data`, the JSON twin the server sends
+under `/api/`; the HTML tables are drawn from the same rows the data holds. Whatever a
+page shows passes `Masker` last (provider-key-looking values, gateway tokens, this
+machine's paths), so no page carries them, whichever way it leaves.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+import posixpath
+import re
+import subprocess
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from horde_tui import __version__
+from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.jsonl import parse_record
+from horde_tui.store.linefile import LineIndex
+from horde_tui.store.runs import (
+    READING_ORDER,
+    existing_swarm,
+    find_run,
+    run_ids,
+    swarm_ids,
+)
+from horde_tui.transcript import sessions
+from horde_tui.view.events import format_event
+from horde_tui.view.ledgers import KINDS, LedgerView
+from horde_tui.view.phase import RunPhase
+from horde_tui.view.run import RunView
+from horde_tui.view.swarm import RunsAndSwarms, SwarmView
+from horde_tui.view.swimlane import SwimlaneView
+from horde_tui.view.transcript import TranscriptReader
+from horde_tui.web.mask import Masker
+from horde_tui.web.style import CSS
+
+PAGE_ENTRIES = 50
+"""Transcript entries per page (the reference's)."""
+EVENTS_PER_PAGE = 1000
+"""Event-audit lines per page: a 200,000-event run is 200 pages, none of them large."""
+LOG_TAIL_BYTES = 64 * 1024
+"""What a member page shows of its log: the end, where an exit is explained."""
+LONG_ENTRY = 600
+"""An entry longer than this (characters) is folded into `<details>`."""
+LEDGERS = tuple(k for k in KINDS if k != "threads")
+"""The six ledgers; threads are on the collaboration page."""
+SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
+
+
+@functools.cache
+def build_info() -> str:
+    """`horde-tui 0.1.0`, plus the commit (`-dirty` with uncommitted changes) when the
+    package runs from a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return f"horde-tui {__version__}"
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return f"horde-tui {__version__}"
+    return f"horde-tui {__version__} · commit {commit}{'-dirty' if dirty else ''}"
+
+
+@dataclass
+class Page:
+    """One rendered page: `body` (HTML inside <main>) and `data` (its JSON twin), or
+    `text` for a plain-text file (the Mermaid source)."""
+
+    path: str
+    title: str
+    body: str = ""
+    data: Any = None
+    live: bool = False
+    nav: str = ""
+    text: str | None = None
+    status: int = 200
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def anchor(key: str) -> str:
+    """The stable anchor of a ledger entry: `F3`, `idea-3` for `#3`, `Q2`."""
+    return re.sub(r"[^A-Za-z0-9_-]", "", key.replace("#", "idea-")) or "entry"
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+    md.disable("image")  # an export makes no network request, and has no local images
+    return md
+
+
+_MD = _markdown()
+_LOCAL_HREF = re.compile(r'<a href="(?!https?:|mailto:|#)[^"]*">')
+
+
+def markdown(text: str) -> str:
+    """A document as HTML; a link to a file of the project (not in the export) becomes
+    plain text, so no link dangles."""
+    return _LOCAL_HREF.sub("<a>", _MD.render(text))
+
+
+def folded(summary: str, inner: str, size: int) -> str:
+    """`inner`, behind a `<details>` when it is long."""
+    if size <= LONG_ENTRY:
+        return inner
+    return f"<details><summary>{esc(summary)}</summary>{inner}</details>"
+
+
+def table(columns: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
+    """An HTML table; cells are HTML already (escape text before)."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+@dataclass
+class _Run:
+    """A run's readers, kept between pages and caught up before each."""
+
+    run_dir: Path
+    view: RunView
+    ledgers: LedgerView
+    phase: RunPhase = field(default_factory=RunPhase)
+    swimlane: SwimlaneView | None = None
+    events: LineIndex | None = None
+
+    def event_index(self) -> LineIndex:
+        """The event log's line index, caught up (kept between pages: a page of the
+        audit reads its own lines, not the whole file again)."""
+        if self.events is None:
+            self.events = LineIndex(self.run_dir / "events.jsonl", cache_size=8, transactions=False)
+        self.events.refresh()
+        return self.events
+
+    def refresh(self) -> None:
+        self.view.refresh()
+        for ev in self.view.new_events:
+            data = {k: v for k, v in ev.items() if k not in ("kind", "member")}
+            ts = _epoch(ev.get("ts"))
+            self.phase.apply(str(ev.get("kind")), ev.get("member"), data, ts)
+        self.view.close()
+        self.ledgers.refresh()
+
+
+def _epoch(value: Any) -> float:
+    from horde_tui.store.timestamps import epoch
+
+    found = epoch(value)
+    return found if found is not None else 0.0
+
+
+class Site:
+    """The pages of one scope: every run and swarm (`runs=None, swarms=None`) or the
+    named ones (a swarm brings its hordes' runs)."""
+
+    def __init__(
+        self,
+        horde_dir: Path,
+        runs: Iterable[str] | None = None,
+        swarms: Iterable[str] | None = None,
+        *,
+        masker: Masker | None = None,
+    ) -> None:
+        self.horde_dir = Path(horde_dir)
+        self.mask = masker or Masker(self.horde_dir)
+        self._runs_only = None if runs is None else set(runs)
+        self._swarms_only = None if swarms is None else set(swarms)
+        self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._swarms: dict[str, SwarmView] = {}
+        self._readers: OrderedDict[str, TranscriptReader] = OrderedDict()
+        self._index = RunsAndSwarms(self.horde_dir)
+        self._at = "index.html"
+        self._fresh: set[str] = set()
+        """Swarms caught up for the page being rendered."""
+
+    # -- scope -----------------------------------------------------------------------------
+
+    def swarm_list(self) -> list[str]:
+        every = swarm_ids(self.horde_dir)
+        if self._swarms_only is None:
+            return every
+        return [s for s in every if s in self._swarms_only]
+
+    def run_list(self) -> list[str]:
+        """Single runs in scope, then the hordes' runs of the swarms in scope."""
+        every = run_ids(self.horde_dir)
+        single = every if self._runs_only is None else [r for r in every if r in self._runs_only]
+        named = sorted((self._runs_only or set()) - set(every))  # a horde's run, named alone
+        hordes = [r for r in named if find_run(self.horde_dir, r) is not None]
+        for swarm in self.swarm_list():
+            view = self._swarm(swarm)
+            hordes += [line.run_dir.name for line in view.lines() if line.run_dir is not None]
+        return single + hordes
+
+    def _in_scope(self, run_id: str) -> bool:
+        return run_id in self.run_list()
+
+    def _run(self, run_id: str) -> _Run | None:
+        run = self._runs.get(run_id)
+        if run is None:
+            if not self._in_scope(run_id):
+                return None
+            path = find_run(self.horde_dir, run_id)
+            if path is None:
+                return None
+            run = _Run(path, RunView(path), LedgerView(path.parent.parent, path.name))
+            self._runs[run_id] = run
+            while len(self._runs) > 8:  # a few runs' readers, not every run's
+                self._runs.popitem(last=False)
+        self._runs.move_to_end(run_id)
+        run.refresh()
+        return run
+
+    def _swarm(self, swarm_id: str) -> SwarmView:
+        """The swarm's view, caught up once per page (`render` forgets what it read)."""
+        view = self._swarms.get(swarm_id)
+        if view is None:
+            path = existing_swarm(self.horde_dir, swarm_id)
+            view = self._swarms[swarm_id] = SwarmView(path or self.horde_dir / "swarms" / swarm_id)
+        if swarm_id not in self._fresh:
+            self._fresh.add(swarm_id)
+            view.refresh()
+            view.close()
+        return view
+
+    # -- the page list ---------------------------------------------------------------------
+
+    def paths(self) -> Iterator[str]:
+        """Every page of the scope, in an order that keeps one run's readers warm."""
+        yield "index.html"
+        for swarm in self.swarm_list():
+            yield from self._swarm_paths(swarm)
+        for run_id in self.run_list():
+            yield from self._run_paths(run_id)
+
+    def _swarm_paths(self, swarm_id: str) -> Iterator[str]:
+        base = f"swarms/{swarm_id}/"
+        yield base + "index.html"
+        for kind in (*LEDGERS, "threads", "graph"):
+            yield f"{base}{kind}.html"
+        view = self._swarm(swarm_id)
+        for name in view.files:
+            yield f"{base}files/{name}.html"
+
+    def _run_paths(self, run_id: str) -> Iterator[str]:
+        run = self._run(run_id)
+        if run is None:
+            return
+        base = f"runs/{run_id}/"
+        yield base + "index.html"
+        for kind in LEDGERS:
+            yield from (
+                f"{base}{kind}.html",
+                f"{base}{kind}-oldest.html",
+                f"{base}{kind}-owner.html",
+            )
+        yield base + "findings-clusters.html"
+        yield base + "collaboration.html"
+        for n in range(1, self._event_pages(run) + 1):
+            yield f"{base}events-{n}.html"
+        yield base + "graph.html"
+        yield base + "graph.mmd"
+        for path in run.view.files:
+            yield f"{base}files/{path.name}.html"
+        for member in run.view.members():
+            mbase = f"{base}members/{member.name}/"
+            yield mbase + "index.html"
+            yield mbase + "log.html"
+            for s, session in enumerate(sessions(run.run_dir, member.name), 1):
+                reader = self._reader(session)
+                for p in range(1, max(1, -(-len(reader) // PAGE_ENTRIES)) + 1):
+                    yield f"{mbase}transcript-{s}-{p}.html"
+
+    def _event_pages(self, run: _Run) -> int:
+        index = run.event_index()
+        index.close()
+        return max(1, -(-len(index) // EVENTS_PER_PAGE))
+
+    def _reader(self, path: Path) -> TranscriptReader:
+        key = str(path)
+        reader = self._readers.get(key)
+        if reader is None:
+            reader = self._readers[key] = TranscriptReader(path, cache_size=PAGE_ENTRIES)
+            while len(self._readers) > 4:
+                self._readers.popitem(last=False)[1].close()
+        self._readers.move_to_end(key)
+        reader.refresh()
+        return reader
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        for run in self._runs.values():
+            run.view.close()
+            if run.events is not None:
+                run.events.close()
+            if run.swimlane is not None:
+                run.swimlane.close()
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def render(self, path: str) -> Page:
+        """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
+        does not exist is a 404 page (the export never links to one), one that fails to
+        read its files an error page (exported as such, so no link dangles)."""
+        self._at = path
+        self._fresh.clear()
+        parts = path.split("/")
+        try:
+            page = self._route(parts)
+        except Exception as exc:  # a file torn or replaced mid-read: its page says so
+            why = f"this page could not be read: {type(exc).__name__}: {exc}"
+            page = Page(path, "Unreadable", f"<p>{esc(why)}</p>", {"error": why}, status=500)
+        if page is None:
+            page = Page(
+                path, "Not found", "<p>No such page.</p>", {"error": "not found"}, status=404
+            )
+        page.path = path
+        return page
+
+    def _route(self, parts: list[str]) -> Page | None:
+        if parts == ["index.html"]:
+            return self._index_page()
+        if len(parts) >= 3 and parts[0] == "runs":
+            run = self._run(parts[1])
+            return None if run is None else self._run_page(run, parts[1], parts[2:])
+        if len(parts) >= 3 and parts[0] == "swarms" and parts[1] in self.swarm_list():
+            return self._swarm_page(parts[1], parts[2:])
+        return None
+
+    def link(self, target: str, text: str, cls: str = "") -> str:
+        """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
+        path, _, frag = target.partition("#")
+        rel = _relative(path, posixpath.dirname(self._at) or ".") if path else ""
+        href = rel + (f"#{frag}" if frag else "")
+        klass = f' class="{cls}"' if cls else ""
+        return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
+
+    def html(self, page: Page, refresh: bool = False) -> str:
+        """The whole document of `page`, masked; `refresh`: reload every three seconds
+        (the server's live pages; an export never refreshes)."""
+        reload = '<meta http-equiv="refresh" content="3">' if refresh else ""
+        doc = (
+            "<!doctype html><html lang=en><head><meta charset=utf-8>"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"{reload}<title>{esc(page.title)}</title><style>{CSS}</style></head><body>"
+            f"<header>{self.link('index.html', 'runs')} {page.nav}</header>"
+            f"<main><h1>{esc(page.title)}</h1>{page.body}</main>"
+            f"<footer>{esc(build_info())}</footer></body></html>"
+        )
+        return self.mask(doc)
+
+    def json(self, page: Page) -> str:
+        return self.mask(json.dumps(page.data, ensure_ascii=False, default=str))
+
+    # -- index -----------------------------------------------------------------------------
+
+    def _index_page(self) -> Page:
+        self._index.refresh()
+        runs, swarms = set(self.run_list()), set(self.swarm_list())
+        rows = [r for r in self._index.rows() if r.run_id in (swarms if r.hordes else runs)]
+        data: list[dict[str, Any]] = [
+            {
+                "id": r.run_id,
+                "kind": "swarm" if r.hordes else "run",
+                "state": r.state,
+                "started": r.started,
+                "count": r.count,
+                "model": r.model,
+                "outcome": r.outcome,
+                "prompt": r.prompt,
+                "files": list(r.files),
+            }
+            for r in rows
+        ]
+        cells = [
+            (
+                self.link(
+                    f"{'swarms' if d['kind'] == 'swarm' else 'runs'}/{d['id']}/index.html", d["id"]
+                ),
+                esc(d["kind"]),
+                esc(d["state"]),
+                esc(_when(d["started"])),
+                esc(d["count"]),
+                esc(d["model"]),
+                esc(d["outcome"]),
+                esc(d["prompt"]),
+                esc(", ".join(d["files"])),
+            )
+            for d in data
+        ]
+        cols = ("id", "kind", "state", "started", "count", "model", "outcome", "prompt", "files")
+        body = table(cols, cells, "runs") if rows else "<p>No runs yet.</p>"
+        live = any(d["state"] in ("active", "finalizing", "pending") for d in data)
+        return Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+
+    # -- one run ---------------------------------------------------------------------------
+
+    def _run_nav(self, run_id: str, current: str) -> str:
+        base = f"runs/{run_id}/"
+        items = [("index.html", "overview"), *((f"{k}.html", k) for k in LEDGERS)]
+        items += [("collaboration.html", "collaboration"), ("graph.html", "graph")]
+        links = " ".join(
+            self.link(base + p, label, "current" if p == current else "") for p, label in items
+        )
+        scope = f'<div class="scope">run {esc(run_id)}</div>'
+        swarm = self._swarm_of(run_id)
+        if swarm is not None:
+            scope = f'<div class="scope">{self._tabs(swarm, current, run_id)}</div>'
+        return f"{scope}<nav>{links}</nav>"
+
+    def _swarm_of(self, run_id: str) -> str | None:
+        for swarm in self.swarm_list():
+            if run_id.startswith(swarm + "-h"):
+                return swarm
+        return None
+
+    def _tabs(self, swarm_id: str, page: str, current: str | None) -> str:
+        """`swarm <id>: all | h1 | h2 ...`, each keeping the page type."""
+        view = self._swarm(swarm_id)
+        swarm_page = (
+            page
+            if page.removesuffix(".html") in (*LEDGERS, "threads", "index", "graph")
+            else "index.html"
+        )
+        if page == "collaboration.html":
+            swarm_page = "threads.html"
+        tabs = [self.link(f"swarms/{swarm_id}/{swarm_page}", "all", "" if current else "current")]
+        for line in view.lines():
+            if line.run_dir is None:
+                tabs.append(f'<span class="dim">{esc(line.horde)}</span>')
+                continue
+            run_page = "collaboration.html" if page == "threads.html" else page
+            if not run_page.endswith(".html") or run_page.startswith("events-"):
+                run_page = "index.html"  # no such page in every horde: its overview
+            run_id = line.run_dir.name
+            cls = "current" if run_id == current else ""
+            tabs.append(self.link(f"runs/{run_id}/{run_page}", line.horde, cls))
+        return f"swarm {esc(swarm_id)}: " + " | ".join(tabs)
+
+    def _run_page(self, run: _Run, run_id: str, rest: list[str]) -> Page | None:
+        name = rest[0]
+        nav = self._run_nav(run_id, name if len(rest) == 1 else "index.html")
+        page: Page | None = None
+        if rest == ["index.html"]:
+            page = self._overview(run, run_id)
+        elif len(rest) == 1 and name.endswith(".html"):
+            stem = name.removesuffix(".html")
+            kind, _, view = stem.partition("-")
+            if kind in LEDGERS and view in ("", "oldest", "owner", "clusters"):
+                page = self._ledger(run, run_id, kind, view or "newest")
+            elif stem == "collaboration":
+                page = self._collaboration(run, run_id)
+            elif kind == "events" and view.isdigit():
+                page = self._events(run, run_id, int(view))
+            elif stem == "graph":
+                page = self._graph(run, run_id)
+        elif rest == ["graph.mmd"]:
+            page = self._mermaid(run, run_id)
+        elif len(rest) == 2 and rest[0] == "files":
+            page = self._document(run.run_dir, rest[1].removesuffix(".html"), f"run {run_id}")
+        elif len(rest) == 3 and rest[0] == "members":
+            page = self._member_page(run, run_id, rest[1], rest[2])
+        if page is not None:
+            page.nav, page.live = nav, run.view.live
+        return page
+
+    def _overview(self, run: _Run, run_id: str) -> Page:
+        info, life, members = run.view.info, run.view.life, run.view.members()
+        data: dict[str, Any] = {
+            "id": run_id,
+            "state": run.view.state,
+            "prompt": info.task,
+            "model": info.model,
+            "outcome": life.outcome,
+            "diagnosis": life.diagnosis,
+            "phase": run.phase.phase,
+            "canary": run.phase.canary,
+            "layers": list(info.layers),
+            "members": [_member_json(m) for m in members],
+            "files": [p.name for p in run.view.files],
+        }
+        if life.stop_clean is not None:
+            data["stop_clean"] = {"requested": life.stop_clean[0], "grace_s": life.stop_clean[1]}
+        base = f"runs/{run_id}/"
+        facts = [
+            ("state", esc(data["state"])),
+            ("phase", esc(data["phase"])),
+            ("outcome", esc(f"{life.outcome} {('· ' + life.diagnosis) if life.diagnosis else ''}")),
+            ("canary", esc(data["canary"] or "-")),
+            ("model", esc(info.model)),
+        ]
+        if "stop_clean" in data:
+            facts.append(("clean stop", esc(f"grace {life.stop_clean[1]:g} s")))  # type: ignore[index]
+        parts = [table(("", ""), facts, "facts")]
+        parts.append(f"<h2>Prompt</h2><pre>{esc(info.task or info.prompt)}</pre>")
+        if info.layers:
+            items = "".join(f"<li>{esc(layer)}</li>" for layer in info.layers)
+            parts.append(f"<h2>Plan layers</h2><ol>{items}</ol>")
+        rows = [
+            (
+                self.link(f"{base}members/{m['name']}/index.html", m["name"]),
+                esc(m["role"]),
+                esc(m["status"]),
+                esc(m["exit_cause"] or ""),
+                esc(m["turns"]),
+                esc(f"{m['prompt_tokens']} / {m['completion_tokens']}"),
+                esc(_cost(m["cost_usd"])),
+                esc(m["tool_summary"]),
+            )
+            for m in data["members"]
+        ]
+        cols = ("member", "role", "status", "end", "turns", "tokens in / out", "cost", "last call")
+        parts.append("<h2>Members</h2>" + table(cols, rows, "members"))
+        files = " · ".join(self.link(f"{base}files/{f}.html", f) for f in data["files"])
+        parts.append(f"<h2>Run files</h2><p>{files or 'none yet'}</p>")
+        return Page("", f"Run {run_id}", "".join(parts), data)
+
+    def _ledger(self, run: _Run, run_id: str, kind: str, view: str) -> Page | None:
+        if view not in run.ledgers.views(kind):
+            return None
+        base = f"runs/{run_id}/"
+        rows = run.ledgers.rows(kind, view)
+        columns = run.ledgers.columns(kind)
+        data: dict[str, Any] = {
+            "ledger": kind,
+            "view": view,
+            "columns": list(columns),
+            "rows": [{"id": r.id, "cells": list(r.cells()), "group": r.group} for r in rows],
+        }
+        views = " ".join(
+            self.link(
+                f"{base}{kind}{'' if v == 'newest' else '-' + v}.html",
+                v,
+                "current" if v == view else "",
+            )
+            for v in run.ledgers.views(kind)
+        )
+        parts = [f'<p class="pager">views: {views}</p>']
+        groups: OrderedDict[str, list[Any]] = OrderedDict()
+        for r in rows:
+            cells = [esc(c) for c in r.cells()]
+            cells[0] = self.link(f"{base}{kind}.html#{anchor(r.key)}", r.id)
+            groups.setdefault(r.group, []).append(cells)
+        for group, cells in groups.items():
+            if group:
+                parts.append(f"<h3>{esc(group)}</h3>")
+            parts.append(table(columns, cells, f"ledger {kind}"))
+        if not rows:
+            parts.append(f"<p>No {esc(kind)} yet.</p>")
+        if view == "newest":  # the canonical page: every entry in full, under its anchor
+            parts.append("<h2>Entries</h2>")
+            for r in rows:
+                parts.append(self._entry(run, kind, r.key, r.id))
+        title = f"{kind.capitalize()} · run {run_id}" + ("" if view == "newest" else f" · {view}")
+        return Page("", title, "".join(parts), data)
+
+    def _entry(self, run: _Run, kind: str, key: str, shown: str) -> str:
+        text = run.ledgers.detail(kind, key)
+        first = text.strip().splitlines()[0] if text.strip() else shown
+        inner = markdown(text)
+        return (
+            f'<section class="entry" id="{anchor(key)}"><h3>{esc(shown)}</h3>'
+            f"{folded(first, inner, len(text))}</section>"
+        )
+
+    def _collaboration(self, run: _Run, run_id: str) -> Page:
+        base = f"runs/{run_id}/"
+        threads = run.ledgers.rows("threads", "newest")
+        accepted = acceptance_all(run.ledgers.state, run_id)
+        resources = run.ledgers.rows("resources", "newest")
+        data: dict[str, Any] = {
+            "threads": [{"id": r.id, "cells": list(r.cells())} for r in threads],
+            "acceptance": [a.as_json() for a in accepted],
+            "resources": [{"id": r.id, "cells": list(r.cells())} for r in resources],
+            "event_pages": self._event_pages(run),
+        }
+        parts = ["<h2>Threads</h2>"]
+        rows = []
+        for r in threads:
+            cells = [esc(c) for c in r.cells()]
+            cells[0] = self.link(f"{base}collaboration.html#{anchor(r.key)}", r.id)
+            rows.append(cells)
+        parts.append(
+            table(run.ledgers.columns("threads"), rows, "threads") if rows else "<p>No threads.</p>"
+        )
+        parts += [self._entry(run, "threads", r.key, r.id) for r in threads]
+        parts.append("<h2>Artifact acceptance and review scope</h2>")
+        arows = [
+            (
+                self._entity_link(run_id, a.target),
+                esc(f"r{a.revision}"),
+                esc(a.owner),
+                esc(a.label),
+                esc(a.reason),
+                esc(", ".join(a.deciding)),
+                esc("; ".join(f"{v}: {u}" for v, u in a.unchecked)),
+            )
+            for a in accepted
+        ]
+        cols = (
+            "target",
+            "revision",
+            "owner",
+            "state",
+            "reason",
+            "deciding reviews",
+            "left unchecked",
+        )
+        parts.append(table(cols, arows, "acceptance") if arows else "<p>Nothing under review.</p>")
+        parts.append("<h2>Resources</h2>")
+        rrows = [[esc(c) for c in r.cells()] for r in resources]
+        parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
+        pages = " ".join(
+            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        )
+        parts.append(
+            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
+        )
+        return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+
+    def _entity_link(self, run_id: str, ident: str) -> str:
+        kind = {
+            "#": "ideas",
+            "F": "findings",
+            "T": "facts",
+            "C": "claims",
+            "R": "resources",
+            "Q": "collaboration",
+        }.get(ident[:1])
+        if kind is None:
+            return esc(ident)
+        page = "collaboration.html" if kind == "collaboration" else f"{kind}.html"
+        return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
+
+    def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
+        index = run.event_index()
+        try:
+            pages = max(1, -(-len(index) // EVENTS_PER_PAGE))
+            if not 1 <= n <= pages:
+                return None
+            first = (n - 1) * EVENTS_PER_PAGE
+            raws = index.raw_lines(first, min(len(index), first + EVENTS_PER_PAGE))
+        finally:
+            index.close()
+        lines = []
+        for i, raw in enumerate(raws, first):
+            record, error = parse_record(raw)
+            line = format_event(record, i, error or "")
+            ident = str(record.get("id")) if record and record.get("id") else f"L{i + 1}"
+            lines.append((ident, line))
+        base = f"runs/{run_id}/"
+        pager = " ".join(
+            self.link(f"{base}events-{p}.html", str(p), "current" if p == n else "")
+            for p in sorted({1, max(1, n - 1), n, min(pages, n + 1), pages})
+        )
+        body = f'<p class="pager">page {n} of {pages}: {pager}</p><pre>'
+        body += "\n".join(f'<span id="{esc(anchor(i))}">{esc(text)}</span>' for i, text in lines)
+        body += "</pre>"
+        data = {"page": n, "pages": pages, "events": [t for _, t in lines]}
+        return Page("", f"Event audit · run {run_id} · page {n}", body, data)
+
+    def _graph(self, run: _Run, run_id: str) -> Page:
+        members = [(m.name, m.role) for m in run.view.members()]
+        if run.swimlane is None or run.swimlane.members != members:
+            if run.swimlane is not None:
+                run.swimlane.close()
+            run.swimlane = SwimlaneView(run.run_dir, members)
+        run.swimlane.refresh()
+        run.swimlane.close()
+        lay = run.swimlane.layout()
+        svg = self._svg(run_id, lay)
+        data: dict[str, Any] = {
+            "lanes": [
+                {
+                    "name": ln.name,
+                    "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks],
+                }
+                for ln in lay.lanes
+            ],
+            "dropped": lay.dropped,
+        }
+        base = f"runs/{run_id}/"
+        body = (
+            f"<p>One lane per member plus the parent; every mark links to its entry. "
+            f"{self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
+            f'<div class="graph">{svg}</div>'
+        )
+        if lay.dropped:
+            body += f"<p class=warn>{lay.dropped} events left out (node cap).</p>"
+        return Page("", f"Graph · run {run_id}", body, data)
+
+    def _svg(self, run_id: str, lay: Any) -> str:
+        cell, lane_h, label_w = 7.4, 24, 160
+        width = int(label_w + (lay.width + 2) * cell)
+        height = lane_h * (len(lay.lanes) + 1)
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="swimlane of run {esc(run_id)}">'
+        ]
+        starts: dict[str, int] = {}
+        for ln in lay.lanes:  # phase bands, from the parent lane's phase marks
+            for m in ln.marks:
+                if m.kind != "phase":
+                    continue
+                if m.text.startswith("["):
+                    starts[m.text[1:]] = m.x
+                else:
+                    name = m.text.rstrip("]")
+                    start = starts.pop(name, 0)
+                    out.append(self._band(name, start, m.x + len(m.text), cell, label_w, height))
+        for name, start in starts.items():
+            out.append(self._band(name, start, lay.width, cell, label_w, height))
+        for row, ln in enumerate(lay.lanes):
+            y = lane_h * (row + 1)
+            out.append(
+                f'<g class="lane" data-lane="{esc(ln.name)}">'
+                f'<line x1="0" y1="{y + 6}" x2="{width}" y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
+                f'<text class="lane-label" x="4" y="{y}">{esc(ln.label)}</text>'
+            )
+            for m in ln.marks:
+                href = self._mark_target(run_id, ln.name, m)
+                x = label_w + m.x * cell
+                text = f'<text class="k-{esc(m.kind)}" x="{x:.1f}" y="{y}">{esc(m.text)}</text>'
+                if href:
+                    rel = self.link(href, "").removeprefix("<a ").split(">", 1)[0]
+                    text = f"<a {rel}>{text}</a>"
+                out.append(text)
+            out.append("</g>")
+        out.append("</svg>")
+        return "".join(out)
+
+    @staticmethod
+    def _band(name: str, start: int, stop: int, cell: float, label_w: int, height: int) -> str:
+        x, w = label_w + start * cell, max(cell, (stop - start) * cell)
+        return (
+            f'<rect class="phase" x="{x:.1f}" y="2" width="{w:.1f}" height="{height - 4}"/>'
+            f'<text class="phase-label" x="{x + 2:.1f}" y="12">{esc(name)}</text>'
+        )
+
+    def _mark_target(self, run_id: str, lane: str, mark: Any) -> str:
+        """Where a mark links: its ledger entry (a review: the finding it checked), else
+        the lane's member page, the parent's marks the event audit."""
+        base = f"runs/{run_id}/"
+        text = mark.text
+        if mark.kind in ("review", "refuted"):
+            target = re.split(r"[✓~✗?]", text, maxsplit=1)[-1]
+            return f"{base}findings.html#{anchor(target)}"
+        if mark.kind in ("idea", "finding", "entity"):
+            kind = {
+                "#": "ideas",
+                "F": "findings",
+                "T": "facts",
+                "C": "claims",
+                "R": "resources",
+            }.get(text[:1])
+            if kind:
+                return f"{base}{kind}.html#{anchor(text)}"
+        if mark.kind == "answer":
+            return f"{base}index.html"
+        if lane == "parent":
+            return f"{base}events-1.html"
+        return f"{base}members/{lane}/index.html"
+
+    def _mermaid(self, run: _Run, run_id: str) -> Page:
+        try:
+            text = (run.run_dir / "GRAPH.md").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = "%% GRAPH.md is written when the run finalizes\n"
+        match = re.search(r"```mermaid\n(.*?)```", text, re.S)
+        source = match.group(1) if match else text
+        return Page("", f"graph.mmd · run {run_id}", data={"mermaid": source}, text=source)
+
+    def _document(self, folder: Path, name: str, scope: str) -> Page | None:
+        allowed = READING_ORDER if "run" in scope else SWARM_DOCS
+        if name not in allowed:
+            return None
+        try:
+            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        if name.endswith(".json"):
+            body = f"<pre>{esc(text)}</pre>"
+        else:
+            body = markdown(text)
+        return Page("", f"{name} · {scope}", body, {"name": name, "text": text})
+
+    def _member_page(self, run: _Run, run_id: str, name: str, page: str) -> Page | None:
+        member = next((m for m in run.view.members() if m.name == name), None)
+        if member is None:
+            return None
+        base = f"runs/{run_id}/members/{name}/"
+        found = sessions(run.run_dir, name)
+        if page == "index.html":
+            data = _member_json(member)
+            data["sessions"] = [p.name for p in found]
+            parts = [
+                table(
+                    ("", ""),
+                    [
+                        (esc(k), esc(data[k]))
+                        for k in (
+                            "role",
+                            "status",
+                            "exit_cause",
+                            "turns",
+                            "prompt_tokens",
+                            "completion_tokens",
+                            "tool_summary",
+                            "detail",
+                        )
+                    ],
+                    "facts",
+                )
+            ]
+            final = member.final_message or ""
+            parts.append(
+                "<h2>Final text</h2>"
+                + (
+                    folded(final[:80], f"<pre>{esc(final)}</pre>", len(final))
+                    if final
+                    else "<p>none yet</p>"
+                )
+            )
+            parts.append(
+                f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
+            )
+            for s, path in enumerate(found, 1):
+                n = len(self._reader(path))
+                parts.append(
+                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {n} entries</li>"
+                )
+            parts.append("</ul>")
+            return Page("", f"{name} · run {run_id}", "".join(parts), data)
+        if page == "log.html":
+            tail = _tail(run.run_dir / f"{name}.log", LOG_TAIL_BYTES)
+            body = f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
+            return Page("", f"{name}.log · run {run_id}", body, {"tail": tail})
+        match = re.fullmatch(r"transcript-(\d+)-(\d+)\.html", page)
+        if match is None or not 1 <= int(match.group(1)) <= len(found):
+            return None
+        return self._transcript(run_id, name, found, int(match.group(1)), int(match.group(2)))
+
+    def _transcript(self, run_id: str, name: str, found: list[Path], s: int, p: int) -> Page | None:
+        reader = self._reader(found[s - 1])
+        total = len(reader)
+        pages = max(1, -(-total // PAGE_ENTRIES))
+        if not 1 <= p <= pages:
+            return None
+        base = f"runs/{run_id}/members/{name}/"
+        first = (p - 1) * PAGE_ENTRIES
+        entries, parts = [], []
+        for i in range(first, min(total, first + PAGE_ENTRIES)):
+            m = reader.message(i)
+            raw = reader.index.raw_line(i).decode("utf-8", errors="replace")
+            entries.append(
+                {"line": i, "role": m.role, "kind": m.kind, "head": m.head, "body": m.body}
+            )
+            body = f"<pre>{esc(m.body)}</pre>" if m.body else ""
+            shown = (
+                f"<details><summary>{esc(m.head)}</summary>{body}</details>"
+                if m.folds or len(m.body) > LONG_ENTRY
+                else f'<div class="role">{esc(m.head)}</div>{body}'
+            )
+            parts.append(
+                f'<div class="msg {esc(m.kind)}" id="m{i}">{shown}'
+                f'<details class="raw"><summary class="dim">raw JSON</summary><pre>{esc(raw)}</pre></details></div>'
+            )
+        pager = " ".join(
+            self.link(f"{base}transcript-{s}-{q}.html", str(q), "current" if q == p else "")
+            for q in sorted({1, max(1, p - 1), p, min(pages, p + 1), pages})
+        )
+        head = f'<p class="pager">{esc(found[s - 1].name)} · entries {first + 1}-{first + len(entries)} of {total} · page {p} of {pages}: {pager} · {self.link(base + "index.html", name)}</p>'
+        data = {
+            "session": found[s - 1].name,
+            "page": p,
+            "pages": pages,
+            "total": total,
+            "entries": entries,
+        }
+        return Page("", f"Transcript · {name} · run {run_id}", head + "".join(parts), data)
+
+    # -- swarms ----------------------------------------------------------------------------
+
+    def _swarm_page(self, swarm_id: str, rest: list[str]) -> Page | None:
+        view = self._swarm(swarm_id)
+        name = rest[0]
+        current = name if len(rest) == 1 else "index.html"
+        items = [("index.html", "overview"), *((f"{k}.html", k) for k in LEDGERS)]
+        items += [("threads.html", "collaboration"), ("graph.html", "graph")]
+        row = " ".join(
+            self.link(f"swarms/{swarm_id}/{p}", label, "current" if p == current else "")
+            for p, label in items
+        )
+        nav = f'<div class="scope">{self._tabs(swarm_id, current, None)}</div><nav>{row}</nav>'
+        page: Page | None = None
+        if rest == ["index.html"]:
+            page = self._swarm_overview(swarm_id, view)
+        elif rest == ["graph.html"]:
+            page = self._swarm_graph(swarm_id, view)
+        elif len(rest) == 1 and name.removesuffix(".html") in (*LEDGERS, "threads"):
+            kind = name.removesuffix(".html")
+            text = view.ledgers_markdown(kind)
+            page = Page(
+                "",
+                f"{kind.capitalize()} · swarm {swarm_id}",
+                markdown(text),
+                {"ledger": kind, "markdown": text},
+            )
+        elif len(rest) == 2 and rest[0] == "files":
+            page = self._document(
+                view.swarm_dir, rest[1].removesuffix(".html"), f"swarm {swarm_id}"
+            )
+        if page is not None:
+            page.nav, page.live = nav, view.live
+        return page
+
+    def _swarm_graph(self, swarm_id: str, view: SwarmView) -> Page:
+        """One lane per horde (and the swarm's own steps: planning, the merge) with its
+        lifecycle marks from SWARM.json's timeline, on a real-time axis."""
+        info = view.info
+        steps = list(info.timeline) if info else []
+        lanes = ["swarm", *(info.horde_names() if info else [])]
+        runs = {ln.horde: ln.run_dir.name for ln in view.lines() if ln.run_dir is not None}
+        t0 = min((t for t, _, _ in steps), default=0.0)
+        span = max((t for t, _, _ in steps), default=0.0) - t0 or 1.0
+        cell, lane_h, label_w, plot = 7.4, 24, 90, 900
+        width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="hordes of swarm {esc(swarm_id)}">'
+        ]
+        for row, lane in enumerate(lanes):
+            y = lane_h * (row + 1)
+            out.append(
+                f'<g class="lane" data-lane="{esc(lane)}"><line x1="0" y1="{y + 6}" x2="{width}" '
+                f'y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
+                f'<text class="lane-label" x="4" y="{y}">{esc(lane)}</text>'
+            )
+            last = -1.0
+            for ts, kind, horde in steps:
+                if (horde or "swarm") != lane:
+                    continue
+                x = max(label_w + (ts - t0) / span * plot, last + cell)
+                last = x + cell * (len(kind) + 1)
+                mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
+                target = (
+                    f"runs/{runs[lane]}/graph.html"
+                    if lane in runs
+                    else f"swarms/{swarm_id}/index.html"
+                )
+                href = self.link(target, "").removeprefix("<a ").split(">", 1)[0]
+                out.append(f"<a {href}>{mark}</a>")
+            out.append("</g>")
+        out.append("</svg>")
+        data = {
+            "lanes": lanes,
+            "timeline": [{"ts": t, "kind": k, "horde": h} for t, k, h in steps],
+        }
+        body = f'<p>One lane per horde; each mark opens that horde\'s own graph.</p><div class="graph">{"".join(out)}</div>'
+        return Page("", f"Graph · swarm {swarm_id}", body, data)
+
+    def _swarm_overview(self, swarm_id: str, view: SwarmView) -> Page:
+        info = view.info
+        lines = view.lines()
+        data: dict[str, Any] = {
+            "id": swarm_id,
+            "state": view.state,
+            "prompt": info.prompt if info else "",
+            "outcome": info.outcome if info else "",
+            "merge": info.merge if info else "",
+            "hordes": [
+                {
+                    "horde": ln.horde,
+                    "state": ln.state,
+                    "outcome": ln.outcome,
+                    "members": ln.members,
+                    "findings": ln.findings,
+                    "accepted": ln.accepted,
+                    "cost_usd": ln.cost_usd,
+                    "workstream": ln.workstream,
+                    "run": ln.run_dir.name if ln.run_dir else None,
+                }
+                for ln in lines
+            ],
+            "files": list(view.files),
+        }
+        rows = [
+            (
+                self.link(f"runs/{h['run']}/index.html", h["horde"])
+                if h["run"]
+                else esc(h["horde"]),
+                esc(h["state"]),
+                esc(h["outcome"]),
+                esc(h["members"]),
+                esc(h["findings"]),
+                esc(h["accepted"]),
+                esc(_cost(h["cost_usd"])),
+                esc(h["workstream"]),
+            )
+            for h in data["hordes"]
+        ]
+        cols = (
+            "horde",
+            "state",
+            "outcome",
+            "members",
+            "findings",
+            "accepted",
+            "cost",
+            "workstream",
+        )
+        files = " · ".join(self.link(f"swarms/{swarm_id}/files/{f}.html", f) for f in view.files)
+        body = (
+            f"<pre>{esc(data['prompt'])}</pre>"
+            f"<p>state {esc(data['state'])} · merge {esc(data['merge'] or '-')} · outcome {esc(data['outcome'] or '-')}</p>"
+            + table(cols, rows, "hordes")
+            + f"<h2>Swarm files</h2><p>{files or 'none yet'}</p>"
+        )
+        return Page("", f"Swarm {swarm_id}", body, data)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(path: str, start: str) -> str:
+    """`posixpath.relpath`, remembered: a graph page makes hundreds of the same links."""
+    return posixpath.relpath(path, start)
+
+
+def _member_json(m: Any) -> dict[str, Any]:
+    return {
+        "name": m.name,
+        "role": m.role,
+        "status": m.status,
+        "exit_cause": m.exit_cause,
+        "turns": m.turns,
+        "prompt_tokens": m.prompt_tokens,
+        "completion_tokens": m.completion_tokens,
+        "cost_usd": m.cost_usd,
+        "tool_summary": m.tool_summary,
+        "detail": m.detail,
+        "final_message": m.final_message,
+    }
+
+
+def _cost(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _tail(path: Path, size: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            end = fh.tell()
+            fh.seek(max(0, end - size))
+            data = fh.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return text.split("\n", 1)[1] if end > size and "\n" in text else text

@@ -1,0 +1,74 @@
+"""A `.horde/` for the browser pages: the ledger scene's finished run with a task, a
+manifest, transcripts (one holding a planted provider key and the gateway token),
+a log, run documents and GRAPH.md, beside the fixture swarm (`swarm_scene`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.app import RUN_ID, T0
+from support.ledger_scene import fill_run, lifecycle
+from support.swarm_scene import SWARM_ID, swarm_scene
+
+FAKE_KEY = "sk-" + "A1b2C3d4E5" * 4
+"""A provider-key-looking value planted in a transcript: no export may carry it."""
+GATEWAY_TOKEN = "gwtok-" + "9f8e7d6c5b4a" * 3
+TRANSCRIPT_MESSAGES = 120
+"""Three transcript pages of fifty."""
+
+
+def web_scene(workdir: Path) -> Path:
+    """Write the scene under `workdir/.horde`; return the horde directory."""
+    horde = fill_run(workdir)
+    run = horde.root / "runs" / RUN_ID
+    (run / "TASK.md").write_text("# Task\n\nFind the injections in src/\n\n## Configuration\n")
+    manifest = {
+        "run": RUN_ID,
+        "created": T0,
+        "model": "openai/stub",
+        "members": [{"name": f"member-{i}", "role": "member", "layers": []} for i in (1, 2, 3)],
+        "request": {"count": 3, "layers": ["db", "web"], "until_stop": False},
+    }
+    (run / "MANIFEST.json").write_text(json.dumps(manifest))
+    (run / "gateway.token").write_text(GATEWAY_TOKEN + "\n")
+    folder = run / "sessions" / "member-1"
+    folder.mkdir(parents=True)
+    with open(folder / "20250101T120001-aaaaaa.jsonl", "w") as fh:
+        fh.write(json.dumps({"role": "system", "content": "You are member-1.\n" * 40}) + "\n")
+        for i in range(1, TRANSCRIPT_MESSAGES):
+            if i % 2:
+                call = {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": json.dumps({"path": f"src/f{i}.py"})},
+                }
+                msg = {
+                    "role": "assistant",
+                    "content": f"step {i}",
+                    "tool_calls": [call],
+                    "usage": {"prompt_tokens": 900 + i, "completion_tokens": 40, "cost_usd": 0.001},
+                }
+            else:
+                text = f"line {i} of src/f{i}.py"
+                if i == 10:
+                    text = f"OPENAI_API_KEY={FAKE_KEY}\nAuthorization: Bearer {GATEWAY_TOKEN}"
+                if i == 12:
+                    text = f"cwd is {workdir}/src and home is {Path.home()}"
+                msg = {"role": "tool", "tool_call_id": f"c{i - 1}", "name": "read", "content": text}
+            fh.write(json.dumps(msg) + "\n")
+    (run / "member-1.log").write_text("spawned member-1\nexit completed after 60 turns\n")
+    (run / "REPORT.md").write_text(
+        "# Report\n\nOutcome **completed**. See [the query](src/db/query.py) and "
+        "[the web](https://example.org).\n\n| member | turns |\n|---|---|\n| member-1 | 60 |\n"
+    )
+    (run / "GRAPH.md").write_text("# Graph\n\n```mermaid\nflowchart LR\n  a --> b\n```\n")
+    lifecycle(horde, "phase-end", phase="verify")
+    for n in (1, 2, 3):
+        lifecycle(horde, "member-exit", member=f"member-{n}", cause="completed")
+    lifecycle(horde, "run-end", outcome="completed", diagnosis="every member finished")
+    swarm_scene(horde.root)
+    return horde.root
+
+
+__all__ = ["FAKE_KEY", "GATEWAY_TOKEN", "RUN_ID", "SWARM_ID", "web_scene"]

@@ -1,0 +1,247 @@
+"""The browser pages and `horde-tui export`: every page of a finished fixture run and of
+a fixture swarm renders, every link of an export resolves inside it, nothing of this
+machine (paths, keys, the gateway token) leaves in it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from support.processes import wait_until
+from support.web_scene import FAKE_KEY, GATEWAY_TOKEN, RUN_ID, SWARM_ID, web_scene
+
+from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
+from horde_tui.web.mask import Masker
+from horde_tui.web.pages import Site
+
+
+class Links(HTMLParser):
+    """Every href/src of a page, and every id (the anchors a link may name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("href", "src") and value is not None:
+                self.links.append(value)
+            if name == "id" and value:
+                self.ids.add(value)
+        self.scripts += tag == "script"
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    return web_scene(tmp_path / "project")
+
+
+def test_every_page_of_the_run_and_the_swarm_renders(horde: Path) -> None:
+    site = Site(horde)
+    paths = list(site.paths())
+    run = f"runs/{RUN_ID}/"
+    for expected in (
+        "index.html",
+        f"{run}index.html",
+        f"{run}findings.html",
+        f"{run}findings-clusters.html",
+        f"{run}collaboration.html",
+        f"{run}events-1.html",
+        f"{run}graph.html",
+        f"{run}graph.mmd",
+        f"{run}files/REPORT.md.html",
+        f"{run}members/member-1/transcript-1-3.html",
+        f"swarms/{SWARM_ID}/index.html",
+        f"swarms/{SWARM_ID}/findings.html",
+        f"runs/{SWARM_ID}-h1/findings.html",
+    ):
+        assert expected in paths, expected
+    for path in paths:
+        page = site.render(path)
+        assert page.status == 200, (path, page.body)
+        assert page.data is not None, path
+    findings = site.render(f"{run}findings.html")
+    assert [r["id"] for r in findings.data["rows"]] == ["F3", "F2", "F1"]
+    assert 'id="F1"' in findings.body and "ran build_query" in findings.body  # review inline
+    swarm = site.render(f"swarms/{SWARM_ID}/index.html")
+    assert [h["horde"] for h in swarm.data["hordes"]] == ["h1", "h2", "h3"]
+    graph = site.render(f"swarms/{SWARM_ID}/graph.html")
+    assert graph.data["lanes"] == ["swarm", "h1", "h2", "h3"]
+    assert graph.body.count('class="lane"') == 4 and graph.data["timeline"]
+    assert site.render("runs/nope/index.html").status == 404
+
+
+def _crawl(root: Path) -> list[Path]:
+    pages = sorted(root.rglob("*.html"))
+    assert pages
+    for page in pages:
+        parser = Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        assert parser.scripts == 0, page
+        for link in parser.links:
+            parts = urlsplit(link)
+            if parts.scheme in ("http", "https", "mailto"):
+                continue
+            assert not parts.scheme and not parts.netloc and not link.startswith("/"), (page, link)
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            assert target.is_file(), f"{page.relative_to(root)} links to missing {link}"
+            assert target.is_relative_to(root.resolve()), (page, link)
+    return pages
+
+
+def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
+    horde: Path, tmp_path: Path
+) -> None:
+    before = sorted((p.relative_to(horde), p.stat().st_mtime_ns) for p in horde.rglob("*"))
+    where = export(horde, "all", tmp_path / "out")
+    assert where == tmp_path / "out" / "horde-export-all"
+    pages = _crawl(where)
+    assert len(pages) > 60
+    machine = str(tmp_path)
+    for path in where.rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            assert machine not in text, path
+            assert str(Path.home()) not in text, path
+            assert FAKE_KEY not in text and GATEWAY_TOKEN not in text, path
+    first = (where / f"runs/{RUN_ID}/members/member-1/transcript-1-1.html").read_text()
+    assert "OPENAI_API_KEY=[masked]" in first and "[project]/src" in first
+    assert sorted((p.relative_to(horde), p.stat().st_mtime_ns) for p in horde.rglob("*")) == before
+
+
+def test_one_run_exports_alone_and_a_zip_holds_one_folder(horde: Path, tmp_path: Path) -> None:
+    folder = export(horde, RUN_ID, tmp_path)
+    _crawl(folder)
+    assert not (folder / "swarms").exists()
+    index = (folder / "index.html").read_text()
+    assert RUN_ID in index and SWARM_ID not in index
+    seen: list[tuple[int, int]] = []
+    archive = export(
+        horde, SWARM_ID, tmp_path, as_zip=True, progress=lambda d, t, p: seen.append((d, t))
+    )
+    assert seen and seen[-1][0] == seen[-1][1]
+    with zipfile.ZipFile(archive) as zf:
+        names = zf.namelist()
+    assert {n.split("/")[0] for n in names} == {f"horde-export-{SWARM_ID}"}
+    assert f"horde-export-{SWARM_ID}/runs/{SWARM_ID}-h1/index.html" in names
+    assert not any(f"runs/{RUN_ID}/" in n for n in names)
+
+
+def test_a_page_names_the_version_and_the_graph_links_each_mark(horde: Path) -> None:
+    site = Site(horde)
+    graph = site.render(f"runs/{RUN_ID}/graph.html")
+    lanes = [lane["name"] for lane in graph.data["lanes"]]
+    assert lanes == ["parent", "member-1", "member-2", "member-3"]
+    assert graph.body.count('class="lane"') == len(lanes)
+    assert '<a href="findings.html#F1"' in graph.body
+    assert re.search(r'class="phase".*discovery', graph.body)
+    doc = site.html(graph)
+    assert "horde-tui 0.1.0" in doc and "http-equiv" not in doc
+
+
+def test_an_unknown_target_is_one_line(horde: Path, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match=r"^refused: no run or swarm 'nope' .*; name one"):
+        resolve_scope(horde, "nope")
+    assert "may carry secrets" in WARNING
+    assert not list(tmp_path.glob("horde-export-*"))
+
+
+def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> None:
+    """The installed command, as a person runs it: one warning before it writes, the
+    progress, then where the export is."""
+    env = {**os.environ, "HORDE_DIR": str(horde)}
+    out = tmp_path / "shared"
+    done = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("may carry secrets") == 1
+    assert re.search(r"\] (\d+)/\1 pages", done.stderr), done.stderr
+    assert done.stdout.strip() == f"exported to {out / f'horde-export-{RUN_ID}' / 'index.html'}"
+    bad = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "export", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "Traceback" not in bad.stderr and "may carry secrets" not in bad.stderr
+
+
+def test_an_interrupted_export_leaves_nothing_behind(horde: Path, tmp_path: Path) -> None:
+    """Ctrl-C mid-export: one line, exit 130, no folder and no temporary left."""
+    events = horde / "runs" / RUN_ID / "events.jsonl"
+    line = '{"ts":"2025-01-01T12:00:00.000Z","actor":"member-1","type":"outcome","action":"post","ok":true}\n'
+    with open(events, "a") as fh:
+        fh.write(line * 60_000)  # 60 audit pages: long enough to interrupt
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HORDE_DIR": str(horde)},
+    )
+    assert proc.stderr is not None
+    assert "may carry secrets" in proc.stderr.readline()  # it has started
+    assert wait_until(lambda: any(out.glob(".horde-export-*.tmp/runs")), 60)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert (
+        err.strip().splitlines()[-1]
+        == "horde-tui export: interrupted; the partial export was removed"
+    )
+    assert list(out.iterdir()) == []
+
+
+def test_the_masker_hides_keys_tokens_and_paths_but_not_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    horde = tmp_path / "proj" / ".horde"
+    (horde / "runs" / "r1").mkdir(parents=True)
+    (horde / "runs" / "r1" / "gateway.token").write_text("tok-0123456789abcdef\n")
+    (horde / "config.toml").write_text('model = "x"\napi_key = "plain-config-key-42"\n')
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "env-secret-value-99")
+    mask = Masker(horde)
+    keys = [
+        "sk-ant-api03-" + "x" * 30,
+        "AIza" + "B" * 35,
+        "ghp_" + "c" * 36,
+        "hf_" + "d" * 34,
+        "tok-0123456789abcdef",
+        "plain-config-key-42",
+        "env-secret-value-99",
+    ]
+    shown = mask(" | ".join(keys) + f" | {tmp_path}/proj/src/a.py | uses sk-learn and a token")
+    assert mask("Authorization: Bearer abcdefghij0123456789xyz") == "Authorization: Bearer [masked]"
+    assert (
+        shown
+        == " | ".join(["[masked]"] * len(keys))
+        + " | [project]/src/a.py | uses sk-learn and a token"
+    )
+
+
+def test_a_hordes_run_exports_alone(horde: Path, tmp_path: Path) -> None:
+    """`export <swarm>-h1` (and `E` on that horde's run screen): its pages, not the swarm's."""
+    folder = export(horde, f"{SWARM_ID}-h1", tmp_path)
+    _crawl(folder)
+    assert (folder / "runs" / f"{SWARM_ID}-h1" / "findings.html").is_file()
+    assert not (folder / "runs" / f"{SWARM_ID}-h2").exists()

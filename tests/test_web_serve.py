@@ -1,0 +1,152 @@
+"""`horde-tui serve`: the pages live, read-only, on 127.0.0.1, through the gateway's
+HTTP stack; every page's JSON twin under /api/ carries the data its HTML shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from conftest import Horde
+from support.app import RUN_ID
+from support.ledger_scene import lifecycle
+from support.web_scene import FAKE_KEY, SWARM_ID, web_scene
+
+from horde_tui.httpserve import HttpServer
+from horde_tui.web.serve import start
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    return web_scene(tmp_path / "project")
+
+
+@pytest.fixture
+async def server(horde: Path) -> AsyncIterator[HttpServer]:
+    served, pages = await start(horde, 0)
+    try:
+        yield served
+    finally:
+        await served.close()
+        pages.close()
+
+
+async def _get(url: str, method: str = "GET", **headers: str) -> tuple[int, str, dict[str, str]]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, url, headers=headers) as r,
+    ):
+        return r.status, await r.text(), dict(r.headers)
+
+
+def _tree(horde: Path) -> list[tuple[str, int, int]]:
+    return sorted(
+        (str(p.relative_to(horde)), p.stat().st_mtime_ns, p.stat().st_size)
+        for p in horde.rglob("*")
+    )
+
+
+async def test_json_twins_carry_what_the_pages_show(server: HttpServer, horde: Path) -> None:
+    before = _tree(horde)
+    base = server.url
+    status, index, _ = await _get(f"{base}/")
+    twin = json.loads((await _get(f"{base}/api/"))[1])
+    assert status == 200
+    assert {r["id"] for r in twin["runs"]} == {RUN_ID, SWARM_ID}
+    for row in twin["runs"]:
+        assert f">{row['id']}</a>" in index
+    status, html, headers = await _get(f"{base}/runs/{RUN_ID}/findings.html")
+    data = json.loads((await _get(f"{base}/api/runs/{RUN_ID}/findings.html"))[1])
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    table = html.split("<h2>Entries</h2>")[0]
+    shown = re.findall(r'<td><a href="findings.html#(F\d+)">', table)
+    assert shown == [r["id"] for r in data["rows"]] == ["F3", "F2", "F1"]
+    page = json.loads(
+        (await _get(f"{base}/api/runs/{RUN_ID}/members/member-1/transcript-1-1.html"))[1]
+    )
+    assert len(page["entries"]) == 50 and page["pages"] == 3
+    assert FAKE_KEY not in json.dumps(page) and "[masked]" in json.dumps(page)
+    status, mmd, headers = await _get(f"{base}/runs/{RUN_ID}/graph.mmd")
+    assert headers["Content-Type"].startswith("text/plain") and "a --> b" in mmd
+    assert (await _get(f"{base}/runs/nope/index.html"))[0] == 404
+    assert _tree(horde) == before  # nothing under .horde/ written
+
+
+async def test_only_reads_from_this_machine(server: HttpServer) -> None:
+    url = f"{server.url}/runs/{RUN_ID}/index.html"
+    status, body, headers = await _get(url, "HEAD")
+    assert status == 200 and body == "" and int(headers["Content-Length"]) > 1000
+    for method in ("POST", "PUT", "DELETE"):
+        status, body, headers = await _get(url, method)
+        assert status == 405 and headers["Allow"] == "GET, HEAD", (method, body)
+    status, body, _ = await _get(url, **{"Sec-Fetch-Site": "cross-site"})
+    assert status == 403 and "cross-site" in body
+    assert (await _get(url, **{"Sec-Fetch-Site": "same-origin"}))[0] == 200
+    assert (await _get(url, Host="evil.example:7433"))[0] == 403
+    assert server.host == "127.0.0.1"
+
+
+async def test_a_live_run_refreshes_and_its_new_events_show_next_time(
+    server: HttpServer, horde: Path
+) -> None:
+    live = f"{server.url}/runs/{SWARM_ID}-h1/index.html"  # h1's supervisor is this process
+    assert '<meta http-equiv="refresh" content="3">' in (await _get(live))[1]
+    assert "http-equiv" not in (await _get(live + "?refresh=0"))[1]
+    done = f"{server.url}/runs/{RUN_ID}/index.html"
+    assert "http-equiv" not in (await _get(done))[1]  # finished: nothing to wait for
+    events = f"{server.url}/api/runs/{RUN_ID}/events-1.html"
+    seen = json.loads((await _get(events))[1])["events"]
+    lifecycle(Horde(horde.parent), "stop-clean", reason="a late stop for the test")
+    now = json.loads((await _get(events))[1])["events"]
+    assert len(now) == len(seen) + 1 and "a late stop for the test" in now[-1]
+
+
+def test_a_busy_port_is_one_line(horde: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "HORDE_DIR": str(horde)},
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"horde-tui serve: refused: port {port} on 127.0.0.1 is in use; pick another with --port N"
+    )
+
+
+async def test_the_command_serves_until_interrupted(horde: Path) -> None:
+    """The real process: it says where it listens, answers, and a Ctrl-C ends it cleanly."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "horde_tui", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HORDE_DIR": str(horde)},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"on (http://127\.0\.0\.1:\d+)/ \(Ctrl-C stops\)", line)
+        assert found, line + (proc.stderr.read() if proc.stderr else "")
+        status, body, _ = await _get(f"{found.group(1)}/runs/{RUN_ID}/collaboration.html")
+        assert status == 200 and "Event audit" in body
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
