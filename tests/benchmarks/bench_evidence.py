@@ -83,19 +83,22 @@ def main() -> int:
         workdir = Path(tmp)
         path = big_file(workdir)
         print(f"file: {path.stat().st_size / 1e6:.1f} MB, {LINES:,} lines")
+        worst = 0.0
         for where, n in (("top", 10), ("middle", LINES // 2), ("end", LINES - 1)):
             ms = median_ms(
                 lambda n=n: checked_spans(f"src/big.py:{n + 1} `value_{n} =`", workdir),
                 args.repeat,
             )
             print(f"checked_spans, quote at the {where:<6} (line {n + 1:>7,}): {ms:6.2f} ms")
+            worst = max(worst, ms)
         plain = writes_ms(workdir, args.repeat, quoted=False)
         quoted = writes_ms(workdir, args.repeat, quoted=True)
     added = quoted - plain
     print(f"finding write citing no file: {plain:.2f} ms; quoting the middle line: {quoted:.2f} ms")
     print(f"the check adds {added:.2f} ms per finding write (target < 5)")
+    print(f"the worst case, a quote at the end of the file: {worst:.2f} ms (target < 5)")
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    return 0 if added < 5 else 1
+    return 0 if added < 5 and worst < 5 else 1
 
 
 if __name__ == "__main__":
