@@ -636,17 +636,6 @@ async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], fo
         return Check("probe", "FAIL", " ".join(str(exc).split())[:500], "fix the line above")
 
 
-async def stop_gateway(gateway: Any) -> None:
-    """SIGTERM, then SIGKILL after 10 s: the probe leaves no process behind."""
-    if gateway.proc.returncode is None:
-        gateway.proc.terminate()
-    try:
-        await asyncio.wait_for(gateway.proc.wait(), 10)
-    except TimeoutError:
-        gateway.proc.kill()
-        await gateway.proc.wait()
-
-
 def probe_targets(settings: Settings) -> list[tuple[str, str]]:
     """(member, model) pairs that reach each distinct model of the run once: the run's
     own model as `doctor`, each other model as a member that `member_models` gives it."""
@@ -843,6 +832,8 @@ async def _diagnose(
         return checks
     finally:
         if gateway is not None and not isinstance(gateway, Check):
+            from horde_tui.supervisor.processes import stop_gateway
+
             await stop_gateway(gateway)
 
 

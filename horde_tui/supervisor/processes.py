@@ -143,6 +143,19 @@ class GatewayHandle:
     token: str
 
 
+async def stop_gateway(gateway: GatewayHandle | None) -> None:
+    """SIGTERM, then SIGKILL after 10 s, and reap it: a stopped run, swarm or doctor probe
+    leaves no gateway behind."""
+    if gateway is None or gateway.proc.returncode is not None:
+        return
+    gateway.proc.terminate()
+    try:
+        await asyncio.wait_for(gateway.proc.wait(), 10)
+    except TimeoutError:
+        gateway.proc.kill()
+        await gateway.proc.wait()
+
+
 async def spawn_gateway(
     run_dir: Path, env: dict[str, str], args: list[str], timeout_s: float = 60.0
 ) -> GatewayHandle:

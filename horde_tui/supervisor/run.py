@@ -41,6 +41,7 @@ from horde_tui.supervisor.processes import (
     MemberProcess,
     spawn_gateway,
     spawn_member,
+    stop_gateway,
 )
 from horde_tui.supervisor.setup import (
     MemberSpec,
@@ -635,12 +636,7 @@ class Supervisor:
         return summary
 
     async def stop_gateway(self) -> None:
-        if self.gateway is not None and self.gateway.proc.returncode is None:
-            self.gateway.proc.terminate()
-            try:
-                await asyncio.wait_for(self.gateway.proc.wait(), 10)
-            except TimeoutError:
-                self.gateway.proc.kill()
+        await stop_gateway(self.gateway)
 
     async def record_exit(self, name: str, code: int) -> None:
         """Record a session's end while the run ends (finalize, handoff): no reset."""

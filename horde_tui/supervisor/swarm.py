@@ -43,6 +43,7 @@ from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
     spawn_gateway,
+    stop_gateway,
 )
 from horde_tui.supervisor.run import Supervisor, gateway_env, member_settings_env
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
@@ -353,13 +354,7 @@ class SwarmSupervisor:
 
     async def _stop_gateway(self) -> None:
         gateway, self.gateway = self.gateway, None
-        if gateway is not None and gateway.proc.returncode is None:
-            gateway.proc.terminate()
-            try:
-                await asyncio.wait_for(gateway.proc.wait(), 10)
-            except TimeoutError:
-                gateway.proc.kill()
-                await gateway.proc.wait()
+        await stop_gateway(gateway)
 
     async def _run_hordes(self) -> None:
         every = {name: self.swarm_dir / name for name in self.names}
