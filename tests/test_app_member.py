@@ -172,6 +172,24 @@ async def test_x_is_greyed_for_pending_exited_stopping_and_hidden_for_ended_runs
     assert not [c for c in fake.calls if c[0] == "reset"]
 
 
+async def test_pause_and_reset_are_greyed_for_an_external_member(tmp_path: Path) -> None:
+    """An agent that joined through `horde-tui mcp` shows in the table (the hosted run is
+    read from its files), but the run did not start it: p and x do not apply."""
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = run_screen(app)
+        play_six(fake)
+        fake.emit("member-join", member="ext-1", at=5, pid=os.getpid())
+        await wait_for(pilot, lambda: cell(app, "ext-1", "status") == "running")
+        while screen.table.selected_member != "ext-1":
+            await pilot.press("down")
+        for action in ("pause", "resume", "reset"):
+            assert screen.check_action(action, ()) is None, action
+        await pilot.press("up")  # member-6, one the run started, is steered as before
+        assert screen.check_action("pause", ()) is True
+
+
 async def test_palette_offers_reset_for_members_with_a_session(tmp_path: Path) -> None:
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)

@@ -322,6 +322,8 @@ class RunScreen(HordeScreen):
             state = self.selected_state()
             if state is None:
                 return None
+            if state.external and action in ("pause", "resume", "reset"):
+                return None  # an agent the run did not start: greyed, it cannot be paused
             if action == "pause":
                 return True if self.live and state.status in LIVE_STATUSES else None
             if action == "resume":
