@@ -7,6 +7,9 @@ Its life is its server's `member-join` and `member-leave` events and the outcome
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from horde_tui.store.members import MemberState, fold_lifecycle
@@ -68,3 +71,25 @@ def test_the_report_lists_an_external_member_as_external() -> None:
     assert set(by_name) == {"member-1", "ext-1"}
     ext = by_name["ext-1"]
     assert (ext.role, ext.external, ext.exit_cause, ext.turns) == ("external", True, "left", 1)
+
+
+def test_an_external_member_whose_server_died_without_leaving_shows_as_ended(
+    tmp_path: Path,
+) -> None:
+    """The server's process is the external member's heartbeat: SIGKILLed, it writes no
+    `member-leave`, and the screens show the member ended rather than running forever."""
+    from horde_tui.view.members import MemberFold
+
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        fold = MemberFold(tmp_path)
+        fold.apply(lifecycle("member-join", "2026-01-02T12:00:00Z", member="ext-1", pid=server.pid))
+        fold.apply(CALL)
+        (shown,) = fold.members(run_live=True)
+        assert (shown.status, shown.exit_cause) == ("running", None)
+    finally:
+        server.kill()
+        server.wait()
+    (shown,) = fold.members(run_live=True)
+    assert (shown.status, shown.exit_cause) == ("exited", "killed")
+    assert shown.detail == f"its MCP server (pid {server.pid}) ended without leaving"

@@ -24,6 +24,7 @@ from horde_tui.store import usage
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.transcript import SessionStats, sessions
+from horde_tui.watchdog import pid_alive
 
 _MID_CALL = frozenset({"running", "paused"})
 """A member whose newest answer's call is still going (a paused one is frozen in it)."""
@@ -132,6 +133,10 @@ class MemberFold:
             if not run_live and lost and not state.external:  # an agent outside lives on
                 shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
                 shown.detail = "the supervisor died while this member ran"
+            elif state.external and lost and state.pid and not pid_alive(state.pid):
+                # Its MCP server is its heartbeat: gone without a `member-leave`.
+                shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
+                shown.detail = f"its MCP server (pid {state.pid}) ended without leaving"
             if stats is not None:  # the running call, or the last one (shown dimmed)
                 running = stats.current_summary if shown.current_tool else ""
                 shown.tool_summary = running or stats.last_summary
