@@ -7,6 +7,7 @@ Its life is its server's `member-join` and `member-leave` events and the outcome
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,31 @@ def test_an_external_member_whose_server_died_without_leaving_shows_as_ended(
     (shown,) = fold.members(run_live=True)
     assert (shown.status, shown.exit_cause) == ("exited", "killed")
     assert shown.detail == f"its MCP server (pid {server.pid}) ended without leaving"
+
+
+def test_the_screens_follow_an_external_members_calls_from_the_event_log(
+    tmp_path: Path,
+) -> None:
+    """An external member has no transcript: its row's turns and last call come from its
+    outcome events, read as the log grows (other members' outcomes are not parsed)."""
+    import json
+
+    from horde_tui.view.run import RunView
+
+    log = tmp_path / "events.jsonl"
+
+    def append(*events: dict[str, Any]) -> None:
+        with log.open("a") as f:
+            for ev in events:
+                f.write(json.dumps(ev, separators=(",", ":")) + "\n")
+
+    append({**JOIN, "pid": os.getpid()})  # its server: this process, alive
+    view = RunView(tmp_path, hosted=True)
+    view.refresh()
+    (ext,) = [m for m in view.fold.members(True) if m.name == "ext-1"]
+    assert (ext.status, ext.turns) == ("running", 0)
+    append(CALL, {**CALL, "actor": "member-1", "action": "post"})
+    assert "members" in view.refresh()
+    (ext,) = [m for m in view.fold.members(True) if m.name == "ext-1"]
+    assert (ext.turns, ext.tool_summary) == (1, "horde finding")
+    assert [c["actor"] for c in view.life.calls] == ["ext-1"]

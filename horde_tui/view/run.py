@@ -121,6 +121,11 @@ class RunLifecycle:
     """(requested at, grace seconds) of a clean stop: the countdown's inputs."""
     stop_reason: str = ""
     """Why the clean stop was asked for (`stopped by user`, `deadline`, ...)."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """External members' `horde` calls (outcome events) the last `refresh` took in: an
+    agent joined through MCP shows its work through them, as it has no transcript."""
+    _external: dict[str, bytes] = field(default_factory=dict, repr=False)
+    """External member -> the bytes its outcome lines carry (`"actor":"ext-1"`)."""
     index: LineIndex = field(init=False, repr=False)
     generation: int = 0
     """Moves on when the event log was replaced and the story restarted."""
@@ -137,9 +142,12 @@ class RunLifecycle:
             self.started, self.members, self.model, self.phase = None, 0, "", ""
             self.finalizing, self.outcome, self.diagnosis = False, "", ""
             self.ended, self.stop_clean, self.stop_reason = None, None, ""
+            self._external = {}
         elif not added:
+            self.calls = []
             return []
-        events = []
+        events: list[dict[str, Any]] = []
+        self.calls = []
         stop = len(self.index)
         for first in range(start, stop, BATCH):  # bounded reads: a long log is not loaded whole
             for raw in self.index.raw_lines(first, min(stop, first + BATCH)):
@@ -148,10 +156,17 @@ class RunLifecycle:
                     if ev is not None and ev.get("type") == "lifecycle":
                         self._apply(ev)
                         events.append(ev)
+                elif self._external and any(mark in raw for mark in self._external.values()):
+                    ev = parse_record(raw)[0]
+                    if ev is not None and ev.get("type") == "outcome":
+                        self.calls.append(ev)
         return events
 
     def _apply(self, ev: dict[str, Any]) -> None:
         kind, when = ev.get("kind"), epoch(ev.get("ts"))
+        if kind == "member-join" and ev.get("member"):
+            name = str(ev["member"])
+            self._external[name] = b'"actor":' + json.dumps(name).encode()
         if kind == "run-start":
             self.started = self.started or when
             self.members = int(ev.get("members") or 0)
@@ -216,7 +231,7 @@ class RunView:
             self.fold = MemberFold(self.run_dir, self._manifest)
         if events:
             changed.add("events")
-        for ev in events:
+        for ev in [*events, *self.life.calls]:
             self.fold.apply(ev)
         self.fold.refresh_transcripts()
         state = state_of(self.run_dir, self.life)
