@@ -90,6 +90,8 @@ class RunContext(HelperHost, HordeControls, Protocol):
     """Answer keys (`round:by`, `reopened:N`) already announced, with when."""
     confirms: ConfirmDesk
     """Confirm mode's commands waiting for a person: a member waiting is not stalled."""
+    forecast: dict[str, Any] | None
+    """The `forecast` event's data once the canary passed (`supervisor.forecast`)."""
 
     # -- how it ends (a phase may decide these)
     stop: StopState | None
