@@ -135,6 +135,7 @@ async def test_quitting_with_a_stop_asks_the_other_supervisor_then_quits(
     assert app.return_value == 0
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> None:
     """The whole path on a real run: detach, attach the app, pause a member through the

@@ -31,6 +31,7 @@ from horde_tui.view.source import AttachedSource
 SIZE = (120, 30)
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     tmp_path: Path, fast_gateway: None

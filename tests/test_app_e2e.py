@@ -30,6 +30,7 @@ def rows(log: EventTail) -> list[str]:
     return [log.row_text(r) for r in range(log.row_count)]
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_the_app_hosts_a_real_run_from_first_spawn_to_its_report(
     tmp_path: Path, no_horde_env: None

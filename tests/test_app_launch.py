@@ -262,6 +262,7 @@ def stub_config(horde: Path) -> Iterator[StubThread]:
         yield stub
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     horde: Path, stub_config: StubThread
@@ -299,6 +300,7 @@ async def test_a_launch_hosts_a_real_run_and_quit_stops_it_hard(
     assert run_state(run_dir) == "finished"
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_quit_from_the_runs_list_stops_the_hosted_run_it_shows_no_screen_for(
     horde: Path, stub_config: StubThread
@@ -326,6 +328,7 @@ async def test_quit_from_the_runs_list_stops_the_hosted_run_it_shows_no_screen_f
     assert run_state(run_dir) == "finished"
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
     horde: Path, stub_config: StubThread

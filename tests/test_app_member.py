@@ -439,6 +439,7 @@ async def test_x_on_the_detail_screen_is_greyed_for_an_exited_member(tmp_path: P
         assert other.check_action("reset", ()) is True, "a paused session can be reset"
 
 
+@pytest.mark.slow  # a real run in the app (6-16 s): `pytest -m slow`
 @pytest.mark.e2e
 async def test_end_to_end_x_resets_a_real_member_and_its_detail_follows_the_new_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -69,7 +69,7 @@ def sql_worker_one() -> list[dict[str, Any]]:
         finding(
             "orders-query",
             "list_orders may be injectable",
-            "store.py:17: return db.execute(",
+            "store.py:18: return db.execute(",  # the quote is checked against the line
         ),
         horde("done", id="$I", result="filed three"),
     ]
