@@ -82,16 +82,20 @@ def assign_roles(request: RunRequest) -> list[MemberSpec]:
 
 
 def code_version() -> dict[str, Any]:
-    """The package version and, from a git checkout, the commit (`-dirty` when modified)."""
-    here = Path(__file__).resolve().parent
+    """The package version and, when the package runs from a git checkout, the commit
+    (`-dirty` when modified). Only the package's own checkout counts: an installed copy
+    inside some other repository (a venv in a project) names no commit."""
+    root = Path(__file__).resolve().parents[2]
     info: dict[str, Any] = {"version": __version__, "commit": None}
+    if not (root / ".git").exists():
+        return info
     try:
         commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
         )
         if commit.returncode == 0:
             dirty = subprocess.run(
-                ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                 capture_output=True,
                 text=True,
                 timeout=5,

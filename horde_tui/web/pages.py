@@ -20,7 +20,6 @@ import json
 import os
 import posixpath
 import re
-import subprocess
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from horde_tui import __version__
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
@@ -40,6 +38,7 @@ from horde_tui.store.runs import (
     run_ids,
     swarm_ids,
 )
+from horde_tui.supervisor.setup import code_version
 from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
 from horde_tui.view.ledgers import KINDS, LedgerView
@@ -67,28 +66,13 @@ SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
 @functools.cache
 def build_info() -> str:
     """`horde-tui 0.1.0`, plus the commit (`-dirty` with uncommitted changes) when the
-    package runs from a git checkout."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return f"horde-tui {__version__}"
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return f"horde-tui {__version__}"
-    return f"horde-tui {__version__} · commit {commit}{'-dirty' if dirty else ''}"
+    package runs from a git checkout: the MANIFEST's `code_version`, shortened."""
+    info = code_version()
+    commit = info["commit"]
+    if not commit:
+        return f"horde-tui {info['version']}"
+    short = commit.removesuffix("-dirty")[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+    return f"horde-tui {info['version']} · commit {short}"
 
 
 @dataclass
