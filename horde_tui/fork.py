@@ -46,7 +46,9 @@ class Fork:
     prompt: str
 
 
-def ledger_seq_at(events: list[dict[str, Any]], at: int, ledger: Path) -> int:
+def ledger_seq_at(
+    events: list[dict[str, Any]], at: int, records: list[tuple[dict[str, Any], bytes]]
+) -> int:
     """The ledger seq after event `E{at}` (see the module docstring)."""
     upto = [e for e in events if _number(e.get("id")) <= at]
     if not upto or _number(upto[-1].get("id")) != at:
@@ -55,16 +57,12 @@ def ledger_seq_at(events: list[dict[str, Any]], at: int, ledger: Path) -> int:
     if seqs:
         return max(seqs)
     stamp = str(upto[-1].get("ts", ""))
-    return max((r["seq"] for r in _records(ledger) if str(r.get("ts", "")) <= stamp), default=0)
+    return max((r["seq"] for r, _ in records if str(r.get("ts", "")) <= stamp), default=0)
 
 
 def _number(ident: Any) -> int:
     m = EVENT_ID.fullmatch(str(ident or ""))
     return int(m[1]) if m else 0
-
-
-def _records(ledger: Path) -> list[dict[str, Any]]:
-    return [r for r, _raw in _lines(ledger)]
 
 
 def _lines(ledger: Path) -> list[tuple[dict[str, Any], bytes]]:
@@ -98,7 +96,8 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
             "run a supervisor started can be forked"
         ) from None
     events = JsonlTail(run_dir / "events.jsonl").read_new()
-    seq = ledger_seq_at(events, int(m[1]), horde_dir / "ledger.jsonl")
+    lines = _lines(horde_dir / "ledger.jsonl")  # read once: the cut and the copy
+    seq = ledger_seq_at(events, int(m[1]), lines)
     target = into or workdir.parent / f"{workdir.name}-fork-{run}-E{m[1]}"
     if target.exists() and any(target.iterdir()):
         raise ForkRefused(f"refused: {target} exists and is not empty; pass --into a new folder")
@@ -107,9 +106,7 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
     )
     fork_horde = target / ".horde"
     fork_horde.mkdir()
-    kept = b"".join(
-        raw for record, raw in _lines(horde_dir / "ledger.jsonl") if record["seq"] <= seq
-    )
+    kept = b"".join(raw for record, raw in lines if record["seq"] <= seq)
     (fork_horde / "ledger.jsonl").write_bytes(kept)
     atomic_write_text(fork_horde / "config.toml", config_toml(manifest.get("config") or {}))
     presets = horde_dir / "presets"

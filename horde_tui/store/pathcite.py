@@ -173,10 +173,15 @@ class PathIndex:
         """True when present (or ends an indexed path); unsure counts as present."""
         if (self.workdir / path).exists():
             return True
-        suffix = "/" + path
-        if any(f == path or f.endswith(suffix) for f in self._walk()):
+        if self.ending(path):
             return True
         return not self._complete
+
+    def ending(self, path: str) -> list[str]:
+        """Indexed files that are `path` or end with it (people cite `store/state.py`
+        for `horde_tui/store/state.py`)."""
+        suffix = "/" + path
+        return [f for f in self._walk() if f == path or f.endswith(suffix)]
 
 
 CHUNK = 64 * 1024
@@ -232,6 +237,5 @@ def locate(workdir: Path, path: str, index: PathIndex | None = None) -> Path | N
     direct = workdir / path
     if direct.is_file():
         return direct
-    suffix = "/" + path
-    matches = [f for f in (index or PathIndex(workdir))._walk() if f.endswith(suffix)]
+    matches = (index or PathIndex(workdir)).ending(path)
     return workdir / matches[0] if len(matches) == 1 else None
