@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import find_run, run_ids, swarm_ids
 
 SHELLS = ("bash", "zsh", "fish")
@@ -24,19 +24,14 @@ PROGRAM = "horde-tui"
 MAX_MEMBERS = 12
 
 
-def horde_dir() -> Path:
-    """Where the control commands look: `$HORDE_DIR`, else `./.horde`."""
-    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
-
-
 def complete_runs(prefix: str, **_: Any) -> list[str]:
     """Run ids, newest first."""
-    return [r for r in reversed(run_ids(horde_dir())) if r.startswith(prefix)]
+    return [r for r in reversed(run_ids(default_horde_dir())) if r.startswith(prefix)]
 
 
 def complete_runs_and_swarms(prefix: str, **_: Any) -> list[str]:
     """What `resume` carries on: a run or a swarm, newest first."""
-    found = [*reversed(swarm_ids(horde_dir())), *reversed(run_ids(horde_dir()))]
+    found = [*reversed(swarm_ids(default_horde_dir())), *reversed(run_ids(default_horde_dir()))]
     return [r for r in found if r.startswith(prefix)]
 
 
@@ -55,7 +50,7 @@ def complete_targets(
 ) -> list[str]:
     """Member targets of the live run (or the `--run` given): all, member-N."""
     run = getattr(parsed_args, "run", None)
-    folder = find_run(horde_dir(), run)
+    folder = find_run(default_horde_dir(), run)
     return [t for t in ["all", *live_members(folder)] if t.startswith(prefix)]
 
 

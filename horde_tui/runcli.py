@@ -23,6 +23,7 @@ from typing import Any
 
 from horde_tui.hosting import host
 from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
+from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import (
     existing_run,
     existing_swarm,
@@ -173,7 +174,7 @@ def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     """`resume [target]` resumes paused members of the live run; `resume RUN` carries on
     a run whose supervisor is gone (run ids never parse as member targets)."""
-    horde_dir = _horde_dir()
+    horde_dir = default_horde_dir()
     words = list(args.words)
     run = words[0] if len(words) == 1 and not _is_target(words[0]) else None
     if run is None:
@@ -256,15 +257,11 @@ def _is_target(word: str) -> bool:
     return True
 
 
-def _horde_dir() -> Path:
-    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
-
-
 def cmd_attach(args: argparse.Namespace) -> int:
     """Open the app on a run hosted by another process (default: the live one)."""
     from horde_tui.app import attach_app
 
-    horde_dir = _horde_dir()
+    horde_dir = default_horde_dir()
     run_dir = find_run(horde_dir, args.run)
     if run_dir is None:
         what = f"no run named {args.run}" if args.run else "no run is live"
@@ -277,7 +274,7 @@ def cmd_control(args: argparse.Namespace) -> int:
     its supervisor answers in its own `control/` with the lines to print. A swarm's
     supervisor forwards it to each horde the target names (`h2:member-3` -> h2's
     `member-3`), as it does the swarm screen's: one path for both."""
-    horde_dir = _horde_dir()
+    horde_dir = default_horde_dir()
     words = list(args.words)
     postmortem = False
     if args.control == "stop-clean" and words and words[0] == "postmortem":

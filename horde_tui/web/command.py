@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
-
-def _horde_dir() -> Path:
-    return Path(os.environ.get("HORDE_DIR") or Path.cwd() / ".horde")
+from horde_tui.store.paths import default_horde_dir
 
 
 def _export(args: argparse.Namespace) -> int:
     from horde_tui.web.export import cmd_export
 
     out = Path(args.out) if args.out else None
-    return cmd_export(_horde_dir(), args.target, out, args.zip)
+    return cmd_export(default_horde_dir(), args.target, out, args.zip)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from horde_tui.web.serve import cmd_serve
 
-    return cmd_serve(_horde_dir(), args.port)
+    return cmd_serve(default_horde_dir(), args.port)
 
 
 def add_web_commands(sub: Any) -> None:
