@@ -174,7 +174,7 @@ def test_contended_waits_reuse_one_waiting_thread(root: Path) -> None:
         holder = start_holder(root, f"member-{n + 2}")
         took: list[bool] = []
 
-        def wait_for_it() -> None:
+        def wait_for_it(took: list[bool] = took) -> None:
             with lock.held(timeout=30):
                 took.append(True)
 

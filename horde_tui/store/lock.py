@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ClassVar
 
 from horde_tui.store.paths import HordePaths
 
@@ -81,8 +82,8 @@ class _Waiter:
     abandoned wait is busy, so the next wait takes another (or starts one).
     """
 
-    _idle: list[_Waiter] = []
-    _guard = threading.Lock()
+    _idle: ClassVar[list[_Waiter]] = []
+    _guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_BlockingWait] = queue.SimpleQueue()
