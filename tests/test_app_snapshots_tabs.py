@@ -68,7 +68,8 @@ def test_findings_tab(snap_compare: Any, scene: FakeSupervisor, size: tuple[int,
     """The Findings tab, newest first. A reviewer should see F3 "disputed" (red, bold),
     F2 "limited" (amber) and F1 "full" (green) with their owners, claim lines cut with
     an ellipsis, labels such as "high/?/speculative", concern, idea, revision r1 and one
-    review each; at 80x24 the table scrolls sideways and the footer still fits (it
+    review each; the cost line above the members "spent unknown, 31.9k tok · per
+    accepted (1): unknown, 31.9k tok · per finding (3): unknown, 10.6k tok"; at 80x24 the table scrolls sideways and the footer still fits (it
     ends with "q Quit")."""
     before = ledger_tab(scene, "3", "findings", 3)
     assert snap_compare(deterministic_app(scene), terminal_size=size, run_before=before)

@@ -229,6 +229,16 @@ class LedgerSource:
         async with self._lock:
             return await asyncio.to_thread(self.view.detail, kind, key)
 
+    async def finding_yield(self) -> tuple[int, int]:
+        """(the run's current findings, accepted ones) after taking in what was appended."""
+
+        def read() -> tuple[int, int]:
+            self.view.refresh()
+            return self.view.finding_yield()
+
+        async with self._lock:
+            return await asyncio.to_thread(read)
+
 
 class LedgerPane(Vertical):
     """One ledger as a table, in one of the reference's views; Enter opens an entry."""

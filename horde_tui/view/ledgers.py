@@ -31,6 +31,7 @@ from horde_tui.store.ledgers.findings import classify, label
 from horde_tui.store.model import Claim, Fact, Finding, Idea, Post, Resource, Thread
 from horde_tui.store.state import ENTRIES, LedgerState
 from horde_tui.store.store import HordeStore
+from horde_tui.supervisor.forecast import finding_yield
 from horde_tui.view.rows import LedgerRow, Versions
 from horde_tui.view.threads import finding_page, thread_detail
 
@@ -122,6 +123,8 @@ class LedgerView:
         self._versions: dict[str, Versions] = {k: Versions() for k in KINDS}
         self._primed = False
         self._threads_stamp = (0, 0)
+        self._yield: tuple[int, tuple[int, int]] = (-1, (0, 0))
+        """(ledger seq, `finding_yield`) last counted."""
 
     @property
     def state(self) -> LedgerState:
@@ -145,6 +148,16 @@ class LedgerView:
         if "findings" in changed:
             self._clusters = None
         return changed
+
+    def finding_yield(self) -> tuple[int, int]:
+        """(this run's current findings, how many are accepted), as REPORT.md counts
+        them (`supervisor.forecast.finding_yield`); recounted only when the ledger moved
+        (a review or a thread changes acceptance without changing a finding)."""
+        seq, counts = self._yield
+        if seq != self.state.seq:
+            counts = finding_yield(self.state, self.run) if self.run is not None else (0, 0)
+            self._yield = (self.state.seq, counts)
+        return counts
 
     def columns(self, kind: str) -> tuple[str, ...]:
         """Column names of `kind`'s rows: id, status, owner, text, then its extras."""
