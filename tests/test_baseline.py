@@ -267,3 +267,63 @@ def test_a_second_real_run_against_the_last_names_new_persisting_and_resolved(tm
     assert (
         "- resolved F2 (not reproduced; the cited code changed: app.py:5 stale): login()" in section
     ), section
+
+
+BASELINE_GROUP = "baseline run r0: findings not filed again in this run"
+
+
+def test_the_findings_tab_marks_new_persisting_and_resolved(two_runs) -> None:
+    """The Findings tab of r1 against r0: r1's F3 is new; r0's F1 (reported again) and
+    F2 (not reproduced, its line rewritten) follow under a heading of their own, as
+    REPORT.md's Delta has them. Without a baseline the tab has no such column."""
+    from horde_tui.view.ledgers import LedgerView
+
+    view = LedgerView(two_runs.root, run="r1", baseline="r0")
+    view.refresh()
+    assert view.columns("findings")[-2:] == ("reviews", "baseline")
+    rows = view.rows("findings", "oldest")
+    assert [(r.id, r.extra[-1], r.group) for r in rows] == [
+        ("F3", "new", ""),
+        ("F1", "persisting: reported again by member-1", BASELINE_GROUP),
+        ("F2", "resolved: code changed", BASELINE_GROUP),
+    ]
+    # Newest first inside each group; the clusters are this run's findings only.
+    assert [r.id for r in view.rows("findings")] == ["F3", "F2", "F1"]
+    clustered = view.rows("findings", "clusters")
+    assert [(r.id, r.group.split(" · ")[0]) for r in clustered] == [
+        ("F3", "F3"),
+        ("F1", BASELINE_GROUP),
+        ("F2", BASELINE_GROUP),
+    ]
+    plain = LedgerView(two_runs.root, run="r1")
+    plain.refresh()
+    assert plain.columns("findings")[-1] == "reviews"
+    assert [r.id for r in plain.rows("findings")] == ["F3"]
+
+
+def test_the_baseline_column_follows_a_review_or_says_it_is_missing(two_runs) -> None:
+    """A refuting review written after the tab was shown changes F2's cell (no finding
+    moved); a baseline that is not there (resolved as REPORT.md resolves it) says so in
+    every row."""
+    from horde_tui.view.ledgers import LedgerView
+
+    view = LedgerView(two_runs.root, run="r1", baseline="r0")
+    view.refresh()
+    assert view.rows("findings")[1].extra[-1] == "resolved: code changed"
+    assert two_runs(
+        "member-1",
+        "review",
+        run="r1",
+        target="F2",
+        verdict="refutes",
+        support="tested",
+        checked="the query",
+        evidenceText="db.py now binds uid as a parameter",
+    ).ok
+    view.refresh()
+    assert view.rows("findings")[1].extra[-1] == "resolved (refuted): code changed"
+
+    for asked in ("r7", "last"):  # r0 and r1 are manual runs of two tasks: no `last`
+        missing = LedgerView(two_runs.root, run="r1", baseline=asked)
+        missing.refresh()
+        assert [r.extra[-1] for r in missing.rows("findings")] == [f"baseline {asked} not found"]

@@ -210,8 +210,8 @@ class LedgerSource:
     once, and keeps `rows`/`detail` from reading a fold in progress.
     """
 
-    def __init__(self, horde_dir: Path, run: str | None) -> None:
-        self.view = LedgerView(horde_dir, run)
+    def __init__(self, horde_dir: Path, run: str | None, baseline: str = "") -> None:
+        self.view = LedgerView(horde_dir, run, baseline)
         self._lock = asyncio.Lock()
 
     async def rows(self, kind: str, view: str, refresh: bool = True) -> list[LedgerRow]:

@@ -148,7 +148,7 @@ class RunScreen(HordeScreen):
     def compose(self) -> ComposeResult:
         config = self.horde_app.config
         horde_dir = self.source.run_dir.parent.parent
-        ledgers = LedgerSource(horde_dir, self.source.run_dir.name)
+        ledgers = LedgerSource(horde_dir, self.source.run_dir.name, self.source.baseline)
         yield Header()
         yield StatusLine(id="run-status")
         yield CostLine(ledgers, id="run-cost")
