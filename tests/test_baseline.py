@@ -267,6 +267,20 @@ def test_a_second_real_run_against_the_last_names_new_persisting_and_resolved(tm
     assert (
         "- resolved F2 (not reproduced; the cited code changed: app.py:5 stale): login()" in section
     ), section
+    # The app reads the same: the run's baseline from its MANIFEST, the Findings column
+    # from the same Delta.
+    from horde_tui.view.ledgers import LedgerView
+    from horde_tui.view.run import read_info
+
+    assert read_info(run2)[0].baseline == "last"
+    view = LedgerView(tmp_path / ".horde", run2.name, baseline="last")
+    view.refresh()
+    assert {r.id: r.extra[-1] for r in view.rows("findings")} == {
+        "F3": "new",
+        "F1": "persisting: reported again by member-1",
+        "F2": "resolved: code changed",
+    }
+    assert view.finding_yield() == (1, 0)  # F3, unreviewed
 
 
 BASELINE_GROUP = "baseline run r0: findings not filed again in this run"
