@@ -20,9 +20,10 @@ from horde_tui.widgets.member_table import format_tokens
 from horde_tui.widgets.status_line import StatusLine
 
 
-def _each(spend: Spend, what: str, n: int) -> str:
+def _each(spend: Spend, what: str, n: int, none: str) -> str:
     each = spend.each(n)
-    assert each is not None
+    if each is None:
+        return none
     return f"per {what} ({n}): {fmt_cost(each[0])}, {format_tokens(round(each[1]))} tok"
 
 
@@ -34,8 +35,8 @@ def cost_text(spend: Spend, forecast: Forecast | None) -> str:
     if not spend.findings:
         parts.append("no findings yet")
     else:
-        accepted = _each(spend, "accepted", spend.accepted) if spend.accepted else ""
-        parts += [accepted or "none accepted yet", _each(spend, "finding", spend.findings)]
+        parts.append(_each(spend, "accepted", spend.accepted, "none accepted yet"))
+        parts.append(_each(spend, "finding", spend.findings, ""))
     if forecast is not None:
         toks, cost = forecast.per_10_min()
         text = f"forecast: {fmt_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
