@@ -47,6 +47,9 @@ def print_event(event: Any) -> None:
         else:
             text = kind or "?"
         line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
+    elif event.kind == "forecast" and event.data.get("text"):
+        # The forecast's own sentence (`supervisor.forecast`), not its numbers as key=value.
+        line = f"{time.strftime('%H:%M:%S')} {horde}[forecast] {event.data['text']}"
     else:
         extras = " ".join(
             f"{k}={v}" for k, v in event.data.items() if k != "horde" and v not in (None, "", [])

@@ -40,7 +40,8 @@ def test_live_run_with_six_members(
 ) -> None:
     """The run screen mid-run. A reviewer should see: the title with the run id and
     "DEMO MODEL"; a status line "discovery · 6 members: 3 running, 1 paused, 1 exited,
-    1 starting"; six rows with member-1..6 (member-6 a verifier), statuses coloured
+    1 starting"; under it, muted, the cost line "spent unknown, 31.9k tok · no findings
+    yet" (member-5's cost is unknown, so the total is); six rows with member-1..6 (member-6 a verifier), statuses coloured
     (running green, paused amber, exited muted, starting blue), each running or paused
     member's tool summary, member-4's "(completed)", elapsed 3:18 for member-1 and a
     frozen 1:46 for member-4; member-5 reset (resets 1, its next session starting, its

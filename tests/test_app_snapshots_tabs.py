@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.app import FakeSupervisor, deterministic_app, wait_for
-from support.ledger_scene import fake_run_with_ledgers
+from conftest import Horde
+from support.app import RUN_ID, FakeSupervisor, deterministic_app, wait_for
+from support.ledger_scene import fake_run_with_ledgers, freeze_ledger_clock
 from support.snapshots import six_members, snapshots_under_tests  # noqa: F401 (fixture)
 from textual.pilot import Pilot
 from textual.widgets import Markdown
@@ -68,7 +69,8 @@ def test_findings_tab(snap_compare: Any, scene: FakeSupervisor, size: tuple[int,
     """The Findings tab, newest first. A reviewer should see F3 "disputed" (red, bold),
     F2 "limited" (amber) and F1 "full" (green) with their owners, claim lines cut with
     an ellipsis, labels such as "high/?/speculative", concern, idea, revision r1 and one
-    review each; at 80x24 the table scrolls sideways and the footer still fits (it
+    review each; the cost line above the members "spent unknown, 31.9k tok · per
+    accepted (1): unknown, 31.9k tok · per finding (3): unknown, 10.6k tok"; at 80x24 the table scrolls sideways and the footer still fits (it
     ends with "q Quit")."""
     before = ledger_tab(scene, "3", "findings", 3)
     assert snap_compare(deterministic_app(scene), terminal_size=size, run_before=before)
@@ -167,3 +169,65 @@ def test_graph_tab(snap_compare: Any, scene: FakeSupervisor, size: tuple[int, in
         await wait_for(pilot, lambda: len(lane.layout_shown.lanes) == 7)
 
     assert snap_compare(deterministic_app(scene), terminal_size=size, run_before=before)
+
+
+def baseline_scene(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSupervisor:
+    """The fake's run started with `--baseline r0`: r0 filed F1 (password) and F2 (SQL),
+    then db.py was fixed; the run re-reported F1 (refused as a duplicate) and filed F3."""
+    freeze_ledger_clock(monkeypatch)
+    fake = FakeSupervisor(workdir)
+    fake.request.baseline = "r0"
+    horde = Horde(workdir)
+    (workdir / "app.py").write_text(
+        "PASSWORD = 'hunter2'\n\ndef login(p):\n    return p == PASSWORD\n"
+    )
+    (workdir / "db.py").write_text(
+        "def find(uid):\n    return db.raw('SELECT * WHERE id=' + uid)\n"
+    )
+
+    def filed(run: str, actor: str, idea: str, text: str, evidence: str, concern: str) -> str:
+        ident = horde(actor, "idea", run=run, text=idea).id
+        assert horde(actor, "claim", run=run, id=ident).ok
+        result = horde(
+            actor, "finding", run=run, text=text, evidence=evidence, concern=concern,
+            concernDef=f"{concern} problems",
+        )  # fmt: skip
+        assert horde(actor, "done", run=run, id=ident, result="reported").ok
+        return str(result.id or result.text)
+
+    password = ("app.py hard-codes the password", "app.py:1 `PASSWORD = 'hunter2'`", "secrets")
+    assert filed("r0", "member-1", "Audit app.py for secrets", *password) == "F1"
+    sql = ("find() builds SQL from the uid", "db.py:2 `'SELECT * WHERE id=' + uid`", "sql")
+    assert filed("r0", "member-2", "Audit db.py", *sql) == "F2"
+    (workdir / "db.py").write_text(
+        "def find(uid):\n    return db.raw('SELECT * WHERE id=%s', [uid])\n"
+    )
+    assert filed(RUN_ID, "member-1", "Recheck the credentials in the code", *password) == "F1"
+    timing = ("login() compares with ==", "app.py:4 `return p == PASSWORD`", "timing")
+    assert filed(RUN_ID, "member-2", "Check how login() compares passwords", *timing) == "F3"
+    return fake
+
+
+def test_findings_tab_against_a_baseline(
+    snap_compare: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Findings tab of a run started with `--baseline r0`. A reviewer should see a
+    last column "baseline": F3 "new" on top, then a bold blue heading "baseline run r0:
+    findings not filed again in this run" over F2 "resolved: code changed" (db.py was
+    fixed) and F1 "persisting: reported again by member-1"; the cost line counts F3 only
+    ("per finding (1)")."""
+    fake = baseline_scene(tmp_path, monkeypatch)
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("3")
+        pane = pilot.app.screen.query_one("#findings LedgerPane", LedgerPane)
+        await wait_for(pilot, lambda: pane.table.row_count == 4)
+        cells = [pane.table.get_row_at(i)[-1].plain for i in range(4)]
+        assert cells == [
+            "new",
+            "",
+            "resolved: code changed",
+            "persisting: reported again by member-1",
+        ]
+
+    assert snap_compare(deterministic_app(fake), terminal_size=(200, 30), run_before=before)

@@ -7,6 +7,7 @@ real `horde` tool; the working directory's files change between them.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,185 @@ def test_report_md_has_the_delta_section_or_says_the_baseline_is_missing(two_run
         report = (horde.root / "runs" / "r1" / "REPORT.md").read_text()
         section = report.split("## Delta\n\n", 1)[1].split("\n## ", 1)[0]
         assert section.startswith(expected), section
+
+
+def _headless_run(stub, workdir, *flags: str) -> tuple[str, Path]:
+    """`horde-tui run --headless 2 "Review app.py" [flags]` as a real process on the stub
+    (the entry point a person uses); returns its output and its run directory."""
+    import os
+    import subprocess
+    import sys
+
+    before = set((workdir / ".horde" / "runs").glob("*"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    env.update(
+        HORDE_MODEL=stub.model,
+        HORDE_API_BASE=stub.api_base,
+        HORDE_API_KEY="stub",
+        HORDE_ALLOW_UNVERIFIED="1",
+        HORDE_DELIVERABLE="off",
+        HORDE_POSTMORTEM="off",
+        HORDE_REPAIR_ROUNDS="0",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py", *flags],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run_dir,) = set((workdir / ".horde" / "runs").glob("*")) - before
+    return done.stdout, run_dir
+
+
+@pytest.mark.slow  # two whole real runs: `pytest -m slow`
+@pytest.mark.e2e
+def test_a_second_real_run_against_the_last_names_new_persisting_and_resolved(tmp_path) -> None:
+    """Two real headless runs of two members on one project, the code fixed and changed
+    between them. The second, `--baseline last`, re-reports the hard-coded password
+    (persisting), finds the new DEBUG flag (new) and not the timing compare, whose line
+    was rewritten (resolved, the code changed under it). Each run prints its forecast as
+    one line when it lands."""
+    from support.plans import APP, horde
+
+    from horde_tui.stubmodel import StubThread
+    from horde_tui.stubmodel.agent import AgentPolicy
+
+    def filing(idea: str, concern: str, text: str, evidence: str) -> list[dict]:
+        return [
+            horde("idea", text=idea),
+            horde("claim", id="$id"),
+            horde(
+                "finding",
+                concern=concern,
+                concernDef=f"{concern} problems",
+                text=text,
+                evidence=evidence,
+                support="tested",
+                importance="high",
+                confidence="high",
+            ),
+            horde("done", id="$I", result="reported"),
+            {"say": "Done."},
+        ]
+
+    password = ("secrets", "app.py hard-codes the password", "app.py:1 `PASSWORD = 'hunter2'`")
+    first = {
+        "member-1": filing("Check app.py for a hard-coded password", *password),
+        "member-2": filing(
+            "Check how login() compares passwords",
+            "timing",
+            "login() compares the password with ==, not in constant time",
+            "app.py:5 `return password == PASSWORD`",
+        ),
+    }
+    second = {
+        "member-1": filing("Recheck the credentials in the code", *password),
+        "member-2": filing(
+            "Look for debug switches left on",
+            "debug",
+            "app.py turns DEBUG on in shipped code",
+            "app.py:2 `DEBUG = True`",
+        ),
+    }
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / ".horde" / "runs").mkdir(parents=True)
+    with StubThread(policy=AgentPolicy(first)) as stub:
+        out1, run1 = _headless_run(stub, tmp_path)
+    fixed = "PASSWORD = 'hunter2'\nDEBUG = True\n\nimport hmac\n\ndef login(user, password):\n"
+    (tmp_path / "app.py").write_text(fixed + "    return hmac.compare_digest(password, PASSWORD)\n")
+    with StubThread(policy=AgentPolicy(second)) as stub:
+        out2, run2 = _headless_run(stub, tmp_path, "--baseline", "last")
+
+    for out, run_dir in ((out1, run1), (out2, run2)):
+        events = read_events(run_dir)
+        (forecast,) = [e for e in events if e.get("kind") == "forecast"]
+        lines = [line for line in out.splitlines() if "[forecast]" in line]
+        assert [line.split(" ", 1)[1] for line in lines] == [f"[forecast] {forecast['text']}"]
+    assert json.loads((run2 / "MANIFEST.json").read_text())["request"]["baseline"] == "last"
+    report = (run2 / "REPORT.md").read_text()
+    section = report.split("## Delta\n\n", 1)[1].split("\n## ", 1)[0]
+    assert section.startswith(
+        f"Against baseline run {run1.name}: 1 new, 1 persisting, 1 resolved."
+    ), section
+    assert "- new F3: app.py turns DEBUG on in shipped code" in section, section
+    assert "- persisting F1 (reported again by member-1): app.py hard-codes" in section, section
+    assert (
+        "- resolved F2 (not reproduced; the cited code changed: app.py:5 stale): login()" in section
+    ), section
+    # The app reads the same: the run's baseline from its MANIFEST, the Findings column
+    # from the same Delta.
+    from horde_tui.view.ledgers import LedgerView
+    from horde_tui.view.run import read_info
+
+    assert read_info(run2)[0].baseline == "last"
+    view = LedgerView(tmp_path / ".horde", run2.name, baseline="last")
+    view.refresh()
+    assert {r.id: r.extra[-1] for r in view.rows("findings")} == {
+        "F3": "new",
+        "F1": "persisting: reported again by member-1",
+        "F2": "resolved: code changed",
+    }
+    assert view.finding_yield() == (1, 0)  # F3, unreviewed
+
+
+BASELINE_GROUP = "baseline run r0: findings not filed again in this run"
+
+
+def test_the_findings_tab_marks_new_persisting_and_resolved(two_runs) -> None:
+    """The Findings tab of r1 against r0: r1's F3 is new; r0's F1 (reported again) and
+    F2 (not reproduced, its line rewritten) follow under a heading of their own, as
+    REPORT.md's Delta has them. Without a baseline the tab has no such column."""
+    from horde_tui.view.ledgers import LedgerView
+
+    view = LedgerView(two_runs.root, run="r1", baseline="r0")
+    view.refresh()
+    assert view.columns("findings")[-2:] == ("reviews", "baseline")
+    rows = view.rows("findings", "oldest")
+    assert [(r.id, r.extra[-1], r.group) for r in rows] == [
+        ("F3", "new", ""),
+        ("F1", "persisting: reported again by member-1", BASELINE_GROUP),
+        ("F2", "resolved: code changed", BASELINE_GROUP),
+    ]
+    # Newest first inside each group; the clusters are this run's findings only.
+    assert [r.id for r in view.rows("findings")] == ["F3", "F2", "F1"]
+    clustered = view.rows("findings", "clusters")
+    assert [(r.id, r.group.split(" · ")[0]) for r in clustered] == [
+        ("F3", "F3"),
+        ("F1", BASELINE_GROUP),
+        ("F2", BASELINE_GROUP),
+    ]
+    plain = LedgerView(two_runs.root, run="r1")
+    plain.refresh()
+    assert plain.columns("findings")[-1] == "reviews"
+    assert [r.id for r in plain.rows("findings")] == ["F3"]
+
+
+def test_the_baseline_column_follows_a_review_or_says_it_is_missing(two_runs) -> None:
+    """A refuting review written after the tab was shown changes F2's cell (no finding
+    moved); a baseline that is not there (resolved as REPORT.md resolves it) says so in
+    every row."""
+    from horde_tui.view.ledgers import LedgerView
+
+    view = LedgerView(two_runs.root, run="r1", baseline="r0")
+    view.refresh()
+    assert view.rows("findings")[1].extra[-1] == "resolved: code changed"
+    assert two_runs(
+        "member-1",
+        "review",
+        run="r1",
+        target="F2",
+        verdict="refutes",
+        support="tested",
+        checked="the query",
+        evidenceText="db.py now binds uid as a parameter",
+    ).ok
+    view.refresh()
+    assert view.rows("findings")[1].extra[-1] == "resolved (refuted): code changed"
+
+    for asked in ("r7", "last"):  # r0 and r1 are manual runs of two tasks: no `last`
+        missing = LedgerView(two_runs.root, run="r1", baseline=asked)
+        missing.refresh()
+        assert [r.extra[-1] for r in missing.rows("findings")] == [f"baseline {asked} not found"]

@@ -112,3 +112,15 @@ def test_the_forecast_matches_what_the_gateway_charged_the_canary(tmp_path: Path
     report = (sup.run_dir / "REPORT.md").read_text()
     assert f"- Forecast after the canary: {expected.text()}; spent $" in report
     assert "· per finding (1): $" in report and "per accepted finding (" in report
+
+
+def test_headless_output_prints_the_forecast_as_its_sentence(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from horde_tui.hosting import print_event
+    from horde_tui.supervisor.observe import SupervisorEvent
+
+    forecast = canary_forecast(member("member-1", 900, 100, 0.002), 4, 1030.0, 60, None)
+    print_event(SupervisorEvent("forecast", None, forecast.as_event(), 1030.0))
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.split(" ", 1)[1] == f"[forecast] {forecast.text()}"

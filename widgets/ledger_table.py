@@ -25,6 +25,8 @@ HEADING = "\x00group:"
 TEXT_CHARS = 64
 """The text column is cut here: Enter shows the whole entry."""
 EXTRA_CHARS = 32
+WIDER = {"baseline": 48}
+"""Extra columns cut later: a baseline cell says how a finding persisted or resolved."""
 STATUS_CLASS = {
     # findings
     "full": "good",
@@ -185,7 +187,11 @@ class LedgerTable(DataTable[Text]):
             (row.owner, ""),
             (clip(row.text, TEXT_CHARS), ""),
         ]
-        cells += [(clip(value, EXTRA_CHARS), "") for value in row.extra]
+        names = self.column_names[4:]
+        cells += [
+            (clip(value, WIDER.get(name, EXTRA_CHARS)), "")
+            for name, value in zip(names, row.extra, strict=False)
+        ]
         return tuple(cells)
 
     def _text(self, plain: str, component: str) -> Text:

@@ -210,8 +210,8 @@ class LedgerSource:
     once, and keeps `rows`/`detail` from reading a fold in progress.
     """
 
-    def __init__(self, horde_dir: Path, run: str | None) -> None:
-        self.view = LedgerView(horde_dir, run)
+    def __init__(self, horde_dir: Path, run: str | None, baseline: str = "") -> None:
+        self.view = LedgerView(horde_dir, run, baseline)
         self._lock = asyncio.Lock()
 
     async def rows(self, kind: str, view: str, refresh: bool = True) -> list[LedgerRow]:
@@ -228,6 +228,16 @@ class LedgerSource:
     async def detail(self, kind: str, key: str) -> str:
         async with self._lock:
             return await asyncio.to_thread(self.view.detail, kind, key)
+
+    async def finding_yield(self) -> tuple[int, int]:
+        """(the run's current findings, accepted ones) after taking in what was appended."""
+
+        def read() -> tuple[int, int]:
+            self.view.refresh()
+            return self.view.finding_yield()
+
+        async with self._lock:
+            return await asyncio.to_thread(read)
 
 
 class LedgerPane(Vertical):

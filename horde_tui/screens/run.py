@@ -25,6 +25,7 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
+from horde_tui.screens.cost import CostLine
 from horde_tui.screens.describe import (
     LIVE_STATUSES,
     STOPPABLE_STATUSES,
@@ -147,11 +148,12 @@ class RunScreen(HordeScreen):
     def compose(self) -> ComposeResult:
         config = self.horde_app.config
         horde_dir = self.source.run_dir.parent.parent
+        ledgers = LedgerSource(horde_dir, self.source.run_dir.name, self.source.baseline)
         yield Header()
         yield StatusLine(id="run-status")
+        yield CostLine(ledgers, id="run-cost")
         yield MemberTable(id="members")
         yield ConfirmQueue(self.source.run_dir, id="confirm-queue")
-        ledgers = LedgerSource(horde_dir, self.source.run_dir.name)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
                 with TabPane(tab.capitalize(), id=tab):
@@ -220,6 +222,7 @@ class RunScreen(HordeScreen):
                     self.phase = self.life.phase
         self.refresh_table()
         self.show_status()
+        self.query_one(CostLine).show_cost(self.source.members.values(), self.life.forecast)
         self.refresh_keys()
 
     def refresh_keys(self) -> None:

@@ -37,6 +37,13 @@ class Delta:
     """(baseline F#, how this run re-found it)."""
     resolved: list[tuple[str, str]] = field(default_factory=list)
     """(baseline F#, why it is counted resolved and what its evidence shows now)."""
+    refound: dict[str, list[str]] = field(default_factory=dict)
+    """This run's F# -> the baseline F# it is the same concern as (dedup)."""
+    code: dict[str, str] = field(default_factory=dict)
+    """Resolved baseline F# -> `code changed`, `code unchanged` or `nothing cited`: what
+    the re-check of its evidence says."""
+    refuted: dict[str, str] = field(default_factory=dict)
+    """Resolved baseline F# -> the review of this run that refutes it."""
 
 
 def resolve_baseline(horde_dir: Path, state: LedgerState, run: str, asked: str) -> str | None:
@@ -75,7 +82,9 @@ def delta(
         same = [b for b in old if b.concern == f.concern and is_duplicate(key, keys[b.id])]
         for b in same:
             how.setdefault(b.id, f"re-found as {f.id}")
-        if not same:
+        if same:
+            out.refound[f.id] = [b.id for b in same]
+        else:
             out.new.append(f.id)
     for ev in events:
         entry = ev.get("entry")
@@ -94,15 +103,35 @@ def delta(
             out.persisting.append((b.id, how[b.id]))
             continue
         why = refuted.get(b.id, "not reproduced")
+        if b.id in refuted:
+            out.refuted[b.id] = refuted[b.id].removeprefix("refuted by ")
         changed = changed_spans(b.spans, workdir)
         if changed:
+            out.code[b.id] = "code changed"
             code = "the cited code changed: " + ", ".join(f"{k} {v}" for k, v in changed.items())
         elif b.spans:
+            out.code[b.id] = "code unchanged"
             code = "the cited code is unchanged"
         else:
+            out.code[b.id] = "nothing cited"
             code = "no cited lines to re-check"
         out.resolved.append((b.id, f"{why}; {code}"))
     return out
+
+
+def delta_cells(d: Delta) -> tuple[dict[str, str], dict[str, str]]:
+    """The Findings tab's baseline column: (this run's F# -> `new` or `persisting F2`,
+    baseline F# -> its cell) where the baseline's findings listed are those no finding of
+    this run stands for: re-found another way (`persisting: reported again by
+    member-1`) or not at all (`resolved: code changed`, `resolved (refuted): ...`)."""
+    mine = {ident: "new" for ident in d.new}
+    mine |= {ident: "persisting " + ", ".join(old) for ident, old in d.refound.items()}
+    stood_for = {b for old in d.refound.values() for b in old}
+    theirs = {b: f"persisting: {how}" for b, how in d.persisting if b not in stood_for}
+    for b, _why in d.resolved:
+        refuted = " (refuted)" if b in d.refuted else ""
+        theirs[b] = f"resolved{refuted}: {d.code[b]}"
+    return mine, theirs
 
 
 def delta_lines(d: Delta, state: LedgerState) -> list[str]:

@@ -11,10 +11,13 @@ it beside what was spent, and divides the spend by the findings it bought.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from horde_tui.store.acceptance import acceptance
 from horde_tui.store.members import MemberState
+from horde_tui.store.state import LedgerState
 from horde_tui.supervisor.summary import fmt_cost, tokens, total_cost
 
 
@@ -99,6 +102,38 @@ def canary_forecast(
     return Forecast(members, minutes, tokens(canary), canary.cost_usd, deadline_min, budget_usd)
 
 
+def finding_yield(state: LedgerState, run: str) -> tuple[int, int]:
+    """(this run's current findings, how many of them are accepted): what the spend
+    bought, counted alike by REPORT.md and the run screen's cost line."""
+    found = [f for f in state.findings.values() if f.run == run and not f.superseded_by]
+    accepted = sum(1 for f in found if acceptance(state, f.id).state.startswith("accepted"))
+    return len(found), accepted
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What a run has spent and what it bought: the one division REPORT.md and the run
+    screen's cost line share."""
+
+    cost_usd: float | None
+    """None when a provider gave no price for some call."""
+    tokens: int
+    findings: int
+    accepted: int
+
+    @classmethod
+    def of(cls, members: Iterable[MemberState], findings: int, accepted: int) -> Spend:
+        spent = list(members)
+        return cls(total_cost(spent), sum(tokens(m) for m in spent), findings, accepted)
+
+    def each(self, n: int) -> tuple[float | None, float] | None:
+        """(cost, tokens) for each of `n` things bought; None when there is none (the
+        reader is told so rather than shown a division by zero)."""
+        if not n:
+            return None
+        return (None if self.cost_usd is None else self.cost_usd / n), self.tokens / n
+
+
 def spend_lines(
     members: list[MemberState],
     minutes: float,
@@ -108,14 +143,14 @@ def spend_lines(
 ) -> list[str]:
     """REPORT.md's cost lines: the spend, per finding and per accepted finding, and the
     forecast beside the pace the run really kept."""
-    cost = total_cost(members)
-    toks = sum(tokens(m) for m in members)
+    spend = Spend.of(members, findings, accepted)
+    cost, toks = spend.cost_usd, spend.tokens
 
     def per(n: int, none: str) -> str:
-        if not n:
+        each = spend.each(n)
+        if each is None:
             return none
-        each = "unknown" if cost is None else fmt_cost(cost / n)
-        return f"{each} and {toks / n:,.0f} tokens each"
+        return f"{fmt_cost(each[0])} and {each[1]:,.0f} tokens each"
 
     lines = [
         f"- Cost: {fmt_cost(cost)}, {toks:,} tokens · per finding ({findings}): "

@@ -27,7 +27,7 @@ from horde_tui.store.state import LedgerState
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.baseline import LAST, Delta, delta_lines
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
-from horde_tui.supervisor.forecast import Forecast, spend_lines
+from horde_tui.supervisor.forecast import Forecast, finding_yield, spend_lines
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.summary import (
     PARENT_ACTORS,
@@ -72,14 +72,10 @@ def render_report(
     clusters = build_clusters(state, findings)
     warnings = check_findings(state, findings, clusters, workdir)
     done = cleanups or {}
-    accepted = {
-        a.target for a in acceptance_all(state, summary.run_id) if a.state.startswith("accepted")
-    }
     spend = spend_lines(
         summary.members,
         (summary.ended - summary.started) / 60,
-        len(findings),
-        sum(1 for f in findings if f.id in accepted),
+        *finding_yield(state, summary.run_id),
         Forecast.from_event(summary.forecast) if summary.forecast else None,
     )
     sections = [

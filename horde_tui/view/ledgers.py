@@ -31,6 +31,8 @@ from horde_tui.store.ledgers.findings import classify, label
 from horde_tui.store.model import Claim, Fact, Finding, Idea, Post, Resource, Thread
 from horde_tui.store.state import ENTRIES, LedgerState
 from horde_tui.store.store import HordeStore
+from horde_tui.supervisor.forecast import finding_yield
+from horde_tui.view.baseline import BaselineColumn
 from horde_tui.view.rows import LedgerRow, Versions
 from horde_tui.view.threads import finding_page, thread_detail
 
@@ -112,9 +114,12 @@ def _first(text: str) -> str:
 class LedgerView:
     """Rows of every ledger for a table, kept current by offset tailing."""
 
-    def __init__(self, horde_dir: Path, run: str | None = None) -> None:
+    def __init__(self, horde_dir: Path, run: str | None = None, baseline: str = "") -> None:
+        """`baseline`: the run's `--baseline` as asked (a run id or `last`); the
+        findings then get a baseline column (`view.baseline`)."""
         self.store = HordeStore(Path(horde_dir), "viewer")
         self.run = run
+        self.baseline = BaselineColumn(horde_dir, run, baseline) if baseline and run else None
         self._base: dict[str, list[LedgerRow]] = {}
         """Kind -> rows in ledger order (without versions), rebuilt when the kind changes."""
         self._clusters: list[Cluster] | None = None
@@ -122,6 +127,8 @@ class LedgerView:
         self._versions: dict[str, Versions] = {k: Versions() for k in KINDS}
         self._primed = False
         self._threads_stamp = (0, 0)
+        self._yield: tuple[int, tuple[int, int]] = (-1, (0, 0))
+        """(ledger seq, `finding_yield`) last counted."""
 
     @property
     def state(self) -> LedgerState:
@@ -138,6 +145,8 @@ class LedgerView:
                 changed.add("threads")
         if not self._primed:
             self._primed, changed = True, set(KINDS)
+        if self.baseline is not None and self.baseline.moved(self.state):
+            changed.add("findings")  # a review, a thread or a re-report moves the column
         for kind in changed:
             self._base.pop(kind, None)
             for key in [k for k in self._cache if k[0] == kind]:
@@ -146,9 +155,20 @@ class LedgerView:
             self._clusters = None
         return changed
 
+    def finding_yield(self) -> tuple[int, int]:
+        """(this run's current findings, how many are accepted), as REPORT.md counts
+        them (`supervisor.forecast.finding_yield`); recounted only when the ledger moved
+        (a review or a thread changes acceptance without changing a finding)."""
+        seq, counts = self._yield
+        if seq != self.state.seq:
+            counts = finding_yield(self.state, self.run) if self.run is not None else (0, 0)
+            self._yield = (self.state.seq, counts)
+        return counts
+
     def columns(self, kind: str) -> tuple[str, ...]:
         """Column names of `kind`'s rows: id, status, owner, text, then its extras."""
-        return (*BASE_COLUMNS.get(kind, ("id", "status", "owner", "text")), *COLUMNS[kind])
+        extra = ("baseline",) if kind == "findings" and self.baseline is not None else ()
+        return (*BASE_COLUMNS.get(kind, ("id", "status", "owner", "text")), *COLUMNS[kind], *extra)
 
     def views(self, kind: str) -> tuple[str, ...]:
         return VIEWS if kind == "findings" else VIEWS[:3]
@@ -202,8 +222,10 @@ class LedgerView:
         if kind == "board":
             return [_post(st, p, run) for p in st.posts if run is None or p.run == run]
         if kind == "findings":
-            found = st.findings.values()
-            return [_finding(st, f, run) for f in found if run is None or f.run == run]
+            found = [f for f in st.findings.values() if run is None or f.run == run]
+            if self.baseline is not None:
+                return self._against_baseline(found, self.baseline)
+            return [_finding(st, f, run) for f in found]
         if kind == "facts":
             rows = [_fact(st, t, run) for t in st.facts.values()]
             # this run's facts first, then the carried ones, each in ledger order
@@ -213,6 +235,19 @@ class LedgerView:
         if kind == "threads":
             return [_thread(st, t, run) for t in st.threads.values()]
         return [_resource(st, r, run) for r in st.resources.values()]
+
+    def _against_baseline(self, found: list[Finding], column: BaselineColumn) -> list[LedgerRow]:
+        """This run's findings with their baseline cell, then the baseline's findings
+        that none of them stands for, under a heading of their own."""
+        st, run = self.state, self.run
+        column.update(st)
+        rows = [_finding(st, f, run) for f in found]
+        rows = [_with(r, extra=(*r.extra, column.cell(r.key))) for r in rows]
+        theirs = sorted((st.findings[i] for i in column.theirs), key=lambda f: f.seq)
+        for f in theirs:
+            row = _finding(st, f, run)
+            rows.append(_with(row, extra=(*row.extra, column.theirs[f.id]), group=column.group))
+        return rows
 
     def detail(self, kind: str, key: str) -> str:
         """One entry in full, as Markdown ("" when it does not exist (any more))."""
@@ -235,8 +270,11 @@ class LedgerView:
         """Ranked clusters of this scope's current (not superseded) findings."""
         if self._clusters is None:
             st = self.state
+            theirs = self.baseline.theirs if self.baseline is not None else {}
             current = [
-                st.findings[r.key] for r in self._rows_of("findings") if r.status != "superseded"
+                st.findings[r.key]
+                for r in self._rows_of("findings")
+                if r.status != "superseded" and r.key not in theirs
             ]
             self._clusters = build_clusters(st, current)
         return self._clusters
@@ -255,7 +293,8 @@ class LedgerView:
             )
             out += [_with(by_key[i], group=heading) for i in ids if i in by_key]
         placed = {r.key for r in out}
-        out += [_with(r, group="superseded") for r in base if r.key not in placed]
+        # What no cluster holds: superseded findings, and a baseline's own rows.
+        out += [_with(r, group=r.group or "superseded") for r in base if r.key not in placed]
         return out
 
 

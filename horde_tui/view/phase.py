@@ -1,5 +1,5 @@
 """The run screen's state line: the phase, the canary and the clean-stop countdown,
-folded from lifecycle events.
+folded from lifecycle events (and the forecast, which the cost line shows).
 
 A hosted supervisor's events and an attached run's (replayed from events.jsonl by
 `view/source.py`) are the same `SupervisorEvent`s, so one fold serves both, and a
@@ -12,9 +12,12 @@ from the first helper's start until the run ends.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from horde_tui.supervisor.forecast import Forecast
 
 Duration = Callable[[float], str]
 """Formats seconds for the line (`1:25`)."""
@@ -43,6 +46,9 @@ class RunPhase:
     """Discovery ended (repair, finalize or a helper began): a clean stop's grace applies
     to discovery's members only, so the countdown ends here."""
     ended: bool = False
+    forecast: Forecast | None = None
+    """The supervisor's `forecast` event, once the canary passed (the run screen's cost
+    line shows it)."""
 
     def apply(self, kind: str, member: str | None, data: dict[str, Any], ts: float) -> None:
         """Fold one lifecycle event (member status lines are ignored)."""
@@ -58,6 +64,9 @@ class RunPhase:
             self.phase, self.ended = f"ended: {data.get('outcome', '?')}", True
         elif kind in ("member-spawn", "member-exit", "canary"):
             self._canary(kind, member, data, ts)
+        elif kind == "forecast":
+            with contextlib.suppress(KeyError, TypeError, ValueError):  # a damaged line
+                self.forecast = Forecast.from_event(data)
         elif kind == "stop-clean":
             self.stop_reason = str(data.get("reason") or "stop-clean requested")
             self.stop_deadline = ts + _seconds(data.get("grace_s"))

@@ -65,6 +65,8 @@ class RunInfo:
     member_count: int = 0
     layers: tuple[str, ...] = ()
     until_stop: bool = False
+    baseline: str = ""
+    """`--baseline RUN|last` as asked (`supervisor.baseline`), or `""`."""
 
 
 def info_stamp(run_dir: Path) -> tuple[int | None, ...]:
@@ -99,6 +101,7 @@ def read_info(run_dir: Path) -> tuple[RunInfo, dict[str, Any]]:
         member_count=len(manifest.get("members") or []),
         layers=tuple(str(x) for x in request.get("layers") or ()),
         until_stop=bool(request.get("until_stop")),
+        baseline=str(request.get("baseline") or ""),
     )
     return info, manifest
 

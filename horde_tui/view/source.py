@@ -63,7 +63,7 @@ class HostedRun(HordeControls, Protocol):
     settings: Any
     """Has `.model` (the litellm model string)."""
     request: Any
-    """Has `.demo` (True when the scripted demo model answers)."""
+    """Has `.demo` (True when the scripted demo model answers) and `.baseline`."""
     stop: StopState | None
     """None until a clean stop of the whole run begins."""
 
@@ -94,6 +94,8 @@ class RunSource(RunControls, Protocol):
 
     run_id: str
     run_dir: Path
+    baseline: str
+    """`--baseline RUN|last` as the run asked it, or `""` (the Findings tab's column)."""
 
     @property
     def members(self) -> dict[str, MemberState]:
@@ -124,6 +126,7 @@ class RunReader:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self.view = RunView(self.run_dir, hosted=hosted)
+        self.baseline = self.view.info.baseline
         self.model = ""
         self.demo = False
         self._members: dict[str, MemberState] = {}
@@ -176,6 +179,7 @@ class HostedSource(RunReader):
         super().__init__(supervisor.run_dir, hosted=True)
         self.supervisor = supervisor
         self.run_id = supervisor.run_id
+        self.baseline = str(supervisor.request.baseline or "")
         # The plan, shown pending before the supervisor writes MANIFEST.json.
         planned = [
             {"name": s.name, "role": s.role, "layers": list(s.layers)}

@@ -1,0 +1,84 @@
+"""The run screen's cost line: what the run has spent, what each finding and each
+accepted finding cost so far, and, once the canary passed, the forecast.
+
+Peers show a cost without saying what it bought (issue 19). The spend is the members'
+usage as the table shows it (`RunSource.members`, a hosted run's and an attached one's
+alike); the findings and the accepted ones are counted from the ledger by the one
+function REPORT.md uses (`supervisor.forecast.finding_yield`), in a thread, after every
+batch of events; the forecast is the supervisor's `forecast` event (`RunPhase`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from horde_tui.screens.panes import LedgerSource
+from horde_tui.store.members import MemberState
+from horde_tui.supervisor.forecast import Forecast, Spend
+from horde_tui.supervisor.summary import fmt_cost
+from horde_tui.widgets.member_table import format_tokens
+from horde_tui.widgets.status_line import StatusLine
+
+
+def _each(spend: Spend, what: str, n: int, none: str) -> str:
+    each = spend.each(n)
+    if each is None:
+        return none
+    return f"per {what} ({n}): {fmt_cost(each[0])}, {format_tokens(round(each[1]))} tok"
+
+
+def cost_text(spend: Spend, forecast: Forecast | None) -> str:
+    """`spent $0.0400, 4.0k tok · per accepted (1): ... · per finding (4): ... ·
+    forecast: ...`; with nothing to divide by it says so (`no findings yet`, `none
+    accepted yet`). Most telling first: an 80-column line cuts the end."""
+    parts = [f"spent {fmt_cost(spend.cost_usd)}, {format_tokens(spend.tokens)} tok"]
+    if not spend.findings:
+        parts.append("no findings yet")
+    else:
+        parts.append(_each(spend, "accepted", spend.accepted, "none accepted yet"))
+        parts.append(_each(spend, "finding", spend.findings, ""))
+    if forecast is not None:
+        toks, cost = forecast.per_10_min()
+        text = f"forecast: {fmt_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
+        horizon = forecast.horizon()
+        parts.append(f"{text}; {horizon}" if horizon else text)
+    return " · ".join(parts)
+
+
+class CostLine(StatusLine):
+    """The cost line under the run's status line; `show_cost` after each batch."""
+
+    def __init__(self, ledgers: LedgerSource, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ledgers = ledgers
+        self.counts = (0, 0)
+        """(findings, accepted) as last counted."""
+        self._members: list[MemberState] = []
+        self._forecast: Forecast | None = None
+        self._counting = False
+        self._again = False
+
+    def show_cost(self, members: Iterable[MemberState], forecast: Forecast | None) -> None:
+        """Repaint from the members' usage now; recount the ledger in a worker (one at a
+        time: a batch that comes while one counts asks for one more count after it)."""
+        self._members, self._forecast = list(members), forecast
+        self._paint()
+        if self._counting:
+            self._again = True
+            return
+        self._counting = True
+        self.run_worker(self._count(), group="cost-count", exit_on_error=False)
+
+    async def _count(self) -> None:
+        try:
+            while True:
+                self._again = False
+                self.counts = await self.ledgers.finding_yield()
+                self._paint()
+                if not self._again:
+                    break
+        finally:
+            self._counting = False
+
+    def _paint(self) -> None:
+        self.show(cost_text(Spend.of(self._members, *self.counts), self._forecast))
