@@ -314,6 +314,20 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "eval",
     ),
     ProcessVariable(
+        "HORDE_SHARED_GATEWAY_URL",
+        "unset",
+        "A shared gateway (`horde-tui eval` starts one) that a run joins instead of starting its own.",
+        ("horde_tui/supervisor/processes.py",),
+        "eval",
+    ),
+    ProcessVariable(
+        "HORDE_SHARED_GATEWAY_TOKEN",
+        "unset",
+        "The shared gateway's own token, with which a run joins and leaves it (never given to members).",
+        ("horde_tui/supervisor/processes.py",),
+        "eval",
+    ),
+    ProcessVariable(
         "HORDE_NAME",
         "HORDE_MEMBER",
         "The member's name (member-N), read before HORDE_MEMBER.",
