@@ -309,9 +309,9 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
     ProcessVariable(
         "HORDE_SHARED_LIMIT_DIR",
         "unset",
-        "A folder through which the gateways of parallel runs keep one in-flight limit per provider.",
+        "A folder through which the gateways of runs started apart keep one in-flight limit per provider.",
         ("horde_tui/gateway/limiter.py",),
-        "eval",
+        "you",
     ),
     ProcessVariable(
         "HORDE_SHARED_GATEWAY_URL",

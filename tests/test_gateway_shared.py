@@ -133,6 +133,8 @@ def test_only_the_gateways_own_token_joins_runs_and_bad_joins_are_one_line(
     assert admin(shared, "/v1/runs", body, token="wrong").status_code == 401
     cases = [
         ({**body, "model": "openai/other"}, 409, "serves model openai/gpt-4o-mini"),
+        # A bare AI Horde id is compared as the gateway names it (`aihorde/...`).
+        ({**body, "model": "koboldcpp/tiny"}, 409, "asks for aihorde/koboldcpp/tiny"),
         ({**body, "token": token}, 409, "already"),
         ({**body, "token": "short"}, 400, "token"),
         ({**body, "dir": str(tmp_path / "missing")}, 400, "not a directory"),

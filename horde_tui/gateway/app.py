@@ -237,6 +237,8 @@ class Gateway:
             )
         for name, mine in (("model", self.config.model), ("api_base", self.config.api_base)):
             asked = body.get(name) or None
+            if name == "model" and isinstance(asked, str):
+                asked = aihorde.aihorde_model(asked)  # as this gateway named its own
             if asked is not None and asked != mine:
                 return _error(
                     409,
