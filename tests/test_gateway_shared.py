@@ -3,7 +3,8 @@ each run joins with its own token and directory, and its usage, cost and budget 
 own while the provider limit is the gateway's one.
 
 A real gateway process on the stub provider, under a model name litellm prices
-(`openai/gpt-4o-mini`; the stub answers any model), so budgets can trip.
+(`openai/gpt-4o-mini`; the stub answers any model), so budgets can trip. The member
+names are this file's own: the stub is the session's, and other tests count by member.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def join(gw: GatewayProcess, folder: Path, budget: float | None, **extra: Any) -
     return token
 
 
-def chat(gw: GatewayProcess, token: str, member: str = "member-1") -> httpx.Response:
+def chat(gw: GatewayProcess, token: str, member: str = "shared-1") -> httpx.Response:
     return httpx.post(
         gw.url + "/v1/chat/completions",
         json={"model": "any", "messages": [{"role": "user", "content": "Go."}]},
@@ -78,12 +79,12 @@ def test_each_run_on_a_shared_gateway_keeps_its_own_usage_cost_and_budget(
 ) -> None:
     big = {"content": "ok", "prompt_tokens": PROMPT_TOKENS, "completion_tokens": 0}
     small = {"content": "ok", "prompt_tokens": 10, "completion_tokens": 0}
-    shared.stub.stub.set_scripts({"member-1": [big] * 6, "member-2": [small]})
+    shared.stub.stub.set_scripts({"shared-1": [big] * 6, "shared-2": [small]})
     per_call = PROMPT_TOKENS * price_map_entry("gpt-4o-mini")["input_cost_per_token"]
     a, b = tmp_path / "a", tmp_path / "b"
     token_a, token_b = join(shared, a, 0.02), join(shared, b, 1.0)
 
-    # Both runs have a member-1; a's budget trips on its second call, b's does not.
+    # Both runs have a shared-1; a's budget trips on its second call, b's does not.
     assert chat(shared, token_a).status_code == 200
     assert chat(shared, token_b).status_code == 200
     assert chat(shared, token_a).status_code == 200
@@ -92,17 +93,17 @@ def test_each_run_on_a_shared_gateway_keeps_its_own_usage_cost_and_budget(
     assert "$0.0300 of $0.0200" in refused.json()["error"]["message"]
     for _ in range(2):
         assert chat(shared, token_b).status_code == 200
-    assert chat(shared, token_b, "member-2").status_code == 200
+    assert chat(shared, token_b, "shared-2").status_code == 200
 
-    assert [x["member"] for x in lines(a)] == ["member-1", "member-1"]
-    assert [x["member"] for x in lines(b)] == ["member-1"] * 3 + ["member-2"]
+    assert [x["member"] for x in lines(a)] == ["shared-1", "shared-1"]
+    assert [x["member"] for x in lines(b)] == ["shared-1"] * 3 + ["shared-2"]
     assert sum(x["cost_usd"] for x in lines(a)) == pytest.approx(2 * per_call)
     assert (a / ".budget-reached").exists() and not (b / ".budget-reached").exists()
     ua, ub = usage_of(shared, token_a), usage_of(shared, token_b)
     assert ua["budget_reached"] and not ub["budget_reached"]
-    assert ua["members"]["member-1"]["calls"] == 2 and ub["members"]["member-1"]["calls"] == 3
+    assert ua["members"]["shared-1"]["calls"] == 2 and ub["members"]["shared-1"]["calls"] == 3
     assert ua["total_cost_usd"] == pytest.approx(2 * per_call)
-    assert ub["max_cost_usd"] == 1.0 and "member-2" not in ua["members"]
+    assert ub["max_cost_usd"] == 1.0 and "shared-2" not in ua["members"]
     # The provider limit is the gateway's one, whichever run asks.
     assert ua["limiters"] == ub["limiters"] and ua["limiters"]
     # Nothing of the runs' calls lands in the gateway's own usage file.
@@ -112,13 +113,13 @@ def test_each_run_on_a_shared_gateway_keeps_its_own_usage_cost_and_budget(
 def test_a_run_that_left_is_refused_and_its_figures_are_returned(
     shared: GatewayProcess, tmp_path: Path
 ) -> None:
-    shared.stub.stub.set_scripts({"member-3": [{"content": "ok", "prompt_tokens": 5}]})
+    shared.stub.stub.set_scripts({"shared-3": [{"content": "ok", "prompt_tokens": 5}]})
     token = join(shared, tmp_path / "c", None)
-    assert chat(shared, token, "member-3").status_code == 200
+    assert chat(shared, token, "shared-3").status_code == 200
     left = admin(shared, "/v1/runs/end", {"token": token})
     assert left.status_code == 200, left.text
-    assert left.json()["members"]["member-3"]["calls"] == 1
-    assert chat(shared, token, "member-3").status_code == 401
+    assert left.json()["members"]["shared-3"]["calls"] == 1
+    assert chat(shared, token, "shared-3").status_code == 401
     assert admin(shared, "/v1/runs/end", {"token": token}).status_code == 404
     assert shared.proc.poll() is None  # a run leaving does not stop the gateway
 
