@@ -207,7 +207,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         flush=True,
     )
     runner = Runner(options, lambda line: print(line, flush=True), gateway.run_env())
-    terminated = []
+    terminated: list[int] = []
 
     def on_sigterm(signum: int, frame: Any) -> None:
         terminated.append(signum)
