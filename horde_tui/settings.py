@@ -309,8 +309,22 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
     ProcessVariable(
         "HORDE_SHARED_LIMIT_DIR",
         "unset",
-        "A folder through which the gateways of parallel runs keep one in-flight limit per provider.",
+        "A folder through which the gateways of runs started apart keep one in-flight limit per provider.",
         ("horde_tui/gateway/limiter.py",),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_SHARED_GATEWAY_URL",
+        "unset",
+        "A shared gateway (`horde-tui eval` starts one) that a run joins instead of starting its own.",
+        ("horde_tui/supervisor/processes.py",),
+        "eval",
+    ),
+    ProcessVariable(
+        "HORDE_SHARED_GATEWAY_TOKEN",
+        "unset",
+        "The shared gateway's own token, with which a run joins and leaves it (never given to members).",
+        ("horde_tui/supervisor/processes.py",),
         "eval",
     ),
     ProcessVariable(

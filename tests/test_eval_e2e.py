@@ -288,9 +288,11 @@ def test_ctrl_c_stops_the_live_run_clean_scores_it_and_starts_no_more(tmp_path: 
     assert not (out / "runs" / "ssrf.single.1").exists()
 
 
-def test_a_run_the_gateway_refuses_says_why_in_its_progress_line(tmp_path: Path) -> None:
-    """A budget on a model litellm cannot price: the run fails before any member, and the
-    eval's line for it carries the run's own one-line diagnosis."""
+def test_a_budget_the_gateway_cannot_price_refuses_the_eval_before_any_run(
+    tmp_path: Path,
+) -> None:
+    """A budget on a model litellm cannot price: the eval's one gateway refuses to start,
+    so the eval says why in one line and starts no run (each run would be refused)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     with StubThread(token="stub") as stub:
         done = subprocess.run(
@@ -321,6 +323,10 @@ def test_a_run_the_gateway_refuses_says_why_in_its_progress_line(tmp_path: Path)
             text=True,
             timeout=180,
         )
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("eval: done ")]
-    assert "failed (" in line and "has no price for openai/stub" in line, line
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("horde-tui eval: no run started: the model gateway did not start")
+    assert "has no price for openai/stub" in line, line
+    assert "eval: start" not in done.stdout
+    assert not (tmp_path / "out" / "runs").exists()
     assert not stub.stub.requests  # no member ever called the model

@@ -29,6 +29,7 @@ from horde_tui.eval.taskset import load_taskset
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch import RunOptions, detached_argv
 from horde_tui.settings import SettingsError, load_settings
+from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]
 
@@ -86,12 +87,18 @@ def test_every_run_gets_the_same_model_budget_and_deadline_and_the_key_only_in_i
             10.0,
         )
         assert "sk-1" not in argv
-    single_env, horde_env = (run_env(j, options, tmp_path / j.config.name) for j in jobs)
+    # Every run joins the eval's one gateway (`SharedGateway.run_env`); another eval's
+    # pointers in this environment reach none of them.
+    monkeypatch.setenv(SHARED_GATEWAY_URL_ENV, "http://127.0.0.1:2")
+    joined = {SHARED_GATEWAY_URL_ENV: "http://127.0.0.1:9", SHARED_GATEWAY_TOKEN_ENV: "t" * 43}
+    single_env, horde_env = (run_env(j, options, joined) for j in jobs)
     assert single_env["HORDE_REPAIR_ROUNDS"] == "0" and "HORDE_REPAIR_ROUNDS" not in horde_env
-    assert single_env[SHARED_LIMIT_ENV] == str(tmp_path / "single")
     for env in (single_env, horde_env):
         assert env["HORDE_API_KEY"] == "sk-1" and env["HORDE_THINKING"] == "low"
         assert "HORDE_RUN" not in env and "HORDE_GATEWAY_URL" not in env
+        assert SHARED_LIMIT_ENV not in env
+        assert {k: env[k] for k in joined} == joined
+    assert SHARED_GATEWAY_URL_ENV not in run_env(jobs[0], options)
 
 
 STUBBORN = (

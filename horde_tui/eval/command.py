@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 import tempfile
 import time
@@ -18,7 +19,8 @@ DEFAULT_CONFIGS = "single,horde:4,horde:4:no-repair"
 EPILOG = """\
 TASKSET is a folder of tasks (each: prompt.md, truth.toml, material/) or `bundled`.
 Each run gets a fresh copy of its task's material and a fresh .horde/, and runs
-`horde-tui run N PROMPT --headless` with the same model, budget and deadline. Scores are
+`horde-tui run N PROMPT --headless` with the same model, budget and deadline; every run
+joins the eval's one model gateway (one provider limit, each run's own usage). Scores are
 computed by code from the runs' files: recall, precision, accepted recall, answers right,
 duplicates, refusals, tokens, cost, wall time and $ per true finding.
 
@@ -51,7 +53,8 @@ def add_eval_command(sub: Any) -> None:
         "--parallel",
         type=int,
         default=1,
-        help="runs of one configuration at once (they share one provider limit: max_in_flight)",
+        help="runs of one configuration at once (all runs share the eval's one gateway and "
+        "its provider limit, max_in_flight)",
     )
     p.add_argument("--out", help="output folder (default: a new one under .horde/evals/)")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
@@ -137,9 +140,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _run_eval(args: argparse.Namespace) -> int:
-    from horde_tui.eval.harness import EvalOptions, EvalUsageError, Runner, parse_configs, plan_jobs
+    from horde_tui.eval.gateway import start_shared_gateway
+    from horde_tui.eval.harness import (
+        EvalOptions,
+        EvalUsageError,
+        Runner,
+        eval_environ,
+        parse_configs,
+        plan_jobs,
+    )
     from horde_tui.eval.report import aggregate, eval_json, now_iso, plain, table, write_outputs
     from horde_tui.eval.taskset import TaskSetError, load_taskset, taskset_hash
+    from horde_tui.supervisor.processes import GatewayStartError
 
     out = (
         Path(args.out)
@@ -174,15 +186,39 @@ def _run_eval(args: argparse.Namespace) -> int:
         api_key=api_key,
     )
     jobs = plan_jobs(tasks, options)
+    try:
+        gateway = start_shared_gateway(
+            eval_environ(),
+            {
+                "model": model,
+                "api_base": api_base,
+                "api_key": api_key,
+                "max_cost_usd": args.max_cost_usd,
+            },
+            out / "gateway",
+        )
+    except GatewayStartError as exc:
+        if stub is not None:
+            stub.close()
+        return _err(f"no run started: {exc}")
     print(
         f"eval: {len(tasks)} task(s) x {len(configs)} configuration(s) x {args.repeat} "
-        f"= {len(jobs)} run(s), model {args.model}; writing to {out}",
+        f"= {len(jobs)} run(s), model {args.model}, one shared gateway; writing to {out}",
         flush=True,
     )
-    runner = Runner(options, lambda line: print(line, flush=True))
+    runner = Runner(options, lambda line: print(line, flush=True), gateway.run_env())
+    terminated: list[int] = []
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        terminated.append(signum)
+        runner.stop_hard()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         runs = runner.run(jobs)
     finally:
+        signal.signal(signal.SIGTERM, previous)
+        gateway.stop()  # after every run has left it
         if stub is not None:
             stub.close()
     names = [c.name for c in configs]
@@ -208,7 +244,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     print(f"\neval: wrote {out / 'EVAL.json'}, {out / 'EVAL.md'}, {out / 'eval.svg'}")
     if runner.interrupted:
         return _err(
-            f"interrupted: {len(runs)} of {len(jobs)} run(s) scored; the outputs hold them", 130
+            f"interrupted: {len(runs)} of {len(jobs)} run(s) scored; the outputs hold them",
+            143 if terminated else 130,
         )
     missing = [f"{r['task']} {r['config']} #{r['repeat']}" for r in runs if not r.get("run_id")]
     if missing:

@@ -9,10 +9,10 @@ interface, so the harness measures exactly what a user's `horde-tui run` does.
 Configurations: `single` is one member (no verifier, no repair); `horde:N` is N members
 (the last of 3+ is the verifier) with repair; `horde:N:no-repair` the same with repair
 disabled (`HORDE_REPAIR_ROUNDS=0`). Runs of one configuration run up to `parallel` at a
-time, each with its own gateway (so usage, cost and budget stay the run's), and those
-gateways share one adaptive limit per provider (`SHARED_LIMIT_ENV`, a folder per
-configuration): P runs put no more calls in flight on a provider than one run may
-(`max_in_flight`), and a 429 seen by one run lowers the limit for all of them.
+time, and every run of the eval joins its one gateway (`eval.gateway`) with its own
+token and run directory: usage, cost and budget stay the run's, while P runs put no more
+calls in flight on the provider than one run may (`max_in_flight`), a 429 seen by one
+run lowers the limit for all of them, and litellm is imported once per eval.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from horde_tui.eval.taskset import Task
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
+from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 
 CLEAN_STOP_GRACE_S = 180.0
 """Beyond `--max-minutes`, how long a run may take to stop clean before it is stopped."""
@@ -133,14 +133,24 @@ def run_argv(job: RunJob, options: EvalOptions) -> list[str]:
     return detached_argv(run_options(job, options), None)
 
 
-def run_env(job: RunJob, options: EvalOptions, shared_limit: Path | None) -> dict[str, str]:
-    """The detached run's environment, without another run's pointers (`MEMBER_ENV`),
-    with the folder of the limit its gateway shares with the runs beside it."""
-    env = detached_env(run_options(job, options)) or dict(os.environ)
-    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL", SHARED_LIMIT_ENV):
+def eval_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (this process's) as the eval's runs and its gateway start from it:
+    without another run's or eval's pointers (`MEMBER_ENV`, a gateway, its token)."""
+    env = dict(os.environ if environ is None else environ)
+    pointers = (SHARED_LIMIT_ENV, SHARED_GATEWAY_URL_ENV, SHARED_GATEWAY_TOKEN_ENV)
+    for name in (*MEMBER_ENV, "HORDE_GATEWAY_URL", "HORDE_GATEWAY_TOKEN", *pointers):
         env.pop(name, None)
-    if shared_limit is not None:
-        env[SHARED_LIMIT_ENV] = str(shared_limit)
+    return env
+
+
+def run_env(
+    job: RunJob, options: EvalOptions, joined: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The detached run's environment, without another run's or eval's pointers
+    (`MEMBER_ENV`, a gateway), with `joined`: the eval's gateway for the run to join
+    (`SharedGateway.run_env`)."""
+    env = eval_environ(detached_env(run_options(job, options)))
+    env.update(joined or {})
     if not job.config.repair:
         env["HORDE_REPAIR_ROUNDS"] = "0"
     return env
@@ -172,7 +182,7 @@ def execute(
     job: RunJob,
     options: EvalOptions,
     started_run: Callable[[subprocess.Popen[bytes]], None],
-    shared_limit: Path | None = None,
+    joined: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
     the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
@@ -190,7 +200,7 @@ def execute(
         proc = subprocess.Popen(
             run_argv(job, options),
             cwd=work,
-            env=run_env(job, options, shared_limit),
+            env=run_env(job, options, joined),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -255,15 +265,21 @@ Progress = Callable[[str], None]
 
 class Runner:
     """Runs jobs configuration by configuration, up to `parallel` at a time, printing one
-    line when each run starts and one when it ends (with the spend so far).
+    line when each run starts and one when it ends (with the spend so far). Every run
+    joins the gateway `joined` names (`SharedGateway.run_env`), when given.
 
     Ctrl-C asks every live run to stop clean (SIGINT, as Ctrl-C on `horde-tui run`) and
-    starts no more; the stopped runs are still scored. A second Ctrl-C stops them hard."""
+    starts no more; the stopped runs are still scored. A second Ctrl-C, or SIGTERM to the
+    eval (`stop_hard`), stops them hard."""
 
-    def __init__(self, options: EvalOptions, progress: Progress) -> None:
+    def __init__(
+        self, options: EvalOptions, progress: Progress, joined: Mapping[str, str] | None = None
+    ) -> None:
         self.options = options
         self.progress = progress
+        self.joined = dict(joined or {})
         self.interrupted = False
+        self._hard = False
         self._lock = threading.Lock()
         self._live: dict[int, subprocess.Popen[bytes]] = {}
         self._started = 0
@@ -276,28 +292,26 @@ class Runner:
         """The results of the runs that ran (all of them unless interrupted)."""
         self._total = len(jobs)
         results: list[dict[str, Any]] = []
-        with tempfile.TemporaryDirectory(prefix="horde-eval-limits-") as limits:
-            for config in self.options.configs:
-                # A fresh shared limit per configuration: each starts where a run starts.
-                shared = Path(limits) / config.name.replace(":", "-")
-                batch = [j for j in jobs if j.config == config]
-                with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
-                    futures = [pool.submit(self._one, job, shared) for job in batch]
-                    for future in futures:
-                        while True:
-                            try:
-                                result = future.result()
-                                break
-                            except KeyboardInterrupt:
-                                self._interrupt()
-                        if result is not None:
-                            results.append(result)
+        for config in self.options.configs:
+            batch = [j for j in jobs if j.config == config]
+            with ThreadPoolExecutor(max_workers=max(1, self.options.parallel)) as pool:
+                futures = [pool.submit(self._one, job) for job in batch]
+                for future in futures:
+                    while True:
+                        try:
+                            result = future.result()
+                            break
+                        except KeyboardInterrupt:
+                            self._interrupt()
+                    if result is not None:
+                        results.append(result)
         return results
 
-    def _interrupt(self) -> None:
+    def _interrupt(self, hard: bool = False) -> None:
         with self._lock:
-            sig = signal.SIGTERM if self.interrupted else signal.SIGINT
+            sig = signal.SIGTERM if self.interrupted or hard else signal.SIGINT
             self.interrupted = True
+            self._hard = sig == signal.SIGTERM
             live = list(self._live.values())
         how = "hard (SIGTERM)" if sig == signal.SIGTERM else "clean; Ctrl-C again stops hard"
         self.progress(f"eval: interrupted: stopping {len(live)} live run(s) {how}")
@@ -305,7 +319,12 @@ class Runner:
             if proc.poll() is None:
                 proc.send_signal(sig)
 
-    def _one(self, job: RunJob, shared_limit: Path) -> dict[str, Any] | None:
+    def stop_hard(self) -> None:
+        """SIGTERM to the eval: stop every live run hard and start no more; they are
+        still scored, and the eval then stops its gateway."""
+        self._interrupt(hard=True)
+
+    def _one(self, job: RunJob) -> dict[str, Any] | None:
         with self._lock:
             if self.interrupted:
                 return None
@@ -316,10 +335,10 @@ class Runner:
             with self._lock:
                 self._live[proc.pid] = proc
                 if self.interrupted:
-                    proc.send_signal(signal.SIGINT)
+                    proc.send_signal(signal.SIGTERM if self._hard else signal.SIGINT)
 
         try:
-            result = execute(job, self.options, started_run, shared_limit)
+            result = execute(job, self.options, started_run, self.joined)
         except OSError as exc:  # the material could not be copied, python not started
             result = score_run(job, job.folder / "work")
             result["error"] = f"cannot set up the run: {exc}"

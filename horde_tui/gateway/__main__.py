@@ -4,6 +4,10 @@ It listens on 127.0.0.1 (random port by default), writes `gateway.json` (url, pi
 `gateway.token` (mode 0600; the token is never printed or logged) to the run directory,
 prints one `listening on URL` line, and serves until SIGTERM or until its parent is gone
 (then it ends what that parent started for the run first: see `orphaned`).
+
+`--shared` (what `horde-tui eval` starts, once for all its runs): runs join it with
+their own tokens (`app.Gateway._runs`); its own token, which joins them, is never
+written to a file (the eval hands it to its runs in their environment).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from horde_tui.gateway import aihorde, backend
-from horde_tui.gateway.app import Gateway, GatewayConfig
+from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
@@ -50,6 +54,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a model for one member (repeatable; $HORDE_MEMBER_MODELS: comma-separated)",
     )
     p.add_argument("--parent-pid", type=int, help="exit when this process is gone")
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="take runs that join with their own token, usage file and budget (eval)",
+    )
     return p.parse_args(argv)
 
 
@@ -101,6 +110,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         max_in_flight=settings.max_in_flight,
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
         aihorde_deadline_s=settings.aihorde_deadline_s,
+        shared=args.shared,
     )
 
 
@@ -121,26 +131,6 @@ def settings_record(config: GatewayConfig) -> dict[str, Any]:
         "max_in_flight": config.max_in_flight,
         "aihorde_deadline_s": round(config.aihorde_deadline_s),
     }
-
-
-def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
-    """Why a cost budget cannot be enforced with these models, or None when it can.
-
-    litellm has no price for some models (local servers, models newer than its map): their
-    calls cost "unknown", which never adds up to a budget. A budget the user set as a
-    spending cap that can never trip is worse than none, since it looks like protection;
-    so the gateway refuses to start rather than run unguarded. Costs nothing to refuse:
-    no call has been made yet.
-    """
-    models = sorted({config.model, *config.member_models.values()})
-    unpriced = [m for m in models if backend.price(litellm, m, 1, 1) is None]
-    if not unpriced:
-        return None
-    return (
-        f"refused --max-cost-usd {config.max_cost_usd:g} (HORDE_MAX_COST_USD): litellm has "
-        f"no price for {', '.join(unpriced)}, so the cost of its calls is unknown and the "
-        "budget could never be reached; unset the budget, or use a model litellm prices"
-    )
 
 
 def orphaned(run_dir: Path | None, parent_pid: int | None) -> Callable[[], None]:
@@ -178,7 +168,8 @@ async def run(args: argparse.Namespace) -> int:
     server = await serve(gateway.handle, "127.0.0.1", args.port, authorize=gateway.authorize)
     if args.run_dir:
         args.run_dir.mkdir(parents=True, exist_ok=True)
-        write_private(args.run_dir / "gateway.token", token + "\n")
+        if not config.shared:
+            write_private(args.run_dir / "gateway.token", token + "\n")
         info = {
             "url": server.url,
             "port": server.port,
@@ -186,6 +177,7 @@ async def run(args: argparse.Namespace) -> int:
             "model": config.model,
             "settings": settings_record(config),
             "shared_limit_dir": str(config.shared_limit_dir) if config.shared_limit_dir else None,
+            "shared": config.shared,
         }
         (args.run_dir / "gateway.json").write_text(json.dumps(info) + "\n")
     print(f"listening on {server.url}", flush=True)

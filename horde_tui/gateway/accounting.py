@@ -26,11 +26,14 @@ class MemberUsage:
 
 @dataclass
 class Accounting:
-    """In-memory totals plus the durable `usage.jsonl` (one line per model call)."""
+    """One run's in-memory totals plus its durable `usage.jsonl` (one line per model
+    call): a gateway keeps one for its own run and, shared, one per run that joined it."""
 
     path: Path | None
     max_cost_usd: float | None = None
     members: dict[str, MemberUsage] = field(default_factory=dict)
+    budget_flag: Path | None = None
+    """Touched once when the budget is reached, so the run's supervisor can stop clean."""
 
     @property
     def total_cost_usd(self) -> float:

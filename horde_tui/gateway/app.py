@@ -4,6 +4,11 @@ Per request: check the run's bearer token, refuse once the cost budget is spent,
 for a slot of the provider's adaptive limit, call the model (natively, or through the
 JSON text protocol for models without tool calls), account tokens and cost, and answer
 in OpenAI format, streamed or not. The member never sees which path was taken.
+
+A gateway started `--shared` (one per `horde-tui eval`) also takes runs that join it
+(`POST /v1/runs` with its own token): each brings its own token and directory, so its
+usage, cost and budget stay its own, while every run's calls wait on the one provider
+limit. The import of litellm (seconds) is paid once for all of them.
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ import asyncio
 import contextlib
 import hmac
 import json
+import math
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +79,32 @@ class GatewayConfig:
     """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
     aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
     """The longest one AI Horde job is waited for before it is cancelled."""
+    shared: bool = False
+    """Takes runs that join it (`--shared`): their tokens, usage files and budgets."""
+
+
+MIN_RUN_TOKEN = 16
+"""The shortest token a joining run may bring (the supervisor's are 43 characters)."""
+
+
+def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
+    """Why a cost budget cannot be enforced with these models, or None when it can.
+
+    litellm has no price for some models (local servers, models newer than its map): their
+    calls cost "unknown", which never adds up to a budget. A budget the user set as a
+    spending cap that can never trip is worse than none, since it looks like protection;
+    so the gateway refuses to start (or a run to join) rather than run unguarded. Costs
+    nothing to refuse: no call has been made yet.
+    """
+    models = sorted({config.model, *config.member_models.values()})
+    unpriced = [m for m in models if backend.price(litellm, m, 1, 1) is None]
+    if not unpriced:
+        return None
+    return (
+        f"refused --max-cost-usd {config.max_cost_usd:g} (HORDE_MAX_COST_USD): litellm has "
+        f"no price for {', '.join(unpriced)}, so the cost of its calls is unknown and the "
+        "budget could never be reached; unset the budget, or use a model litellm prices"
+    )
 
 
 class Gateway:
@@ -82,7 +115,11 @@ class Gateway:
         models = [config.model, *config.member_models.values()]
         self.litellm = litellm or LiteLLM(setup=lambda module: aihorde.register(module, models))
         aihorde.CLIENT.deadline_s = config.aihorde_deadline_s
-        self.accounting = Accounting(config.usage_path, config.max_cost_usd)
+        self.accounting = Accounting(
+            config.usage_path, config.max_cost_usd, budget_flag=config.budget_flag
+        )
+        self.runs: dict[str, Accounting] = {}
+        """Shared: the runs that joined, by token, each with its own accounting."""
         self.limiters = LimiterPool(maximum=config.max_in_flight, shared=config.shared_limit_dir)
         self.json_models: set[str] = set()
         """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
@@ -93,37 +130,138 @@ class Gateway:
     def authorize(self, req: Request) -> Response | None:
         """The token check, on the head alone: the server calls it before reading a body,
         so a process without the token cannot make the gateway buffer one."""
-        if req.path == "/health" or self._authorized(req):
+        if req.path == "/health" or self._caller(req) is not None:
             return None
         return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
 
     async def handle(self, req: Request) -> Response | StreamResponse:
         if req.path == "/health":
             return Response(200, {"ok": True, "litellm_ready": self.litellm.ready})
-        if (refused := self.authorize(req)) is not None:
-            return refused
+        account = self._caller(req)
+        if account is None:
+            return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
         if req.method == "GET" and req.path == "/v1/models":
             models = sorted({self.config.model, *self.config.member_models.values()})
             data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in models]
             return Response(200, {"object": "list", "data": data})
         if req.method == "GET" and req.path == "/v1/usage":
-            summary = self.accounting.summary()
+            summary = account.summary()
             summary["json_protocol_models"] = sorted(self.json_models)
             summary["litellm_import_s"] = self.litellm.import_seconds
             summary["limiters"] = self.limiters.snapshot()
+            if account is self.accounting and self.config.shared:
+                summary["runs"] = len(self.runs)
             return Response(200, summary)
         if req.method == "POST" and req.path == "/v1/chat/completions":
-            return await self._chat(req)
+            return await self._chat(req, account)
+        if req.method == "POST" and req.path in ("/v1/runs", "/v1/runs/end"):
+            return await self._runs(req, account)
         return _error(404, f"no route {req.method} {req.path}", "not_found")
 
-    def _authorized(self, req: Request) -> bool:
-        given = req.headers.get("authorization", "")
-        expected = f"Bearer {self.config.token}"
-        return hmac.compare_digest(given.encode(), expected.encode())
+    def _caller(self, req: Request) -> Accounting | None:
+        """The accounting of the run whose token the request carries: the gateway's own,
+        or (shared) a run that joined it; None for any other token."""
+        given = req.headers.get("authorization", "").encode()
+        if hmac.compare_digest(given, f"Bearer {self.config.token}".encode()):
+            return self.accounting
+        for token, account in self.runs.items():
+            if hmac.compare_digest(given, f"Bearer {token}".encode()):
+                return account
+        return None
+
+    # -- runs joining a shared gateway ---------------------------------------------------
+
+    async def _runs(self, req: Request, account: Accounting) -> Response:
+        """`/v1/runs` joins a run (its token, directory, budget); `/v1/runs/end` lets one
+        go (its token is refused from then on) and answers with its figures."""
+        if not self.config.shared:
+            return _error(
+                404,
+                "this gateway serves one run; a gateway started with --shared takes others "
+                "(horde-tui eval starts one)",
+                "not_found",
+            )
+        if account is not self.accounting:
+            return _error(
+                403, "only the shared gateway's own token joins or ends runs", "auth_error"
+            )
+        try:
+            body = req.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return _error(400, "body must be a JSON object", "invalid_request_error")
+        if req.path == "/v1/runs/end":
+            token = body.get("token")
+            ended = self.runs.pop(token, None) if isinstance(token, str) else None
+            if ended is None:
+                return _error(404, "no run on this gateway has that token", "not_found")
+            return Response(200, ended.summary())
+        joined = await self._joining(body)
+        if isinstance(joined, Response):
+            return joined
+        self.runs[body["token"]] = joined
+        return Response(200, {"ok": True, "pid": os.getpid(), "model": self.config.model})
+
+    async def _joining(self, body: dict[str, Any]) -> Accounting | Response:
+        """The accounting of the run `body` describes, or why it may not join (one line)."""
+        token, folder, budget = body.get("token"), body.get("dir"), body.get("max_cost_usd")
+        if not isinstance(token, str) or len(token) < MIN_RUN_TOKEN:
+            return _error(
+                400,
+                f"'token' must be a string of {MIN_RUN_TOKEN} characters or more",
+                "invalid_request_error",
+            )
+        if token in self.runs or token == self.config.token:
+            return _error(409, "refused: that token already names a run here", "conflict")
+        if (
+            not isinstance(folder, str)
+            or not Path(folder).is_absolute()
+            or not Path(folder).is_dir()
+        ):
+            return _error(
+                400,
+                f"'dir' is not a directory (an absolute path): {folder!r}",
+                "invalid_request_error",
+            )
+        if budget is not None and (
+            isinstance(budget, bool)
+            or not isinstance(budget, int | float)
+            or not math.isfinite(budget)
+            or budget <= 0
+        ):
+            return _error(
+                400,
+                "'max_cost_usd' must be a positive number, or null for none",
+                "invalid_request_error",
+            )
+        for name, mine in (("model", self.config.model), ("api_base", self.config.api_base)):
+            asked = body.get(name) or None
+            if name == "model" and isinstance(asked, str):
+                asked = aihorde.aihorde_model(asked)  # as this gateway named its own
+            if asked is not None and asked != mine:
+                return _error(
+                    409,
+                    f"refused: this shared gateway serves {name} {mine or 'unset'}; the run "
+                    f"asks for {asked}; run it with the eval's settings",
+                    "conflict",
+                )
+        if budget is not None:
+            refusal = budget_refusal(
+                replace(self.config, max_cost_usd=float(budget)), await self.litellm.module()
+            )
+            if refusal:
+                return _error(409, refusal, "conflict")
+        path = Path(folder)
+        return Accounting(
+            path / "usage.jsonl",
+            None if budget is None else float(budget),
+            budget_flag=path / ".budget-reached",
+        )
 
     # -- chat completions ------------------------------------------------------------------
 
-    async def _chat(self, req: Request) -> Response | StreamResponse:
+    async def _chat(self, req: Request, account: Accounting) -> Response | StreamResponse:
         try:
             body = req.json()
         except ValueError:
@@ -142,10 +280,10 @@ class Gateway:
         ):
             return _error(400, "'tools' must be a list of objects", "invalid_request_error")
         member = req.headers.get("x-horde-member") or str(body.get("user") or "unknown")
-        if self.accounting.budget_reached:
-            return _error(402, self.accounting.budget_message(), "budget_exceeded")
+        if account.budget_reached:
+            return _error(402, account.budget_message(), "budget_exceeded")
         opts = self._options(member)
-        work = self._answer(body, member, opts)
+        work = self._answer(body, member, opts, account)
         if aihorde.is_aihorde(opts.model) and req.gone is not None:
             # An AI Horde job nobody will read spends a volunteer worker's time and the
             # user's kudos for minutes: it is cancelled as soon as the member is gone.
@@ -157,12 +295,12 @@ class Gateway:
             return _error(exc.status, exc.message, exc.kind)
 
     async def _answer(
-        self, body: dict[str, Any], member: str, opts: CallOptions
+        self, body: dict[str, Any], member: str, opts: CallOptions, account: Accounting
     ) -> Response | StreamResponse:
         litellm = await self.litellm.module()
         if body.get("stream") and not self._json_mode(litellm, opts.model):
-            return await self._stream_native(litellm, body, member, opts)
-        result = await self._complete(litellm, body, member, opts)
+            return await self._stream_native(litellm, body, member, opts, account)
+        result = await self._complete(litellm, body, member, opts, account)
         if body.get("stream"):
             return StreamResponse(_sse(_as_chunks(result)))
         return Response(200, result)
@@ -199,7 +337,12 @@ class Gateway:
         return f"{opts.model.split('/', 1)[0]}@{opts.api_base or ''}"
 
     async def _complete(
-        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions
+        self,
+        litellm: Any,
+        body: dict[str, Any],
+        member: str,
+        opts: CallOptions,
+        account: Accounting,
     ) -> dict[str, Any]:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         started = time.perf_counter()
@@ -228,7 +371,7 @@ class Gateway:
                         call.completion_tokens,
                     )
             limiter.succeeded()
-        cost = self._account(litellm, member, opts.model, prompt, completion, started)
+        cost = self._account(litellm, account, member, opts.model, prompt, completion, started)
         # Members report cost in their status lines without knowing any price map.
         result["usage"] = {**(result.get("usage") or {}), "horde_cost_usd": cost}
         return result
@@ -330,7 +473,12 @@ class Gateway:
         return min(given) if given else None
 
     async def _stream_native(
-        self, litellm: Any, body: dict[str, Any], member: str, opts: CallOptions
+        self,
+        litellm: Any,
+        body: dict[str, Any],
+        member: str,
+        opts: CallOptions,
+        account: Accounting,
     ) -> Response | StreamResponse:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         kwargs = backend.call_kwargs(litellm, opts, body, member)
@@ -350,7 +498,7 @@ class Gateway:
                         chunk = {**chunk, "usage": {**usage, "horde_cost_usd": cost}}
                     yield chunk
                 limiter.succeeded()
-            self._account(litellm, member, opts.model, prompt, completion, started)
+            self._account(litellm, account, member, opts.model, prompt, completion, started)
 
         agen = chunks()
         try:
@@ -363,20 +511,29 @@ class Gateway:
             # As in `_complete`: the provider refused `tools`, so this model switches to
             # the JSON protocol, whose finished reply is sent as synthesized chunks.
             self.json_models.add(opts.model)
-            result = await self._complete(litellm, body, member, opts)
+            result = await self._complete(litellm, body, member, opts, account)
             return StreamResponse(_sse(_as_chunks(result)))
         return StreamResponse(_sse(_prepend(first, agen)))
 
     def _account(
-        self, litellm: Any, member: str, model: str, prompt: int, completion: int, started: float
+        self,
+        litellm: Any,
+        account: Accounting,
+        member: str,
+        model: str,
+        prompt: int,
+        completion: int,
+        started: float,
     ) -> float | None:
+        """Price the call and record it in the calling run's accounting; the run's budget
+        flag is written the moment its budget is reached."""
         cost = backend.price(litellm, model, prompt, completion)
         latency_ms = (time.perf_counter() - started) * 1000
-        was_reached = self.accounting.budget_reached
-        self.accounting.record(member, model, prompt, completion, cost, latency_ms)
-        flag = self.config.budget_flag
-        if flag is not None and self.accounting.budget_reached and not was_reached:
-            flag.write_text(json.dumps(self.accounting.summary()) + "\n")
+        was_reached = account.budget_reached
+        account.record(member, model, prompt, completion, cost, latency_ms)
+        flag = account.budget_flag
+        if flag is not None and account.budget_reached and not was_reached:
+            flag.write_text(json.dumps(account.summary()) + "\n")
         return cost
 
 

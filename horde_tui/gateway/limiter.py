@@ -4,7 +4,8 @@ Twelve members hitting one provider at once trip its rate limit; a fixed cap is 
 too low for a fast provider or too high for a slow one. So the limit adapts like TCP's
 congestion window: each success adds `1/limit` (about +1 per window of calls), and a
 window with 429s in it halves the limit once. Waiters queue in order, so no member starves.
-The runs an eval runs at once share one limit through files (`SharedLimiter`).
+Gateways of runs started apart can share one limit through files (`SharedLimiter`);
+an eval's runs need not: they share one gateway (`--shared`), hence its limiters.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 SHARED_LIMIT_ENV = "HORDE_SHARED_LIMIT_DIR"
 """A folder through which the gateways of several runs keep one limit per provider
-(`SharedLimiter`): `horde-tui eval` gives one to the runs of a configuration."""
+(`SharedLimiter`), for runs started apart (`horde-tui eval` shares one gateway instead)."""
 SLOT_POLL_S = 0.025
 """How often a call waiting for a shared slot looks again."""
 
@@ -120,7 +121,7 @@ class AdaptiveLimiter:
 class SharedLimiter(AdaptiveLimiter):
     """The same limit, kept in a folder that the gateways of several runs open.
 
-    An eval runs several runs at once, each with its own gateway (usage, cost and budget
+    Several runs may run at once, each with its own gateway (usage, cost and budget
     stay the run's), against one provider whose rate limit counts them all; a limit per
     gateway would let P runs put P times the calls in flight, each learning of 429s alone.
     So their limiters keep one state: the limit and NewReno's request numbers live in

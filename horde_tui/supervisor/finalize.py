@@ -105,7 +105,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
     sup.emit("acceptance", **counts)
     await cleanup.run_cleanups(sup)
     write_reports(sup.horde_dir, summary, sup.parent.state)
-    gateway_up = sup.gateway is not None and sup.gateway.proc.returncode is None
+    gateway_up = sup.gateway is not None and sup.gateway.running
     helpers_allowed = gateway_up and not sup.hard_stopped
     if helpers_allowed and sup.settings.deliverable:
         await _helper_phase(

@@ -5,11 +5,18 @@ Members lead their own sessions (their shell commands stay in them), write stder
 stream limit because a status line can carry a long final message. When a member's
 process ends, for whatever reason (a SIGKILL from outside included), what is left of
 its session (its commands) is ended too (`reaper.end_session`).
+
+A run given a shared gateway (`SHARED_GATEWAY_URL_ENV`, what `horde-tui eval` gives its
+parallel runs) starts none: it joins that one with its own token and run directory
+(`join_gateway`), so its usage, cost and budget stay its own, and it leaves the gateway
+running when it ends (`stop_gateway`); the eval stops it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import os
 import signal
 import sys
@@ -18,15 +25,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from horde_tui.inputs import loads
 from horde_tui.reaper import end_session
 from horde_tui.store.members import MemberState
+from horde_tui.store.paths import atomic_write_text
 
 STREAM_LIMIT = 4 * 1024 * 1024
 """Bytes per status line; asyncio's 64 KiB default breaks on long final messages."""
 COMMAND_GRACE_S = 1.0
 """Between SIGTERM and SIGKILL of the commands a member left when its process ended."""
+SHARED_GATEWAY_URL_ENV = "HORDE_SHARED_GATEWAY_URL"
+SHARED_GATEWAY_TOKEN_ENV = "HORDE_SHARED_GATEWAY_TOKEN"
+"""The shared gateway's own token, which joins runs; `_TOKEN` keeps it from members
+(`scrubbed_env`)."""
+JOIN_TIMEOUT_S = 60.0
+"""How long joining may take: a budget makes the gateway price the model first, which
+waits for its import of litellm."""
 
 
 class MemberProcess:
@@ -138,15 +154,29 @@ class GatewayStartError(RuntimeError):
 
 @dataclass
 class GatewayHandle:
-    proc: asyncio.subprocess.Process
+    proc: asyncio.subprocess.Process | None
+    """None when the run joined a shared gateway: that process is not the run's."""
     url: str
     token: str
+    shared_token: str = ""
+    """A joined run: the shared gateway's own token, with which the run leaves it."""
+    left: bool = False
+
+    @property
+    def running(self) -> bool:
+        """Whether the run may still call it (a joined run: until it left)."""
+        if self.proc is None:
+            return not self.left
+        return self.proc.returncode is None
 
 
 async def stop_gateway(gateway: GatewayHandle | None) -> None:
     """SIGTERM, then SIGKILL after 10 s, and reap it: a stopped run, swarm or doctor probe
-    leaves no gateway behind."""
-    if gateway is None or gateway.proc.returncode is not None:
+    leaves no gateway behind. A joined run leaves its shared gateway running instead."""
+    if gateway is None or not gateway.running:
+        return
+    if gateway.proc is None:
+        await leave_gateway(gateway)
         return
     gateway.proc.terminate()
     try:
@@ -159,7 +189,10 @@ async def stop_gateway(gateway: GatewayHandle | None) -> None:
 async def spawn_gateway(
     run_dir: Path, env: dict[str, str], args: list[str], timeout_s: float = 60.0
 ) -> GatewayHandle:
-    """Start the run's gateway and wait for its `listening on URL` line."""
+    """Start the run's gateway and wait for its `listening on URL` line; or, given a
+    shared gateway in `env`, join that one instead."""
+    if env.get(SHARED_GATEWAY_URL_ENV):
+        return await join_gateway(run_dir, env, args)
     log = open(run_dir / "gateway.log", "ab")
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -187,3 +220,88 @@ async def spawn_gateway(
         detail = (run_dir / "gateway.log").read_text(errors="replace")[-2000:]
         raise GatewayStartError(f"the model gateway did not start: {detail.strip() or repr(line)}")
     return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])
+
+
+def _budget(args: list[str]) -> float | None:
+    """The one gateway option a run passes (`--max-cost-usd X`), which a joined run
+    brings to the shared gateway as its own budget."""
+    budget, rest = None, list(args)
+    while rest:
+        flag = rest.pop(0)
+        if flag != "--max-cost-usd" or not rest:
+            raise GatewayStartError(f"a run on a shared gateway takes no gateway option {flag}")
+        budget = float(rest.pop(0))
+    return budget
+
+
+def _post(url: str, path: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST JSON to the shared gateway (blocking: called in a thread); its status and
+    its answer parsed. OSError (and http.client's errors) when it does not answer."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise OSError(f"not an http://HOST:PORT address: {url!r}")
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=JOIN_TIMEOUT_S)
+    try:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        conn.request("POST", path, json.dumps(body), headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+    finally:
+        conn.close()
+    try:
+        answer = loads(raw)
+    except ValueError:
+        answer = {}
+    return resp.status, answer
+
+
+def _message(answer: Any) -> str:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    text = error.get("message") if isinstance(error, dict) else None
+    return " ".join(str(text or "no message").split())[:500]
+
+
+async def join_gateway(run_dir: Path, env: dict[str, str], args: list[str]) -> GatewayHandle:
+    """Join the shared gateway named in `env` with the run's token (`HORDE_GATEWAY_TOKEN`),
+    directory, budget, model and endpoint (it refuses a run whose model is not its own);
+    record it in `gateway.json` and `gateway.log` as a started gateway would."""
+    url = env[SHARED_GATEWAY_URL_ENV].strip().rstrip("/")
+    shared_token = env.get(SHARED_GATEWAY_TOKEN_ENV, "")
+    token = env["HORDE_GATEWAY_TOKEN"]
+    body = {
+        "token": token,
+        "dir": str(run_dir.resolve()),
+        "max_cost_usd": _budget(args),
+        "model": env.get("HORDE_MODEL") or None,
+        "api_base": env.get("HORDE_API_BASE") or None,
+    }
+    try:
+        status, answer = await asyncio.to_thread(_post, url, "/v1/runs", shared_token, body)
+    except (OSError, http.client.HTTPException) as exc:
+        raise GatewayStartError(
+            f"the shared model gateway at {url} ({SHARED_GATEWAY_URL_ENV}) did not answer: "
+            f"{exc}; start it again (horde-tui eval starts one), or unset "
+            f"{SHARED_GATEWAY_URL_ENV} to give the run its own"
+        ) from None
+    if status != 200:
+        raise GatewayStartError(
+            f"the shared model gateway at {url} refused this run: {_message(answer)}"
+        )
+    pid = answer.get("pid") if isinstance(answer, dict) else None
+    info = {"url": url, "pid": pid, "model": body["model"], "shared": True}
+    atomic_write_text(run_dir / "gateway.json", json.dumps(info) + "\n")
+    with open(run_dir / "gateway.log", "a", encoding="utf-8") as log:
+        log.write(f"joined the shared gateway at {url} (pid {pid})\n")
+    return GatewayHandle(None, url, token, shared_token)
+
+
+async def leave_gateway(gateway: GatewayHandle) -> None:
+    """Tell the shared gateway the run is over (its token is refused from then on); a
+    gateway already gone needs no telling."""
+    gateway.left = True
+    try:
+        await asyncio.to_thread(
+            _post, gateway.url, "/v1/runs/end", gateway.shared_token, {"token": gateway.token}
+        )
+    except (OSError, http.client.HTTPException):
+        pass  # the eval stopped it first: nothing is left to leave

@@ -1,0 +1,119 @@
+"""The one model gateway of an eval, which every run of it joins.
+
+Started once (`python -m horde_tui.gateway --shared`) with the eval's model, endpoint,
+key and budget, it answers every run's members: each run joins it with its own token
+and run directory (`supervisor.processes.join_gateway`), so a run's usage, cost and
+budget stay its own, while all runs' calls wait on one provider limit (`--parallel`
+cannot multiply it) and litellm's import (seconds) is paid once per eval, not per run.
+Its log and `gateway.json` are kept in the eval's `OUT/gateway/`; its own token (which
+joins runs) is never written to disk: runs get it in their environment.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from horde_tui.settings import SettingsError, load_settings
+from horde_tui.supervisor.processes import (
+    SHARED_GATEWAY_TOKEN_ENV,
+    SHARED_GATEWAY_URL_ENV,
+    GatewayStartError,
+)
+from horde_tui.supervisor.run import gateway_env
+
+START_TIMEOUT_S = 120.0
+"""Its `listening on` line comes before litellm is imported, unless a budget makes it
+price the model first."""
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class SharedGateway:
+    """The eval's gateway process, its address, and the token with which runs join it."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    token: str
+    folder: Path
+
+    def run_env(self) -> dict[str, str]:
+        """What a run needs to join it instead of starting its own."""
+        return {SHARED_GATEWAY_URL_ENV: self.url, SHARED_GATEWAY_TOKEN_ENV: self.token}
+
+    def stop(self) -> None:
+        """SIGTERM, SIGKILL after `STOP_GRACE_S`, reaped: it never outlives the eval."""
+        if self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start_shared_gateway(
+    environ: dict[str, str],
+    overrides: dict[str, Any],
+    folder: Path,
+    timeout_s: float = START_TIMEOUT_S,
+) -> SharedGateway:
+    """Start the gateway with the settings each run would give its own (`environ` read
+    as a run reads it, with the eval's `overrides`: model, endpoint, key, budget), and
+    wait for its `listening on URL` line. `GatewayStartError` carries its own line."""
+    try:
+        settings = load_settings(environ=environ, overrides=overrides)
+    except SettingsError as exc:
+        raise GatewayStartError(f"refused: {exc}") from None
+    env = {**environ, **gateway_env(settings)}
+    args = ["--shared", "--run-dir", str(folder)]
+    if settings.max_cost_usd is not None:
+        # Priced (or refused, one line) before the first run starts.
+        args += ["--max-cost-usd", str(settings.max_cost_usd)]
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "gateway.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "horde_tui.gateway", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+        )
+    line = _first_line(proc, timeout_s)
+    if not line.startswith("listening on "):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        said = (folder / "gateway.log").read_text(errors="replace").strip().splitlines()
+        raise GatewayStartError(
+            f"the model gateway did not start: {said[-1] if said else repr(line)}"
+        )
+    return SharedGateway(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"], folder)
+
+
+def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
+    """The gateway's first stdout line, or "" when it ends or stays silent too long."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    fd = proc.stdout.fileno()
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")
