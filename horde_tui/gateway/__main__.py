@@ -101,6 +101,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         max_in_flight=settings.max_in_flight,
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
         aihorde_deadline_s=settings.aihorde_deadline_s,
+        run_dir=run_dir,
     )
 
 

@@ -14,7 +14,7 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
+from horde_tui.store.activity import Backoff, clear_backoff, write_backoff
 
 FETCH_TOOLS = frozenset({"links", "sitemap"})
 CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write", *FETCH_TOOLS})
@@ -72,6 +73,41 @@ class GatewayConfig:
     """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
     aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
     """The longest one AI Horde job is waited for before it is cancelled."""
+    run_dir: Path | None = None
+    """Where a back-off of a member's call is noted while it lasts (`BackoffNotes`)."""
+
+
+class BackoffNotes:
+    """The back-offs of members' calls, noted in the run folder while they last.
+
+    A member waits on its one call in flight and cannot hear of a back-off, so the
+    gateway tells its readers instead: the supervisor, which must not take a member the
+    provider holds back for a silent one, and the member table (`store.activity`)."""
+
+    def __init__(self, run_dir: Path | None) -> None:
+        self.run_dir = run_dir
+        self.since: dict[str, float] = {}
+        """Member -> when its call in flight was first backed off."""
+
+    def hook(self, member: str) -> Callable[[float, int], None] | None:
+        """What the backend calls before each back-off of `member`'s call."""
+        if self.run_dir is None:
+            return None
+        run_dir = self.run_dir
+
+        def note(wait_s: float, status: int) -> None:
+            now = time.time()
+            since = self.since.setdefault(member, now)
+            with contextlib.suppress(OSError):  # a note lost only shows less, never more
+                write_backoff(run_dir, member, Backoff(since, now + wait_s, status))
+
+        return note
+
+    def done(self, member: str) -> None:
+        """The member's call ended (answered or failed for good)."""
+        if self.since.pop(member, None) is not None and self.run_dir is not None:
+            with contextlib.suppress(OSError):
+                clear_backoff(self.run_dir, member)
 
 
 class Gateway:
@@ -87,6 +123,7 @@ class Gateway:
         self.json_models: set[str] = set()
         """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
         self.started = time.time()
+        self.backoffs = BackoffNotes(config.run_dir)
 
     # -- routing -------------------------------------------------------------------------
 
@@ -155,6 +192,8 @@ class Gateway:
             return await work
         except ProviderError as exc:
             return _error(exc.status, exc.message, exc.kind)
+        finally:
+            self.backoffs.done(member)
 
     async def _answer(
         self, body: dict[str, Any], member: str, opts: CallOptions
@@ -178,6 +217,7 @@ class Gateway:
             max_attempts=c.max_attempts,
             backoff_base_s=c.backoff_base_s,
             retry_after_max_s=c.retry_after_max_s,
+            on_wait=self.backoffs.hook(member),
         )
 
     def _json_mode(self, litellm: Any, model: str) -> bool:
