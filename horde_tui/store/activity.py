@@ -25,10 +25,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from horde_tui.store.members import MemberState
+from typing import Any, Protocol
 
 WORKING = "working"
 WAITING = "waiting on model"
@@ -207,6 +204,24 @@ def read_backoff(run_dir: Path, member: str) -> Backoff | None:
         return None
 
 
+class MemberSignals(Protocol):
+    """What `activity` reads of a member: the fields of `store.members.MemberState`
+    (a protocol, so that module can use this one's types without a cycle)."""
+
+    status: str
+    started: float | None
+    last_output: float | None
+    first_output: float | None
+    current_tool: str
+    tool_summary: str
+    call_since: float | None
+    tool_since: float | None
+    repeat: Repeat | None
+    repeat_since: float | None
+    backoff: Backoff | None
+    approval: str
+
+
 @dataclass(frozen=True)
 class Activity:
     """One live member's state, since when (epoch seconds), and what it is about."""
@@ -235,7 +250,7 @@ def duration(seconds: float) -> str:
     return f"{total // 3600}h{total % 3600 // 60:02d}m"
 
 
-def activity(state: MemberState, now: float) -> Activity | None:
+def activity(state: MemberSignals, now: float) -> Activity | None:
     """What a running member is doing (None for one not running: its status says it)."""
     if state.status != "running":
         return None
@@ -262,7 +277,7 @@ def activity(state: MemberState, now: float) -> Activity | None:
 
 
 def silent_since(
-    state: MemberState, act: Activity | None, call_timeout_s: float, last_write: float = 0.0
+    state: MemberSignals, act: Activity | None, call_timeout_s: float, last_write: float = 0.0
 ) -> float | None:
     """Since when the member is truly silent (no model output, no tool, no ledger write),
     or None when it is not: rate-limited, blocked, looping (its own guard ends it), or
@@ -277,7 +292,7 @@ def silent_since(
 
 
 def next_step(
-    state: MemberState,
+    state: MemberSignals,
     act: Activity | None,
     now: float,
     stall_s: float,
@@ -288,8 +303,8 @@ def next_step(
     if act is None:
         return ""
     if act.state == LOOPING and state.repeat is not None:
-        left = max(0, state.repeat.limit - state.repeat.count)
-        return f"reset for looping if it repeats {left} more time{'s' if left != 1 else ''}"
+        more = max(0, state.repeat.limit - state.repeat.count)
+        return f"reset for looping if it repeats {more} more time{'s' if more != 1 else ''}"
     if act.state == RATE_LIMITED:
         return "nothing: waiting on the gateway's back-off"
     if act.state == BLOCKED:
@@ -300,6 +315,6 @@ def next_step(
     left = since + stall_s - now
     if act.state in (WAITING, TOOL):
         if left > stall_s:  # still within the call's or the tool's timeout
-            return f"nothing: within its timeout; reset as silent in {duration(left)} if nothing happens"
+            return f"nothing while within its timeout; reset as silent in {duration(left)}"
         return f"reset as silent in {duration(max(0.0, left))}: past its timeout"
     return f"reset as silent in {duration(max(0.0, left))} if nothing happens"
