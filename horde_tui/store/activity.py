@@ -222,6 +222,19 @@ class MemberSignals(Protocol):
     approval: str
 
 
+def heartbeat_path(run_dir: Path, member: str) -> Path:
+    """The file a member touches at each ledger write (`MemberConfig.heartbeat`)."""
+    return run_dir / f".hb-{member}"
+
+
+def last_write(run_dir: Path, member: str) -> float:
+    """When `member` last wrote the ledger (0.0: not yet, or not known)."""
+    try:
+        return heartbeat_path(run_dir, member).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 @dataclass(frozen=True)
 class Activity:
     """One live member's state, since when (epoch seconds), and what it is about."""

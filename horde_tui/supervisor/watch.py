@@ -11,7 +11,13 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from horde_tui.store.activity import activity, duration, read_backoff, silent_since
+from horde_tui.store.activity import (
+    activity,
+    duration,
+    last_write,
+    read_backoff,
+    silent_since,
+)
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.findings import independent_reporters
 from horde_tui.supervisor.targets import parse_targets
@@ -111,11 +117,7 @@ def observe(sup: RunContext, state: MemberState) -> None:
 def last_sign(sup: RunContext, name: str) -> float:
     """The member's last ledger write (its heartbeat file) or the last command a person
     decided on for it, whichever is later: signs of life its status lines do not carry."""
-    decided = sup.confirms.decided_at.get(name, 0.0)
-    try:
-        return max((sup.run_dir / f".hb-{name}").stat().st_mtime, decided)
-    except OSError:
-        return decided
+    return max(last_write(sup.run_dir, name), sup.confirms.decided_at.get(name, 0.0))
 
 
 def record_answer(sup: RunContext) -> Proposal | None:

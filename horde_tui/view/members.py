@@ -15,8 +15,9 @@ scheduled), `exited`.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,40 @@ from horde_tui.watchdog import pid_alive
 
 _MID_CALL = frozenset({"running", "paused"})
 """A member whose newest answer's call is still going (a paused one is frozen in it)."""
+
+
+@dataclass(frozen=True)
+class StallRule:
+    """The run's stall time and call timeout (0 stall: stalls are off), as its
+    MANIFEST.json recorded the settings: what `store.activity.next_step` weighs."""
+
+    stall_s: float = 1800.0
+    call_timeout_s: float = 900.0
+
+
+_RULES: dict[Path, tuple[int, StallRule]] = {}
+
+
+def stall_rule(run_dir: Path) -> StallRule:
+    """The run's `StallRule`, read again only when MANIFEST.json changed."""
+    path = run_dir / "MANIFEST.json"
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return StallRule()
+    cached = _RULES.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
+        rule = StallRule(
+            float(config.get("stall_ms", 1_800_000)) / 1000,
+            float(config.get("request_timeout_s", 900)),
+        )
+    except (OSError, ValueError, TypeError, AttributeError):
+        rule = StallRule()
+    _RULES[path] = (stamp, rule)
+    return rule
 
 
 def content(state: MemberState) -> tuple[Any, ...]:
