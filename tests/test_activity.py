@@ -62,7 +62,7 @@ def test_each_state_from_status_lines() -> None:
     assert activity(limited, T0 + 4) == Activity(act.RATE_LIMITED, T0 + 2, "429, retry in 10s")
 
     tool = member(*answered, line("tool-start", 5, tool="bash", summary="bash: pytest -q"))
-    assert activity(tool, T0 + 45) == Activity(act.TOOL, T0 + 5, "bash: pytest -q")
+    assert activity(tool, T0 + 45) == Activity(act.TOOL, T0 + 5, "pytest -q")
 
     tool.approval = "pytest -q"
     assert activity(tool, T0 + 45) == Activity(
@@ -189,9 +189,7 @@ def test_the_row_text_says_the_state_and_for_how_long() -> None:
     assert Activity(act.RATE_LIMITED, T0, "429, retry in 3s").text(T0 + 12) == (
         "rate-limited 12s (429, retry in 3s)"
     )
-    assert Activity(act.TOOL, T0, "bash: pytest -q").text(T0 + 40) == (
-        "running a tool 40s: bash: pytest -q"
-    )
+    assert Activity(act.TOOL, T0, "pytest -q").text(T0 + 40) == "running a tool 40s: pytest -q"
     assert Activity(act.WAITING, T0).text(T0 + 125) == "waiting on model 2m05s"
     assert Activity(act.IDLE, T0).text(T0 + 3700) == "idle 1h01m"
 
@@ -224,7 +222,7 @@ def _call(name: str, args: dict[str, Any]) -> dict[str, Any]:
             ],
             act.TOOL,
             T0 + 5,
-            "bash: pytest -q",
+            "pytest -q",
         ),
         # Its result is in: the next model call is in flight since.
         (

@@ -277,7 +277,8 @@ def activity(state: MemberSignals, now: float) -> Activity | None:
         started = state.tool_since
         if state.current_tool == "horde" and started is not None and now - started >= LOCK_WAIT_S:
             return Activity(BLOCKED, started, f"on the ledger lock: {what}")
-        return Activity(TOOL, started, what)
+        # A command is its own name: `running a tool 40s: pytest -q`.
+        return Activity(TOOL, started, what.removeprefix("bash: "))
     if state.call_since is not None:
         backoff = state.backoff
         if backoff is not None and backoff.since >= state.call_since - 1:
