@@ -174,6 +174,7 @@ def reset_brief(cause: str, detail: str, standing: str) -> str:
         return head + "\n\nYou held no idea, filed no finding and have no open thread yet."
     return f"{head}\n\n{standing}"
 
+
 CONTINUATION_BRIEF = """\
 This is a continuation session (the run continues until the user stops it). Read the
 board, the findings and the run's ANSWER.md first. Then add ideas that extend,
