@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from horde_tui.prompts import LOOPING_BRIEF, reset_brief
 from horde_tui.store import activity as act
 from horde_tui.store.activity import (
     Activity,
@@ -26,6 +27,7 @@ from horde_tui.store.activity import (
     write_backoff,
 )
 from horde_tui.store.members import MemberState
+from horde_tui.store.standing import standing
 from horde_tui.view.members import MemberFold
 
 T0 = 1_000_000.0
@@ -300,3 +302,39 @@ def test_the_screens_see_the_gateways_backoff(tmp_path: Path) -> None:
     fold.refresh_transcripts()
     shown = fold.members(run_live=True)[0]
     assert activity(shown, T0 + 3) == Activity(act.RATE_LIMITED, T0 + 1, "429, retry in 6s")
+
+
+def test_the_reset_brief_carries_the_members_own_ledger_state(horde: Any) -> None:
+    """`store.standing` as the supervisor reads it before a reset releases the claims:
+    the idea held, the finding with its review state, the open threads either way."""
+    (horde.workdir / "app.py").write_text("PASSWORD = 'x'\n")
+    idea = horde.claimed("member-1", "Check app.py for a hard-coded password")
+    filed = horde(
+        "member-1",
+        "finding",
+        idea=idea,
+        concern="secrets",
+        concernDef="secrets in code",
+        text="app.py hard-codes the password",
+        evidence="app.py:1",
+        support="tested",
+        importance="high",
+        confidence="high",
+    )
+    assert filed.ok, filed.text
+    horde.claimed("member-2", "Check login() for timing attacks")  # not member-1's
+    assert horde("member-2", "message", to="member-1", kind="question", text="Which line?").ok
+    assert horde("member-1", "message", to="member-2", kind="blocker", text="Need the DB").ok
+
+    held = standing(horde.state(), "member-1", "r1")
+    brief = reset_brief("stalled", "silent for 30m00s", held.render())
+
+    assert brief.startswith("Your previous session was reset (stalled): silent for 30m00s.")
+    assert f"- {idea}: Check app.py for a hard-coded password" in brief
+    assert "timing" not in brief
+    assert "- F1 r1 (idea #1, high): app.py hard-codes the password [review: open" in brief
+    assert "- Q1 question from member-2: Which line? (answer: `respond id=Q1`)" in brief
+    assert "- Q2 blocker you sent member-2: Need the DB (awaiting their answer)" in brief
+    assert standing(horde.state(), "member-3", "r1").render() == ""
+    looping = reset_brief("looping", "sent the same call 8 times in a row", "")
+    assert LOOPING_BRIEF.split(":")[0] in looping and "You held no idea" in looping
