@@ -168,11 +168,22 @@ def test_a_rate_limited_member_is_not_reset_past_the_stall_time(tmp_path: Path) 
         ]
     }
     stall_s = 1.5
+    answers: list[str] = []
+
+    def ask_status(sup: Supervisor) -> None:
+        """The `status` control's answer while the member is held back."""
+        state = sup.members["member-1"]
+        found = activity(state, time.time())
+        if found is not None and found.state == act.RATE_LIMITED and not answers:
+            answers.append(sup.status("member-1"))
+
     with StubThread(policy=Throttled(plans)) as stub:
         cfg = settings(
             stub, stall_ms=int(stall_s * 1000), reset_cap=1, deliverable=False, postmortem=False
         )
-        summary, sup, samples = run_sampled(tmp_path, RunRequest("Review app.py", 1), cfg)
+        summary, sup, samples = run_sampled(
+            tmp_path, RunRequest("Review app.py", 1), cfg, ask_status
+        )
 
     limited = [t for t, m, s in samples if m == "member-1" and s == act.RATE_LIMITED]
     assert limited, sorted({s for _, _, s in samples}, key=str)
@@ -180,6 +191,7 @@ def test_a_rate_limited_member_is_not_reset_past_the_stall_time(tmp_path: Path) 
     assert not lifecycle_events(sup.run_dir, "member-reset")  # ... and not reset
     assert [e["cause"] for e in lifecycle_events(sup.run_dir, "member-exit")] == ["completed"]
     assert summary.members[0].resets == 0
+    assert answers and "· rate-limited " in answers[0] and "(429, retry in " in answers[0]
 
 
 def test_a_silent_member_is_reset_as_stalled_and_its_ideas_released(tmp_path: Path) -> None:
