@@ -103,6 +103,19 @@ class BackoffNotes:
 
         return note
 
+    def queued(self, member: str, limit: float) -> None:
+        """`member`'s call waits for a slot under the provider's limit (`limit` calls)."""
+        if self.run_dir is None:
+            return
+        now = time.time()
+        since = self.since.setdefault(member, now)
+        with contextlib.suppress(OSError):
+            write_backoff(self.run_dir, member, Backoff(since, now, 429, max(1, int(limit))))
+
+    def admitted(self, member: str) -> None:
+        """The queued call got its slot: it goes to the provider now."""
+        self.done(member)
+
     def done(self, member: str) -> None:
         """The member's call ended (answered or failed for good)."""
         if self.since.pop(member, None) is not None and self.run_dir is not None:
@@ -243,7 +256,10 @@ class Gateway:
     ) -> dict[str, Any]:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         started = time.perf_counter()
+        if limiter.would_wait():
+            self.backoffs.queued(member, limiter.limit)
         async with limiter.slot():
+            self.backoffs.admitted(member)
             if self._json_mode(litellm, opts.model) and body.get("tools"):
                 result, prompt, completion = await self._json_protocol(
                     litellm, body, member, opts, limiter

@@ -172,8 +172,13 @@ class Backoff:
     since: float
     until: float
     status: int = 429
+    queued: int = 0
+    """Not a retry: the call waits for a slot under the provider's adaptive limit of
+    this many calls (cut after 429s), so `until` is not known."""
 
     def note(self, now: float) -> str:
+        if self.queued:
+            return f"queued under the provider's limit of {self.queued} calls"
         left = max(0.0, self.until - now)
         return f"{self.status}, retry in {duration(left)}"
 
@@ -199,7 +204,8 @@ def read_backoff(run_dir: Path, member: str) -> Backoff | None:
     """The gateway's note for `member`, or None (no back-off, or an unreadable note)."""
     try:
         data = json.loads(backoff_path(run_dir, member).read_text(encoding="utf-8"))
-        return Backoff(float(data["since"]), float(data["until"]), int(data["status"]))
+        since, until, status = float(data["since"]), float(data["until"]), int(data["status"])
+        return Backoff(since, until, status, int(data.get("queued") or 0))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
