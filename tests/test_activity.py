@@ -338,3 +338,10 @@ def test_the_reset_brief_carries_the_members_own_ledger_state(horde: Any) -> Non
     assert standing(horde.state(), "member-3", "r1").render() == ""
     looping = reset_brief("looping", "sent the same call 8 times in a row", "")
     assert LOOPING_BRIEF.split(":")[0] in looping and "You held no idea" in looping
+
+
+def test_a_narrow_column_gets_the_short_words() -> None:
+    assert Activity(act.TOOL, T0, "pytest -q").text(T0 + 40, short=True) == "tool 40s: pytest -q"
+    assert Activity(act.WAITING, T0).text(T0 + 3, short=True) == "model 3s"
+    limited = Activity(act.RATE_LIMITED, T0, "429, retry in 3s")
+    assert limited.text(T0 + 12, short=True) == "limited 12s (429, retry in 3s)"

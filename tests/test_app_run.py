@@ -59,8 +59,9 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
             "starting",  # reset: its next session is being spawned
             "running",
         ]
-        # The activity column: the state, for how long (to the injected clock), the call.
-        assert cell(app, "member-1", "tool").startswith("running a tool 2m58s: rg -n 'exec")
+        # The activity column: the state, for how long (to the injected clock), the call;
+        # in fewer words where the full ones would cut the call.
+        assert cell(app, "member-1", "tool") == "tool 2m58s: rg -n 'execute(' src/"
         assert cell(app, "member-4", "tool") == "(completed)"
         assert cell(app, "member-4", "elapsed") == "1:46"  # frozen at its exit
         assert cell(app, "member-1", "elapsed") == "3:18"  # the injected clock

@@ -44,7 +44,8 @@ def test_live_run_with_six_members(
     (running green, paused amber, exited muted, starting blue); under "activity" each
     running member's state and for how long ("running a tool 2m58s: rg -n 'execute('
     src/" for member-1; member-6's horde call, running for minutes, "blocked 2m23s (on
-    the ledger lock: horde verify F1)" in amber), the paused member's tool summary,
+    the ledger lock: horde verify F1)" in amber; at 80x24 the narrow column says it in
+    fewer words, "tool 2m58s: rg -…"), the paused member's tool summary,
     member-4's "(completed)", elapsed 3:18 for member-1 and a
     frozen 1:46 for member-4; member-5 reset (resets 1, its next session starting, its
     last tool dimmed) with cost "unknown" (amber); the tabs Board..Files with Events

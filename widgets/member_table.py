@@ -80,6 +80,8 @@ class MemberRow:
     activity: str = ""
     """A running member's state and for how long (`store.activity`): `rate-limited 12s
     (429, retry in 3s)`, `running a tool 40s: bash: pytest -q`; "" for the others."""
+    activity_short: str = ""
+    """The same in fewer words (`tool 40s: pytest -q`), for a column too narrow for it."""
     activity_tone: str = ""
     """`note` (held back or looping: painted as a warning), `quiet` (idle: dimmed) or ""."""
 
@@ -271,7 +273,8 @@ class MemberTable(ScrollView, can_focus=True):
         """Each column's text and component class (empty for the row's own style)."""
         tool_class = ""
         if row.activity and row.status == "running":
-            tool = row.activity
+            fits = cell_len(row.activity) <= self._widths["tool"]
+            tool = row.activity if fits or not row.activity_short else row.activity_short
             tool_class = f"member-table--{TONES[row.activity_tone]}" if row.activity_tone else ""
         elif row.tool:
             # A member's summary already names its tool ("bash: rg -n x", "read a.py").

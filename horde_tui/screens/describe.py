@@ -74,6 +74,7 @@ def member_row(state: MemberState, now: float) -> MemberRow:
         resets=state.resets,
         exit_cause=state.exit_cause,
         activity=doing.text(now) if doing else "",
+        activity_short=doing.text(now, short=True) if doing else "",
         activity_tone=ACTIVITY_TONES.get(doing.state, "") if doing else "",
     )
 

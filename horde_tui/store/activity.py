@@ -249,14 +249,28 @@ class Activity:
     since: float | None
     detail: str = ""
 
-    def text(self, now: float) -> str:
-        """`rate-limited 12s (429, retry in 3s)`, `running a tool 40s: bash: pytest -q`."""
-        head = self.state if self.since is None else f"{self.state} {duration(now - self.since)}"
+    def text(self, now: float, short: bool = False) -> str:
+        """`rate-limited 12s (429, retry in 3s)`, `running a tool 40s: pytest -q`; `short`
+        for a narrow cell: `tool 40s: pytest -q`, `model 3s`."""
+        name = SHORT[self.state] if short else self.state
+        head = name if self.since is None else f"{name} {duration(now - self.since)}"
         if not self.detail:
             return head
-        return (
-            f"{head}: {self.detail}" if self.state in (TOOL, LOOPING) else f"{head} ({self.detail})"
-        )
+        if self.state in (TOOL, LOOPING):
+            return f"{head}: {self.detail}"
+        return f"{head} ({self.detail})"
+
+
+SHORT = {
+    WORKING: "working",
+    WAITING: "model",
+    RATE_LIMITED: "limited",
+    TOOL: "tool",
+    IDLE: "idle",
+    LOOPING: "looping",
+    BLOCKED: "blocked",
+}
+"""Each state's word where the column is narrow (80 columns leave it 17 cells)."""
 
 
 def duration(seconds: float) -> str:
