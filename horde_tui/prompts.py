@@ -157,6 +157,24 @@ Your previous session was reset for looping: it {detail} after it was told to st
 Each refusal names what to send instead; do that, or read the board and the ledgers and
 work on something else. Do not send that call again."""
 
+RESET_BRIEF = """\
+Your previous session was reset ({cause}): {detail}. This fresh session starts from
+where you stood in the ledger, below; carry that work on rather than starting over."""
+
+
+def reset_brief(cause: str, detail: str, standing: str) -> str:
+    """A reset member's fresh brief: why it was reset (a looping one also what not to
+    send again) and its own ledger state (`store.standing`), so it does not start from
+    nothing."""
+    if cause == "looping":
+        head = LOOPING_BRIEF.format(detail=detail)
+    else:
+        head = RESET_BRIEF.format(cause=cause, detail=detail.rstrip(".") or "no detail")
+    if not standing:
+        return head + "\n\nYou held no idea, filed no finding and have no open thread yet."
+    return f"{head}\n\n{standing}"
+
+
 CONTINUATION_BRIEF = """\
 This is a continuation session (the run continues until the user stops it). Read the
 board, the findings and the run's ANSWER.md first. Then add ideas that extend,

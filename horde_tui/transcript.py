@@ -8,13 +8,16 @@ interesting exactly when its member died badly.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from horde_tui.inputs import loads
+from horde_tui.store.activity import Repeat, warned_since
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line, parse_record
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.linefile import LineIndex
@@ -136,6 +139,10 @@ _STAMP_CHARS = len("20250101T120000")
 _TOOL_ROLE = b'"role": "tool"'
 """How a transcript's tool results start (`Transcript.write` keeps json's default
 separators): such lines are counted without parsing their often large content."""
+_TS = re.compile(rb'^\{"ts": (-?[0-9.]+)')
+"""A record's time, its first key (`Transcript.write`), read without parsing the rest."""
+_REPEAT = b', "repeat": {'
+"""The loop guard's count, the last key of a tool result that repeated a call."""
 
 
 @dataclass
@@ -159,6 +166,15 @@ class SessionStats:
     """The newest tool any answer called."""
     last_summary: str = ""
     """Its call, summarized: the member table shows it, dimmed, between tools."""
+    call_since: float | None = None
+    """A model call in flight since then: the last record was a tool's result or a user
+    message and no call is pending (the member calls the model right after them)."""
+    tool_since: float | None = None
+    """The running tool started then: with the answer that called it, or with the
+    previous tool's result (a session runs its calls one after another)."""
+    repeat: Repeat | None = None
+    """The loop guard's count after the latest tool result (None: a new call)."""
+    repeat_since: float | None = None
     _index: LineIndex | None = field(default=None, repr=False, compare=False)
     _generation: int = field(default=0, repr=False, compare=False)
 
@@ -173,6 +189,7 @@ class SessionStats:
             self.turns = self.prompt_tokens = self.completion_tokens = 0
             self.cost_usd, self.last_ts, self.last_text, self.pending_tools = 0.0, None, "", []
             self.pending_summaries, self.last_tool, self.last_summary = [], "", ""
+            self.call_since = self.tool_since = self.repeat = self.repeat_since = None
         elif not added:
             return False
         for raw in self._index.raw_lines(start, len(self._index)):
@@ -181,16 +198,22 @@ class SessionStats:
 
     def _fold(self, raw: bytes) -> None:
         if _TOOL_ROLE in raw[:64]:
-            self._tool_done()
+            stamp = _TS.match(raw)
+            self._tool_done(float(stamp.group(1)) if stamp else self.last_ts, _repeat_of(raw))
             return
         msg, _error = parse_record(raw)
         if msg is None:
             return
         self.last_ts = epoch(msg.get("ts")) or self.last_ts
-        if msg.get("role") == "tool":
-            self._tool_done()
+        role = msg.get("role")
+        if role == "tool":
+            self._tool_done(self.last_ts, Repeat.from_json(msg.get("repeat")))
             return
-        if msg.get("role") != "assistant":
+        if role in ("user", "system"):
+            if not self.pending_tools:
+                self.call_since = self.last_ts
+            return
+        if role != "assistant":
             return
         self.turns += 1
         fold_record(self, msg.get("usage"))
@@ -201,16 +224,25 @@ class SessionStats:
         self.pending_summaries = [
             summarize(str(f.get("name", "?")), f.get("arguments") or "{}") for f in functions
         ]
+        self.call_since = None
+        self.tool_since = self.last_ts if self.pending_tools else None
         if self.pending_tools:
             self.last_tool, self.last_summary = self.pending_tools[-1], self.pending_summaries[-1]
         content = msg.get("content")
         if isinstance(content, str) and content.strip():
             self.last_text = one_line(content, 200)
 
-    def _tool_done(self) -> None:
+    def _tool_done(self, ts: float | None, repeat: Repeat | None) -> None:
+        self.last_ts = ts or self.last_ts
+        self.repeat_since = warned_since(self.repeat, self.repeat_since, repeat, ts)
+        self.repeat = repeat
         if self.pending_tools:
             self.pending_tools.pop(0)
             self.pending_summaries.pop(0)
+        if self.pending_tools:
+            self.tool_since = ts
+        else:
+            self.tool_since, self.call_since = None, ts
 
     def close(self) -> None:
         if self._index is not None:
@@ -224,3 +256,16 @@ class SessionStats:
     def current_summary(self) -> str:
         """The running call as the member's status line says it (`bash: pytest -q`)."""
         return self.pending_summaries[0] if self.pending_summaries else ""
+
+
+def _repeat_of(raw: bytes) -> Repeat | None:
+    """The `repeat` key at the end of a tool result's line, read without parsing the
+    (often large) content before it."""
+    at = raw.rfind(_REPEAT, max(0, len(raw) - 400))
+    if at < 0:
+        return None
+    value = raw[at + len(_REPEAT) - 1 :].rstrip()
+    try:
+        return Repeat.from_json(json.loads(value[:-1]))  # less the record's closing brace
+    except ValueError:
+        return None

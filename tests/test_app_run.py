@@ -59,7 +59,9 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
             "starting",  # reset: its next session is being spawned
             "running",
         ]
-        assert cell(app, "member-1", "tool") == "bash: rg -n 'execute(' src/"
+        # The activity column: the state, for how long (to the injected clock), the call;
+        # in fewer words where the full ones would cut the call.
+        assert cell(app, "member-1", "tool") == "tool 2m58s: rg -n 'execute(' src/"
         assert cell(app, "member-4", "tool") == "(completed)"
         assert cell(app, "member-4", "elapsed") == "1:46"  # frozen at its exit
         assert cell(app, "member-1", "elapsed") == "3:18"  # the injected clock
@@ -74,7 +76,9 @@ async def test_table_shows_six_members_updating_from_events(tmp_path: Path) -> N
         await pilot.pause()
         before, rendered = table.cells_updated, table.lines_rendered.copy()
         fake.tool("member-2", 150, "bash", "bash: pytest -q")
-        await wait_for(pilot, lambda: cell(app, "member-2", "tool") == "bash: pytest -q")
+        await wait_for(
+            pilot, lambda: cell(app, "member-2", "tool") == "running a tool 50s: pytest -q"
+        )
         # A new answer calling the tool: its tool and its turns change, nothing else.
         assert table.cells_updated - before == 2, "a repaint rewrites only changed cells"
         await wait_for(pilot, lambda: table.lines_rendered["member-2"] > rendered["member-2"])
@@ -351,11 +355,13 @@ def footer_keys(app: HordeApp) -> dict[str, bool]:
     return {k.description: not k.disabled for k in app.screen.query(FooterKey)}
 
 
-async def test_tool_column_keeps_the_last_tool_dimmed_and_cost_has_one_notation(
+async def test_activity_column_says_the_state_for_how_long_and_cost_has_one_notation(
     tmp_path: Path,
 ) -> None:
-    """Between tools the column shows the last tool dimmed, not an empty cell; a member
-    that has not called the model shows `-` for cost, not `$0.000` beside `unknown`."""
+    """The activity column says what a running member does and since when: a tool and
+    its call, then the model call its result went into; a member silent for a while is
+    `idle`, dimmed. A member that has not called the model shows `-` for cost, not
+    `$0.000` beside `unknown`."""
     fake = FakeSupervisor(tmp_path, count=4)
     app = deterministic_app(fake)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -366,14 +372,18 @@ async def test_tool_column_keeps_the_last_tool_dimmed_and_cost_has_one_notation(
         fake.answer("member-2", 3, (800, 30), None)
         table = app.query_one(MemberTable)
         await wait_for(pilot, lambda: table.row_count == 4)
-        await wait_for(pilot, lambda: cell(app, "member-1", "tool") == "horde review F1")
-        assert table._shown["member-1"]["tool"][1] == "", "running: not dimmed"
-        fake.result("member-1", 5, "horde")
-        await wait_for(pilot, lambda: table._shown["member-1"]["tool"][1] == "member-table--last")
-        assert cell(app, "member-1", "tool") == "horde review F1", "the last tool stays, dimmed"
+        # A horde call running this long waits on the ledger lock: blocked, as a warning.
+        blocked = "blocked 3m17s (on the ledger lock: horde review F1)"
+        await wait_for(pilot, lambda: cell(app, "member-1", "tool") == blocked)
+        assert table._shown["member-1"]["tool"][1] == "member-table--note"
+        fake.result("member-1", 195, "horde")
+        await wait_for(pilot, lambda: cell(app, "member-1", "tool") == "waiting on model 5s")
+        assert table._shown["member-1"]["tool"][1] == ""
         assert cell(app, "member-1", "cost") == "$0.001"
         assert cell(app, "member-2", "cost") == "unknown"
-        assert cell(app, "member-3", "cost") == "-" and cell(app, "member-3", "tool") == ""
+        assert cell(app, "member-3", "cost") == "-"
+        assert cell(app, "member-3", "tool") == "idle 3m19s"  # spawned, silent since
+        assert table._shown["member-3"]["tool"][1] == "member-table--last"
 
 
 async def test_header_counts_members_and_names_helpers_apart(tmp_path: Path) -> None:

@@ -41,8 +41,12 @@ def test_live_run_with_six_members(
     """The run screen mid-run. A reviewer should see: the title with the run id and
     "DEMO MODEL"; a status line "discovery · 6 members: 3 running, 1 paused, 1 exited,
     1 starting"; under it, muted, the cost line "spent unknown, 31.9k tok · no findings
-    yet" (member-5's cost is unknown, so the total is); six rows with member-1..6 (member-6 a verifier), statuses coloured
-    (running green, paused amber, exited muted, starting blue), each running or paused
+    yet" (member-5's cost is unknown, so the total is); six rows with member-1..6
+    (member-6 a verifier), statuses coloured (running green, paused amber, exited muted,
+    starting blue); under "activity" each running member's state and for how long
+    ("running a tool 2m58s: rg -n 'execute(' src/" for member-1; member-6's horde call,
+    running for minutes, "blocked 2m23s (on the ledger lock: horde verify F1)" in amber;
+    at 80x24 the narrow column says it in fewer words, "tool 2m58s: rg -…"), the paused
     member's tool summary, member-4's "(completed)", elapsed 3:18 for member-1 and a
     frozen 1:46 for member-4; member-5 reset (resets 1, its next session starting, its
     last tool dimmed) with cost "unknown" (amber); the tabs Board..Files with Events
@@ -87,7 +91,9 @@ def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
     """member-2's detail screen with its transcript and log. A reviewer should see
     "member-2 · member · running" in green; one line of facts as its transcript tells
     them (attempt 1, resets 0, elapsed 3:08, turns 4, tokens 10.3k with the in/out
-    split, cost $0.016, pid 4002); "Now: read src/api/users.py" and "Said: Claimed #3:
+    split, cost $0.016, pid 4002); "Now: running a tool: read src/api/users.py" (the
+    transcript carries no times, so no duration), "Supervisor: nothing: the member is at
+    work" and "Said: Claimed #3:
     the users query builder. Reading it next."; the "Transcript" heading
     with the session's path, then the messages in order: the folded system prompt
     (▸, muted), the user's task, the tool calls folded to one line each ("→ bash: rg -n

@@ -146,34 +146,6 @@ def test_dead_provider_canary_retried_once_then_the_run_stops(tmp_path: Path) ->
     assert "canary" in (sup.run_dir / "REPORT.md").read_text().lower()
 
 
-def test_stalled_member_is_reset_and_its_ideas_released(tmp_path: Path) -> None:
-    plans = {
-        "member-1": [
-            horde("idea", text="Check app.py for a hard-coded password"),
-            horde("claim", id="$id"),
-            {**horde("list"), "hold_ms": 60000},
-            {"say": "done"},
-        ],
-        **HELPERS,
-    }
-    with StubThread(policy=AgentPolicy(plans)) as stub:
-        cfg = settings(stub, stall_ms=1500, reset_cap=1, deliverable=False, postmortem=False)
-        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review", 1), cfg)
-    kinds = lifecycle(sup.run_dir)
-    assert ("member-reset", "member-1") in kinds
-    resets = [
-        json.loads(x)
-        for x in (sup.run_dir / "events.jsonl").read_text().splitlines()
-        if '"member-reset"' in x
-    ]
-    assert resets[0]["cause"] == "stalled" and resets[0]["released"] == ["#1"]
-    assert summary.members[0].resets == 1
-    store = HordeStore(tmp_path / ".horde", "reader")
-    store.refresh()
-    notes = [n.what for n in store.state.ideas["#1"].history]
-    assert notes[:2] == ["claimed", "released"]
-
-
 def test_stop_clean_from_another_shell(stopped_clean: StoppedClean) -> None:
     run = stopped_clean
     assert run.status.returncode == 0 and "member-2" in run.status.stdout, (

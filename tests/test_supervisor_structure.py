@@ -30,6 +30,11 @@ VOCABULARY = frozenset(
         "horde_tui.supervisor.outcome",  # RunSummary, how it ended
         "horde_tui.supervisor.processes",  # MemberState, the one member state type
         "horde_tui.supervisor.targets",  # the member-target syntax a control takes
+        # The figures REPORT.md prints and the run screen shows live: the cost per
+        # finding (`finding_yield`, `Forecast`) and the baseline Delta. One copy for
+        # both; they read the ledger and the files, never the run's processes.
+        "horde_tui.supervisor.forecast",
+        "horde_tui.supervisor.baseline",
     }
 )
 """What the view may take from the supervisor: the run's vocabulary (types a run source

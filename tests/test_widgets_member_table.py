@@ -199,3 +199,26 @@ async def test_a_wide_character_summary_keeps_later_columns_aligned() -> None:
             assert cell_len(line[: line.index(f" {clock} ") + 1]) == column, line
         assert "错误处理" in lines[1] and lines[2].split()[4].startswith("文档/")
         assert "…" in lines[2], "the long summary is cut, by cells"
+
+
+async def test_the_activity_column_says_the_state_in_fewer_words_when_narrow() -> None:
+    """A running member's activity replaces its tool; where the full words do not fit
+    the column (80 columns leave it 17 cells), the short ones do; held back or looping
+    is painted as a warning."""
+    row = MemberRow(
+        "member-1",
+        "member",
+        "running",
+        "bash",
+        "bash: pytest -q",
+        61.0,
+        activity="rate-limited 12s (429, retry in 3s)",
+        activity_short="limited 12s (429…",
+        activity_tone="note",
+    )
+    for width, shown in ((140, "rate-limited 12s (429, retry in 3s)"), (80, "limited 12s (429…")):
+        app = TableApp()
+        async with app.run_test(size=(width, 10)) as pilot:
+            table = await painted(pilot, [row])
+            assert table.get_cell("member-1", "tool") == shown
+            assert table._shown["member-1"]["tool"][1] == "member-table--note"

@@ -35,7 +35,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("name", "member", 9),
     ("role", "role", 8),
     ("status", "status", 8),
-    ("tool", "tool", 0),
+    ("tool", "activity", 0),
     ("elapsed", "time", 5),
     ("turns", "turns", 5),
     ("tokens", "tokens", 6),
@@ -48,6 +48,9 @@ as values change length ten times a second; a value wider than its column (an ho
 elapsed time) widens it for good."""
 
 MIN_TOOL_WIDTH = 12
+
+TONES = {"note": "note", "quiet": "last"}
+"""An activity's tone -> the component class its cell is painted with."""
 
 MOVE = Binding.Group("member table")
 """The cursor keys, one section of the F1 help."""
@@ -74,6 +77,13 @@ class MemberRow:
     """None means the provider did not say what a call cost: shown as `unknown`."""
     resets: int = 0
     exit_cause: str | None = None
+    activity: str = ""
+    """A running member's state and for how long (`store.activity`): `rate-limited 12s
+    (429, retry in 3s)`, `running a tool 40s: bash: pytest -q`; "" for the others."""
+    activity_short: str = ""
+    """The same in fewer words (`tool 40s: pytest -q`), for a column too narrow for it."""
+    activity_tone: str = ""
+    """`note` (held back or looping: painted as a warning), `quiet` (idle: dimmed) or ""."""
 
 
 def format_elapsed(seconds: float | None) -> str:
@@ -262,7 +272,11 @@ class MemberTable(ScrollView, can_focus=True):
     def _cells(self, row: MemberRow) -> dict[str, Cell]:
         """Each column's text and component class (empty for the row's own style)."""
         tool_class = ""
-        if row.tool:
+        if row.activity and row.status == "running":
+            fits = cell_len(row.activity) <= self._widths["tool"]
+            tool = row.activity if fits or not row.activity_short else row.activity_short
+            tool_class = f"member-table--{TONES[row.activity_tone]}" if row.activity_tone else ""
+        elif row.tool:
             # A member's summary already names its tool ("bash: rg -n x", "read a.py").
             tool = row.summary or row.tool
         elif row.status == "exited" and row.exit_cause:

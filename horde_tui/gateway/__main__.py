@@ -111,6 +111,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
         aihorde_deadline_s=settings.aihorde_deadline_s,
         shared=args.shared,
+        run_dir=run_dir,
     )
 
 

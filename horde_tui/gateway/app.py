@@ -21,7 +21,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.httpserve import Request, Response, StreamResponse, error_body
+from horde_tui.store.activity import Backoff, clear_backoff, write_backoff
 
 FETCH_TOOLS = frozenset({"links", "sitemap"})
 CUT_UNSAFE_TOOLS = frozenset({jsonproto.SHELL_TOOL, "edit", "write", *FETCH_TOOLS})
@@ -81,6 +82,8 @@ class GatewayConfig:
     """The longest one AI Horde job is waited for before it is cancelled."""
     shared: bool = False
     """Takes runs that join it (`--shared`): their tokens, usage files and budgets."""
+    run_dir: Path | None = None
+    """Where a back-off of a member's call is noted while it lasts (`BackoffNotes`)."""
 
 
 MIN_RUN_TOKEN = 16
@@ -107,6 +110,52 @@ def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
     )
 
 
+class BackoffNotes:
+    """The back-offs of members' calls, noted in the run folder while they last.
+
+    A member waits on its one call in flight and cannot hear of a back-off, so the
+    gateway tells its readers instead: the supervisor, which must not take a member the
+    provider holds back for a silent one, and the member table (`store.activity`)."""
+
+    def __init__(self, run_dir: Path | None) -> None:
+        self.run_dir = run_dir
+        self.since: dict[str, float] = {}
+        """Member -> when its call in flight was first backed off."""
+
+    def hook(self, member: str) -> Callable[[float, int], None] | None:
+        """What the backend calls before each back-off of `member`'s call."""
+        if self.run_dir is None:
+            return None
+        run_dir = self.run_dir
+
+        def note(wait_s: float, status: int) -> None:
+            now = time.time()
+            since = self.since.setdefault(member, now)
+            with contextlib.suppress(OSError):  # a note lost only shows less, never more
+                write_backoff(run_dir, member, Backoff(since, now + wait_s, status))
+
+        return note
+
+    def queued(self, member: str, limit: float) -> None:
+        """`member`'s call waits for a slot under the provider's limit (`limit` calls)."""
+        if self.run_dir is None:
+            return
+        now = time.time()
+        since = self.since.setdefault(member, now)
+        with contextlib.suppress(OSError):
+            write_backoff(self.run_dir, member, Backoff(since, now, 429, max(1, int(limit))))
+
+    def admitted(self, member: str) -> None:
+        """The queued call got its slot: it goes to the provider now."""
+        self.done(member)
+
+    def done(self, member: str) -> None:
+        """The member's call ended (answered or failed for good)."""
+        if self.since.pop(member, None) is not None and self.run_dir is not None:
+            with contextlib.suppress(OSError):
+                clear_backoff(self.run_dir, member)
+
+
 class Gateway:
     """The request handler; one per gateway process."""
 
@@ -124,6 +173,9 @@ class Gateway:
         self.json_models: set[str] = set()
         """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
         self.started = time.time()
+        self.backoffs = BackoffNotes(config.run_dir)
+        self.joined_backoffs: dict[Path, BackoffNotes] = {}
+        """Shared: each joined run's notes, in its own folder (member names repeat)."""
 
     # -- routing -------------------------------------------------------------------------
 
@@ -282,8 +334,9 @@ class Gateway:
         member = req.headers.get("x-horde-member") or str(body.get("user") or "unknown")
         if account.budget_reached:
             return _error(402, account.budget_message(), "budget_exceeded")
-        opts = self._options(member)
-        work = self._answer(body, member, opts, account)
+        notes = self._backoffs(account)
+        opts = self._options(member, notes)
+        work = self._answer(body, member, opts, account, notes)
         if aihorde.is_aihorde(opts.model) and req.gone is not None:
             # An AI Horde job nobody will read spends a volunteer worker's time and the
             # user's kudos for minutes: it is cancelled as soon as the member is gone.
@@ -293,19 +346,33 @@ class Gateway:
             return await work
         except ProviderError as exc:
             return _error(exc.status, exc.message, exc.kind)
+        finally:
+            notes.done(member)
+
+    def _backoffs(self, account: Accounting) -> BackoffNotes:
+        """Where the back-offs of `account`'s calls are noted: its own run folder."""
+        if account is self.accounting or account.path is None:
+            return self.backoffs
+        folder = account.path.parent
+        return self.joined_backoffs.setdefault(folder, BackoffNotes(folder))
 
     async def _answer(
-        self, body: dict[str, Any], member: str, opts: CallOptions, account: Accounting
+        self,
+        body: dict[str, Any],
+        member: str,
+        opts: CallOptions,
+        account: Accounting,
+        notes: BackoffNotes,
     ) -> Response | StreamResponse:
         litellm = await self.litellm.module()
         if body.get("stream") and not self._json_mode(litellm, opts.model):
-            return await self._stream_native(litellm, body, member, opts, account)
-        result = await self._complete(litellm, body, member, opts, account)
+            return await self._stream_native(litellm, body, member, opts, account, notes)
+        result = await self._complete(litellm, body, member, opts, account, notes)
         if body.get("stream"):
             return StreamResponse(_sse(_as_chunks(result)))
         return Response(200, result)
 
-    def _options(self, member: str) -> CallOptions:
+    def _options(self, member: str, notes: BackoffNotes) -> CallOptions:
         c = self.config
         return CallOptions(
             model=c.member_models.get(member, c.model),
@@ -316,6 +383,7 @@ class Gateway:
             max_attempts=c.max_attempts,
             backoff_base_s=c.backoff_base_s,
             retry_after_max_s=c.retry_after_max_s,
+            on_wait=notes.hook(member),
         )
 
     def _json_mode(self, litellm: Any, model: str) -> bool:
@@ -343,10 +411,14 @@ class Gateway:
         member: str,
         opts: CallOptions,
         account: Accounting,
+        notes: BackoffNotes,
     ) -> dict[str, Any]:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         started = time.perf_counter()
+        if limiter.would_wait():
+            notes.queued(member, limiter.limit)
         async with limiter.slot():
+            notes.admitted(member)
             if self._json_mode(litellm, opts.model) and body.get("tools"):
                 result, prompt, completion = await self._json_protocol(
                     litellm, body, member, opts, limiter
@@ -479,6 +551,7 @@ class Gateway:
         member: str,
         opts: CallOptions,
         account: Accounting,
+        notes: BackoffNotes,
     ) -> Response | StreamResponse:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         kwargs = backend.call_kwargs(litellm, opts, body, member)
@@ -511,7 +584,7 @@ class Gateway:
             # As in `_complete`: the provider refused `tools`, so this model switches to
             # the JSON protocol, whose finished reply is sent as synthesized chunks.
             self.json_models.add(opts.model)
-            result = await self._complete(litellm, body, member, opts, account)
+            result = await self._complete(litellm, body, member, opts, account, notes)
             return StreamResponse(_sse(_as_chunks(result)))
         return StreamResponse(_sse(_prepend(first, agen)))
 

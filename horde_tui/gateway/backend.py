@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from horde_tui.gateway import lean
@@ -287,6 +287,9 @@ class CallOptions:
     max_attempts: int = 4
     backoff_base_s: float = 0.5
     retry_after_max_s: float = 60.0
+    on_wait: Callable[[float, int], None] | None = field(default=None, repr=False, compare=False)
+    """Told of each back-off (its seconds and the status that caused it) before it is
+    waited out, so the gateway can tell whose call it holds (`store.activity`)."""
 
 
 def call_kwargs(
@@ -328,7 +331,10 @@ async def _retry_or_raise(
         limiter.rate_limited(request)
     if status in RETRY_STATUSES and attempt < opts.max_attempts and retryable(exc):
         wait = retry_after_s(exc, opts.retry_after_max_s)
-        await asyncio.sleep(wait if wait is not None else backoff_s(attempt, opts.backoff_base_s))
+        wait = wait if wait is not None else backoff_s(attempt, opts.backoff_base_s)
+        if opts.on_wait is not None:
+            opts.on_wait(wait, status)
+        await asyncio.sleep(wait)
         return
     raise ProviderError(status, _message(exc), type(exc).__name__) from exc
 

@@ -57,6 +57,11 @@ class AdaptiveLimiter:
     def _capacity(self) -> int:
         return max(1, int(self.limit))
 
+    def would_wait(self) -> bool:
+        """Whether a call asking for a slot now would queue (its member is then held
+        back by the provider's limit, which the gateway notes for the member's readers)."""
+        return self.in_flight >= self._capacity() or bool(self._waiters)
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one concurrent call for the body."""
@@ -201,6 +206,10 @@ class SharedLimiter(AdaptiveLimiter):
         finally:
             self.in_flight -= 1
             os.close(fd)  # frees the slot
+
+    def would_wait(self) -> bool:
+        """Only this gateway's queue is known without taking a slot file's lock."""
+        return self._waiting > 0
 
     def succeeded(self) -> None:
         with self._shared(write=True):

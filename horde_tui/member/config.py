@@ -13,6 +13,7 @@ from pathlib import Path
 
 from horde_tui.inputs import BOOL_WORDS, parse_bool, whole_number
 from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.store.activity import heartbeat_path
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
 
@@ -75,7 +76,7 @@ class MemberConfig:
     @property
     def heartbeat(self) -> Path:
         """Touched on every ledger write: the supervisor's stall detector reads its mtime."""
-        return self.run_dir / f".hb-{self.name}"
+        return heartbeat_path(self.run_dir, self.name)
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:

@@ -9,9 +9,11 @@ there too, labelled as the supervisor's and outside any fence.
 It ends when the model answers without a tool call (`completed`), when the gateway
 fails for good (`model_error`), when the model says nothing at all (`no_output`), when
 the parent stops it (`killed`), when the model keeps sending one identical refused
-call after it was told to stop (`looping`), or at the turn cap `HORDE_MAX_TURNS` while it still
+call, or repeating itself, after it was told to stop (`looping`), or at the turn cap `HORDE_MAX_TURNS` while it still
 wanted a turn, to call tools or to read messages that arrived (`turns`: the repair
-phase's attempts run under such a cap). Tool results and peer text enter the context
+phase's attempts run under such a cap). The loop guard (`store.activity.RepeatGuard`)
+also ends it as `looping` for the same call sent with the same result LOOP_EXIT times
+in a row, or the same cycle of two or three calls repeated CYCLE_EXIT times. Tool results and peer text enter the context
 between the session's fence markers (`horde_tui.fence`: a random nonce the text cannot
 know, so it cannot close the fence), labelled as data, never as instructions.
 """
@@ -41,6 +43,7 @@ from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.store import inbox, notices
+from horde_tui.store.activity import LOOP_EXIT, LOOP_WARN, Repeat, RepeatGuard
 from horde_tui.store.causes import MEMBER_EXIT_CAUSES, token_share_spent
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
@@ -49,10 +52,7 @@ from horde_tui.store.store import HordeStore
 from horde_tui.store.usage import fold as usage_fold
 from horde_tui.transcript import summarize
 
-LOOP_WARN = 5
-"""From this many identical refused calls in a session, each refusal tells the model to stop."""
-LOOP_EXIT = LOOP_WARN + 3
-"""At this many the session ends as `looping`, and the supervisor resets the member."""
+__all__ = ["LOOP_EXIT", "LOOP_WARN", "Exit", "MemberLoop"]
 _REFUSAL = ("refused:", "usage:")
 NOT_AN_OBJECT = (
     "usage: the horde tool's arguments must be one JSON object and nothing else (no prose, "
@@ -73,10 +73,10 @@ class LoopState:
     stop_requested: bool = False
     inbox_turns: int = 0
     """Extra turns taken because messages arrived after the model stopped calling tools."""
-    refusals: dict[str, int] = field(default_factory=dict)
-    """How often each identical call (tool and normalised arguments) was refused."""
+    repeats: RepeatGuard = field(default_factory=RepeatGuard)
+    """How often each call (tool and normalised arguments) repeated (`store.activity`)."""
     looping: str = ""
-    """The call repeated LOOP_EXIT times after refusals, when the session must end."""
+    """What repeated past the guard's limit, when the session must end (the exit detail)."""
 
 
 @dataclass
@@ -170,8 +170,7 @@ class MemberLoop:
                     return Exit("killed", self.state.last_text, "stopped by the parent")
                 self._run_call(call)
                 if self.state.looping:
-                    detail = f"sent the same refused call {LOOP_EXIT} times: {self.state.looping}"
-                    return Exit("looping", self.state.last_text, detail)
+                    return Exit("looping", self.state.last_text, self.state.looping)
 
     def _open(self) -> None:
         system = _read(self.config.run_dir / "SYSTEM.md") or prompts.SYSTEM_PROMPT
@@ -306,40 +305,40 @@ class MemberLoop:
         output = self._dispatch(name, raw_args)
         self.state.tool_calls += 1
         self.state.calls_since_reminder += 1
-        text = self.fence.wrap(f"{name} result", self._count_refusal(name, raw_args, output))
+        repeat = self._count_repeat(name, raw_args, output)
+        text = self.fence.wrap(f"{name} result", _with_notice(output.text, repeat))
         reminder = self._reminder_due()
         if reminder:
             text += "\n\n" + reminder
-        self._add({"role": "tool", "tool_call_id": call.get("id"), "name": name, "content": text})
+        # The count goes with the result into the transcript, where the screens read it,
+        # and into the status line, where the supervisor does (`store.activity`).
+        counted = {"repeat": repeat.to_json()} if repeat.count > 1 else {}
+        self._add(
+            {"role": "tool", "tool_call_id": call.get("id"), "name": name, "content": text},
+            **counted,
+        )
         self.status.emit(
-            "tool-end", tool=name, ok=output.ok, ms=round((time.monotonic() - started) * 1000, 1)
+            "tool-end",
+            tool=name,
+            ok=output.ok,
+            ms=round((time.monotonic() - started) * 1000, 1),
+            **counted,
         )
 
-    def _count_refusal(self, name: str, raw_args: Any, output: ToolOutput) -> str:
-        """The result text, with a stop notice on the same line once this identical call
-        has been refused LOOP_WARN times; at LOOP_EXIT the session is marked looping.
+    def _count_repeat(self, name: str, raw_args: Any, output: ToolOutput) -> Repeat:
+        """Count the call in the loop guard; at its limit the session is marked looping.
 
-        Only refusals count (a failing test command is not a loop), and only identical
-        calls: a model that changes the call is trying something else.
+        A refusal counts however far apart its repeats are; any other call only when
+        sent with the same result in a row (a failing test command run after each edit
+        is not a loop), and a ledger read never (it is how a member waits for another).
         """
-        if output.ok or not output.text.startswith(_REFUSAL):
-            return output.text
+        refused = not output.ok and output.text.startswith(_REFUSAL)
+        wait = name == "horde" and not refused and _action(raw_args) in READS
         key = f"{name} {_normalised(raw_args)}"
-        count = self.state.refusals.get(key, 0) + 1
-        self.state.refusals[key] = count
-        if count < LOOP_WARN:
-            return output.text
-        if count >= LOOP_EXIT:
-            self.state.looping = summarize(name, raw_args)
-            ending = "this session ends now"
-        else:
-            ending = f"at {LOOP_EXIT} this session ends"
-        first, *rest = output.text.split("\n", 1)
-        notice = (
-            f" (you sent this identical refused call {count} times; stop sending it and do "
-            f"something else: {ending})"
-        )
-        return "\n".join([first + notice, *rest])
+        repeat = self.state.repeats.see(key, summarize(name, raw_args), output.text, refused, wait)
+        if repeat.count >= repeat.limit:
+            self.state.looping = repeat.describe()
+        return repeat
 
     def _dispatch(self, name: str, raw_args: Any) -> ToolOutput:
         offered = {d["function"]["name"] for d in self.definitions}
@@ -397,6 +396,35 @@ class MemberLoop:
     def _add(self, message: dict[str, Any], **extra: Any) -> None:
         self.messages.append(message)
         self.transcript.write({**message, **extra})
+
+
+def _with_notice(text: str, repeat: Repeat) -> str:
+    """The result, with a stop notice on its first line once the call repeated past the
+    guard's warning (the same line: a refusal stays one line)."""
+    if repeat.count < repeat.warn:
+        return text
+    if repeat.count >= repeat.limit:
+        ending = "this session ends now"
+    else:
+        ending = f"at {repeat.limit} this session ends"
+    if repeat.kind == "refused":
+        did = f"you sent this identical refused call {repeat.count} times"
+    elif repeat.kind == "same":
+        did = f"you sent this identical call {repeat.count} times in a row and got the same result"
+    else:
+        did = f"you repeated the same {repeat.period} calls {repeat.count} times in a row"
+    first, *rest = text.split("\n", 1)
+    notice = f" ({did}; stop sending it and do something else: {ending})"
+    return "\n".join([first + notice, *rest])
+
+
+def _action(raw_args: Any) -> str:
+    """The `horde` call's action, or "" when its arguments are not an object."""
+    try:
+        args = loads(raw_args) if isinstance(raw_args, str) else raw_args
+    except (ValueError, TypeError):
+        return ""
+    return str(args.get("action") or "") if isinstance(args, dict) else ""
 
 
 def _normalised(raw_args: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from horde_tui.store import activity as activities
 from horde_tui.store.members import MemberState
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine
@@ -49,7 +50,17 @@ def elapsed(state: MemberState, now: float) -> float | None:
     return max(0.0, end - state.started)
 
 
+ACTIVITY_TONES = {
+    activities.RATE_LIMITED: "note",
+    activities.LOOPING: "note",
+    activities.BLOCKED: "note",
+    activities.IDLE: "quiet",
+}
+"""How the table paints a state: held back or looping stands out, idle recedes."""
+
+
 def member_row(state: MemberState, now: float) -> MemberRow:
+    doing = activities.activity(state, now)
     return MemberRow(
         name=state.name,
         role=state.role,
@@ -62,6 +73,9 @@ def member_row(state: MemberState, now: float) -> MemberRow:
         cost_usd=state.cost_usd,
         resets=state.resets,
         exit_cause=state.exit_cause,
+        activity=doing.text(now) if doing else "",
+        activity_short=doing.text(now, short=True) if doing else "",
+        activity_tone=ACTIVITY_TONES.get(doing.state, "") if doing else "",
     )
 
 

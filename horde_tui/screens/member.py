@@ -21,10 +21,12 @@ from textual.widgets import Footer, Header, Static
 
 from horde_tui.screens.base import HordeScreen, shown_path
 from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
+from horde_tui.store.activity import Activity, activity, last_write, next_step
 from horde_tui.store.causes import STATUS_CLASSES, status_class
 from horde_tui.store.linefile import LineIndex
 from horde_tui.store.members import MemberState
 from horde_tui.transcript import sessions
+from horde_tui.view.members import stall_rule
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.widgets.log_tail import LogTail
 from horde_tui.widgets.member_table import format_cost, format_elapsed, format_tokens
@@ -111,6 +113,7 @@ class MemberDetailScreen(HordeScreen):
         yield Static("", id="detail-title", markup=False)
         yield Static("", id="detail-facts", markup=False)
         yield Static("", id="detail-now", markup=False)
+        yield Static("", id="detail-next", markup=False)
         yield Static("", id="detail-message", markup=False)
         # Paths from the run folder: the title names the run, and 80 columns hold them.
         yield Static(
@@ -275,7 +278,10 @@ class MemberDetailScreen(HordeScreen):
             facts.append(f"layers {'; '.join(state.layers)}")
         self.query_one("#detail-facts", Static).update(" · ".join(facts))
 
-        if state.current_tool:
+        doing = activity(state, now)
+        if doing is not None:
+            now_text = doing.text(now)
+        elif state.current_tool:
             now_text = state.tool_summary or state.current_tool
         elif state.exit_cause:
             now_text = f"exited: {state.exit_cause}"
@@ -286,9 +292,21 @@ class MemberDetailScreen(HordeScreen):
         else:
             now_text = "not started" if state.status == "pending" else state.status
         self.query_one("#detail-now", Static).update(f"Now: {now_text}")
+        self.query_one("#detail-next", Static).update(self._next_step(state, doing, now))
         said = " ".join(state.final_message.split()) or "(nothing yet)"
         self.query_one("#detail-message", Static).update(f"Said: {said}")
         self.refresh_bindings()
+
+    def _next_step(self, state: MemberState, doing: Activity | None, now: float) -> str:
+        """What the supervisor will do about the member next, under the run's own stall
+        time and call timeout; "" for a member not running."""
+        if doing is None:
+            return ""
+        run_dir = self.source.run_dir
+        rule = stall_rule(run_dir)
+        wrote = last_write(run_dir, state.name)
+        step = next_step(state, doing, now, rule.stall_s, rule.call_timeout_s, wrote)
+        return f"Supervisor: {step}"
 
     # -- keys --------------------------------------------------------------------------------
 

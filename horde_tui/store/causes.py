@@ -36,8 +36,10 @@ MEMBER_EXIT_CAUSES = (
 )
 """How a member session can end, as its own `exit` status line names it. `turns`:
 stopped at the turn cap while it still wanted a turn (a normal end, not a failure: the
-parent neither resets it nor marks its work partial). `looping`: the model kept sending
-the same refused call after it was told to stop (a failure: the parent resets it)."""
+parent neither resets it nor marks its work partial). `looping`: the model kept repeating itself after it
+was told to stop: the same refused call, the same call with the same result in a row, or
+the same cycle of two or three calls (`store.activity.RepeatGuard`; a failure: the parent
+resets it)."""
 
 HANDOFF = "handoff"
 """The end the supervisor records for a session it stopped to hand the run to another
@@ -72,7 +74,8 @@ CAUSES: dict[str, CauseKind] = {
     HANDOFF: "done",
 }
 """Every exit cause a `member-exit` event can carry: the member's own, plus those the
-supervisor records (`stalled`: no ledger write for the stall time; `silent`: a canary
+supervisor records (`stalled`: truly silent for the stall time, no model output, no
+tool and no ledger write (`store.activity.silent_since`); `silent`: a canary
 with no model output in time; a person's stop or reset; a hand-off)."""
 
 FINISHED_CAUSES = frozenset({"completed", "turns"})

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from horde_tui.store.activity import Backoff, Repeat, warned_since
 from horde_tui.store.timestamps import epoch
 from horde_tui.store.usage import fold_record
 
@@ -81,14 +82,28 @@ class MemberState:
     external: bool = False
     """Joined from outside (`horde-tui mcp`): its status comes from its join, its tool
     calls and its leave; its turns count its `horde` calls."""
+    call_since: float | None = None
+    """A model call in flight since then (`store.activity` reads these five)."""
+    tool_since: float | None = None
+    """The running tool started then."""
+    repeat: Repeat | None = None
+    """How often the latest call repeated, as the member's loop guard counted it."""
+    repeat_since: float | None = None
+    """When those repeats reached the guard's warning."""
+    backoff: Backoff | None = None
+    """The gateway's back-off of the call in flight (its `.backoff-<member>` note)."""
+    approval: str = ""
+    """The command the running tool waits to have approved by a person (confirm mode)."""
 
     def absorb(self, event: dict[str, Any]) -> None:
-        """Fold one status line into the member's state."""
+        """Fold one status line into the member's state, at the time the member wrote it."""
         kind = event.get("type")
-        now = time.time()
+        now = epoch(event.get("ts")) or time.time()
         if kind == "turn-start":
             self.turns += 1
+            self.call_since = now
         elif kind == "usage":
+            self.call_since = None
             self.produced_output = True
             if self.first_output is None:
                 self.first_output = now
@@ -98,19 +113,26 @@ class MemberState:
         elif kind == "tool-start":
             self.current_tool = str(event.get("tool", ""))
             self.tool_summary = str(event.get("summary", ""))
-            self.last_output = now
+            self.last_output = self.tool_since = now
         elif kind == "tool-end":
-            self.current_tool = ""
+            self.current_tool, self.tool_since = "", None
             self.last_output = now
+            self.saw_repeat(Repeat.from_json(event.get("repeat")), now)
         elif kind == "message":
             self.last_output = now
             self.final_message = str(event.get("text", ""))
         elif kind == "exit":
+            self.call_since = self.tool_since = None
             self.exit_cause = str(event.get("cause"))
             self.final_message = str(event.get("message") or self.final_message)
             self.detail = str(event.get("detail", ""))
             if event.get("transcript"):
                 self.transcripts.append(str(event["transcript"]))
+
+    def saw_repeat(self, repeat: Repeat | None, now: float | None) -> None:
+        """The loop guard's count after a call (None: the call was new)."""
+        self.repeat_since = warned_since(self.repeat, self.repeat_since, repeat, now)
+        self.repeat = repeat
 
     def apply(self, kind: str, event: Mapping[str, Any], when: float | None) -> None:
         """Fold one lifecycle event about this member, which happened at `when`: the
@@ -131,11 +153,13 @@ class MemberState:
             self.pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
             self.status, self.started = "running", when
             self.ended, self.exit_cause, self.detail = None, None, ""
+            self.call_since = self.tool_since = self.repeat = self.repeat_since = None
         elif kind == "member-exit":
             cause = event.get("cause")
             self.exit_cause = None if cause is None else str(cause)
             self.detail = str(event.get("detail") or "")
             self.status, self.ended, self.current_tool = "exited", when, ""
+            self.call_since = self.tool_since = None
         elif kind == "member-reset":
             self.resets = int(event.get("resets") or self.resets + 1)
             self.status = "starting"

@@ -53,8 +53,9 @@ class MemberProcess:
         self.state = state
         self.log = log
         self.stop_requested = False
-        self.stalled = False
-        """Set by the stall check before it stops the member, so the exit counts as a stall."""
+        self.stalled = ""
+        """Set by the stall check (how long the member was silent) before it stops the
+        member, so the exit counts as a stall and says why."""
         self.reset_requested = False
         """Set by `Supervisor.reset` before it stops the member: the exit leads to a reset."""
         self.ended: asyncio.Task[int] | None = None

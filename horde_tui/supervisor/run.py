@@ -28,6 +28,7 @@ from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, mark_live, run_dir
 from horde_tui.store.siblings import siblings_json
+from horde_tui.store.standing import standing
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor import controls, finalize, handoff, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
@@ -429,15 +430,16 @@ class Supervisor:
             cause = USER_STOP if self.stop is None or self.hard_stopped else "killed"
         elif cause is None:
             cause = "exit_nonzero" if code != 0 else "no_output"
+        detail = state.detail
         if handle.stalled and not user_reset:
-            cause = "stalled"
+            cause, detail = "stalled", handle.stalled
         self.emit(
             "member-exit",
             name,
             cause=cause,
             code=code,
             turns=state.turns,
-            detail=state.detail[:500],
+            detail=detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
         if user_reset and self.stop is None:
@@ -461,11 +463,16 @@ class Supervisor:
         """A fresh session for a member whose session ended: its claims go back to the
         pool first, so the new attempt (or anyone) can take them again."""
         state = self.members[name]
+        # Read before the release: the fresh session learns which ideas it held.
+        held = ""
+        if self.parent is not None:
+            self.parent.refresh()
+            held = standing(self.parent.state, name, self.run_id).render()
         released = lifecycle.release_ideas(self.parent, self.run_id, name)
         self.emit("member-reset", name, cause=cause, resets=state.resets + 1, released=released)
-        # A looping model is told why it was reset, or it would send the same call again.
-        brief = prompts.LOOPING_BRIEF.format(detail=state.detail) if cause == "looping" else ""
-        await self.spawn(name, brief)
+        # Told why (a looping model would send the same call again) and where it stood.
+        why = "a person asked for a fresh session" if cause == "user" else state.detail
+        await self.spawn(name, prompts.reset_brief(cause, why, held))
 
     def _schedule_continuation(self, name: str) -> None:
         """--until-stop: a finished session gets a fresh one that extends the work.

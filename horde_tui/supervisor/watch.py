@@ -7,14 +7,23 @@ lifecycle rules read one at a time.
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import TYPE_CHECKING
 
+from horde_tui.store.activity import (
+    activity,
+    duration,
+    last_write,
+    read_backoff,
+    silent_since,
+)
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.findings import independent_reporters
 from horde_tui.supervisor.targets import parse_targets
 
 if TYPE_CHECKING:
+    from horde_tui.store.members import MemberState
     from horde_tui.store.model import Proposal
     from horde_tui.supervisor.context import RunContext
 
@@ -41,9 +50,12 @@ def status_text(sup: RunContext, target: str = "all") -> str:
         if sup.confirms.waits(m.name):
             tool += " (awaiting approval: horde-tui approve/refuse)"
         cost = "unknown" if m.cost_usd is None else f"${m.cost_usd:.4f}"
+        observe(sup, m)
+        act = activity(m, now)
+        doing = f" · {act.text(now)}" if act else ""
         lines.append(
             f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
-            f"tokens {m.prompt_tokens + m.completion_tokens} cost {cost} resets {m.resets}"
+            f"tokens {m.prompt_tokens + m.completion_tokens} cost {cost} resets {m.resets}{doing}"
         )
     return "\n".join(lines)
 
@@ -64,29 +76,48 @@ def check_budget(sup: RunContext) -> None:
 
 
 def check_stalls(sup: RunContext) -> None:
-    """Reset a member with no ledger write for HORDE_STALL_MS (0 disables), counted from
-    its session's first model answer, its last ledger write or its last command a person
-    decided on (confirm mode), whichever is later. Waiting for that decision is not a
-    stall: the person is slow, not the member."""
+    """Reset a member that stayed truly silent for HORDE_STALL_MS (0 disables): no model
+    output, no tool, no ledger write (`store.activity.silent_since`), counted from its
+    session's first model answer at the earliest. A member the gateway is backing off,
+    one waiting on a call or running a tool within its timeout, one blocked on a
+    person's approval or on the ledger lock is at work or held back, not silent; a
+    looping one is ended by its own guard."""
     limit_s = sup.settings.stall_ms / 1000
     if not limit_s or sup.stop is not None:
         return
     now = time.time()
     for name in sup.running():
         state = sup.members[name]
-        if state.status == "paused" or state.first_output is None or sup.confirms.waits(name):
+        if state.status == "paused" or state.first_output is None:
             continue
-        heartbeat = sup.run_dir / f".hb-{name}"
-        decided = sup.confirms.decided_at.get(name, 0.0)
-        try:
-            last = max(heartbeat.stat().st_mtime, state.first_output, decided)
-        except OSError:
-            last = max(state.first_output, decided)
-        if now - last >= limit_s:
-            handle = sup.procs[name]
-            handle.stalled = True
-            handle.stop_requested = True
-            handle.signal(15)
+        observe(sup, state)
+        act = activity(state, now)
+        since = silent_since(state, act, sup.settings.request_timeout_s, last_sign(sup, name))
+        if since is None or now - since < limit_s:
+            continue
+        handle = sup.procs[name]
+        doing = f" ({act.state})" if act is not None else ""
+        handle.stalled = (
+            f"silent for {duration(now - since)}{doing}: no model output, no tool and no "
+            f"ledger write within the stall time of {duration(limit_s)}"
+        )
+        handle.stop_requested = True
+        handle.signal_group(signal.SIGCONT)  # a member frozen from outside cannot take SIGTERM
+        handle.signal(signal.SIGTERM)
+
+
+def observe(sup: RunContext, state: MemberState) -> None:
+    """What the member's status lines cannot say: the gateway's back-off of its call and
+    the command it waits to have approved (`store.activity` reads both)."""
+    state.backoff = read_backoff(sup.run_dir, state.name) if state.call_since else None
+    waiting = [w.command for w in sup.confirms.waiting.values() if w.member == state.name]
+    state.approval = waiting[0] if waiting and state.current_tool else ""
+
+
+def last_sign(sup: RunContext, name: str) -> float:
+    """The member's last ledger write (its heartbeat file) or the last command a person
+    decided on for it, whichever is later: signs of life its status lines do not carry."""
+    return max(last_write(sup.run_dir, name), sup.confirms.decided_at.get(name, 0.0))
 
 
 def record_answer(sup: RunContext) -> Proposal | None:

@@ -15,19 +15,56 @@ scheduled), `exited`.
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from horde_tui.store import usage
+from horde_tui.store.activity import read_backoff
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
+from horde_tui.supervisor.controls import pending_requests
 from horde_tui.transcript import SessionStats, sessions
 from horde_tui.watchdog import pid_alive
 
 _MID_CALL = frozenset({"running", "paused"})
 """A member whose newest answer's call is still going (a paused one is frozen in it)."""
+
+
+@dataclass(frozen=True)
+class StallRule:
+    """The run's stall time and call timeout (0 stall: stalls are off), as its
+    MANIFEST.json recorded the settings: what `store.activity.next_step` weighs."""
+
+    stall_s: float = 1800.0
+    call_timeout_s: float = 900.0
+
+
+_RULES: dict[Path, tuple[int, StallRule]] = {}
+
+
+def stall_rule(run_dir: Path) -> StallRule:
+    """The run's `StallRule`, read again only when MANIFEST.json changed."""
+    path = run_dir / "MANIFEST.json"
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return StallRule()
+    cached = _RULES.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        config = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
+        rule = StallRule(
+            float(config.get("stall_ms", 1_800_000)) / 1000,
+            float(config.get("request_timeout_s", 900)),
+        )
+    except (OSError, ValueError, TypeError, AttributeError):
+        rule = StallRule()
+    _RULES[path] = (stamp, rule)
+    return rule
 
 
 def content(state: MemberState) -> tuple[Any, ...]:
@@ -112,6 +149,25 @@ class MemberFold:
         shown.turns += newest.turns
         usage.fold(shown, newest.prompt_tokens, newest.completion_tokens, newest.cost_usd)
 
+    def _asking(self) -> dict[str, str]:
+        """Member -> the command it waits to have approved (confirm mode)."""
+        return {
+            req.target: req.command or ""
+            for _, req in pending_requests(self.run_dir)
+            if not isinstance(req, str) and req.action == "confirm"
+        }
+
+    def _activity(self, shown: MemberState, stats: SessionStats, asking: dict[str, str]) -> None:
+        """What `store.activity` reads, as the newest session's transcript, the gateway's
+        back-off note and the confirm queue tell it (the supervisor's status lines say
+        the same to it)."""
+        if shown.status != "running":
+            return
+        shown.call_since, shown.tool_since = stats.call_since, stats.tool_since
+        shown.repeat, shown.repeat_since = stats.repeat, stats.repeat_since
+        shown.backoff = read_backoff(self.run_dir, shown.name) if stats.call_since else None
+        shown.approval = asking.get(shown.name, "") if shown.current_tool else ""
+
     def close(self) -> None:
         for stats in self._sessions.values():
             stats.close()
@@ -122,6 +178,7 @@ class MemberFold:
         member still marked running was lost with its supervisor: shown as exited
         `killed`, as `horde-tui finalize` reports it (the fold is not changed)."""
         out = []
+        asking = self._asking() if run_live else {}
         for state in self.states.values():
             shown = replace(state, transcripts=list(self._transcripts.get(state.name, ())))
             stats = self._sessions.get(state.name)
@@ -129,6 +186,7 @@ class MemberFold:
                 self._totals(shown, stats)
                 shown.final_message, shown.last_output = stats.last_text, stats.last_ts
                 shown.current_tool = stats.current_tool if state.status in _MID_CALL else ""
+                self._activity(shown, stats, asking)
             lost = state.status in ("running", "paused", "starting", "waiting")
             if not run_live and lost and not state.external:  # an agent outside lives on
                 shown.status, shown.exit_cause, shown.current_tool = "exited", "killed", ""
