@@ -1,0 +1,131 @@
+"""`horde-tui replay RUN`: the run as it was after event E#, with a moving cursor.
+
+The scene is written through the real `horde` tool (`support.ledger_scene`: ideas,
+claims, findings with reviews of each verdict, a question answered and resolved, a
+refused call, lifecycle events), so every outcome event carries the ledger seq it left.
+Snapshots are made every few records here, so the property test goes back and forth
+across many of them and through the copy-on-write of entries they share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.app import RUN_ID
+from support.ledger_scene import fill_run
+
+import horde_tui.view.replay as replay_mod
+from horde_tui.fork import _lines, ledger_seq_at
+from horde_tui.store.jsonl import JsonlTail
+from horde_tui.view.members import MemberFold
+from horde_tui.view.replay import Replay, ReplayRefused, fold_upto, tables
+from horde_tui.view.run import read_info
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ledger scene's run, with one refused call and the run's end; its run dir."""
+    workdir = tmp_path_factory.mktemp("replay")
+    horde = fill_run(workdir)
+    refused = horde("member-3", "claim", run=RUN_ID, id="#1")  # member-1 holds it
+    assert not refused.ok
+    horde("member-1", "post", run=RUN_ID, text="wrapping up")
+    horde.store("parent").append_event(
+        RUN_ID, {"type": "lifecycle", "kind": "run-end", "outcome": "finished"}
+    )
+    return horde.root / "runs" / RUN_ID
+
+
+@pytest.fixture(scope="module")
+def small_snapshots() -> Any:
+    """Snapshots every 3 ledger records, 2 member events and 4 graph events."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay_mod, "LEDGER_EVERY", 3)
+        mp.setattr(replay_mod, "MEMBER_EVERY", 2)
+        mp.setattr(replay_mod, "GRAPH_EVERY", 4)
+        yield
+
+
+def fresh_members(run_dir: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
+    fold = MemberFold(run_dir, read_info(run_dir)[1])
+    for ev in events:
+        fold.apply(ev)
+    return fold.states
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_replay_at_any_event_equals_a_fresh_fold(
+    scene: Path, small_snapshots: None, data: st.DataObject
+) -> None:
+    horde_dir = scene.parent.parent
+    events = JsonlTail(scene / "events.jsonl").read_new()
+    lines = _lines(horde_dir / "ledger.jsonl")
+    records = [r for r, _ in lines]
+    replay = Replay(scene)
+    try:
+        # A walk of random cut points: forward, back, far and near, as keys would go.
+        cuts = data.draw(st.lists(st.integers(1, len(events)), min_size=1, max_size=8))
+        for at in cuts:
+            replay.seek(at)
+            replay.sync_ledger()
+            number = int(str(events[at - 1]["id"])[1:])
+            seq = ledger_seq_at(events, number, lines)
+            assert replay.cursor().seq == seq
+            assert tables(replay.ledger.state) == tables(fold_upto(records, seq)), at
+            assert replay.member_fold.fold.states == fresh_members(scene, events[:at]), at
+    finally:
+        replay.close()
+
+
+def test_the_jumps_land_on_the_next_and_previous_such_event(scene: Path) -> None:
+    events = JsonlTail(scene / "events.jsonl").read_new()
+    replay = Replay(scene)
+    try:
+        assert replay.at == len(events)  # opens at the end
+        assert not replay.step("event", 1)  # nowhere to go
+        replay.seek(1)
+        lines = _lines(scene.parent.parent / "ledger.jsonl")
+        seqs = [0] + [ledger_seq_at(events, n, lines) for n in range(1, len(events) + 1)]
+        writes = [n for n in range(1, len(events) + 1) if seqs[n] > seqs[n - 1]]
+        assert len(writes) > 10
+        findings = [
+            n
+            for n, e in enumerate(events, 1)
+            if e.get("type") == "outcome" and e.get("ok") and e.get("action") == "finding"
+        ]
+        refusals = [n for n, e in enumerate(events, 1) if e.get("ok") is False]
+        assert len(findings) == 3 and refusals
+        for how, where in (("write", writes), ("finding", findings), ("refusal", refusals)):
+            replay.seek(1)
+            seen = []
+            while replay.step(how, 1):
+                seen.append(replay.at)
+            assert seen == [n for n in where if n > 1], how
+            back = []
+            while replay.step(how, -1):
+                back.append(replay.at)
+            assert back == list(reversed(where[:-1])), how
+        replay.seek(5)
+        assert replay.step("event", -1) and replay.at == 4
+        assert replay.step("event", 1) and replay.at == 5
+        # The scene's clock ticks a second per write: a minute is the whole run.
+        assert replay.step("minute", 1) and replay.at == len(events)
+        assert replay.step("minute", -1) and replay.at == 1
+    finally:
+        replay.close()
+
+
+def test_seek_event_refuses_an_event_the_run_lacks(scene: Path) -> None:
+    replay = Replay(scene)
+    try:
+        with pytest.raises(ReplayRefused, match=r"has no event E9999; its events are E1 to E"):
+            replay.seek_event(9999)
+        replay.seek_event(3)
+        assert replay.cursor().number == 3 and replay.at == 3
+    finally:
+        replay.close()
