@@ -151,7 +151,7 @@ class RunScreen(HordeScreen):
         yield StatusLine(id="run-status")
         yield MemberTable(id="members")
         yield ConfirmQueue(self.source.run_dir, id="confirm-queue")
-        ledgers = LedgerSource(horde_dir, self.source.run_dir.name)
+        ledgers = self.ledger_source(horde_dir)
         with TabbedContent(initial="events", id="tabs"):
             for tab in LEDGER_TABS:
                 with TabPane(tab.capitalize(), id=tab):
@@ -163,11 +163,18 @@ class RunScreen(HordeScreen):
             with TabPane("Threads", id="threads"):
                 yield ThreadsPane(ledgers)
             with TabPane("Graph", id="graph"):
-                lanes = [(state.name, state.role) for state in self.source.members.values()]
-                yield GraphPane(self.source.run_dir, lanes)
+                yield self.graph_pane()
             with TabPane("Files", id="files"):
                 yield FilesPane(self.source.run_dir)
         yield Footer(compact=True, show_command_palette=False)
+
+    def ledger_source(self, horde_dir: Path) -> LedgerSource:
+        """What the ledger and Threads tabs read (a replay's reads them at its cursor)."""
+        return LedgerSource(horde_dir, self.source.run_dir.name)
+
+    def graph_pane(self) -> GraphPane:
+        lanes = [(state.name, state.role) for state in self.source.members.values()]
+        return GraphPane(self.source.run_dir, lanes)
 
     def on_mount(self) -> None:
         # TabbedContent mounts its panes a refresh later; events wait for them.
