@@ -34,9 +34,11 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def small_snapshots() -> Any:
-    """Snapshots every 3 ledger records, 2 member events and 4 graph events."""
+    """Snapshots every 4 ledger records (every 2 where the cursor went back), 2 member
+    events and 4 graph events."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(replay_mod, "LEDGER_EVERY", 3)
+        mp.setattr(replay_mod, "LEDGER_EVERY", 4)
+        mp.setattr(replay_mod, "FINE", 2)
         mp.setattr(replay_mod, "MEMBER_EVERY", 2)
         mp.setattr(replay_mod, "GRAPH_EVERY", 4)
         yield
@@ -49,7 +51,7 @@ def fresh_members(run_dir: Path, events: list[dict[str, Any]]) -> dict[str, Any]
     return fold.states
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_replay_at_any_event_equals_a_fresh_fold(
     scene: Path, small_snapshots: None, data: st.DataObject
@@ -60,9 +62,11 @@ def test_replay_at_any_event_equals_a_fresh_fold(
     records = [r for r, _ in lines]
     replay = Replay(scene)
     try:
-        # A walk of random cut points: forward, back, far and near, as keys would go.
-        cuts = data.draw(st.lists(st.integers(1, len(events)), min_size=1, max_size=8))
-        for at in cuts:
+        # A walk: jumps to random cut points and short steps either way, as keys go.
+        moves = st.one_of(st.integers(1, len(events)), st.integers(-6, 6).map(lambda d: (d,)))
+        at = len(events)
+        for move in data.draw(st.lists(moves, min_size=1, max_size=16)):
+            at = max(1, min(len(events), at + move[0])) if isinstance(move, tuple) else move
             replay.seek(at)
             replay.sync_ledger()
             number = int(str(events[at - 1]["id"])[1:])

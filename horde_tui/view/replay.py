@@ -56,6 +56,9 @@ member fold takes it (a lifecycle event, or an external member's call)."""
 JUMPS = {"write": WRITE, "finding": FINDING, "refusal": REFUSAL}
 LEDGER_EVERY = 512
 """Ledger records between snapshots: a move back folds at most this many (~6 ms)."""
+FINE = 32
+"""Ledger records between the snapshots kept where the cursor went back (see `seek`);
+a divisor of `LEDGER_EVERY`."""
 MEMBER_EVERY = 256
 """Member-fold events between snapshots."""
 GRAPH_EVERY = 2048
@@ -281,6 +284,11 @@ class LedgerTimeline:
         self.snapshots: dict[int, Snapshot] = {}
         self._shared: set[int] = set()
         """ids of live entries that some snapshot holds too."""
+        self._tables: dict[type, str] = {}
+        """Entry type -> the table holding entries of that type (learnt on the way)."""
+        self.fine: dict[int, Snapshot] = {}
+        """Snapshots every `FINE` records in one stretch (`fine_base` on), see `seek`."""
+        self.fine_base: int | None = None
         self.state = self._fresh()
         self.at = 0
         """Records folded into `state`."""
@@ -299,26 +307,38 @@ class LedgerTimeline:
         return self.seek(self.count_at(seq))
 
     def seek(self, count: int) -> set[str]:
-        """Fold to the first `count` records; return the ledger kinds that changed."""
+        """Fold to the first `count` records; return the ledger kinds that changed.
+
+        Forward folds on from where it is; back restores the nearest snapshot and folds
+        forward. A move back also keeps, for the stretch between two snapshots it landed
+        in, snapshots every `FINE` records, so the next steps back fold at most that many.
+        """
         count = max(0, min(count, len(self.records)))
         if count == self.at:
             return set()
-        base = max(b for b in self.snapshots if b <= count)
+        coarse = max(b for b in self.snapshots if b <= count)
+        base = max([coarse, *(f for f in self.fine if f <= count)])
         if count > self.at >= base:
             return self._forward(count)
         changed = self._kinds(min(count, self.at), max(count, self.at))
+        if self.fine_base != coarse:  # another stretch: its own fine snapshots
+            self.fine, self.fine_base = {}, coarse
         self._restore(base)
         self._forward(count)
         return changed
 
     def _forward(self, count: int) -> set[str]:
         changed: set[str] = set()
+        fine = self.fine_base
         while self.at < count:
-            stop = min(count, (self.at // self.every + 1) * self.every)
+            step = FINE if fine is not None and fine <= self.at < fine + self.every else self.every
+            stop = min(count, (self.at // step + 1) * step)
             changed |= self.state.apply_all(self.records[self.at : stop])
             self.at = stop
             if stop % self.every == 0 and stop not in self.snapshots:
                 self._take_snapshot()
+            elif stop % step == 0 and step == FINE and stop not in self.fine:
+                self._take_snapshot(self.fine)
         return changed
 
     def _kinds(self, lo: int, hi: int) -> set[str]:
@@ -335,13 +355,13 @@ class LedgerTimeline:
         for name in COW_TABLES:
             yield from snap[name].values()
 
-    def _take_snapshot(self) -> None:
+    def _take_snapshot(self, into: dict[int, Snapshot] | None = None) -> None:
         snap = capture(self.state)
-        self.snapshots[self.at] = snap
+        (self.snapshots if into is None else into)[self.at] = snap
         self._shared.update(map(id, self._entries(snap)))
 
     def _restore(self, at: int) -> None:
-        snap = self.snapshots[at]
+        snap = self.snapshots[at] if at in self.snapshots else self.fine[at]
         state = self._fresh()
         for name, value in snap.items():
             setattr(state, name, _copy_field(name, value))
@@ -353,12 +373,25 @@ class LedgerTimeline:
         if id(entity) not in self._shared:
             return
         self._shared.discard(id(entity))
-        kept = copy.deepcopy(entity)
+        kept = detached(entity)
         ident = getattr(entity, "id", None)
-        for snap in self.snapshots.values():
-            for name in COW_TABLES:
+        table = self._tables.get(type(entity))
+        for snap in [*self.snapshots.values(), *self.fine.values()]:
+            for name in (table,) if table else COW_TABLES:
                 if snap[name].get(ident) is entity:
                     snap[name][ident] = kept
+                    self._tables[type(entity)] = table = name
+
+
+def detached(entity: Any) -> Any:
+    """A copy of `entity` that its fold cannot change: its own lists, sets and dicts.
+    What they hold (history notes, verifications, messages) is appended, never changed,
+    so one level is enough (the property test in `test_replay` checks it)."""
+    kept = copy.copy(entity)
+    for name, value in vars(kept).items():
+        if isinstance(value, list | set | dict):
+            setattr(kept, name, copy.copy(value))
+    return kept
 
 
 def fold_upto(records: list[dict[str, Any]], seq: int) -> LedgerState:
