@@ -21,8 +21,10 @@ from support.replay_scene import ended_scene
 import horde_tui.view.replay as replay_mod
 from horde_tui.fork import _lines, ledger_seq_at
 from horde_tui.store.jsonl import JsonlTail
+from horde_tui.store.state import LedgerState
+from horde_tui.view.ledgers import KINDS, LedgerView
 from horde_tui.view.members import MemberFold
-from horde_tui.view.replay import Replay, ReplayRefused, fold_upto, tables
+from horde_tui.view.replay import Replay, ReplayLedgerView, ReplayRefused, fold_upto, tables
 from horde_tui.view.run import read_info
 
 
@@ -51,6 +53,18 @@ def fresh_members(run_dir: Path, events: list[dict[str, Any]]) -> dict[str, Any]
     return fold.states
 
 
+def fresh_view(horde_dir: Path, state: LedgerState) -> LedgerView:
+    """The tabs' rows over a fold made elsewhere (not the ledger file's)."""
+    view = LedgerView(horde_dir, RUN_ID)
+    view.store.state = state
+    view.take_changes(set(KINDS), -1)
+    return view
+
+
+def rows_of(view: LedgerView) -> dict[str, list[tuple[str, ...]]]:
+    return {kind: [r.cells() for r in view.rows(kind)] for kind in KINDS}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_replay_at_any_event_equals_a_fresh_fold(
@@ -61,6 +75,7 @@ def test_replay_at_any_event_equals_a_fresh_fold(
     lines = _lines(horde_dir / "ledger.jsonl")
     records = [r for r, _ in lines]
     replay = Replay(scene)
+    shown = ReplayLedgerView(replay, RUN_ID)  # what the tabs read
     try:
         # A walk: jumps to random cut points and short steps either way, as keys go.
         moves = st.one_of(st.integers(1, len(events)), st.integers(-6, 6).map(lambda d: (d,)))
@@ -72,7 +87,10 @@ def test_replay_at_any_event_equals_a_fresh_fold(
             number = int(str(events[at - 1]["id"])[1:])
             seq = ledger_seq_at(events, number, lines)
             assert replay.cursor().seq == seq
-            assert tables(replay.ledger.state) == tables(fold_upto(records, seq)), at
+            fresh = fold_upto(records, seq)
+            assert tables(replay.ledger.state) == tables(fresh), at
+            shown.refresh()
+            assert rows_of(shown) == rows_of(fresh_view(horde_dir, fresh)), at
             assert replay.member_fold.fold.states == fresh_members(scene, events[:at]), at
     finally:
         replay.close()

@@ -45,8 +45,9 @@ from horde_tui.store.paths import HordePaths
 from horde_tui.store.state import ALSO_CHANGES, OP_KIND, RENDERERS, LedgerState
 from horde_tui.store.textmatch import MatchIndex, TextKey
 from horde_tui.store.timestamps import epoch
-from horde_tui.view.ledgers import LedgerView
+from horde_tui.view.ledgers import LedgerView, _finding, _idea
 from horde_tui.view.members import MemberFold
+from horde_tui.view.rows import LedgerRow
 from horde_tui.view.run import RunInfo, read_info
 from horde_tui.view.swimlane import SwimlaneLayout, layout
 
@@ -613,10 +614,34 @@ class ReplayLedgerView(LedgerView):
         super().__init__(replay.horde_dir, run)
         self.replay = replay
         self._seq = -1
+        self._built: dict[tuple[str, int], LedgerRow] = {}
+        """(entry id, version) -> its row: a finding's or idea's row is made of what its
+        fold changes after a `touch` (its reviews too), and a replay's fold of the same
+        records stamps the same versions, so a row once built stays right, both ways."""
 
     @property
     def state(self) -> LedgerState:
         return self.replay.ledger.state
+
+    def _build(self, kind: str) -> list[LedgerRow]:
+        """Rows of `kind`, findings and ideas reusing the rows of unchanged entries (a
+        long run has thousands; a cursor step changes one)."""
+        st, run = self.state, self.run
+        if kind == "findings":
+            found = [f for f in st.findings.values() if run is None or f.run == run]
+            return [self._row(f, _finding) for f in found]
+        if kind == "ideas":
+            return [self._row(i, _idea) for i in st.ideas.values()]
+        return super()._build(kind)
+
+    def _row(
+        self, entry: Any, build: Callable[[LedgerState, Any, str | None], LedgerRow]
+    ) -> LedgerRow:
+        key = (entry.id, entry.version)
+        row = self._built.get(key)
+        if row is None:
+            row = self._built[key] = build(self.state, entry, self.run)
+        return row
 
     def refresh(self) -> set[str]:
         self.replay.sync_ledger()
