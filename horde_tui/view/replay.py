@@ -339,14 +339,16 @@ class LedgerTimeline:
         if self.fine_base != coarse:  # another stretch: its own fine snapshots
             self.fine, self.fine_base = {}, coarse
         self._restore(base)
-        self._forward(count)
+        self._forward(count, fine=True)
         return changed
 
-    def _forward(self, count: int) -> set[str]:
+    def _forward(self, count: int, fine: bool = False) -> set[str]:
+        """Fold on to `count`; with `fine` (going back), keep the fine snapshots."""
         changed: set[str] = set()
-        fine = self.fine_base
+        fine_base = self.fine_base if fine else None
         while self.at < count:
-            step = FINE if fine is not None and fine <= self.at < fine + self.every else self.every
+            inside = fine_base is not None and fine_base <= self.at < fine_base + self.every
+            step = FINE if inside else self.every
             stop = min(count, (self.at // step + 1) * step)
             changed |= self.state.apply_all(self.records[self.at : stop])
             self.at = stop
