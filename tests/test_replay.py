@@ -96,6 +96,26 @@ def test_replay_at_any_event_equals_a_fresh_fold(
         replay.close()
 
 
+def test_stepping_back_and_forth_equals_a_fresh_fold(scene: Path, small_snapshots: None) -> None:
+    """A zig-zag over every event (back a few, on past writes, back again): what the
+    keys do, and what shares entries between the live fold and the snapshots."""
+    events = JsonlTail(scene / "events.jsonl").read_new()
+    lines = _lines(scene.parent.parent / "ledger.jsonl")
+    records = [r for r, _ in lines]
+    replay = Replay(scene)
+    n = len(events)
+    try:
+        for top in range(n, 0, -3):
+            for at in (top, top - 3, top + 2, top - 2, top + 4, top - 1):
+                at = max(1, min(n, at))
+                replay.seek(at)
+                replay.sync_ledger()
+                seq = ledger_seq_at(events, at, lines)
+                assert tables(replay.ledger.state) == tables(fold_upto(records, seq)), at
+    finally:
+        replay.close()
+
+
 def test_the_jumps_land_on_the_next_and_previous_such_event(scene: Path) -> None:
     events = JsonlTail(scene / "events.jsonl").read_new()
     replay = Replay(scene)
