@@ -325,8 +325,9 @@ class LedgerTimeline:
         """Fold to the first `count` records; return the ledger kinds that changed.
 
         Forward folds on from where it is; back restores the nearest snapshot and folds
-        forward. A move back also keeps, for the stretch between two snapshots it landed
-        in, snapshots every `FINE` records, so the next steps back fold at most that many.
+        forward. A short step back also keeps, for the stretch between two snapshots it
+        landed in, snapshots every `FINE` records, so the next steps back fold at most
+        that many.
         """
         count = max(0, min(count, len(self.records)))
         if count == self.at:
@@ -336,10 +337,11 @@ class LedgerTimeline:
         if count > self.at >= base:
             return self._forward(count)
         changed = self._kinds(min(count, self.at), max(count, self.at))
-        if self.fine_base != coarse:  # another stretch: its own fine snapshots
+        stepping = 0 < self.at - count <= FINE  # one step back: more are likely to follow
+        if stepping and self.fine_base != coarse:  # another stretch: its own snapshots
             self.fine, self.fine_base = {}, coarse
         self._restore(base)
-        self._forward(count, fine=True)
+        self._forward(count, fine=stepping)
         return changed
 
     def _forward(self, count: int, fine: bool = False) -> set[str]:
