@@ -20,12 +20,14 @@ from support.replay_scene import ended_scene
 
 import horde_tui.view.replay as replay_mod
 from horde_tui.fork import _lines, ledger_seq_at
+from horde_tui.store.graph import GraphBuilder
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.state import LedgerState
 from horde_tui.view.ledgers import KINDS, LedgerView
 from horde_tui.view.members import MemberFold
 from horde_tui.view.replay import Replay, ReplayLedgerView, ReplayRefused, fold_upto, tables
 from horde_tui.view.run import read_info
+from horde_tui.view.swimlane import layout
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +100,13 @@ def test_replay_at_any_event_equals_a_fresh_fold(
 
 def test_stepping_back_and_forth_equals_a_fresh_fold(scene: Path, small_snapshots: None) -> None:
     """A zig-zag over every event (back a few, on past writes, back again): what the
-    keys do, and what shares entries between the live fold and the snapshots."""
+    keys do, and what shares entries between the live fold and the snapshots. The
+    swimlane too: the one of the events up to the cursor."""
     events = JsonlTail(scene / "events.jsonl").read_new()
     lines = _lines(scene.parent.parent / "ledger.jsonl")
     records = [r for r, _ in lines]
     replay = Replay(scene)
+    lanes = [(m.name, m.role) for m in replay.member_fold.fold.members(True)]
     n = len(events)
     try:
         for top in range(n, 0, -3):
@@ -112,6 +116,9 @@ def test_stepping_back_and_forth_equals_a_fresh_fold(scene: Path, small_snapshot
                 replay.sync_ledger()
                 seq = ledger_seq_at(events, at, lines)
                 assert tables(replay.ledger.state) == tables(fold_upto(records, seq)), at
+                fresh = GraphBuilder(lanes)
+                fresh.feed(events[:at])
+                assert replay.graph_layout() == layout(fresh.graph_so_far()), at
     finally:
         replay.close()
 

@@ -33,7 +33,7 @@ import copy
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ FINE = 32
 a divisor of `LEDGER_EVERY`."""
 MEMBER_EVERY = 256
 """Member-fold events between snapshots."""
-GRAPH_EVERY = 2048
+GRAPH_EVERY = 512
 """Events between swimlane snapshots (the graph keeps at most `MAX_NODES` nodes)."""
 MINUTE = 60.0
 
@@ -456,6 +456,23 @@ class MemberTimeline:
         return self.fold.members(live)
 
 
+def copy_builder(builder: GraphBuilder) -> GraphBuilder:
+    """A builder that feeding the original cannot change: its own containers (nodes and
+    edges are frozen; an intent's params are replaced, never changed)."""
+    kept = copy.copy(builder)
+    graph = builder.graph
+    kept.graph = replace(
+        graph,
+        lanes=list(graph.lanes),
+        lane_labels=dict(graph.lane_labels),
+        nodes=list(graph.nodes),
+        edges=list(graph.edges),
+    )
+    kept.node_ids = set(builder.node_ids)
+    kept.pending = dict(builder.pending)
+    return kept
+
+
 class GraphTimeline:
     """The swimlane of the events before a position, with snapshots of the builder."""
 
@@ -466,7 +483,7 @@ class GraphTimeline:
         self.lines.refresh()
         self.every = every
         self.builder = GraphBuilder(members)
-        self.snapshots: dict[int, GraphBuilder] = {0: copy.deepcopy(self.builder)}
+        self.snapshots: dict[int, GraphBuilder] = {0: copy_builder(self.builder)}
         self._layout: tuple[int, SwimlaneLayout] | None = None
 
     def layout_at(self, at: int) -> SwimlaneLayout:
@@ -474,12 +491,12 @@ class GraphTimeline:
             return self._layout[1]
         base = max(b for b in self.snapshots if b <= at)
         if at < self.builder.fed or self.builder.fed < base:
-            self.builder = copy.deepcopy(self.snapshots[base])
+            self.builder = copy_builder(self.snapshots[base])
         while self.builder.fed < at:
             stop = min(at, (self.builder.fed // self.every + 1) * self.every)
             self.builder.feed(self.lines.record(i) or {} for i in range(self.builder.fed, stop))
             if stop % self.every == 0 and stop not in self.snapshots:
-                self.snapshots[stop] = copy.deepcopy(self.builder)
+                self.snapshots[stop] = copy_builder(self.builder)
         shown = layout(self.builder.graph_so_far())
         self._layout = (at, shown)
         return shown
