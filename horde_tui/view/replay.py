@@ -334,8 +334,8 @@ class LedgerTimeline:
             return set()
         coarse = max(b for b in self.snapshots if b <= count)
         base = max([coarse, *(f for f in self.fine if f <= count)])
-        if count > self.at >= base:
-            return self._forward(count)
+        if count > self.at and (self.at >= base or count - self.at <= self.every):
+            return self._forward(count)  # (restoring a snapshot ahead costs more)
         changed = self._kinds(min(count, self.at), max(count, self.at))
         stepping = 0 < self.at - count <= FINE  # one step back: more are likely to follow
         if stepping and self.fine_base != coarse:  # another stretch: its own snapshots

@@ -231,19 +231,19 @@ async def through_the_app(run: Path, steps: int, jumps: int) -> None:
                 print(f"  {tab:8} tab  {label}  {ms(timer.times)}   ({count} keys)")
 
 
-def through_the_fold(run: Path, steps: int) -> None:
+def through_the_fold(run: Path, steps: int, jumps: int) -> None:
     replay = Replay(run)
     mid = replay.total // 2
-    for label, how, direction in (
-        ("one event on", "event", 1),
-        ("one event back", "event", -1),
-        ("a minute on", "minute", 1),
-        ("a minute back", "minute", -1),
+    for label, how, direction, count in (
+        ("one event on", "event", 1, steps),
+        ("one event back", "event", -1, steps),
+        ("a minute on", "minute", 1, jumps),
+        ("a minute back", "minute", -1, jumps),
     ):
         replay.seek(mid)
         replay.sync_ledger()
         times = []
-        for _ in range(steps):
+        for _ in range(count):
             t0 = time.perf_counter()
             replay.step(how, direction)
             replay.sync_ledger()
@@ -281,7 +281,7 @@ def main() -> None:
         print("through the app (pilot presses the key, waits for the repaint):")
         asyncio.run(through_the_app(run, args.steps, args.jumps))
         print("\nthrough the fold alone (Replay.step + ledger + members):")
-        through_the_fold(run, args.steps)
+        through_the_fold(run, args.steps, args.jumps)
 
 
 if __name__ == "__main__":
