@@ -26,6 +26,8 @@ from horde_tui.view.replay import Replay, ReplayRefused
 from horde_tui.view.run import LIVE_STATES, RunsIndex, state_of
 
 LAST = "last"
+BIG_LOG = 5_000_000
+"""Bytes of event log past which opening takes a noticeable while (~1 s per 8 MB)."""
 
 
 class ReplayApp(HordeApp):
@@ -77,7 +79,14 @@ def open_replay(horde_dir: Path, run: str, at: str | None = None) -> Replay:
         if m is None:
             raise ReplayRefused(f"refused: --at {at!r} is not an event id; give E# (e.g. E42)")
         number = int(m[1])
-    replay = Replay(run_to_replay(horde_dir, run))
+    run_dir = run_to_replay(horde_dir, run)
+    size = (run_dir / "events.jsonl").stat().st_size if (run_dir / "events.jsonl").exists() else 0
+    if size > BIG_LOG:  # seconds of reading before the app shows: say so
+        print(
+            f"horde-tui: reading run {run_dir.name} ({size / 1e6:.0f} MB of events)",
+            file=sys.stderr,
+        )
+    replay = Replay(run_dir)
     if number is not None:
         try:
             replay.seek_event(number)
