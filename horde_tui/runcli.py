@@ -364,6 +364,13 @@ def cmd_fork(args: argparse.Namespace) -> int:
     return cmd_run(args, "; ".join(layers) if layers else None)
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """`replay RUN [--at E#]` (`horde_tui.replay`, which loads the app)."""
+    from horde_tui.replay import cmd_replay as replay
+
+    return replay(args)
+
+
 def add_commands(sub: Any) -> None:
     run = sub.add_parser(
         "run",
@@ -408,6 +415,17 @@ def add_commands(sub: Any) -> None:
     add_run_arguments(fork)
     fork.add_argument("--detach", action="store_true", help=detach_help)
     fork.set_defaults(func=cmd_fork)
+
+    replay = sub.add_parser(
+        "replay",
+        help="open a finished run as it was after event E#, with a time cursor",
+        description="Read-only. Keys: . , one event; > < one write; ] [ one minute; } { "
+        "the next/previous finding; ) ( the next/previous refusal; g/G the first/last.",
+    )
+    replay.add_argument("run", help="the run id, or last (the newest run that is not live)")
+    replay.add_argument("--at", metavar="E#", help="start after this event (default: the last)")
+    replay.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
+    replay.set_defaults(func=cmd_replay)
 
     attach = sub.add_parser("attach", help="open the app on a run hosted by another process")
     attach.add_argument("run", nargs="?", help="the run id (default: the live run)")

@@ -148,7 +148,7 @@ class RunScreen(HordeScreen):
     def compose(self) -> ComposeResult:
         config = self.horde_app.config
         horde_dir = self.source.run_dir.parent.parent
-        ledgers = LedgerSource(horde_dir, self.source.run_dir.name, self.source.baseline)
+        ledgers = self.ledger_source(horde_dir)
         yield Header()
         yield StatusLine(id="run-status")
         yield CostLine(ledgers, id="run-cost")
@@ -165,11 +165,19 @@ class RunScreen(HordeScreen):
             with TabPane("Threads", id="threads"):
                 yield ThreadsPane(ledgers)
             with TabPane("Graph", id="graph"):
-                lanes = [(state.name, state.role) for state in self.source.members.values()]
-                yield GraphPane(self.source.run_dir, lanes)
+                yield self.graph_pane()
             with TabPane("Files", id="files"):
                 yield FilesPane(self.source.run_dir)
         yield Footer(compact=True, show_command_palette=False)
+
+    def ledger_source(self, horde_dir: Path) -> LedgerSource:
+        """What the cost line, the ledger and Threads tabs read (a replay's reads them at
+        its cursor)."""
+        return LedgerSource(horde_dir, self.source.run_dir.name, self.source.baseline)
+
+    def graph_pane(self) -> GraphPane:
+        lanes = [(state.name, state.role) for state in self.source.members.values()]
+        return GraphPane(self.source.run_dir, lanes)
 
     def on_mount(self) -> None:
         # TabbedContent mounts its panes a refresh later; events wait for them.

@@ -137,7 +137,13 @@ class LedgerView:
     def refresh(self) -> set[str]:
         """Fold what was appended to `ledger.jsonl`; return the ledgers that changed."""
         seq = self.state.seq
-        changed = self.store.refresh() & set(KINDS)
+        return self.take_changes(self.store.refresh(), seq)
+
+    def take_changes(self, kinds: set[str], seq: int) -> set[str]:
+        """Forget the rows of the ledgers `kinds` names (and of threads when they moved
+        since the state was at `seq`); return the ledgers that changed. `refresh` after
+        a fold; a replay (`view.replay`) after it moved its state."""
+        changed = kinds & set(KINDS)
         if self.state.seq != seq:
             stamp = _threads_stamp(self.state)
             if stamp != self._threads_stamp:
