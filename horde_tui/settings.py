@@ -100,7 +100,10 @@ class Settings(BaseModel):
     stall_ms: int = Field(
         default=1_800_000,
         ge=0,
-        description="a member with no ledger write for this long is reset (0 disables).",
+        description=(
+            "a member truly silent (no model output, no tool, no ledger write) for this long "
+            "is reset (0 disables)."
+        ),
     )
     reset_cap: int = Field(default=2, ge=0, description="how many times one member may be reset.")
     swarm_stagger_ms: int = Field(
