@@ -136,3 +136,36 @@ def test_replay_of_a_missing_run_is_refused_in_one_line(
         out, err = capsys.readouterr()
         assert out == "" and len(err.strip().splitlines()) == 1, err
         assert expected in err
+
+
+async def test_the_cost_line_says_what_was_spent_by_the_cursor(tmp_path: Path) -> None:
+    """The spend at the cursor: the calls `usage.jsonl` records up to its time."""
+    import json
+
+    horde_dir = ended_scene(tmp_path)
+    run_dir = horde_dir / "runs" / RUN_ID
+    times = [epoch(e["ts"]) for e in events_of(horde_dir)]
+    lines = [(times[0], 1000, 0.01), (times[-1], 3000, 0.02)]
+    (run_dir / "usage.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "ts": ts,
+                    "member": "member-1",
+                    "prompt_tokens": tok,
+                    "completion_tokens": 0,
+                    "cost_usd": cost,
+                }
+            )
+            + "\n"
+            for ts, tok, cost in lines
+        )
+    )
+    app = app_on(horde_dir, "E1")
+    async with app.run_test(size=(120, 36)) as pilot:
+        line = app.screen.query_one("#run-cost")
+        await wait_for(pilot, lambda: "spent $0.0100, 1.0k tok" in str(line.render()))
+        await pilot.press("G")  # the last event: both calls made
+        await wait_for(pilot, lambda: "spent $0.0300, 4.0k tok" in str(line.render()))
+        await pilot.press("g")
+        await wait_for(pilot, lambda: "spent $0.0100, 1.0k tok" in str(line.render()))

@@ -9,6 +9,7 @@ across many of them and through the copy-on-write of entries they share.
 
 from __future__ import annotations
 
+import bisect
 from pathlib import Path
 from typing import Any
 
@@ -168,5 +169,57 @@ def test_seek_event_refuses_an_event_the_run_lacks(scene: Path) -> None:
             replay.seek_event(9999)
         replay.seek_event(3)
         assert replay.cursor().number == 3 and replay.at == 3
+    finally:
+        replay.close()
+
+
+def test_the_member_table_counts_the_calls_made_by_the_cursor(tmp_path: Path) -> None:
+    """Turns, tokens and cost at the cursor come from the gateway's `usage.jsonl` (one
+    line a call, with its time): the transcripts are not cut at a moment, the usage is."""
+    import json
+
+    run_dir = ended_scene(tmp_path) / "runs" / RUN_ID
+    probe = Replay(run_dir)
+    times = list(probe.events.times)
+    probe.close()
+    mid = len(times) // 2
+    calls = [
+        ("member-1", times[0], 100, 10, 0.01),
+        ("member-2", times[mid], 50, 5, None),  # unpriced: its cost is unknown from then
+        ("member-1", times[-1], 200, 20, 0.02),
+    ]
+    (run_dir / "usage.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "ts": ts,
+                    "member": m,
+                    "prompt_tokens": p,
+                    "completion_tokens": c,
+                    "cost_usd": cost,
+                }
+            )
+            + "\n"
+            for m, ts, p, c, cost in calls
+        )
+        + "not json\n"
+    )
+    replay = Replay(run_dir)
+    try:
+
+        def figures(at: int) -> dict[str, tuple[int, int, float | None]]:
+            replay.seek(at)
+            return {
+                s.name: (s.turns, s.prompt_tokens + s.completion_tokens, s.cost_usd)
+                for s in replay.members()
+            }
+
+        first = bisect.bisect_right(times, times[0])
+        assert figures(first)["member-1"] == (1, 110, pytest.approx(0.01))
+        assert figures(first)["member-2"] == (0, 0, 0.0)
+        later = bisect.bisect_right(times, times[mid])
+        assert figures(later)["member-2"] == (1, 55, None)
+        assert figures(later)["member-1"] == (1, 110, pytest.approx(0.01))
+        assert figures(replay.total)["member-1"] == (2, 330, pytest.approx(0.03))
     finally:
         replay.close()

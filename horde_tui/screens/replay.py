@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
+from horde_tui.screens.cost import CostLine
 from horde_tui.screens.describe import member_row, member_tally
 from horde_tui.screens.panes import GraphPane, LedgerSource
 from horde_tui.screens.run import RunScreen
@@ -178,4 +179,7 @@ class ReplayScreen(RunScreen):
         self.replay_source.refresh()
         self.refresh_table()
         self.show_status()
+        # The spend by the cursor's time (`Replay.members`); the forecast is the live
+        # run's estimate, not a fact of the moment, so a replay leaves it out.
+        self.query_one(CostLine).show_cost(self.source.members.values(), None)
         await self.reload_visible_tab()

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store import usage
 from horde_tui.store.graph import GraphBuilder
 from horde_tui.store.jsonl import JsonlTail, parse_record
 from horde_tui.store.linefile import BATCH, LineIndex
@@ -456,6 +457,56 @@ class MemberTimeline:
         return self.fold.members(live)
 
 
+class UsageTimeline:
+    """Each member's model calls from the run's `usage.jsonl`, summed up to any moment.
+
+    The member fold's turns, tokens and cost come from the transcripts, which are not
+    cut at a moment; the gateway's usage file is one line a call with its time, so the
+    member table at the cursor counts the calls made by then. Cumulative totals per
+    member make that a bisect. An unpriced call makes the cost unknown from then on
+    (`store.usage`), as the live table does.
+    """
+
+    def __init__(self, path: Path) -> None:
+        calls: dict[str, list[tuple[float, int, int, Any]]] = {}
+        for rec in JsonlTail(path).read_new() if path.exists() else ():
+            try:
+                member, ts = str(rec["member"]), float(rec["ts"])
+                tokens = int(rec.get("prompt_tokens") or 0), int(rec.get("completion_tokens") or 0)
+            except (KeyError, TypeError, ValueError):
+                continue  # a line the gateway did not write: not a call
+            calls.setdefault(member, []).append((ts, *tokens, rec.get("cost_usd")))
+        self.times: dict[str, list[float]] = {}
+        self.totals: dict[str, list[tuple[int, int, float | None]]] = {}
+        """Member -> (prompt, completion, cost) after each of its calls, in time order."""
+        for member, made in calls.items():
+            made.sort(key=lambda call: call[0])
+            total = _Usage()
+            self.times[member] = [call[0] for call in made]
+            running = self.totals[member] = []
+            for _, prompt, completion, cost in made:
+                usage.fold(total, prompt, completion, cost)
+                running.append((total.prompt_tokens, total.completion_tokens, total.cost_usd))
+
+    def __bool__(self) -> bool:
+        return bool(self.times)
+
+    def lay_over(self, state: MemberState, when: float) -> None:
+        """Set `state`'s turns, tokens and cost to its calls made by `when`."""
+        n = bisect_right(self.times.get(state.name, ()), when)
+        state.turns = n
+        state.prompt_tokens, state.completion_tokens, state.cost_usd = (
+            self.totals[state.name][n - 1] if n else (0, 0, 0.0)
+        )
+
+
+@dataclass
+class _Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+
 def copy_builder(builder: GraphBuilder) -> GraphBuilder:
     """A builder that feeding the original cannot change: its own containers (nodes and
     edges are frozen; an intent's params are replaced, never changed)."""
@@ -537,6 +588,7 @@ class Replay:
         # The spacing is read here, not bound as defaults, so a test can make it small.
         self.ledger = LedgerTimeline(records, LEDGER_EVERY)
         self.member_fold = MemberTimeline(self.run_dir, manifest, self.events, MEMBER_EVERY)
+        self.usage = UsageTimeline(self.run_dir / "usage.jsonl")
         lanes = [(m.name, m.role) for m in self.member_fold.fold.members(True)]
         # The graph folds in its tab's thread: it reads the log through its own index.
         self.graph = GraphTimeline(lanes, self.events.lines.path, GRAPH_EVERY)
@@ -622,7 +674,16 @@ class Replay:
         return self.events.run_end is not None and self.at > self.events.run_end
 
     def members(self) -> list[MemberState]:
-        return self.member_fold.members(not self.ended)
+        """The members at the cursor: their lifecycle from the events before it and,
+        when the run kept a usage file, their calls made by its time (an external
+        member's turns are its `horde` calls, already counted by the events)."""
+        states = self.member_fold.members(not self.ended)
+        if self.usage:
+            when = self.events.times[self.at - 1]
+            for state in states:
+                if not state.external:
+                    self.usage.lay_over(state, when)
+        return states
 
     def take_changed(self) -> set[str]:
         changed, self.changed = self.changed, set()
