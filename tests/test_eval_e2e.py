@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.eval_plans import cite, finding
+from support.plans import horde
 from support.processes import wait_until
 
 from horde_tui.eval.taskset import load_taskset
@@ -32,40 +34,16 @@ ACME_WHEN = "Acme's current ratio"
 SINGLE = "members: 1 ("
 
 
-def horde(action: str, **args: Any) -> dict[str, Any]:
-    return {"tool": "horde", "args": {"action": action, **args}}
-
-
-def cite(defect_id: str, offset: int = 0) -> str:
-    """Evidence at a planted defect's first line (+ offset), as a grep line."""
-    defect = next(d for d in SQL.defects if d.id == defect_id)
-    line = (SQL.material / defect.file).read_text().splitlines()[defect.first - 1 + offset]
-    return f"{defect.file}:{defect.first + offset}: {line.strip()}"
-
-
-def finding(concern: str, text: str, evidence: str) -> dict[str, Any]:
-    return horde(
-        "finding",
-        idea="$I",
-        concern=concern,
-        concernDef=f"{concern}: scripted by the eval test",
-        concernNew=True,  # distinct concerns: the tool dedups within one concern
-        text=text,
-        evidence=evidence,
-        support="derived",
-        importance="medium",  # a verifier leaving high findings unreviewed is reset
-        confidence="high",
-    )
-
-
 def sql_worker_one() -> list[dict[str, Any]]:
     """True (login lookup), duplicate of it, false (a parameterised query), one refusal."""
     return [
         horde("claim", id="#99"),  # refused: no such idea (counted as a refusal)
         horde("idea", text="Check store.py's queries for SQL injection"),
         horde("claim", id="$id"),
-        finding("sql-injection", "find_user concatenates email into SQL", cite("login-lookup")),
-        finding("login-query-input", "the login query is injectable", cite("login-lookup", 1)),
+        finding(
+            "sql-injection", "find_user concatenates email into SQL", cite(SQL, "login-lookup")
+        ),
+        finding("login-query-input", "the login query is injectable", cite(SQL, "login-lookup", 1)),
         finding(
             "orders-query",
             "list_orders may be injectable",
@@ -81,7 +59,9 @@ def sql_worker_two() -> list[dict[str, Any]]:
         horde("idea", text="Check search_products for injection"),
         horde("claim", id="$id"),
         finding(
-            "product-search-sql", "search_products formats term into SQL", cite("product-search")
+            "product-search-sql",
+            "search_products formats term into SQL",
+            cite(SQL, "product-search"),
         ),
         horde("done", id="$I", result="filed one"),
     ]
@@ -242,7 +222,9 @@ def test_ctrl_c_stops_the_live_run_clean_scores_it_and_starts_no_more(tmp_path: 
     plan = [
         horde("idea", text="Check store.py's queries for SQL injection"),
         horde("claim", id="$id"),
-        finding("sql-injection", "find_user concatenates email into SQL", cite("login-lookup")),
+        finding(
+            "sql-injection", "find_user concatenates email into SQL", cite(SQL, "login-lookup")
+        ),
         {
             "tool": "read",
             "args": {"path": ".horde/BOARD.md"},

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.eval_plans import cite, finding
 from support.plans import horde
 from support.processes import describe, kill_all, wait_until
 
@@ -149,28 +150,6 @@ def test_parallel_runs_share_one_gateway_and_its_limit(tmp_path: Path) -> None:
     assert "Traceback" not in log
 
 
-def cite(task: str, defect: str, offset: int = 0) -> str:
-    item = BUNDLED.select([task])[0]
-    d = next(x for x in item.defects if x.id == defect)
-    line = (item.material / d.file).read_text().splitlines()[d.first - 1 + offset]
-    return f"{d.file}:{d.first + offset}: {line.strip()}"
-
-
-def finding(concern: str, text: str, evidence: str) -> dict[str, Any]:
-    return horde(
-        "finding",
-        idea="$I",
-        concern=concern,
-        concernDef=f"{concern}: scripted by the eval test",
-        concernNew=True,
-        text=text,
-        evidence=evidence,
-        support="derived",
-        importance="medium",
-        confidence="high",
-    )
-
-
 def plans() -> dict[str, list[dict[str, Any]]]:
     """sql-injection: one true finding and one false; finance-acme: three answers of four
     right, after a few reads (more calls, so the two runs' costs differ)."""
@@ -178,7 +157,7 @@ def plans() -> dict[str, list[dict[str, Any]]]:
         horde("idea", text="Check store.py's queries for SQL injection"),
         horde("claim", id="$id"),
         finding(
-            "sql-injection", "find_user concatenates email into SQL", cite(SQL.name, "login-lookup")
+            "sql-injection", "find_user concatenates email into SQL", cite(SQL, "login-lookup")
         ),
         finding("orders-query", "list_orders may be injectable", "store.py:18: return db.execute("),
         horde("done", id="$I", result="filed two"),
