@@ -200,28 +200,13 @@ def test_a_second_real_run_against_the_last_names_new_persisting_and_resolved(tm
     (persisting), finds the new DEBUG flag (new) and not the timing compare, whose line
     was rewritten (resolved, the code changed under it). Each run prints its forecast as
     one line when it lands."""
-    from support.plans import APP, horde
+    from support.plans import APP, worker
 
     from horde_tui.stubmodel import StubThread
     from horde_tui.stubmodel.agent import AgentPolicy
 
     def filing(idea: str, concern: str, text: str, evidence: str) -> list[dict]:
-        return [
-            horde("idea", text=idea),
-            horde("claim", id="$id"),
-            horde(
-                "finding",
-                concern=concern,
-                concernDef=f"{concern} problems",
-                text=text,
-                evidence=evidence,
-                support="tested",
-                importance="high",
-                confidence="high",
-            ),
-            horde("done", id="$I", result="reported"),
-            {"say": "Done."},
-        ]
+        return [*worker(idea, text, concern, evidence), {"say": "Done."}]
 
     password = ("secrets", "app.py hard-codes the password", "app.py:1 `PASSWORD = 'hunter2'`")
     first = {

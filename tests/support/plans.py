@@ -23,7 +23,9 @@ def horde(action: str, **args: Any) -> dict[str, Any]:
     return {"tool": "horde", "args": {"action": action, **args}}
 
 
-def worker(idea: str, finding: str, concern: str) -> list[dict[str, Any]]:
+def worker(
+    idea: str, finding: str, concern: str, evidence: str = "app.py:1"
+) -> list[dict[str, Any]]:
     return [
         horde("idea", text=idea),
         horde("claim", id="$id"),
@@ -32,7 +34,7 @@ def worker(idea: str, finding: str, concern: str) -> list[dict[str, Any]]:
             concern=concern,
             concernDef=f"{concern} problems",
             text=finding,
-            evidence="app.py:1",
+            evidence=evidence,
             support="tested",
             importance="high",
             confidence="high",
