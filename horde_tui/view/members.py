@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from horde_tui.settings import Settings
 from horde_tui.store import usage
 from horde_tui.store.activity import read_backoff
 from horde_tui.store.members import MemberState, fold_lifecycle
@@ -36,10 +37,11 @@ _MID_CALL = frozenset({"running", "paused"})
 @dataclass(frozen=True)
 class StallRule:
     """The run's stall time and call timeout (0 stall: stalls are off), as its
-    MANIFEST.json recorded the settings: what `store.activity.next_step` weighs."""
+    MANIFEST.json recorded the settings (their defaults where it did not): what
+    `store.activity.next_step` weighs."""
 
-    stall_s: float = 1800.0
-    call_timeout_s: float = 900.0
+    stall_s: float = Settings.model_fields["stall_ms"].default / 1000
+    call_timeout_s: float = float(Settings.model_fields["request_timeout_s"].default)
 
 
 _RULES: dict[Path, tuple[int, StallRule]] = {}
@@ -57,9 +59,10 @@ def stall_rule(run_dir: Path) -> StallRule:
         return cached[1]
     try:
         config = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
+        default = StallRule()
         rule = StallRule(
-            float(config.get("stall_ms", 1_800_000)) / 1000,
-            float(config.get("request_timeout_s", 900)),
+            float(config.get("stall_ms", default.stall_s * 1000)) / 1000,
+            float(config.get("request_timeout_s", default.call_timeout_s)),
         )
     except (OSError, ValueError, TypeError, AttributeError):
         rule = StallRule()
