@@ -67,7 +67,7 @@ class CostLine(StatusLine):
             self._again = True
             return
         self._counting = True
-        self.run_worker(self._count(), group="cost-count", exit_on_error=False)
+        self.run_worker(self._count, group="cost-count", exit_on_error=False)
 
     async def _count(self) -> None:
         try:
