@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +158,15 @@ time.sleep(600)
 """
 
 
-def _orphan(tmp_path: Path, step: str, wait_for: str) -> dict[str, int]:
-    """Start a parent with a gateway and a member, SIGKILL the parent, return the pids."""
+def _orphan(
+    tmp_path: Path,
+    step: str,
+    wait_for: str,
+    before_kill: Callable[[dict[str, int]], None] | None = None,
+) -> dict[str, int]:
+    """Start a parent with a gateway and a member, SIGKILL the parent, return the pids.
+    `before_kill` runs first (with the pids): what must be seen while the parent lives,
+    since its death sets the watchdog going."""
     horde_dir = prepare(tmp_path)
     script = PARENT.format(
         tests=str(Path(__file__).parent),
@@ -178,6 +186,8 @@ def _orphan(tmp_path: Path, step: str, wait_for: str) -> dict[str, int]:
     assert parent.stdout is not None
     pids = json.loads(parent.stdout.readline())
     assert alive(pids["gateway"]) and alive(pids["member"])
+    if before_kill is not None:
+        before_kill(pids)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(10)
     return pids
@@ -202,17 +212,21 @@ def test_watchdog_takes_the_members_shell_commands_along(tmp_path: Path) -> None
     step = json.dumps(
         {"tool_calls": [{"name": "bash", "arguments": {"command": command, "timeout": 600}}]}
     )
-    pids = _orphan(tmp_path, step, "tool-start")
-    deadline = time.monotonic() + 5
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)
-    found = subprocess.run(
-        ["pgrep", "-f", f"^{name} 300$"], capture_output=True, text=True
-    ).stdout.split()
+    found: list[str] = []
+
+    def find_the_sleeper(_: dict[str, int]) -> None:
+        # Before the parent's SIGKILL: after it the watchdog may take the sleeper at once.
+        deadline = time.monotonic() + 10
+        while not found and time.monotonic() < deadline:
+            if marker.exists():
+                found[:] = subprocess.run(
+                    ["pgrep", "-f", f"^{name} 300$"], capture_output=True, text=True
+                ).stdout.split()
+            time.sleep(0.05)
+
+    pids = _orphan(tmp_path, step, "tool-start", find_the_sleeper)
     assert len(found) == 1, found
     sleeper = int(found[0])
-    assert alive(sleeper)
     assert _gone_within([pids["gateway"], pids["member"], sleeper], 5.0) == []
 
 
