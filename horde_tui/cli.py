@@ -105,18 +105,16 @@ def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[st
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
-    # pydantic's plugin discovery reads every installed package's entry points on the
-    # first validation: a process that lives for one write has no use for plugins.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from horde_tui.protocol import run_action
+    """One `horde` call: through the horde's store server when one runs (a line of JSON
+    each way, and none of the imports below), else performed here under the lock."""
+    from horde_tui.store import client
     from horde_tui.store.paths import (
         ACTOR_NAME_RULE,
+        MANUAL_RUN,
         default_horde_dir,
         valid_actor_name,
         valid_run_id,
     )
-    from horde_tui.store.siblings import parse_siblings
-    from horde_tui.store.store import MANUAL_RUN, HordeStore
 
     try:
         raw = tool_fields(args.action, args.fields, args.json)
@@ -136,11 +134,15 @@ def cmd_tool(args: argparse.Namespace) -> int:
         )
         return 2
     role = os.environ.get("HORDE_ROLE") or "member"
-    try:
-        siblings = parse_siblings(os.environ.get("HORDE_SIBLINGS", ""))
-    except ValueError as exc:
-        print(f"horde-tui tool: HORDE_SIBLINGS: {exc}", file=sys.stderr)
-        return 2
+    siblings: dict[str, Path] = {}
+    if os.environ.get("HORDE_SIBLINGS", "").strip():
+        from horde_tui.store.siblings import parse_siblings
+
+        try:
+            siblings = parse_siblings(os.environ["HORDE_SIBLINGS"])
+        except ValueError as exc:
+            print(f"horde-tui tool: HORDE_SIBLINGS: {exc}", file=sys.stderr)
+            return 2
     horde_dir = default_horde_dir()
     if horde_dir.exists() and not horde_dir.is_dir():
         named = (
@@ -152,15 +154,37 @@ def cmd_tool(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    store = HordeStore(horde_dir, actor)
-    result = run_action(store, raw, run=run, role=role, siblings=siblings)
+    named_siblings = {name: str(path) for name, path in siblings.items()}
+    answer, raw = client.send(horde_dir, actor, run, role, named_siblings, raw)
+    if answer is None:
+        answer = _tool_here(horde_dir, actor, run, role, siblings, raw)
     if args.output == "json":
-        print(json.dumps(result.as_json(), ensure_ascii=False))
-    elif result.usage_error:
-        print(f"horde-tui tool: {result.text}", file=sys.stderr)
+        shown = {"ok": answer["ok"], "id": answer.get("id"), "text": answer["text"]}
+        print(json.dumps(shown, ensure_ascii=False))
+    elif answer.get("usage_error"):
+        print(f"horde-tui tool: {answer['text']}", file=sys.stderr)
     else:
-        print(result.text.rstrip("\n"))
-    return result.exit_code
+        print(answer["text"].rstrip("\n"))
+    return 2 if answer.get("usage_error") else 0 if answer["ok"] else 1
+
+
+def _tool_here(
+    horde_dir: Path, actor: str, run: str, role: str, siblings: dict[str, Path], raw: dict[str, Any]
+) -> dict[str, Any]:
+    """Perform one `horde` call in this process (no store server took it)."""
+    # pydantic's plugin discovery reads every installed package's entry points on the
+    # first validation: a process that lives for one write has no use for plugins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from horde_tui.protocol import run_action
+    from horde_tui.store.store import HordeStore
+
+    result = run_action(HordeStore(horde_dir, actor), raw, run=run, role=role, siblings=siblings)
+    return {
+        "ok": result.ok,
+        "id": result.id,
+        "text": result.text,
+        "usage_error": result.usage_error,
+    }
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

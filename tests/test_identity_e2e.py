@@ -88,6 +88,13 @@ def test_member_cannot_validate_its_own_answer_from_its_bash(tmp_path: Path) -> 
         ("user", "confirm-solved", "refused: this process runs under member-1's shell"),
     ]
     assert "exit 1" in (tmp_path / "escaped.out").read_text()
+    # The forgeries went through the run's store server (a call sent without a requestId
+    # gets one there: `store/client.py`), which judged each by its caller's process tree.
+    assert all(
+        e.get("requestId", "").startswith("auto-")
+        for e in events
+        if e.get("type") == "outcome" and "identity rule" in e.get("text", "")
+    )
     # Every record says whose process tree wrote it: the member's own, or the supervisor.
     spawned = {
         e["member"]: e["pid"]

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.store import identity
-from horde_tui.store.paths import ACTOR_NAME_RULE, valid_actor_name, valid_run_id
+from horde_tui.store.paths import ACTOR_NAME_RULE, MANUAL_RUN, valid_actor_name, valid_run_id
 from horde_tui.store.runs import find_run
-from horde_tui.store.store import MANUAL_RUN, HordeStore
+from horde_tui.store.store import HordeStore
 
 AUTO = "auto"
 EXTERNAL_PREFIX = "ext-"

@@ -45,6 +45,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,8 @@ class Ancestor:
 
 
 _ANCESTRY: dict[int, tuple[Ancestor, ...]] = {}
+_OTHERS: dict[int, tuple[Ancestor, ...]] = {}
+_PINNED: dict[int, tuple[Ancestor, ...]] = {}
 
 
 _CLAIM_KEYS = ("HORDE_DIR", "HORDE_RUN", "HORDE_MEMBER")
@@ -200,7 +203,19 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
     child is re-parented), never gains them."""
     me = os.getpid()
     if of is not None and of != me:
-        return _walk(of)
+        pinned = _PINNED.get(of)
+        if pinned is not None:
+            return pinned
+        # A store server asks this of its callers: kept per process, checked against the
+        # pid's start time so a reused pid is walked anew.
+        hit = _OTHERS.get(of)
+        if hit is not None and hit[0].proc == proc_of(of):
+            return hit
+        walked = _walk(of)
+        if len(_OTHERS) >= 256:
+            _OTHERS.clear()
+        _OTHERS[of] = walked
+        return walked
     cached = _ANCESTRY.get(me)
     if cached is not None:
         return cached
@@ -208,6 +223,18 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
     _ANCESTRY.clear()
     _ANCESTRY[me] = result
     return result
+
+
+@contextlib.contextmanager
+def pinned(pid: int) -> Iterator[None]:
+    """For the length of one call a store server performs for `pid`: its tree, walked
+    (or checked) once, answers every question the call asks about it (a write asks four
+    times)."""
+    _PINNED[pid] = ancestry(pid)
+    try:
+        yield
+    finally:
+        _PINNED.pop(pid, None)
 
 
 def _walk(first: int) -> tuple[Ancestor, ...]:
@@ -330,11 +357,12 @@ def member_above(pid: int | None = None) -> Via | None:
     return None
 
 
-def caller(root: Path | str, run: str) -> Via:
-    """Whose tree this process is in, as seen from a write to `run` under `root`."""
-    chain = ancestry()
+def caller(root: Path | str, run: str, pid: int | None = None) -> Via:
+    """Whose tree this process (or `pid`: a store server's caller) is in, as seen from a
+    write to `run` under `root`."""
+    chain = ancestry(pid)
     root = _resolved(root)
-    member = member_above()
+    member = member_above(pid)
     if member is not None:
         return member
     record = read_processes(_run_dir(root, run))
@@ -343,10 +371,10 @@ def caller(root: Path | str, run: str) -> Via:
     return Via(OUTSIDE)
 
 
-def refusal(root: Path | str, run: str, actor: str) -> str | None:
-    """Why this process may not write as `actor` in `run` (one line), or None."""
+def refusal(root: Path | str, run: str, actor: str, pid: int | None = None) -> str | None:
+    """Why this process (or `pid`) may not write as `actor` in `run` (one line), or None."""
     root = _resolved(root)
-    via = caller(root, run)
+    via = caller(root, run, pid)
     if via.kind == "member":
         if actor != via.member:
             return (
@@ -379,7 +407,8 @@ def refusal(root: Path | str, run: str, actor: str) -> str | None:
     return None
 
 
-def writer(root: Path | str, run: str) -> dict[str, Any]:
-    """The `writer` stamp of a ledger record: this process and whose tree it is in."""
+def writer(root: Path | str, run: str, pid: int | None = None) -> dict[str, Any]:
+    """The `writer` stamp of a ledger record: this process (or `pid`, the caller a store
+    server writes for) and whose tree it is in."""
     root = _resolved(root)
-    return {"pid": os.getpid(), "via": caller(root, run).label(run, root)}
+    return {"pid": pid or os.getpid(), "via": caller(root, run, pid).label(run, root)}

@@ -26,6 +26,9 @@ LEDGER_FILES: dict[str, str] = {
 
 GITIGNORE_TEXT = "runs/\nswarms/\n"
 
+MANUAL_RUN = "manual"
+"""The run `horde-tui tool` writes in when `HORDE_RUN` is not set."""
+
 _HORDE_NAME = re.compile(r"^h[1-4]$")
 """A swarm's horde directory name (`swarms/<id>/h2`)."""
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")

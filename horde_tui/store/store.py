@@ -62,7 +62,6 @@ from horde_tui.store.paths import LEDGER_FILES, HordePaths, atomic_write_text
 from horde_tui.store.projected import read_marks, write_marks
 from horde_tui.store.state import OP_KIND, RENDERERS, LedgerState
 
-MANUAL_RUN = "manual"
 FREEZE_EVERY_LINES = 200
 
 
@@ -106,9 +105,21 @@ Decide = Callable[[LedgerState], Decision]
 class HordeStore:
     """One process's handle on a `.horde/` directory, acting as `actor`."""
 
-    def __init__(self, root: Path, actor: str) -> None:
+    def __init__(self, root: Path, actor: str, *, routed: bool = False) -> None:
         self.paths = HordePaths(Path(root))
         self.actor = actor
+        self.routed = routed
+        """`horde` calls through this store go to the horde's store server when one runs
+        (`store/client.py`); a process that writes rarely or reads the fold itself (the
+        supervisor, the app) keeps False."""
+        self.serving = False
+        """This store is a store server's: it writes for many callers (`acting_as`)."""
+        self.caller_pid: int | None = None
+        """The process a store server is writing for now (its `writer` stamp and identity
+        rule), or None: this process."""
+        self.deferring = False
+        """A store server's batch: writes leave rendering and flushing to `settle`, once
+        for the batch, and their callers are answered after it."""
         self.state = LedgerState()
         self._lock = HordeLock(self.paths, actor)
         self._ledger = JsonlTail(self.paths.ledger)
@@ -194,7 +205,11 @@ class HordeStore:
 
     def _checkpoint_if_due(self) -> None:
         """Save a checkpoint once the fold is `EVERY_LINES` past the newest one (after a
-        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first."""
+        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first.
+        Never by a store server while it serves: its callers would all wait out the save
+        (a third of a second at 10,000 entries); it saves one when it stops."""
+        if self.serving:
+            return
         if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
             return
         self._checkpoint_seen = max(self._checkpoint_seen, checkpoint.saved_lines(self.paths))
@@ -210,7 +225,9 @@ class HordeStore:
     def events(self, run: str) -> EventLog:
         log = self._events.get(run)
         if log is None:
-            log = self._events[run] = EventLog(self.paths.events(run), self.actor)
+            # A server answers retries for every caller: it keeps everyone's outcomes.
+            mine = None if self.serving else self.actor
+            log = self._events[run] = EventLog(self.paths.events(run), mine)
         log.catch_up()
         return log
 
@@ -219,6 +236,20 @@ class HordeStore:
 
     def stop_clean_requested(self, run: str) -> bool:
         return self.paths.stop_clean_sentinel(run).exists()
+
+    @contextmanager
+    def acting_as(self, actor: str, pid: int) -> Iterator[None]:
+        """For a store server: write as `actor` on behalf of process `pid` (identity rule
+        and `writer` stamp from `pid`'s process tree), sharing this store's one fold."""
+        saved = self.actor, self.caller_pid
+        self.actor, self.caller_pid = actor, pid
+        self._lock = HordeLock(self.paths, actor)
+        try:
+            with identity.pinned(pid):
+                yield
+        finally:
+            self.actor, self.caller_pid = saved
+            self._lock = HordeLock(self.paths, self.actor)
 
     # -- writing -----------------------------------------------------------------
 
@@ -272,9 +303,17 @@ class HordeStore:
         with self._around_the_lock(run, indexes):
             with self._lock.held(while_waiting=self._follow(run, indexes)):
                 receipt = self._transact_locked(run, action, params, decide, request_id)
+            if self.deferring:
+                return receipt  # the server settles the batch before it answers
             # Rendered and flushed after the release (module docstring), before the answer.
             receipt.text += self._project() + self._flush()
             return receipt
+
+    def settle(self) -> str:
+        """End a store server's batch (`deferring`): render and flush what its writes
+        left, once for all of them; the note for the receipts of the writes that
+        appended ('' if none)."""
+        return self._project() + self._flush()
 
     def _transact_locked(
         self,
@@ -493,7 +532,8 @@ class HordeStore:
         off again).
         """
         ts = utc_now()
-        writer = identity.writer(self.paths.root, run)  # who really wrote, as seen from here
+        # Who really wrote, as seen from here (a server: its caller, by the socket's peer).
+        writer = identity.writer(self.paths.root, run, self.caller_pid)
         stamped = []
         for i, rec in enumerate(records, start=1):
             stamped.append(

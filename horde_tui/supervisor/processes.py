@@ -1,4 +1,5 @@
-"""Child processes of a run: the gateway and the members, as asyncio subprocesses.
+"""Child processes of a run: the gateway, the store server and the members, as asyncio
+subprocesses.
 
 Members lead their own sessions (their shell commands stay in them), write stderr to
 `member-N.log`, and report on stdout one JSON object per line; the reader raises the
@@ -147,6 +148,52 @@ async def spawn_member(
 
     handle.ended = asyncio.create_task(pump(), name=f"pump-{state.name}")
     return handle, handle.ended
+
+
+STORE_SERVER_START_S = 10.0
+
+
+async def spawn_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.Process | None:
+    """Start the horde's store server (`protocol/server.py`) and wait until it listens;
+    None when it did not (another run's server already serves this directory, or it
+    failed: members and `horde-tui tool` then write directly, as without one)."""
+    with open(log, "ab") as err:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "horde_tui.protocol.server",
+            "--dir",
+            str(horde_dir),
+            "--parent-pid",
+            str(os.getpid()),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+        )
+    assert proc.stdout is not None
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), STORE_SERVER_START_S)).decode()
+    except TimeoutError:
+        line = ""
+    if line.startswith("store server listening on"):
+        return proc
+    if proc.returncode is None:
+        proc.kill()
+    await proc.wait()
+    return None
+
+
+async def stop_store_server(proc: asyncio.subprocess.Process | None) -> None:
+    """SIGTERM (it finishes the call in hand), SIGKILL after 10 s, and reap it."""
+    if proc is None or proc.returncode is not None:
+        return
+    proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), 10)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
 
 
 class GatewayStartError(RuntimeError):
