@@ -1,0 +1,98 @@
+"""`LedgerTable.show`: a repaint measures the column widths once, not once per changed cell.
+
+Textual's `update_cell(update_width=True)` re-measures the whole column whenever the
+new cell is narrower than the column, so a repaint that changed many cells (a replay
+jump on the Findings tab) measured the column once per cell. These tests count the
+measurements Textual makes (its own `measure`, called through) and check that the
+columns still come out as wide as before: grown to a longer new cell, shrunk when the
+widest cell got shorter, unchanged otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rich.cells import cell_len
+from textual.app import App, ComposeResult
+from textual.widgets import _data_table
+
+from horde_tui.view.rows import LedgerRow
+from horde_tui.widgets.ledger_table import LedgerTable
+
+COLUMNS = ("id", "status", "owner", "text", "scope")
+ROWS = 200
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LedgerTable(COLUMNS)
+
+
+def finding(n: int, status: str = "unreviewed", owner: str = "m1", version: int = 1) -> LedgerRow:
+    return LedgerRow(f"F{n}", f"F{n}", status, owner, f"finding {n}", ("src",), version=version)
+
+
+@pytest.fixture
+def measured(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Each width Textual's DataTable measures (the call goes through)."""
+    widths: list[int] = []
+    real = _data_table.measure
+
+    def counting(*args: Any, **kwargs: Any) -> int:
+        width = real(*args, **kwargs)
+        widths.append(width)
+        return width
+
+    monkeypatch.setattr(_data_table, "measure", counting)
+    yield widths
+
+
+async def test_a_repaint_of_many_changed_cells_measures_each_column_once(
+    measured: list[int],
+) -> None:
+    """50 statuses narrower than the column change at once: not 50 column re-measures."""
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(LedgerTable)
+        table.show([finding(n) for n in range(ROWS)])
+        await pilot.pause()
+        measured.clear()
+        rows = [finding(n, "full", version=2) if n < 50 else finding(n) for n in range(ROWS)]
+        assert table.show(rows) == 50
+        await pilot.pause()
+        assert len(measured) < ROWS, f"{len(measured)} measurements for one repaint"
+        assert table.columns["status"].content_width == cell_len("unreviewed")
+
+
+async def test_a_column_widens_to_a_longer_new_cell() -> None:
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(LedgerTable)
+        table.show([finding(n) for n in range(ROWS)])
+        await pilot.pause()
+        assert table.columns["owner"].content_width == cell_len("owner")
+        longer = "a-member-with-a-long-name"
+        table.show([finding(0, owner=longer, version=2), *(finding(n) for n in range(1, ROWS))])
+        await pilot.pause()
+        assert table.columns["owner"].content_width == cell_len(longer)
+
+
+async def test_a_column_narrows_when_its_widest_cell_gets_shorter() -> None:
+    """As Textual's `update_width` does: the column fits its widest cell left."""
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(LedgerTable)
+        rows = [finding(n) for n in range(ROWS)]
+        table.show(
+            [*rows[:-2], finding(ROWS - 2, owner="m-twelve"), finding(ROWS - 1, owner="m-thirteen")]
+        )
+        await pilot.pause()
+        assert table.columns["owner"].content_width == cell_len("m-thirteen")
+        table.show([*rows[:-2], finding(ROWS - 2, owner="m-twelve"), finding(ROWS - 1, version=2)])
+        await pilot.pause()
+        assert table.columns["owner"].content_width == cell_len("m-twelve")
+        table.show([*rows[:-2], finding(ROWS - 2, version=2), finding(ROWS - 1, version=2)])
+        await pilot.pause()
+        assert table.columns["owner"].content_width == cell_len("owner"), "the label's width"
