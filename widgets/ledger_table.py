@@ -4,18 +4,22 @@ The table renders the rows it is handed and nothing else (no files). `show(rows,
 removes rows that left, adds rows that came, rewrites only the cells whose text differs
 (skipping rows whose version did not move), and when the order changed (newest first
 puts a new entry on top; another view regroups) re-sorts the rows it has instead of
-rebuilding them. Grouped views (`owner`, `clusters`, carried facts) get a heading row
+rebuilding them. Column widths are measured once per repaint (`_fit_columns`), not once
+per rewritten cell. Grouped views (`owner`, `clusters`, carried facts) get a heading row
 before each group; heading rows are not entries and open nothing.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from horde_tui.view.rows import LedgerRow
 from horde_tui.widgets.member_table import clip
@@ -56,6 +60,12 @@ LEDGER_KEYS = Binding.Group("open/view")
 
 Cells = tuple[tuple[str, str], ...]
 """(text, component class) per column."""
+
+
+def cell_width(plain: str) -> int:
+    """The width Textual measures a cell's text at (`Text.__rich_measure__`: its widest
+    line)."""
+    return max(map(cell_len, plain.splitlines()), default=0)
 
 
 def heading_key(group: str) -> str:
@@ -106,6 +116,8 @@ class LedgerTable(DataTable[Text]):
         self._stamps: dict[str, tuple[str, int]] = {}
         """Row key -> (view, version) of what is on screen: an unmoved version is skipped."""
         self._order: list[str] = []
+        self._widths: list[Counter[int]] = [Counter() for _ in self.column_names]
+        """Per column, how many cells on screen have each width (`_fit_columns`)."""
         self.cells_updated = 0
         """Cells written since mount (tests check that a repaint is a diff)."""
 
@@ -136,23 +148,29 @@ class LedgerTable(DataTable[Text]):
         selected = self.selected_key
         wanted = self._with_headings(rows)
         changed = 0
+        widest: dict[int, tuple[int, str]] = {}  # column -> its widest rewritten cell
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
-            del self._shown[key]
+            self._count_widths(self._shown.pop(key), -1)
             self._stamps.pop(key, None)
         for key, (cells, stamp) in wanted.items():
             shown = self._shown.get(key)
             if shown is None:
                 self.add_row(*(self._text(*cell) for cell in cells), key=key)
+                self._count_widths(cells, 1)
                 changed += len(cells)
             elif stamp is None or self._stamps.get(key) != stamp:
-                for name, old, new in zip(self.column_names, shown, cells, strict=True):
+                for i, (name, old, new) in enumerate(
+                    zip(self.column_names, shown, cells, strict=True)
+                ):
                     if old != new:
-                        self.update_cell(key, name, self._text(*new), update_width=True)
+                        self.update_cell(key, name, self._text(*new))
+                        self._rewrite_width(i, old[0], new[0], key, widest)
                         changed += 1
             self._shown[key] = cells
             if stamp is not None:
                 self._stamps[key] = stamp
+        self._fit_columns(widest)
         order = list(wanted)
         if order != self._order:
             self._reorder(order)
@@ -160,6 +178,47 @@ class LedgerTable(DataTable[Text]):
             self.move_cursor(row=order.index(selected), animate=False)
         self.cells_updated += changed
         return changed
+
+    def _count_widths(self, cells: Cells, sign: int) -> None:
+        for widths, (plain, _) in zip(self._widths, cells, strict=True):
+            self._count(widths, cell_width(plain), sign)
+
+    def _rewrite_width(
+        self, column: int, old: str, new: str, key: str, widest: dict[int, tuple[int, str]]
+    ) -> None:
+        """Count a rewritten cell's width; keep the widest rewritten cell of its column."""
+        widths, width = self._widths[column], cell_width(new)
+        self._count(widths, cell_width(old), -1)
+        self._count(widths, width, 1)
+        if width > widest.get(column, (-1, ""))[0]:
+            widest[column] = (width, key)
+
+    @staticmethod
+    def _count(widths: Counter[int], width: int, sign: int) -> None:
+        widths[width] += sign
+        if not widths[width]:
+            del widths[width]
+
+    def _fit_columns(self, widest: dict[int, tuple[int, str]]) -> None:
+        """Size each column that had cells rewritten as `update_cell(update_width=True)`
+        on every one of them would, but measuring at most once.
+
+        Textual measures a rewritten cell, and when it is narrower than the column,
+        every cell of the column again: once per cell, a repaint that rewrote hundreds
+        of cells measured thousands. Either way the column ends as wide as its widest
+        cell (or label). So only the widest rewritten cell goes to Textual's measure,
+        and only when the column must change: it is wider than the column (the column
+        grows to it), or the column's widest cell went (the column shrinks: Textual
+        measures the column, once). Otherwise the column keeps its width, and rows
+        added by this repaint widen it as they always do.
+        """
+        for column, (width, key) in widest.items():
+            name = self.column_names[column]
+            content = self.columns[ColumnKey(name)].content_width
+            widest_cell = max(self._widths[column], default=0)
+            if width > content or max(widest_cell, cell_len(name)) < content:
+                cell = self.get_cell(key, name)
+                self.update_cell(key, name, cell, update_width=True)
 
     def _with_headings(
         self, rows: Sequence[LedgerRow]
