@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from rich.cells import cell_len
+from textual import _two_way_dict
 from textual.app import App, ComposeResult
 from textual.widgets import _data_table
 
@@ -98,3 +99,39 @@ async def test_a_column_narrows_when_its_widest_cell_gets_shorter() -> None:
         table.show([*rows[:-2], finding(ROWS - 2, version=2), finding(ROWS - 1, version=2)])
         await pilot.pause()
         assert table.columns["owner"].content_width == cell_len("owner"), "the label's width"
+
+
+async def test_rows_that_leave_together_are_removed_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replay's minute back removes dozens of rows: Textual's `remove_row` rebuilds
+    the row index (every row) for each, so the table walks it once for all of them;
+    what is left is what `remove_row` one by one leaves."""
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(LedgerTable)
+        rows = [finding(n) for n in range(ROWS)]
+        table.show(rows)
+        table.move_cursor(row=ROWS - 1)
+        await pilot.pause()
+        written: list[object] = []
+        real = _two_way_dict.TwoWayDict.__setitem__
+
+        def counting(self: Any, key: Any, value: Any) -> None:
+            written.append(key)
+            real(self, key, value)
+
+        monkeypatch.setattr(_two_way_dict.TwoWayDict, "__setitem__", counting)
+        leaving = set(range(0, ROWS, 4)) | set(range(ROWS - 20, ROWS))
+        kept = [r for n, r in enumerate(rows) if n not in leaving]
+        table.show(kept)
+        monkeypatch.undo()
+        await pilot.pause()
+        assert len(written) <= ROWS, f"{len(written)} index writes to remove {len(leaving)} rows"
+        assert [row.key.value for row in table.ordered_rows] == [r.key for r in kept]
+        assert [table.get_row_at(i)[0].plain for i in range(len(kept))] == [r.id for r in kept]
+        assert table.cursor_row == len(kept) - 1, "the cursor stays on the table"
+        assert table.row_count == len(kept)
+        table.show(rows)  # and they can come back
+        await pilot.pause()
+        assert [row.key.value for row in table.ordered_rows] == [r.key for r in rows]
