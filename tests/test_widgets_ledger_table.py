@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import _data_table
 
 from horde_tui.view.rows import LedgerRow
+from horde_tui.widgets import ledger_table
 from horde_tui.widgets.ledger_table import LedgerTable
 
 COLUMNS = ("id", "status", "owner", "text", "scope")
@@ -135,3 +136,26 @@ async def test_rows_that_leave_together_are_removed_in_one_pass(
         table.show(rows)  # and they can come back
         await pilot.pause()
         assert [row.key.value for row in table.ordered_rows] == [r.key for r in rows]
+
+
+async def test_a_repaint_builds_the_cells_of_the_rows_that_moved_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows whose version did not move are skipped before their cells are made (a
+    Findings tab has thousands; a replay step moves one)."""
+    app = TableApp()
+    async with app.run_test() as pilot:
+        table = app.query_one(LedgerTable)
+        rows = [finding(n) for n in range(ROWS)]
+        table.show(rows)
+        await pilot.pause()
+        clipped: list[str] = []
+        real = ledger_table.clip
+
+        def counting(text: str, width: int) -> str:
+            clipped.append(text)
+            return real(text, width)
+
+        monkeypatch.setattr(ledger_table, "clip", counting)
+        assert table.show([finding(0, "full", version=2), *rows[1:]]) == 1
+        assert len(clipped) == 2, f"{len(clipped)} cells clipped for one row that moved"
