@@ -158,13 +158,16 @@ class LedgerTable(DataTable[Text]):
             self._stamps.pop(key, None)
         if leaving:  # the rows left keep their order: no re-sort for that alone
             self._order = [k for k in self._order if k in wanted]
-        for key, (cells, stamp) in wanted.items():
+        for key, (item, stamp) in wanted.items():
             shown = self._shown.get(key)
+            if shown is not None and stamp is not None and self._stamps.get(key) == stamp:
+                continue  # its version did not move: its cells are on screen
+            cells = self._cells(item) if isinstance(item, LedgerRow) else item
             if shown is None:
                 self.add_row(*(self._text(*cell) for cell in cells), key=key)
                 self._count_widths(cells, 1)
                 changed += len(cells)
-            elif stamp is None or self._stamps.get(key) != stamp:
+            else:
                 for i, (name, old, new) in enumerate(
                     zip(self.column_names, shown, cells, strict=True)
                 ):
@@ -259,9 +262,10 @@ class LedgerTable(DataTable[Text]):
 
     def _with_headings(
         self, rows: Sequence[LedgerRow]
-    ) -> dict[str, tuple[Cells, tuple[str, int] | None]]:
-        """Row key -> (cells, stamp) in display order, a heading before each group."""
-        out: dict[str, tuple[Cells, tuple[str, int] | None]] = {}
+    ) -> dict[str, tuple[LedgerRow | Cells, tuple[str, int] | None]]:
+        """Row key -> (the row, or a heading's cells; stamp) in display order, a heading
+        before each group. A row's cells are made only if its stamp moved (`show`)."""
+        out: dict[str, tuple[LedgerRow | Cells, tuple[str, int] | None]] = {}
         group: str | None = None
         blank = ("", "")
         width = len(self.column_names)
@@ -272,7 +276,7 @@ class LedgerTable(DataTable[Text]):
                 heading[min(3, width - 1)] = (row.group, "ledger-table--heading")
                 out[heading_key(row.group)] = (tuple(heading), None)
             group = row.group
-            out[row.key] = (self._cells(row), (group or "", row.version))
+            out[row.key] = (row, (group or "", row.version))
         return out
 
     def _cells(self, row: LedgerRow) -> Cells:
