@@ -4,18 +4,24 @@ The table renders the rows it is handed and nothing else (no files). `show(rows,
 removes rows that left, adds rows that came, rewrites only the cells whose text differs
 (skipping rows whose version did not move), and when the order changed (newest first
 puts a new entry on top; another view regroups) re-sorts the rows it has instead of
-rebuilding them. Grouped views (`owner`, `clusters`, carried facts) get a heading row
+rebuilding them. Column widths are measured once per repaint (`_fit_columns`), not once
+per rewritten cell. Grouped views (`owner`, `clusters`, carried facts) get a heading row
 before each group; heading rows are not entries and open nothing.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellKey, ColumnKey, RowKey
 
 from horde_tui.view.rows import LedgerRow
 from horde_tui.widgets.member_table import clip
@@ -56,6 +62,12 @@ LEDGER_KEYS = Binding.Group("open/view")
 
 Cells = tuple[tuple[str, str], ...]
 """(text, component class) per column."""
+
+
+def cell_width(plain: str) -> int:
+    """The width Textual measures a cell's text at (`Text.__rich_measure__`: its widest
+    line)."""
+    return max(map(cell_len, plain.splitlines()), default=0)
 
 
 def heading_key(group: str) -> str:
@@ -106,6 +118,8 @@ class LedgerTable(DataTable[Text]):
         self._stamps: dict[str, tuple[str, int]] = {}
         """Row key -> (view, version) of what is on screen: an unmoved version is skipped."""
         self._order: list[str] = []
+        self._widths: list[Counter[int]] = [Counter() for _ in self.column_names]
+        """Per column, how many cells on screen have each width (`_fit_columns`)."""
         self.cells_updated = 0
         """Cells written since mount (tests check that a repaint is a diff)."""
 
@@ -136,23 +150,35 @@ class LedgerTable(DataTable[Text]):
         selected = self.selected_key
         wanted = self._with_headings(rows)
         changed = 0
-        for key in [k for k in self._shown if k not in wanted]:
-            self.remove_row(key)
-            del self._shown[key]
+        widest: dict[int, tuple[int, str]] = {}  # column -> its widest rewritten cell
+        leaving = [k for k in self._shown if k not in wanted]
+        self._remove_rows(leaving)
+        for key in leaving:
+            self._count_widths(self._shown.pop(key), -1)
             self._stamps.pop(key, None)
-        for key, (cells, stamp) in wanted.items():
+        if leaving:  # the rows left keep their order: no re-sort for that alone
+            self._order = [k for k in self._order if k in wanted]
+        for key, (item, stamp) in wanted.items():
             shown = self._shown.get(key)
+            if shown is not None and stamp is not None and self._stamps.get(key) == stamp:
+                continue  # its version did not move: its cells are on screen
+            cells = self._cells(item) if isinstance(item, LedgerRow) else item
             if shown is None:
                 self.add_row(*(self._text(*cell) for cell in cells), key=key)
+                self._count_widths(cells, 1)
                 changed += len(cells)
-            elif stamp is None or self._stamps.get(key) != stamp:
-                for name, old, new in zip(self.column_names, shown, cells, strict=True):
+            else:
+                for i, (name, old, new) in enumerate(
+                    zip(self.column_names, shown, cells, strict=True)
+                ):
                     if old != new:
-                        self.update_cell(key, name, self._text(*new), update_width=True)
+                        self.update_cell(key, name, self._text(*new))
+                        self._rewrite_width(i, old[0], new[0], key, widest)
                         changed += 1
             self._shown[key] = cells
             if stamp is not None:
                 self._stamps[key] = stamp
+        self._fit_columns(widest)
         order = list(wanted)
         if order != self._order:
             self._reorder(order)
@@ -161,11 +187,85 @@ class LedgerTable(DataTable[Text]):
         self.cells_updated += changed
         return changed
 
+    def _remove_rows(self, keys: list[str]) -> None:
+        """Remove the rows of `keys` with one pass over the row index.
+
+        Textual's `remove_row` rebuilds the index of every row for each row it removes:
+        a minute back in a replay removes dozens of rows from thousands. This is its body
+        for a set of rows, so it reaches into `DataTable`'s internals (textual is pinned;
+        `test_widgets_ledger_table` checks the result against the table's own reads).
+        """
+        if len(keys) < 2:
+            for key in keys:
+                self.remove_row(key)
+            return
+        gone = {RowKey(key) for key in keys}
+        where = self._row_locations
+        removed = sorted(index for key in gone if (index := where.get(key)) is not None)
+        kept: TwoWayDict[RowKey, int] = TwoWayDict({})
+        for row_key in where:
+            index = where.get(row_key)
+            if row_key not in gone and index is not None:
+                kept[row_key] = index - bisect_left(removed, index)
+        self._row_locations = kept
+        for row_key in gone:
+            for column_key in self._data.pop(row_key, {}):
+                self._updated_cells.discard(CellKey(row_key, column_key))
+            self.rows.pop(row_key, None)
+        self._require_update_dimensions = True
+        self.check_idle()
+        self.cursor_coordinate = self.cursor_coordinate  # clamped to the rows left
+        self.hover_coordinate = self.hover_coordinate
+        self._update_count += 1
+        self.refresh(layout=True)
+
+    def _count_widths(self, cells: Cells, sign: int) -> None:
+        for widths, (plain, _) in zip(self._widths, cells, strict=True):
+            self._count(widths, cell_width(plain), sign)
+
+    def _rewrite_width(
+        self, column: int, old: str, new: str, key: str, widest: dict[int, tuple[int, str]]
+    ) -> None:
+        """Count a rewritten cell's width; keep the widest rewritten cell of its column."""
+        widths, width = self._widths[column], cell_width(new)
+        self._count(widths, cell_width(old), -1)
+        self._count(widths, width, 1)
+        if width > widest.get(column, (-1, ""))[0]:
+            widest[column] = (width, key)
+
+    @staticmethod
+    def _count(widths: Counter[int], width: int, sign: int) -> None:
+        widths[width] += sign
+        if not widths[width]:
+            del widths[width]
+
+    def _fit_columns(self, widest: dict[int, tuple[int, str]]) -> None:
+        """Size each column that had cells rewritten as `update_cell(update_width=True)`
+        on every one of them would, but measuring at most once.
+
+        Textual measures a rewritten cell, and when it is narrower than the column,
+        every cell of the column again: once per cell, a repaint that rewrote hundreds
+        of cells measured thousands. Either way the column ends as wide as its widest
+        cell (or label). So only the widest rewritten cell goes to Textual's measure,
+        and only when the column must change: it is wider than the column (the column
+        grows to it), or the column's widest cell went (the column shrinks: Textual
+        measures the column, once). Otherwise the column keeps its width, and rows
+        added by this repaint widen it as they always do.
+        """
+        for column, (width, key) in widest.items():
+            name = self.column_names[column]
+            content = self.columns[ColumnKey(name)].content_width
+            widest_cell = max(self._widths[column], default=0)
+            if width > content or max(widest_cell, cell_len(name)) < content:
+                cell = self.get_cell(key, name)
+                self.update_cell(key, name, cell, update_width=True)
+
     def _with_headings(
         self, rows: Sequence[LedgerRow]
-    ) -> dict[str, tuple[Cells, tuple[str, int] | None]]:
-        """Row key -> (cells, stamp) in display order, a heading before each group."""
-        out: dict[str, tuple[Cells, tuple[str, int] | None]] = {}
+    ) -> dict[str, tuple[LedgerRow | Cells, tuple[str, int] | None]]:
+        """Row key -> (the row, or a heading's cells; stamp) in display order, a heading
+        before each group. A row's cells are made only if its stamp moved (`show`)."""
+        out: dict[str, tuple[LedgerRow | Cells, tuple[str, int] | None]] = {}
         group: str | None = None
         blank = ("", "")
         width = len(self.column_names)
@@ -176,7 +276,7 @@ class LedgerTable(DataTable[Text]):
                 heading[min(3, width - 1)] = (row.group, "ledger-table--heading")
                 out[heading_key(row.group)] = (tuple(heading), None)
             group = row.group
-            out[row.key] = (self._cells(row), (group or "", row.version))
+            out[row.key] = (row, (group or "", row.version))
         return out
 
     def _cells(self, row: LedgerRow) -> Cells:

@@ -5,7 +5,9 @@ Peers show a cost without saying what it bought (issue 19). The spend is the mem
 usage as the table shows it (`RunSource.members`, a hosted run's and an attached one's
 alike); the findings and the accepted ones are counted from the ledger by the one
 function REPORT.md uses (`supervisor.forecast.finding_yield`), in a thread, after every
-batch of events; the forecast is the supervisor's `forecast` event (`RunPhase`).
+batch of events (a replay counts in parts, so a tab's reload never waits for the whole
+count: `ReplayLedgers.finding_yield`); the forecast is the supervisor's `forecast`
+event (`RunPhase`).
 """
 
 from __future__ import annotations

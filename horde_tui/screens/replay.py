@@ -12,6 +12,7 @@ any control with one line saying so. The Events tab shows the whole log.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import ClassVar
 
@@ -96,7 +97,22 @@ class ReplayLedgers(LedgerSource):
 
     def __init__(self, replay: Replay) -> None:
         super().__init__(replay.horde_dir, replay.run_dir.name)
-        self.view = ReplayLedgerView(replay, replay.run_dir.name)
+        self.view: ReplayLedgerView = ReplayLedgerView(replay, replay.run_dir.name)
+
+    async def finding_yield(self) -> tuple[int, int]:
+        """The cost line's count at the cursor, a part per hold of the lock: the lock
+        is fair, so a tab's reload that asks for it meanwhile goes next instead of
+        waiting for the whole count (`YieldTally`). A count the fold overtook starts
+        again at the new cursor."""
+        while True:
+            async with self._lock:
+                tally = await asyncio.to_thread(self.view.start_yield)
+            while not tally.done:
+                async with self._lock:
+                    if not await asyncio.to_thread(self.view.count_part, tally):
+                        break
+            if tally.done:
+                return tally.counts
 
 
 class ReplayGraph(GraphPane):

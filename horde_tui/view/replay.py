@@ -46,6 +46,7 @@ from horde_tui.store.paths import HordePaths
 from horde_tui.store.state import ALSO_CHANGES, OP_KIND, RENDERERS, LedgerState
 from horde_tui.store.textmatch import MatchIndex, TextKey
 from horde_tui.store.timestamps import epoch
+from horde_tui.supervisor.forecast import finding_yield
 from horde_tui.view.ledgers import LedgerView, _finding, _idea
 from horde_tui.view.members import MemberFold
 from horde_tui.view.rows import LedgerRow
@@ -65,6 +66,8 @@ MEMBER_EVERY = 256
 """Member-fold events between snapshots."""
 GRAPH_EVERY = 512
 """Events between swimlane snapshots (the graph keeps at most `MAX_NODES` nodes)."""
+YIELD_PART = 128
+"""Findings the cost line's count takes per hold of the tabs' lock (`YieldTally`)."""
 MINUTE = 60.0
 
 
@@ -701,6 +704,28 @@ class Replay:
 # -- what the run screen's tabs read, at the cursor ----------------------------------------
 
 
+@dataclass
+class YieldTally:
+    """The cost line's count (`finding_yield`) of the ledger at one seq, made in parts.
+
+    The count weighs every finding's acceptance (a hundred ms on a long run) and must
+    not read a fold in progress, so it runs under the tabs' lock; made in parts, a
+    tab's reload waiting for the lock goes after the part under way, not the whole
+    count. Between parts the fold may move on: the tally then no longer fits.
+    """
+
+    state: LedgerState
+    seq: int
+    parts: list[dict[str, Any]]
+    """The findings still to count, `YIELD_PART` a dict."""
+    counts: tuple[int, int] = (0, 0)
+    """(findings, accepted) counted so far; the count once `done`."""
+
+    @property
+    def done(self) -> bool:
+        return not self.parts
+
+
 class ReplayLedgerView(LedgerView):
     """`LedgerView` over the replay's ledger state: a `refresh` folds the ledger to the
     cursor (in the tab's thread, under its lock, like a live fold) and forgets the rows
@@ -710,6 +735,9 @@ class ReplayLedgerView(LedgerView):
         super().__init__(replay.horde_dir, run)
         self.replay = replay
         self._seq = -1
+        self._yields: dict[int, tuple[int, int]] = {}
+        """Ledger seq -> the cost line's count there (a finished run's ledger at a seq
+        never changes, so a count once made stays right)."""
         self._built: dict[tuple[str, int], LedgerRow] = {}
         """(entry id, version) -> its row: a finding's or idea's row is made of what its
         fold changes after a `touch` (its reviews too), and a replay's fold of the same
@@ -743,6 +771,35 @@ class ReplayLedgerView(LedgerView):
         self.replay.sync_ledger()
         seq, self._seq = self._seq, self.state.seq
         return self.take_changes(self.replay.take_changed(), seq)
+
+    def start_yield(self) -> YieldTally:
+        """Fold to the cursor and begin the cost line's count there (done already when
+        the cursor was at this seq before)."""
+        self.refresh()
+        state = self.state
+        known = self._yields.get(state.seq)
+        if known is not None or self.run is None:
+            return YieldTally(state, state.seq, [], known or (0, 0))
+        found = list(state.findings.items())
+        parts = [dict(found[i : i + YIELD_PART]) for i in range(0, len(found), YIELD_PART)]
+        return YieldTally(state, state.seq, parts)
+
+    def count_part(self, tally: YieldTally) -> bool:
+        """Count the next part of `tally`; False when the fold moved since it began.
+
+        Each part goes through `finding_yield` itself, over a shallow copy of the state
+        whose findings are that part's: the same function REPORT.md counts with.
+        """
+        state = self.state
+        if state is not tally.state or state.seq != tally.seq or self.run is None:
+            return False
+        part = copy.copy(state)
+        part.findings = tally.parts.pop(0)
+        found, accepted = finding_yield(part, self.run)
+        tally.counts = (tally.counts[0] + found, tally.counts[1] + accepted)
+        if tally.done:
+            self._yields[tally.seq] = tally.counts
+        return True
 
 
 class ReplaySwimlane:
