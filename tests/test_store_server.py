@@ -18,26 +18,12 @@ from pathlib import Path
 import pytest
 from support.cli import cli, host_env
 from support.processes import wait_until
+from support.store_server import SERVER, start_server, stop_server
 
 from horde_tui.protocol.server import ALREADY, LISTENING
 from horde_tui.store import identity
 from horde_tui.store.client import socket_path
 from horde_tui.store.store import HordeStore
-
-SERVER = [sys.executable, "-m", "horde_tui.protocol.server", "--dir"]
-
-
-def start_server(root: Path, *, code: str = "") -> subprocess.Popen[str]:
-    """A server of `root`, once it listens; `code` runs in it first (to make it fail)."""
-    argv = [*SERVER, str(root)]
-    if code:
-        script = f"{code}\nimport sys\nfrom horde_tui.protocol.server import main\n"
-        argv = [sys.executable, "-c", script + f"sys.exit(main({argv[3:]!r}))"]
-    proc = subprocess.Popen(argv, env=host_env(), stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith(LISTENING), line
-    return proc
 
 
 @pytest.fixture
@@ -46,8 +32,7 @@ def server(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     root.mkdir()
     proc = start_server(root)
     yield proc
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop_server(proc)
 
 
 def records(tmp_path: Path) -> list[dict[str, object]]:
@@ -116,8 +101,7 @@ def test_without_a_server_or_with_a_dead_ones_socket_calls_write_directly(
         assert r.returncode == 0, r.stderr
         assert str(records(tmp_path)[-1].get("requestId", "")).startswith("auto-")
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_server(proc)
 
 
 def test_a_server_that_dies_after_recording_a_write_does_not_double_it(
@@ -237,6 +221,8 @@ def test_concurrent_writers_through_the_server_each_write_once(
         "for i in range(15):\n"
         "    r = run_action(store, {'action': 'post', 'text': f'{name} post {i}'}, run='r1')\n"
         "    assert r.ok, r.text\n"
+        "    # Answered after its batch was rendered: the receipt means it is in the markdown.\n"
+        "    assert f'{name} post {i}' in (store.paths.root / 'BOARD.md').read_text()\n"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", writer, f"ext-{n}"], env=host_env())

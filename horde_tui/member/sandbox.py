@@ -35,9 +35,13 @@ _SECRET_GLOBS = (
     "swarms/*/*.token",
     "swarms/*/h*/*.token",
     "swarms/*/h*/runs/*/*.token",
+    ".store.sock",
+    "swarms/*/h*/.store.sock",
 )
-"""Files under a `.horde/` that hold secrets: the gateway tokens of every run and swarm
-(`gateway.token`) and the config file, which may carry `api_key`."""
+"""Files under a `.horde/` a command must not reach: the gateway tokens of every run and
+swarm (`gateway.token`), the config file, which may carry `api_key`, and the store
+server's socket (`protocol/server.py`), a way to write around the read-only `.horde/`
+(a member writes through its own `horde` tool)."""
 _HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
 """Credential files masked inside home directories that stay readable (`~/.cargo`)."""
 _HOME_CONFIG = (".gitconfig", ".config/git/config")
@@ -231,7 +235,11 @@ def is_secret(path: Path, horde_dir: Path) -> bool:
 def _secrets(horde_dir: Path) -> list[Path]:
     found: set[Path] = set()
     for pattern in _SECRET_GLOBS:
-        found.update(p for p in horde_dir.glob(pattern) if p.is_file() and not p.is_symlink())
+        found.update(
+            p
+            for p in horde_dir.glob(pattern)
+            if (p.is_file() or p.is_socket()) and not p.is_symlink()
+        )
     return sorted(found)
 
 
