@@ -158,7 +158,9 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
             assert run_state(run_dir) == "active"
             assert list((tmp_path / ".horde").glob("detached-*.log"))
             events = run_dir / "events.jsonl"
-            spawned = wait_until(lambda: '"member-spawn"' in events.read_text(), 30)
+            spawned = wait_until(
+                lambda: events.exists() and '"member-spawn"' in events.read_text(), 30
+            )
             assert spawned, "no member spawned"
             source = AttachedSource(run_dir)
             source.poll()

@@ -358,7 +358,9 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
         # The supervisor reads control/ once the canary is over: under load member-1's
         # first model output can take longer than stop-hard waits for an answer (15 s).
         events = run_dir / "events.jsonl"
-        assert wait_until(lambda: '"kind":"canary"' in events.read_text(), 90), "no canary"
+        assert wait_until(
+            lambda: events.exists() and '"kind":"canary"' in events.read_text(), 90
+        ), "no canary"
         stopped = cli(horde.parent, "stop-hard")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert wait_until(lambda: run_state(run_dir) == "finished", 60), "no report"

@@ -67,7 +67,9 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
             key = secret.encode()
             assert key not in proc_file(pid, "cmdline"), "the key is readable in ps"
             events = run_dir / "events.jsonl"
-            assert wait_until(lambda: events.read_text().count('"member-spawn"') >= 2, 60)
+            assert wait_until(
+                lambda: events.exists() and events.read_text().count('"member-spawn"') >= 2, 60
+            )
             children = {c: proc_file(c, "cmdline") for c in children_of(pid)}
             members = [c for c, cmd in children.items() if b"horde_tui.member" in cmd]
             (gateway,) = [c for c, cmd in children.items() if b"horde_tui.gateway" in cmd]

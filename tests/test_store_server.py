@@ -232,3 +232,43 @@ def test_concurrent_writers_through_the_server_each_write_once(
     texts = [str(x.get("text")) for x in records(tmp_path) if x["op"] == "board.post"]
     assert sorted(texts) == sorted(f"ext-{n} post {i}" for n in range(4) for i in range(15))
     assert all(str(x.get("requestId", "")).startswith("auto-") for x in records(tmp_path)[2:])
+
+
+def test_killing_the_server_mid_stream_loses_and_doubles_nothing(tmp_path: Path) -> None:
+    """Writers keep writing while their server is SIGKILLed and started again: each call
+    in flight when it dies is retried directly with its id; every write lands once."""
+    root = tmp_path / ".horde"
+    root.mkdir()
+    writer = (
+        "import sys\nfrom pathlib import Path\n"
+        "from horde_tui.protocol import run_action\n"
+        "from horde_tui.store.store import HordeStore\n"
+        "name = sys.argv[1]\n"
+        f"store = HordeStore(Path({str(root)!r}), name, routed=True)\n"
+        "for i in range(40):\n"
+        "    r = run_action(store, {'action': 'post', 'text': f'{name} post {i}'}, run='r1')\n"
+        "    assert r.ok, r.text\n"
+        "    print(i, flush=True)\n"
+    )
+    server = start_server(root)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", writer, f"ext-{n}"],
+            env=host_env(),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    first = procs[0].stdout
+    assert first is not None
+    for _ in range(2):  # kill it twice while the writers are under way
+        for _ in range(8):
+            first.readline()
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        server = start_server(root)
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    stop_server(server)
+    texts = [str(x.get("text")) for x in records(tmp_path) if x["op"] == "board.post"]
+    assert sorted(texts) == sorted(f"ext-{n} post {i}" for n in range(4) for i in range(40))

@@ -157,7 +157,11 @@ async def spawn_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.P
     """Start the horde's store server (`protocol/server.py`) and wait until it listens;
     None when it did not (another run's server already serves this directory, or it
     failed: members and `horde-tui tool` then write directly, as without one)."""
-    with open(log, "ab") as err:
+    try:
+        err = open(log, "ab")
+    except OSError:
+        return None
+    with err:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

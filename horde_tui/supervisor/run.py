@@ -95,7 +95,6 @@ class Supervisor:
         self.procs: dict[str, MemberProcess] = {}
         self.tasks: dict[str, asyncio.Task[int]] = {}
         self.gateway: GatewayHandle | None = None
-        self.store_server: asyncio.subprocess.Process | None = None
         self.parent: HordeStore | None = None
         self.stop: StopState | None = None
         self.hard_stopped = False
@@ -195,8 +194,9 @@ class Supervisor:
         self.parent.ensure_run(self.run_id, None)
         # Members and `horde-tui tool` write through it: the fold is kept once, not once
         # per member (the supervisor's own writes stay direct: it folds for its view).
-        self.store_server = await spawn_store_server(
-            self.horde_dir, self.run_dir / "store-server.log"
+        # Not awaited: until it listens, calls are written directly.
+        store_server = asyncio.create_task(
+            spawn_store_server(self.horde_dir, self.run_dir / "store-server.log")
         )
         phases = self._phases = asyncio.create_task(self._through_repair(start))
         confirming = asyncio.create_task(self._serve_confirms())
@@ -212,7 +212,7 @@ class Supervisor:
                 await handoff.release_for_handoff(self)
             else:
                 summary = await self._finalize()
-            await stop_store_server(self.store_server)
+            await stop_store_server(await store_server)
             clear_live(self.run_dir)
         return summary
 
