@@ -19,6 +19,10 @@ in (`via`):
   live run reserves, `parent` and the run's member names; `person`, `user` or an own
   name stay open.
 
+A run's store server (`protocol/server.py`) writes for other processes: it asks the same
+questions of its caller's pid, which the kernel gives it (`SO_PEERCRED`), so a call is
+judged exactly as if its caller had written itself.
+
 A member's own tree is found from its ancestors' initial environments (`HORDE_DIR`,
 `HORDE_RUN`, `HORDE_MEMBER` as the supervisor set them, which no descendant can change)
 and confirmed against that run's record, so writing into another run or another horde

@@ -6,11 +6,12 @@ swarm's horde directory (`swarms/<id>/hN/`) is just another `HordePaths`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 LEDGER_FILES: dict[str, str] = {
@@ -59,14 +60,18 @@ class HordePaths:
     """Paths of one horde directory (normally `<workdir>/.horde`)."""
 
     root: Path
+    # Every write asks for these paths a dozen times; pathlib builds each anew (the
+    # fixed ones are `cached_property`).
+    _run_dirs: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
+    _events: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
+    @functools.cached_property
     def workdir(self) -> Path:
         """The directory under study: the parent of `.horde/`, also for a swarm's horde
         (`<workdir>/.horde/swarms/<id>/hN`), whose members work in the same directory."""
         return self.top.parent
 
-    @property
+    @functools.cached_property
     def top(self) -> Path:
         """The `.horde/` this horde lives in: its own root, or for a swarm's horde the
         project's `.horde/` that holds `swarms/` (file tools must not write anywhere in it)."""
@@ -74,40 +79,40 @@ class HordePaths:
         in_swarm = swarms.name == "swarms" and _HORDE_NAME.match(self.root.name) is not None
         return swarms.parent if in_swarm else self.root
 
-    @property
+    @functools.cached_property
     def ledger(self) -> Path:
         return self.root / "ledger.jsonl"
 
-    @property
+    @functools.cached_property
     def lock(self) -> Path:
         return self.root / ".lock"
 
-    @property
+    @functools.cached_property
     def lock_holder(self) -> Path:
         """Who holds the lock now (pid, actor, since), so a timeout can name the holder."""
         return self.root / ".lock.holder"
 
-    @property
+    @functools.cached_property
     def projection_lock(self) -> Path:
         """Held while a writer brings the markdown projections up to date (after it has
         released `.lock`): writers render one at a time, never under the write lock."""
         return self.root / ".projecting.lock"
 
-    @property
+    @functools.cached_property
     def projected(self) -> Path:
         """The ledger seq each projection was last rendered at (`store.ProjectedMarks`)."""
         return self.root / ".projected"
 
-    @property
+    @functools.cached_property
     def checkpoint(self) -> Path:
         """The folded ledger up to some line, so a fresh process need not fold it all."""
         return self.root / ".ledger.checkpoint"
 
-    @property
+    @functools.cached_property
     def runs(self) -> Path:
         return self.root / "runs"
 
-    @property
+    @functools.cached_property
     def swarms(self) -> Path:
         return self.root / "swarms"
 
@@ -115,14 +120,21 @@ class HordePaths:
         return self.root / LEDGER_FILES[kind]
 
     def run_dir(self, run_id: str) -> Path:
+        known = self._run_dirs.get(run_id)
+        if known is not None:
+            return known
         if not valid_run_id(run_id):
             raise ValueError(
                 f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-' (max 80)"
             )
-        return self.runs / run_id
+        made = self._run_dirs[run_id] = self.runs / run_id
+        return made
 
     def events(self, run_id: str) -> Path:
-        return self.run_dir(run_id) / "events.jsonl"
+        known = self._events.get(run_id)
+        if known is None:
+            known = self._events[run_id] = self.run_dir(run_id) / "events.jsonl"
+        return known
 
     def artifacts(self, run_id: str) -> Path:
         """Published artifacts of a run, by name (`artifact` writes them)."""
