@@ -179,12 +179,7 @@ def _tool_here(
     from horde_tui.store.store import HordeStore
 
     result = run_action(HordeStore(horde_dir, actor), raw, run=run, role=role, siblings=siblings)
-    return {
-        "ok": result.ok,
-        "id": result.id,
-        "text": result.text,
-        "usage_error": result.usage_error,
-    }
+    return result.as_answer()
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

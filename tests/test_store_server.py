@@ -208,21 +208,29 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_concurrent_writers_through_the_server_each_write_once(
-    tmp_path: Path, server: subprocess.Popen[str]
-) -> None:
-    root = tmp_path / ".horde"
-    writer = (
+def routed_writer(root: Path, posts: int, after_each: str) -> str:
+    """A writer process's script: `posts` posts as `argv[1]` through the store server of
+    `root` (written directly when there is none), each asserted ok, then `after_each`."""
+    return (
         "import sys\nfrom pathlib import Path\n"
         "from horde_tui.protocol import run_action\n"
         "from horde_tui.store.store import HordeStore\n"
         "name = sys.argv[1]\n"
         f"store = HordeStore(Path({str(root)!r}), name, routed=True)\n"
-        "for i in range(15):\n"
+        f"for i in range({posts}):\n"
         "    r = run_action(store, {'action': 'post', 'text': f'{name} post {i}'}, run='r1')\n"
-        "    assert r.ok, r.text\n"
-        "    # Answered after its batch was rendered: the receipt means it is in the markdown.\n"
-        "    assert f'{name} post {i}' in (store.paths.root / 'BOARD.md').read_text()\n"
+        "    assert r.ok, r.text\n" + after_each
+    )
+
+
+def test_concurrent_writers_through_the_server_each_write_once(
+    tmp_path: Path, server: subprocess.Popen[str]
+) -> None:
+    root = tmp_path / ".horde"
+    # Each answer comes after its batch was rendered: the receipt means it is in the
+    # markdown.
+    writer = routed_writer(
+        root, 15, "    assert f'{name} post {i}' in (store.paths.root / 'BOARD.md').read_text()\n"
     )
     procs = [
         subprocess.Popen([sys.executable, "-c", writer, f"ext-{n}"], env=host_env())
@@ -239,17 +247,7 @@ def test_killing_the_server_mid_stream_loses_and_doubles_nothing(tmp_path: Path)
     in flight when it dies is retried directly with its id; every write lands once."""
     root = tmp_path / ".horde"
     root.mkdir()
-    writer = (
-        "import sys\nfrom pathlib import Path\n"
-        "from horde_tui.protocol import run_action\n"
-        "from horde_tui.store.store import HordeStore\n"
-        "name = sys.argv[1]\n"
-        f"store = HordeStore(Path({str(root)!r}), name, routed=True)\n"
-        "for i in range(40):\n"
-        "    r = run_action(store, {'action': 'post', 'text': f'{name} post {i}'}, run='r1')\n"
-        "    assert r.ok, r.text\n"
-        "    print(i, flush=True)\n"
-    )
+    writer = routed_writer(root, 40, "    print(i, flush=True)\n")
     server = start_server(root)
     procs = [
         subprocess.Popen(

@@ -123,6 +123,20 @@ class ToolResult:
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "id": self.id, "text": self.text}
 
+    def as_answer(self) -> dict[str, Any]:
+        """All of it, as the store server answers a call (`store/client.py`)."""
+        return {**self.as_json(), "usage_error": self.usage_error, "event": self.event}
+
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any]) -> ToolResult:
+        return cls(
+            answer["ok"],
+            answer.get("id"),
+            answer["text"],
+            usage_error=answer.get("usage_error", False),
+            event=answer.get("event"),
+        )
+
 
 _TYPE_WORDS = {
     "string_type": "a string",
@@ -296,13 +310,7 @@ def run_action(
             raw,
         )
         if answer is not None:
-            return ToolResult(
-                answer["ok"],
-                answer.get("id"),
-                answer["text"],
-                usage_error=answer.get("usage_error", False),
-                event=answer.get("event"),
-            )
+            return ToolResult.from_answer(answer)
     try:
         params = parse_params(raw)
         if not valid_run_id(run):

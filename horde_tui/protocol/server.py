@@ -37,7 +37,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from horde_tui.protocol.dispatch import ToolResult, run_action
+from horde_tui.protocol.dispatch import run_action
 from horde_tui.store.client import MAX_LINE, PROTOCOL, SERVER_LOCK_NAME, socket_path
 from horde_tui.store.paths import valid_actor_name, valid_run_id
 from horde_tui.store.store import HordeStore
@@ -224,7 +224,7 @@ class StoreServer:
                 role=request["role"],
                 siblings=siblings,
             )
-        return _as_answer(result)
+        return result.as_answer()
 
 
 def _malformed(request: Any) -> str:
@@ -244,16 +244,6 @@ def _malformed(request: Any) -> str:
     ):
         return "bad siblings"
     return ""
-
-
-def _as_answer(result: ToolResult) -> dict[str, Any]:
-    return {
-        "ok": result.ok,
-        "id": result.id,
-        "text": result.text,
-        "usage_error": result.usage_error,
-        "event": result.event,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

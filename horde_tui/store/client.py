@@ -133,29 +133,19 @@ def exchange(root: Path | str, request: dict[str, Any]) -> dict[str, Any] | None
     took it and died before answering: the caller then retries directly with the same
     `requestId`."""
     path = socket_path(root)
-    conn = _connection(path)
-    if conn is None:
-        return None
-    try:
-        return conn.call(request)
-    except ServerLost:
-        _drop(path, conn)
-        raise
-    except (ConnectionError, ValueError):
-        # Not taken (the send failed), or an answer that is not JSON: a fresh connection
-        # once, then the direct path.
-        _drop(path, conn)
-    conn = _connection(path)
-    if conn is None:
-        return None
-    try:
-        return conn.call(request)
-    except ServerLost:
-        _drop(path, conn)
-        raise
-    except (ConnectionError, ValueError):
-        _drop(path, conn)
-        return None
+    for _ in range(2):  # a stale connection (its server restarted) is made anew once
+        conn = _connection(path)
+        if conn is None:
+            return None
+        try:
+            return conn.call(request)
+        except ServerLost:
+            _drop(path, conn)
+            raise
+        except (ConnectionError, ValueError):
+            # Not taken (the send failed), or an answer that is not JSON.
+            _drop(path, conn)
+    return None
 
 
 PROTOCOL = 1
