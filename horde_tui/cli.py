@@ -154,7 +154,8 @@ def cmd_tool(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    named_siblings = {name: str(path) for name, path in siblings.items()}
+    # Absolute: the server resolves paths from its own working directory.
+    named_siblings = {name: os.path.abspath(path) for name, path in siblings.items()}
     answer, raw = client.send(horde_dir, actor, run, role, named_siblings, raw)
     if answer is None:
         answer = _tool_here(horde_dir, actor, run, role, siblings, raw)

@@ -9,6 +9,8 @@ server (none, or a dead one's socket left behind) everything is written directly
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,9 +106,16 @@ def test_without_a_server_or_with_a_dead_ones_socket_calls_write_directly(
         stop_server(proc)
 
 
+@pytest.mark.parametrize(
+    "given",
+    [[], ["--json", '{"requestId": null}'], ["requestId="]],
+    ids=["no-id", "null-id", "blank-id"],
+)
 def test_a_server_that_dies_after_recording_a_write_does_not_double_it(
-    tmp_path: Path,
+    tmp_path: Path, given: list[str]
 ) -> None:
+    """Also when the call names a null or blank `requestId` (which the tool ignores): it
+    is given one like a call without."""
     root = tmp_path / ".horde"
     root.mkdir()
     die_after_append = (
@@ -119,7 +128,7 @@ def test_a_server_that_dies_after_recording_a_write_does_not_double_it(
         "HordeStore._append_records = dying\n"
     )
     proc = start_server(root, code=die_after_append)
-    r = cli(tmp_path, "tool", "post", "text=pay the invoice once", member="ext-1")
+    r = cli(tmp_path, "tool", "post", "text=pay the invoice once", *given, member="ext-1")
     proc.wait(timeout=10)
     assert proc.returncode == 9  # it died between the append and its answer
     assert r.returncode == 0, r.stderr
@@ -270,3 +279,84 @@ def test_killing_the_server_mid_stream_loses_and_doubles_nothing(tmp_path: Path)
     stop_server(server)
     texts = [str(x.get("text")) for x in records(tmp_path) if x["op"] == "board.post"]
     assert sorted(texts) == sorted(f"ext-{n} post {i}" for n in range(4) for i in range(40))
+
+
+def test_a_call_that_fails_in_the_server_is_written_directly_and_the_server_refolds(
+    tmp_path: Path,
+) -> None:
+    """A call that raises midway (after its append) leaves the server's fold in doubt:
+    the caller writes directly with its id, and the server folds anew from the files."""
+    root = tmp_path / ".horde"
+    root.mkdir()
+    fail_after_append = (
+        "from horde_tui.store.store import HordeStore\n"
+        "append = HordeStore._append_records\n"
+        "def failing(self, records, run):\n"
+        "    append(self, records, run)\n"
+        "    if any(r.get('text') == 'boom' for r in records):\n"
+        "        self.state.seq -= 1  # the fold no longer matches the ledger\n"
+        "        raise RuntimeError('a bug')\n"
+        "HordeStore._append_records = failing\n"
+    )
+    proc = start_server(root, code=fail_after_append)
+    try:
+        r = cli(tmp_path, "tool", "post", "text=boom", member="ext-1")
+        assert r.returncode == 0 and "replayed" in r.stdout, r.stdout + r.stderr
+        r = cli(tmp_path, "tool", "post", "text=after the bug", member="ext-1")
+        assert r.returncode == 0, r.stderr
+        assert proc.poll() is None  # still serving
+    finally:
+        stop_server(proc)
+    recs = records(tmp_path)
+    assert [x["text"] for x in recs if x["op"] == "board.post"] == ["boom", "after the bug"]
+    assert str(recs[-1]["requestId"]).startswith("auto-")  # the server wrote it
+    seqs = [x["seq"] for x in recs]
+    assert len(seqs) == len(set(seqs))  # no seq handed out twice
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_a_caller_in_another_pid_namespace_is_not_served(
+    tmp_path: Path, server: subprocess.Popen[str]
+) -> None:
+    """A member's commands run in bubblewrap's own pid namespace: even where the socket
+    is reachable, the server does not take their calls (here `.horde/` is writable, so
+    the call is written directly)."""
+    root = tmp_path / ".horde"
+    sandbox = ["bwrap", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev"]
+    sandbox += ["--proc", "/proc", "--bind", str(tmp_path), str(tmp_path)]
+    cmd = [*sandbox, sys.executable, "-m", "horde_tui", "tool", "post", "text=from inside"]
+    env = host_env(HORDE_DIR=str(root), HORDE_MEMBER="ext-1")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and "bwrap" in r.stderr:
+        pytest.skip(f"bubblewrap cannot run here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    (post,) = [x for x in records(tmp_path) if x.get("text") == "from inside"]
+    # Written by the process itself: its `writer` pid is its pid inside the namespace,
+    # the one in its request id; the server would have stamped its pid as seen outside.
+    writer = post["writer"]
+    assert isinstance(writer, dict)
+    assert writer["pid"] == int(str(post["requestId"]).split("-")[1])
+
+
+def test_no_server_under_a_shared_directory_that_is_not_private(tmp_path: Path) -> None:
+    """A horde path too long for a socket puts it under `$TMPDIR/horde-<uid>/`; a
+    directory there that others may write is refused, not used."""
+    root = tmp_path / ("d" * 120) / ".horde"
+    root.mkdir(parents=True)
+    tmpdir = tmp_path / "tmp"
+    shared = tmpdir / f"horde-{os.getuid()}"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    env = host_env(TMPDIR=str(tmpdir))
+    r = subprocess.run([*SERVER, str(root)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0
+    assert r.stdout.startswith("store server not started:"), r.stdout
+    assert "not a private directory" in r.stdout
+    shared.chmod(0o700)
+    proc = subprocess.Popen([*SERVER, str(root)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(LISTENING)
+        assert list(shared.iterdir())  # its socket
+    finally:
+        stop_server(proc)

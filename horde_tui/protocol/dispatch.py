@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,7 +307,8 @@ def run_action(
             store.actor,
             run,
             role,
-            {name: str(path) for name, path in (siblings or {}).items()},
+            # Absolute: the server resolves paths from its own working directory.
+            {name: os.path.abspath(path) for name, path in (siblings or {}).items()},
             raw,
         )
         if answer is not None:

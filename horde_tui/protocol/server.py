@@ -31,6 +31,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 import traceback
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.protocol.dispatch import run_action
+from horde_tui.store import identity
 from horde_tui.store.client import MAX_LINE, PROTOCOL, SERVER_LOCK_NAME, socket_path
 from horde_tui.store.paths import valid_actor_name, valid_run_id
 from horde_tui.store.store import HordeStore
@@ -52,11 +54,13 @@ _PEERCRED = struct.Struct("3i")
 
 
 class _Caller:
-    """One connection: its peer process and what it sent that is not a whole line yet."""
+    """One connection: its peer process (with its start time, so a pid reused after the
+    caller died is not taken for it) and what it sent that is not a whole line yet."""
 
-    def __init__(self, sock: socket.socket, pid: int) -> None:
+    def __init__(self, sock: socket.socket, proc: identity.Proc) -> None:
         self.sock = sock
-        self.pid = pid
+        self.proc = proc
+        self.pid = proc.pid
         self.buffer = b""
 
 
@@ -73,18 +77,29 @@ class StoreServer:
         self._lock_fd: int | None = None
         self._stopping = False
 
-    def claim(self) -> bool:
-        """Become the one server of `root` (False: another one is), and listen."""
+    def claim(self) -> str:
+        """Become the one server of `root`, and listen; '' if so, else why not."""
         self.store.paths.ensure()
         fd = os.open(self.root / SERVER_LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            return False
+            return f"{ALREADY} {self.root}"
         self._lock_fd = fd
         # Whatever is at the path now is a dead server's socket: it held the lock.
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.path.parent != Path(os.path.realpath(self.root)):
+            # Under a shared temporary directory: only a directory of this user's, closed
+            # to others, keeps anyone else from putting their own socket in its place.
+            st = os.lstat(self.path.parent)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                os.close(fd)
+                self._lock_fd = None
+                return (
+                    f"store server not started: {self.path.parent} is not a private "
+                    "directory of this user's"
+                )
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -97,7 +112,7 @@ class StoreServer:
         listener.setblocking(False)
         self.selector.register(listener, selectors.EVENT_READ, None)
         self.listener = listener
-        return True
+        return ""
 
     def stop(self) -> None:
         self._stopping = True
@@ -132,10 +147,11 @@ class StoreServer:
             for caller, line in batch:
                 before = self.store.state.seq
                 try:
-                    answer = self.handle(line, caller.pid)
+                    answer = self.handle(line, caller)
                 except Exception:  # a bug: the caller performs the call itself, with its id
                     traceback.print_exc()
                     answer = {"error": "the store server failed on this call (store-server.log)"}
+                    self._fresh_fold()
                 answers.append((caller, answer, self.store.state.seq != before))
         finally:
             self.store.deferring = False
@@ -164,15 +180,18 @@ class StoreServer:
         assert self.listener is not None
         try:
             sock, _ = self.listener.accept()
-        except BlockingIOError:
-            return
+        except OSError:
+            return  # gone before it was taken, or out of descriptors for now
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
         pid, uid, _gid = _PEERCRED.unpack(raw)
-        if uid != os.getuid() or pid <= 0:
-            sock.close()  # another user (the socket's mode already keeps them out)
+        if uid != os.getuid() or pid <= 0 or not _same_pid_namespace(pid):
+            # Another user (the socket's mode already keeps them out), or a member's
+            # command in its sandbox (its own pid namespace), where `.horde/` is read-only
+            # and this socket must not be a way around that.
+            sock.close()
             return
         sock.settimeout(SEND_TIMEOUT_S)
-        self.selector.register(sock, selectors.EVENT_READ, _Caller(sock, pid))
+        self.selector.register(sock, selectors.EVENT_READ, _Caller(sock, identity.proc_of(pid)))
 
     def _read(self, caller: _Caller) -> list[tuple[_Caller, bytes]]:
         """The whole request lines `caller` has sent so far."""
@@ -192,7 +211,8 @@ class StoreServer:
         return [(caller, line) for line in lines]
 
     def _answer(self, caller: _Caller, reply: dict[str, Any]) -> bool:
-        data = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        # ASCII: a lone surrogate a caller sent escaped comes back escaped, not as an error.
+        data = json.dumps(reply, separators=(",", ":")).encode() + b"\n"
         try:
             caller.sock.sendall(data)
         except OSError:
@@ -205,7 +225,13 @@ class StoreServer:
             self.selector.unregister(caller.sock)
         caller.sock.close()
 
-    def handle(self, line: bytes, pid: int) -> dict[str, Any]:
+    def _fresh_fold(self) -> None:
+        """After a call that raised midway: the fold may no longer match the ledger, and
+        every caller is served from it; start again from the files."""
+        self.store = HordeStore(self.root, "parent")
+        self.store.serving = True
+
+    def handle(self, line: bytes, caller: _Caller) -> dict[str, Any]:
         """One request line -> one answer (an `error` answer: not performed, the caller
         performs the call itself)."""
         try:
@@ -215,8 +241,10 @@ class StoreServer:
         problem = _malformed(request)
         if problem:
             return {"error": problem}
+        if identity.proc_of(caller.pid) != caller.proc:
+            return {"error": "the caller is gone"}  # its pid now names another process
         siblings = {name: Path(path) for name, path in request["siblings"].items()}
-        with self.store.acting_as(request["actor"], pid):
+        with self.store.acting_as(request["actor"], caller.pid):
             result = run_action(
                 self.store,
                 request["call"],
@@ -225,6 +253,15 @@ class StoreServer:
                 siblings=siblings,
             )
         return result.as_answer()
+
+
+def _same_pid_namespace(pid: int) -> bool:
+    """Whether process `pid` lives in this process's pid namespace (a member's command
+    runs in bubblewrap's own; unknown counts as not)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
 
 
 def _malformed(request: Any) -> str:
@@ -261,8 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store server not started: this system cannot name a socket's caller ({root})")
         return 0
     server = StoreServer(root)
-    if not server.claim():
-        print(f"{ALREADY} {root}", flush=True)
+    refused = server.claim()
+    if refused:
+        print(refused, flush=True)
         return 0
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.stop())

@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import socket
+import struct
 import tempfile
 import threading
 from pathlib import Path
@@ -34,6 +35,10 @@ REPLY_TIMEOUT_S = 120.0
 before (10 s by default), so only a stopped or stuck server reaches this."""
 _UNIX_PATH_MAX = 100
 """`sun_path` holds 108 bytes on Linux and 104 on macOS, with the terminating NUL."""
+
+
+_CRED = struct.Struct("3i")
+"""`struct ucred`: pid, uid, gid (`SO_PEERCRED`)."""
 
 
 class ServerLost(ConnectionError):
@@ -67,6 +72,11 @@ class _Connection:
         try:
             self.sock.settimeout(REPLY_TIMEOUT_S)
             self.sock.connect(str(path))
+            # Only a server of this user is believed (a socket under a shared temporary
+            # directory could be anyone's).
+            raw = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
+            if _CRED.unpack(raw)[1] != os.getuid():
+                raise PermissionError(f"{path} is another user's")
         except BaseException:
             self.sock.close()
             raise
@@ -74,8 +84,8 @@ class _Connection:
         self.buffer = b""
         self.guard = threading.Lock()
 
-    def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        line = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    def call(self, line: bytes) -> dict[str, Any]:
+        """Send one request line; its answer."""
         with self.guard:
             try:
                 self.sock.sendall(line)
@@ -127,18 +137,20 @@ def _drop(path: Path, conn: _Connection) -> None:
     conn.close()
 
 
-def exchange(root: Path | str, request: dict[str, Any]) -> dict[str, Any] | None:
+def exchange(root: Path | str, line: bytes) -> dict[str, Any] | None:
     """Send one `horde` call to the server of `root`; its answer, or None when no server
     took it (the caller then performs it directly). Raises `ServerLost` when the server
     took it and died before answering: the caller then retries directly with the same
     `requestId`."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None  # no server runs where the kernel cannot name a socket's peer
     path = socket_path(root)
     for _ in range(2):  # a stale connection (its server restarted) is made anew once
         conn = _connection(path)
         if conn is None:
             return None
         try:
-            return conn.call(request)
+            return conn.call(line)
         except ServerLost:
             _drop(path, conn)
             raise
@@ -166,7 +178,10 @@ def send(
     server took it and died, the direct call carries that id, so a write the server had
     recorded is answered from the ledger instead of being written again.
     """
-    call = raw if "requestId" in raw else {**raw, "requestId": new_request_id()}
+    given = raw.get("requestId")
+    # Null or blank counts as none (the tool ignores it), so it gets an id too.
+    absent = given is None or (isinstance(given, str) and not given.strip())
+    call = {**raw, "requestId": new_request_id()} if absent else raw
     request = {
         "v": PROTOCOL,
         "actor": actor,
@@ -176,11 +191,13 @@ def send(
         "call": call,
     }
     try:
-        reply = exchange(root, request)
+        line = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    except (TypeError, ValueError):
+        return None, raw  # not JSON text (never sent): performed directly as given
+    try:
+        reply = exchange(root, line)
     except ServerLost:
         return None, call
-    except (TypeError, ValueError):
-        return None, raw  # not JSON (never sent): performed directly as given
     if reply is None:
         return None, raw  # no server: nothing was sent
     # An answer this caller cannot read (a server of another version) is treated as no

@@ -62,8 +62,8 @@ class HordePaths:
     root: Path
     # Every write asks for these paths a dozen times; pathlib builds each anew (the
     # fixed ones are `cached_property`).
-    _run_dirs: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
-    _events: dict[str, Path] = field(default_factory=dict, compare=False, repr=False)
+    _run_dirs: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _events: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def workdir(self) -> Path:

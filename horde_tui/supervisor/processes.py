@@ -158,10 +158,13 @@ async def spawn_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.P
     None when it did not (another run's server already serves this directory, or it
     failed: members and `horde-tui tool` then write directly, as without one)."""
     try:
-        err = open(log, "ab")
+        return await _start_store_server(horde_dir, log)
     except OSError:
-        return None
-    with err:
+        return None  # could not be started: no server, every call is written directly
+
+
+async def _start_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.Process | None:
+    with open(log, "ab") as err:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

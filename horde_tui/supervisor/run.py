@@ -208,11 +208,13 @@ class Supervisor:
             if not phases.done():  # this coroutine was cancelled: end the phases, report
                 phases.cancel()
                 await asyncio.wait({phases})
+            # Before a handoff lets another supervisor start its own; finalize's helpers
+            # write directly meanwhile.
+            await stop_store_server(await store_server)
             if self.handing_off and phases.cancelled():
                 await handoff.release_for_handoff(self)
             else:
                 summary = await self._finalize()
-            await stop_store_server(await store_server)
             clear_live(self.run_dir)
         return summary
 
