@@ -244,7 +244,7 @@ class StoreServer:
         if identity.proc_of(caller.pid) != caller.proc:
             return {"error": "the caller is gone"}  # its pid now names another process
         siblings = {name: Path(path) for name, path in request["siblings"].items()}
-        with self.store.acting_as(request["actor"], caller.pid):
+        with self.store.acting_as(request["actor"], caller.proc):
             result = run_action(
                 self.store,
                 request["call"],

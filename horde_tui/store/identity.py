@@ -230,15 +230,18 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
 
 
 @contextlib.contextmanager
-def pinned(pid: int) -> Iterator[None]:
-    """For the length of one call a store server performs for `pid`: its tree, walked
-    (or checked) once, answers every question the call asks about it (a write asks four
-    times)."""
-    _PINNED[pid] = ancestry(pid)
+def pinned(caller: Proc) -> Iterator[None]:
+    """For the length of one call a store server performs for process `caller` (its pid
+    and start time, just checked by the server): its tree, walked once per process,
+    answers every question the call asks about it (a write asks four times)."""
+    hit = _OTHERS.get(caller.pid)
+    if hit is None or hit[0].proc != caller:
+        hit = _OTHERS[caller.pid] = _walk(caller.pid)
+    _PINNED[caller.pid] = hit
     try:
         yield
     finally:
-        _PINNED.pop(pid, None)
+        _PINNED.pop(caller.pid, None)
 
 
 def _walk(first: int) -> tuple[Ancestor, ...]:

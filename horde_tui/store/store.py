@@ -238,14 +238,14 @@ class HordeStore:
         return self.paths.stop_clean_sentinel(run).exists()
 
     @contextmanager
-    def acting_as(self, actor: str, pid: int) -> Iterator[None]:
-        """For a store server: write as `actor` on behalf of process `pid` (identity rule
-        and `writer` stamp from `pid`'s process tree), sharing this store's one fold."""
+    def acting_as(self, actor: str, caller: identity.Proc) -> Iterator[None]:
+        """For a store server: write as `actor` on behalf of process `caller` (identity rule
+        and `writer` stamp from its process tree), sharing this store's one fold."""
         saved = self.actor, self.caller_pid
-        self.actor, self.caller_pid = actor, pid
+        self.actor, self.caller_pid = actor, caller.pid
         self._lock = HordeLock(self.paths, actor)
         try:
-            with identity.pinned(pid):
+            with identity.pinned(caller):
                 yield
         finally:
             self.actor, self.caller_pid = saved
