@@ -208,18 +208,7 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
     me = os.getpid()
     if of is not None and of != me:
         pinned = _PINNED.get(of)
-        if pinned is not None:
-            return pinned
-        # A store server asks this of its callers: kept per process, checked against the
-        # pid's start time so a reused pid is walked anew.
-        hit = _OTHERS.get(of)
-        if hit is not None and hit[0].proc == proc_of(of):
-            return hit
-        walked = _walk(of)
-        if len(_OTHERS) >= 256:
-            _OTHERS.clear()
-        _OTHERS[of] = walked
-        return walked
+        return pinned if pinned is not None else _tree_of(proc_of(of))
     cached = _ANCESTRY.get(me)
     if cached is not None:
         return cached
@@ -234,14 +223,22 @@ def pinned(caller: Proc) -> Iterator[None]:
     """For the length of one call a store server performs for process `caller` (its pid
     and start time, just checked by the server): its tree, walked once per process,
     answers every question the call asks about it (a write asks four times)."""
-    hit = _OTHERS.get(caller.pid)
-    if hit is None or hit[0].proc != caller:
-        hit = _OTHERS[caller.pid] = _walk(caller.pid)
-    _PINNED[caller.pid] = hit
+    _PINNED[caller.pid] = _tree_of(caller)
     try:
         yield
     finally:
         _PINNED.pop(caller.pid, None)
+
+
+def _tree_of(proc: Proc) -> tuple[Ancestor, ...]:
+    """Another process's ancestry (a store server's caller), kept per process: checked
+    against `proc`'s start time, so a reused pid is walked anew."""
+    hit = _OTHERS.get(proc.pid)
+    if not hit or hit[0].proc != proc:
+        if len(_OTHERS) >= 256:
+            _OTHERS.clear()
+        hit = _OTHERS[proc.pid] = _walk(proc.pid)
+    return hit
 
 
 def _walk(first: int) -> tuple[Ancestor, ...]:
