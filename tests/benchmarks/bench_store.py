@@ -147,7 +147,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def start_server(root: Path) -> subprocess.Popen[str]:
-    """The horde's store server (`protocol/server.py`), once it listens."""
+    """The horde's store server (`protocol/server.py`), once it listens.
+
+    Not `tests/support/store_server.py`'s: that one drops the `HORDE_*` environment (the
+    server must inherit `HORDE_LOCK_TRACE`), and importing `support` here would load
+    pytest into every spawned writer (they import this module), whose exit then lands in
+    the timed wall (tried: 12 writers at 100 entries fell from ~350 to ~200 writes/s in
+    `--quick`)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui.protocol.server", "--dir", str(root)],
         stdout=subprocess.PIPE,
