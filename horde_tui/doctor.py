@@ -342,7 +342,7 @@ def check_aihorde(settings: Settings | None, timeout_s: float = 15.0) -> list[Ch
             )
         else:
             found = next(m for m in live if m.name == aihorde.horde_id(model))
-            checks.append(Check("workers", "ok", f"{model}: {found.workers} live worker(s)"))
+            checks.append(Check("workers", "ok", f"{model}: {found.threads} live thread(s)"))
     return checks
 
 

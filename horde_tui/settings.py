@@ -76,6 +76,13 @@ class Settings(BaseModel):
         ge=1,
         description="gateway: the longest wait for one AI Horde job, then it is cancelled.",
     )
+    allow_downgrade: bool = Field(
+        default=False,
+        description=(
+            "gateway: AI Horde lowers a request's max_length to its kudos-upfront cap "
+            "instead of refusing it (sent as allow_downgrade)."
+        ),
+    )
     retry_after_max_ms: int = Field(
         default=60_000, ge=0, description="gateway: the longest provider retry-after it honours."
     )

@@ -4,7 +4,9 @@ Real processes throughout: `horde-tui run --headless 2` starts its supervisor, t
 gateway (whose litellm routes `aihorde/...` to the provider) and two members; only the
 model is fake, answering in horde.py's JSON format (its first reply in each session cut
 mid-string, as a worker stops at `max_length`). What the fake received is the evidence:
-every prompt within the anonymous allowance, and no job left queued once a run stops.
+the anonymous key capped on `max_length` alone (prompts over 512 tokens sent whole to a
+worker with 8,192 tokens of context, none refused), and no job left queued once a run
+stops.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from support.processes import wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # whole real runs: `pytest -m slow`
 
 SKYFALL = "aphrodite/TheDrummer/Skyfall-31B-v4.2"
-ANON_CAP = 512
+IDLE_CAP = 512
+"""The anonymous `max_length` cap on an idle horde (tests/support/aihorde.py upfront_cap)."""
 
 
 def headless_on(fake: FakeHordeThread, workdir: Path, **extra: str) -> subprocess.Popen[str]:
@@ -54,9 +57,8 @@ def headless_on(fake: FakeHordeThread, workdir: Path, **extra: str) -> subproces
 
 def swarm(**extra: int) -> FakeHorde:
     return FakeHorde(
-        models=[FakeModel(SKYFALL, workers=2, eta=30)],
+        models=[FakeModel(SKYFALL, workers=2, eta=30, max_context_length=8192)],
         answer=json_tool_answer,
-        anon_cap=ANON_CAP,
         **extra,
     )
 
@@ -79,14 +81,19 @@ def test_two_members_on_the_anonymous_queue_file_findings_within_the_cap(
     # Findings filed by the members, through the horde tool the fake's JSON asked for.
     findings = (tmp_path / ".horde" / "FINDINGS.md").read_text()
     assert "F1" in findings and "PASSWORD is hard-coded" in findings, findings
-    # Every prompt the swarm got fits the anonymous allowance with its generation.
+    # The anonymous key is capped on max_length alone: the workers' whole context is
+    # asked for, prompts over 512 tokens go (over 2,048 characters: 512 tokens at four
+    # characters each, and real tokenizers count more), and none is refused.
     assert accepted
     for submit in accepted:
         params = submit.body["params"]
         assert submit.headers["apikey"] == "0000000000"
-        assert params["max_context_length"] <= ANON_CAP
-        assert len(submit.body["prompt"]) // 4 + params["max_length"] <= ANON_CAP
-    assert [s.status for s in fake.submits].count(429) == 1  # the burst was retried
+        assert params["max_context_length"] == 8192
+        assert params["max_length"] <= IDLE_CAP
+    assert max(len(s.body["prompt"]) for s in accepted) > 4 * IDLE_CAP
+    assert all(s.status in (202, 429) for s in fake.submits)  # no KudosUpfront
+    statuses = [s.status for s in fake.submits]
+    assert statuses.count(429) == 1, [s.message for s in fake.submits]  # the burst, retried
     # Usage and tokens recorded per member, priced at $0 (kudos, not dollars).
     usage = [json.loads(line) for line in (run_dir / "usage.jsonl").open()]
     members = {u["member"] for u in usage}

@@ -27,7 +27,7 @@ IDLE = "koboldcpp/Nobody-7B"
 def swarm() -> Iterator[FakeHordeThread]:
     models = [
         FakeModel(CYDONIA, workers=1, eta=300, queued=9000),
-        FakeModel(SKYFALL, workers=2, eta=40, queued=1200),
+        FakeModel(SKYFALL, workers=2, eta=40, queued=1200, threads=3),
         FakeModel(IDLE, workers=0),
     ]
     with FakeHordeThread(FakeHorde(models=models, answer=json_tool_answer)) as served:
@@ -54,10 +54,11 @@ def test_models_lists_the_live_models_most_available_first(swarm: FakeHordeThrea
     done = models_cli("--api-base", swarm.api_base)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].split()[:2] == ["model", "(--model)"]
+    # `/v2/status/models` counts threads (each worker's summed), not workers.
+    assert lines[0].split()[:3] == ["model", "(--model)", "threads"]
     names = [line.split()[0] for line in lines[1:]]
     assert names == [f"aihorde/{SKYFALL}", f"aihorde/{CYDONIA}"]  # no worker: not listed
-    assert lines[1].split()[1:] == ["2", "1200", "40", "s"]
+    assert lines[1].split()[1:] == ["6", "1200", "40", "s"]
     assert "litellm loaded" not in done.stderr  # the CLI stays light
 
 
@@ -66,7 +67,7 @@ def test_models_json(swarm: FakeHordeThread) -> None:
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert [r["name"] for r in rows] == [SKYFALL, CYDONIA]
-    assert rows[0]["workers"] == 2 and rows[0]["eta"] == 40 and rows[0]["queued"] == 1200
+    assert rows[0]["threads"] == 6 and rows[0]["eta"] == 40 and rows[0]["queued"] == 1200
     assert swarm.fake.model_lists == 1
 
 
@@ -76,6 +77,13 @@ def test_models_on_an_unreachable_horde_is_one_line() -> None:
     assert done.stdout == ""
     lines = [line for line in done.stderr.splitlines() if line]
     assert len(lines) == 1 and lines[0].startswith("horde-tui models: AI Horde unreachable")
+
+
+def test_an_api_base_without_api_gets_a_hint(swarm: FakeHordeThread) -> None:
+    done = models_cli("--api-base", swarm.server.url)  # the host, not its API root
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line]
+    assert len(lines) == 1 and "--api-base" in lines[0] and f"{swarm.server.url}/api" in lines[0]
 
 
 def launch(tmp_path: Path, **env: str) -> tuple[LaunchCheck, list[str]]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,14 +71,93 @@ def test_a_job_is_polled_until_done_with_the_client_agent_and_anonymous_key(
     # Skyfall is a Mistral model: its instruct format, and the reply starts after it.
     assert submit.body["prompt"] == "[INST] Review app.py [/INST]"
     assert "[INST]" in submit.body["params"]["stop_sequence"]
-    # Anonymous: within the anonymous allowance, with a small generation.
-    assert submit.body["params"]["max_context_length"] <= 512
-    assert submit.body["params"]["max_length"] <= aihorde.COMPACT_MAX_LENGTH
+    assert "allow_downgrade" not in submit.body  # the setting is off
     job = submit.job
     polls = [t for j, t in horde_fake.fake.polls if j == job]
     assert len(polls) >= 3  # the queue advanced through every poll
     assert result.prompt_tokens > 0 and result.completion_tokens > 0
     assert horde_fake.fake.unfinished() == [] and quick().live == {}
+
+
+@pytest.mark.parametrize(
+    ("queued", "down", "length"),
+    [(0, set(), 512), (400, set(), 256), (0, {"/api/v2/status/performance"}, 256)],
+    ids=["idle", "loaded", "unknown"],
+)
+def test_the_anonymous_cap_is_on_max_length_alone_from_the_queue(
+    horde_fake: FakeHordeThread, queued: int, down: set[str], length: int
+) -> None:
+    """The anonymous key may ask for any context; only `max_length` is capped, at 512 on
+    an idle horde and down to 256 under load (read from `/v2/status/performance`; 256
+    when it cannot be read). None of these is refused."""
+    horde_fake.fake.models[0].max_context_length = 8192
+    horde_fake.fake.queued_text_requests = queued
+    horde_fake.fake.down = down
+    generate(quick(), horde_fake)
+    [submit] = horde_fake.fake.submits
+    assert submit.status == 202, submit.message
+    assert submit.body["params"]["max_context_length"] == 8192
+    assert submit.body["params"]["max_length"] == length
+
+
+def test_the_context_is_the_smallest_of_the_models_workers(horde_fake: FakeHordeThread) -> None:
+    """Any worker of the model can take the job: none is left out by a larger context."""
+    horde_fake.fake.models[0].contexts = (8192, 2048)
+    generate(quick(), horde_fake, key="registered-key-1234")
+    assert horde_fake.fake.accepted()[0].body["params"]["max_context_length"] == 2048
+
+
+def test_submits_are_paced_under_the_servers_per_ip_limit(horde_fake: FakeHordeThread) -> None:
+    """Five calls at once: the server takes 2 submits a second from one IP, so the client
+    spaces them rather than collect 429s."""
+    client = quick()
+
+    async def five() -> list[Any]:
+        calls = [
+            client.generate(aihorde.PREFIX + SKYFALL, HELLO, horde_fake.api_base, None)
+            for _ in range(5)
+        ]
+        return await asyncio.gather(*calls)
+
+    assert len(asyncio.run(five())) == 5
+    submits = horde_fake.fake.submits
+    assert [s.status for s in submits] == [202] * 5, [s.message for s in submits]
+    times = sorted(s.at for s in submits)
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.45, times
+
+
+def test_the_submit_rate_limit_is_named_as_the_servers(horde_fake: FakeHordeThread) -> None:
+    """Another program on this IP used the second's two submits: the client's is refused
+    with the server's 429 (a `message`, no `rc`), named for what it is."""
+    body = {"prompt": "hi", "models": [SKYFALL], "params": {"max_length": 16}}
+    with httpx.Client(timeout=10) as other:
+        while time.time() % 1 > 0.2:  # the start of a window, so it cannot roll over
+            time.sleep(0.01)
+        for _ in range(2):
+            other.post(horde_fake.api_base + "/v2/generate/text/async", json=body)
+        with pytest.raises(HordeError) as caught:
+            asyncio.run(
+                quick()._submit(horde_fake.api_base, None, {**body, "prompt": "me"}, SKYFALL)
+            )
+    err = caught.value
+    assert err.status_code == 429
+    assert "the server's submit rate limit" in err.message and "2 per 1 second" in err.message
+    assert err.response.headers.get("retry-after") in ("0", "1")
+
+
+def test_a_processing_job_is_read_soon_whatever_its_wait_time(horde_fake: FakeHordeThread) -> None:
+    """Once a worker has the job, `wait_time` is its guess of the time left (127 s for a
+    new worker, for a 0.2 s generation): the client polls every 1-2 s then, within the
+    server's 60 polls a minute per job."""
+    fake = horde_fake.fake
+    fake.polls_to_done, fake.processing_s, fake.processing_wait = 1, 0.2, 127
+    generate(Client(deadline_s=60), horde_fake)
+    [job] = fake.jobs.values()
+    assert job.started is not None and job.done_at is not None
+    assert job.done_at - (job.started + fake.processing_s) < 2.5
+    times = [t for _, t in fake.polls]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.95, times
+    assert fake.poll_429s == 0
 
 
 def test_polls_wait_for_the_status_cache_and_the_wait_time_asked_for(
@@ -101,25 +182,43 @@ def test_a_registered_key_gets_the_live_workers_caps(horde_fake: FakeHordeThread
     assert submit.body["params"]["max_length"] == 300
 
 
-def test_kudos_upfront_is_one_line_saying_what_to_do(horde_fake: FakeHordeThread) -> None:
-    horde_fake.fake.anon_cap = 100
+def test_kudos_upfront_says_what_helps_and_the_key_is_capped_after(
+    horde_fake: FakeHordeThread,
+) -> None:
+    """A registered key without kudos under load (cap 256): refused once, with what helps
+    (a lower max_length, a key with kudos, allow_downgrade); its next call fits the cap."""
+    horde_fake.fake.queued_text_requests = 300
+    horde_fake.fake.zero_kudos_keys = {"broke-key-1234"}
+    client = quick()
     with pytest.raises(HordeError) as caught:
-        generate(quick(), horde_fake)
+        generate(client, horde_fake, key="broke-key-1234")
     err = caught.value
-    assert err.status_code == 403
-    assert "\n" not in err.message
-    for needle in ("KudosUpfront", "shorten the context", "registered key", "allow_downgrade"):
+    assert err.status_code == 403 and "\n" not in err.message
+    for needle in ("KudosUpfront", "max_length", "registered key with kudos", "allow_downgrade"):
         assert needle in err.message
+    assert "shorten the context" not in err.message
+    generate(client, horde_fake, key="broke-key-1234")
+    assert horde_fake.fake.accepted()[-1].body["params"]["max_length"] <= 256
 
 
-def test_a_429_carries_its_retry_after_for_the_gateways_backoff(
+def test_allow_downgrade_is_sent_when_on(horde_fake: FakeHordeThread) -> None:
+    horde_fake.fake.queued_text_requests = 300
+    horde_fake.fake.zero_kudos_keys = {"broke-key-1234"}
+    client = Client(deadline_s=20, poll_min_s=0.05, poll_max_s=0.2, allow_downgrade=True)
+    generate(client, horde_fake, key="broke-key-1234")
+    submit = horde_fake.fake.accepted()[0]
+    assert submit.body["allow_downgrade"] is True
+    assert submit.body["params"]["max_length"] == 256  # lowered by the server, not refused
+
+
+def test_too_many_parallel_prompts_is_named_as_the_keys_limit(
     horde_fake: FakeHordeThread,
 ) -> None:
     horde_fake.fake.burst_429 = 1
     with pytest.raises(HordeError) as caught:
         generate(quick(), horde_fake)
     assert caught.value.status_code == 429
-    assert caught.value.response.headers.get("retry-after") == "1"
+    assert "parallel requests" in caught.value.message and "TooManyPrompts" in caught.value.message
 
 
 def test_a_faulted_job_is_a_model_error_naming_the_model(horde_fake: FakeHordeThread) -> None:
@@ -133,11 +232,27 @@ def test_a_faulted_job_is_a_model_error_naming_the_model(horde_fake: FakeHordeTh
 def test_a_model_with_no_worker_is_refused_and_its_job_cancelled(
     horde_fake: FakeHordeThread,
 ) -> None:
+    """The submit's `message` says no worker can take it: read there, not after a poll."""
     with pytest.raises(HordeError) as caught:
         generate(quick(), horde_fake, model=IDLE)
     assert caught.value.status_code == 404 and IDLE in caught.value.message
     assert "horde-tui models" in caught.value.message
-    assert horde_fake.fake.cancels == [horde_fake.fake.accepted()[0].job]
+    job = horde_fake.fake.accepted()[0].job
+    assert horde_fake.fake.cancels == [job]
+    assert [j for j, _ in horde_fake.fake.polls if j == job] == []
+
+
+def test_a_context_no_worker_takes_is_refused_at_submit(horde_fake: FakeHordeThread) -> None:
+    """The worker list cannot be read and the model's workers take 2048 tokens of context:
+    the default context asked for is more, and the submit's `message` says so."""
+    horde_fake.fake.down = {"/api/v2/workers"}
+    horde_fake.fake.models[0].max_context_length = 2048
+    with pytest.raises(HordeError) as caught:
+        generate(quick(), horde_fake)
+    assert caught.value.status_code == 404
+    assert f"max_context_length {aihorde.DEFAULT_CONTEXT}" in caught.value.message
+    job = horde_fake.fake.accepted()[0].job
+    assert [j for j, _ in horde_fake.fake.polls if j == job] == []
 
 
 def test_the_deadline_cancels_the_job(horde_fake: FakeHordeThread) -> None:
@@ -177,6 +292,14 @@ def test_a_caller_that_gives_up_cancels_the_job_and_cancel_all_ends_the_rest(
     assert horde_fake.fake.unfinished() == []
 
 
+def test_a_submit_without_client_agent_is_taken_as_unknown(horde_fake: FakeHordeThread) -> None:
+    """The fake, as the server: a missing `Client-Agent` is read as its default."""
+    body = {"prompt": "hi", "models": [SKYFALL], "params": {"max_length": 16}}
+    resp = httpx.post(horde_fake.api_base + "/v2/generate/text/async", json=body, timeout=10)
+    assert resp.status_code == 202, resp.text
+    assert horde_fake.fake.accepted()[0].headers["client-agent"] == "unknown:0:unknown"
+
+
 def test_instruct_formats_and_the_prompt_fit() -> None:
     messages = [
         {"role": "system", "content": "Be brief."},
@@ -190,8 +313,8 @@ def test_instruct_formats_and_the_prompt_fit() -> None:
     assert "<|eot_id|>" in stops
     plain, _ = aihorde.build_prompt(messages, "aihorde/koboldcpp/Unknown-Model")
     assert plain.endswith("### User:\nbye\n\n### Assistant:\n")
-    fitted = aihorde.fit_prompt("A" * 1000 + "Z" * 1000, 100)
-    assert len(fitted) <= 400 and fitted.startswith("A") and fitted.endswith("Z")
+    fitted = aihorde.fit_prompt("A" * 1000 + "Z" * 1000, 100, aihorde.safe_tokens)
+    assert aihorde.safe_tokens(fitted) <= 100 and fitted.startswith("A") and fitted.endswith("Z")
 
 
 def test_models_are_sorted_by_availability_and_a_dead_model_warned() -> None:
@@ -244,8 +367,10 @@ def horde_gateway(
 def test_a_member_gets_a_tool_call_from_the_models_json_under_the_anonymous_cap(
     horde_gateway: tuple[GatewayProcess, FakeHordeThread],
 ) -> None:
+    """A task over 512 tokens goes whole with the anonymous key: only `max_length` is
+    capped, and the workers take 4096 tokens of context."""
     gw, served = horde_gateway
-    long_task = "Review app.py for secrets. " * 200  # far over the anonymous 512 tokens
+    long_task = "Review app.py for secrets. " * 200  # ~1,200 tokens
     body = {"model": "x", "messages": [{"role": "user", "content": long_task}], "tools": [BASH]}
     served.fake.answer = lambda prompt, params: '{"tool": "bash", "command": "grep -n PASS app.py"}'
     resp = post(gw, "member-a", body)
@@ -255,12 +380,32 @@ def test_a_member_gets_a_tool_call_from_the_models_json_under_the_anonymous_cap(
     assert json.loads(call["arguments"]) == {"command": "grep -n PASS app.py"}
     submit = served.fake.accepted()[-1]
     params = submit.body["params"]
-    # Compact mode: the prompt and its generation fit the anonymous allowance.
-    assert len(submit.body["prompt"]) // 4 + params["max_length"] <= 512
-    assert "Review app.py for secrets." in submit.body["prompt"]  # the task is kept
+    assert params["max_context_length"] == 4096 and params["max_length"] == 512
+    assert long_task.strip() in submit.body["prompt"]  # whole, not compacted
+    assert "# Tool protocol" in submit.body["prompt"]
     lines = usage_lines(gw, "member-a")
-    assert len(lines) == 1 and lines[0]["prompt_tokens"] > 0
+    assert len(lines) == 1 and lines[0]["prompt_tokens"] > 1000  # counted, over 512
     assert lines[0]["cost_usd"] == 0.0  # AI Horde spends kudos, not dollars
+
+
+def test_a_prompt_is_never_sent_over_the_context_it_asks_for(
+    horde_gateway: tuple[GatewayProcess, FakeHordeThread],
+) -> None:
+    """Digits and spaces run two characters a token, not four: the prompt is counted
+    with a tokenizer and cut in the middle to fit, its head and its end kept."""
+    gw, served = horde_gateway
+    served.fake.models[0].max_context_length = 1024
+    served.fake.models[0].max_length = 256
+    digits = " ".join(str(i % 10) for i in range(2000))  # 2,000 tokens: 1,000 at 4 chars
+    content = f"HEAD {digits} TAIL"
+    resp = post(gw, "member-l", {"model": "x", "messages": [{"role": "user", "content": content}]})
+    assert resp.status_code == 200, resp.text
+    submit = served.fake.accepted()[-1]
+    prompt, params = submit.body["prompt"], submit.body["params"]
+    assert params["max_context_length"] == 1024 and params["max_length"] == 256
+    # Each digit after a space is at least one token in any tokenizer.
+    assert len(re.findall(r" \d", prompt)) <= 1024 - 256
+    assert "HEAD" in prompt and prompt.endswith("TAIL [/INST]")
 
 
 def test_a_429_burst_is_retried_through_the_shared_limiter(
@@ -280,12 +425,17 @@ def test_a_429_burst_is_retried_through_the_shared_limiter(
 def test_kudos_upfront_reaches_the_member_as_one_line(
     horde_gateway: tuple[GatewayProcess, FakeHordeThread],
 ) -> None:
+    """The queue grew past the cap the gateway last read: one refusal, one line saying
+    what helps, and the next call fits the cap the refusal named."""
     gw, served = horde_gateway
-    served.fake.anon_cap = 50
+    assert post(gw, "member-c", {"model": "x", "messages": HELLO}).status_code == 200
+    served.fake.queued_text_requests = 300  # the cap falls from 512 to 256
     resp = post(gw, "member-c", {"model": "x", "messages": HELLO})
     assert resp.status_code == 403
     message = error_of(resp)
     assert "KudosUpfront" in message and "registered key" in message and "\n" not in message
+    assert post(gw, "member-c", {"model": "x", "messages": HELLO}).status_code == 200
+    assert served.fake.accepted()[-1].body["params"]["max_length"] == 256
 
 
 def test_a_model_with_no_worker_is_a_model_error(stub_model: StubThread, tmp_path: Path) -> None:
@@ -484,7 +634,7 @@ def test_an_expired_deadline_is_one_error_and_not_retried(
 def test_a_fetch_cut_at_max_length_is_asked_again_never_fetched(
     horde_gateway: tuple[GatewayProcess, FakeHordeThread], tool: str
 ) -> None:
-    """A worker stops at `max_length` (128 tokens anonymous): a `links` call cut inside
+    """A worker stops at `max_length` (256-512 tokens anonymous): a `links` call cut inside
     its URL names another page, or another host (`https://exa`), which the member would
     fetch, a request to a site nobody chose. So it is sent back like a cut command, as
     horde.py drops a cut string, and the whole URL of the next reply is what runs."""

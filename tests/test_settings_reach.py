@@ -81,6 +81,7 @@ GATEWAY = [
     Case("retry_after_max_ms", 1234, "1234", None, 1234),
     Case("compact_tokens", 300, "300", ("--compact-tokens", "300"), 300),
     Case("aihorde_deadline_s", 90, "90", None, 90),
+    Case("allow_downgrade", True, "on", None, True),
     Case(
         "member_models",
         {"member-2": "openai/b"},

@@ -110,6 +110,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
         max_in_flight=settings.max_in_flight,
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
         aihorde_deadline_s=settings.aihorde_deadline_s,
+        allow_downgrade=settings.allow_downgrade,
         shared=args.shared,
         run_dir=run_dir,
     )
@@ -131,6 +132,7 @@ def settings_record(config: GatewayConfig) -> dict[str, Any]:
         "gateway_backoff_ms": round(config.backoff_base_s * 1000),
         "max_in_flight": config.max_in_flight,
         "aihorde_deadline_s": round(config.aihorde_deadline_s),
+        "allow_downgrade": config.allow_downgrade,
     }
 
 

@@ -13,20 +13,31 @@ free in dollars (AI Horde spends kudos, not money).
 Importing this module does not import litellm: `horde-tui models` and the run's start
 check read the model list through `fetch_models` alone.
 
+The server's rules this client keeps (Haidra-Org/AI-Horde; `tests/support/aihorde.py`
+implements them with their source files): the anonymous and zero-kudos cap is on
+`max_length` alone, 256 to 512 tokens by the queue (`upfront_cap`), while the context is
+the workers' own; submits are paced under the per-IP limit (`Pacer`); "no available
+workers" is the submit's `message`; `wait_time` of a processing job is the worker's guess
+of the time left, so it is polled every `POLL_BUSY_S` then.
+
 Errors are raised as `HordeError` with an HTTP status the gateway's retry policy reads:
-429 (too many prompts) is retried with the shared limiter's backoff; 403 `KudosUpfront`
-is one line saying what to do; a faulted job (502, retried: another worker may take it)
-and a model no worker serves (404, not retried: horde.py's "a wrong id queues forever")
-name the model; the per-call deadline cancels the job and is a 504 that is not retried
-(`retryable`: a retry would queue the job again, four deadlines for one call).
+429 (the server's submit rate limit, or the key's parallel requests) is retried with the
+shared limiter's backoff; 403 `KudosUpfront` is one line saying what helps; a faulted job
+(502, retried: another worker may take it) and a request no worker can take (404, not
+retried: horde.py's "a wrong id queues forever") name the model; the per-call deadline
+cancels the job and is a 504 that is not retried (`retryable`: a retry would queue the
+job again, four deadlines for one call).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+import re
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,23 +49,39 @@ PREFIX = PROVIDER + "/"
 DEFAULT_ROOT = "https://aihorde.net/api"
 """The public AI Horde API root; `--api-base` replaces it (`{api-base}/v2/...`)."""
 ANONYMOUS_KEY = "0000000000"
-"""AI Horde's anonymous key: lowest priority, and requests capped at `ANONYMOUS_TOKENS`."""
-ANONYMOUS_TOKENS = 512
-"""What the Horde accepts from the anonymous key in all (context plus generation) before
-it asks for kudos upfront (403 `KudosUpfront`)."""
-COMPACT_MAX_LENGTH = 128
-"""Tokens generated per call in compact mode (horde.py: 96): one JSON tool call fits, a
-cut one is repaired by the JSON protocol, and a short job leaves the anonymous queue
-sooner."""
+"""AI Horde's anonymous key: lowest priority, and `max_length` capped (`upfront_cap`)."""
+UPFRONT_MAX = 512
+UPFRONT_MIN = 256
+"""The range of the `max_length` served without kudos upfront to the anonymous key and
+keys without kudos (AI-Horde horde/classes/kobold/waiting_prompt.py,
+require_upfront_kudos); the context is not capped. `UPFRONT_MIN` is used when the queue
+cannot be read."""
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_CONTEXT = 4096
 """Context asked for when the live worker list says nothing about the model."""
 DEFAULT_DEADLINE_S = 360.0
 POLL_MIN_S = 1.0
-"""The Horde caches a job's status about a second: polling faster only costs requests."""
+"""Polls of one job are limited to 60 a minute (AI-Horde horde/apis/v2/kobold.py,
+TextAsyncStatus): one a second at most."""
+POLL_BUSY_S = 1.5
+"""The poll interval once a worker has the job: its `wait_time` is then a guess from the
+worker's measured speed (127 s for a new worker in a live run, for 0.2 s of work)."""
 POLL_MAX_S = 10.0
 CAPS_TTL_S = 300.0
+PERFORMANCE_TTL_S = 30.0
+"""How long the queue read for `upfront_cap` is reused."""
+SUBMIT_GAP_S = 0.6
+SUBMITS_PER_MINUTE = 80
+"""Submits are limited per IP to 2 a second and 90 a minute (AI-Horde
+horde/apis/limiter_api.py): one gateway process spaces its submits to one API root
+under both, for every member of its run or, shared, of its swarm."""
 CHARS_PER_TOKEN = 4
+"""The JSON protocol's unit: its compact budget is in tokens of four characters."""
+TOKENIZER_MARGIN = 1.25
+"""Counted tokens are raised by this much: litellm's tokenizer (tiktoken's cl100k) is
+not the workers' own (Llama and Mistral tokenizers split text finer); not measured here."""
+SAFE_CHARS_PER_TOKEN = 2
+"""Without a tokenizer, a token is taken to hold two characters (digits and spaces do)."""
 BACKEND_PREFIXES = ("aphrodite/", "koboldcpp/")
 """How AI Horde's model ids start (the serving backend), as horde.py's HORDE_MODEL has
 them: litellm has no provider by these names, so such a model string can only mean AI
@@ -79,6 +106,8 @@ class HordeError(Exception):
         self.retryable = retryable
         """False when another attempt cannot help (the gateway's retry reads it): an
         expired deadline already waited the longest a call may, and cancelled the job."""
+        self.upfront: int | None = None
+        """For a `KudosUpfront` refusal: the `max_length` cap it named."""
 
     @property
     def response(self) -> Any:
@@ -160,9 +189,21 @@ def is_anonymous(key: str | None) -> bool:
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens of `text` at four characters each: AI Horde returns no usage, and its
-    models' tokenizers are unknown here; the same rule as the JSON protocol's budget."""
+    """Tokens of `text` at four characters each, for usage where no tokenizer is set."""
     return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def safe_tokens(text: str) -> int:
+    """Tokens `text` may take on a worker, counted high, where no tokenizer is set."""
+    return -(-len(text) // SAFE_CHARS_PER_TOKEN)
+
+
+def upfront_cap(queued_text_requests: int, text_threads: int) -> int:
+    """The largest `max_length` served without kudos upfront: 512 + 5 a text thread - 0.9
+    a queued text request, within 256..512 (AI-Horde horde/classes/kobold/
+    waiting_prompt.py, require_upfront_kudos; both numbers are `/v2/status/performance`'s)."""
+    cap = UPFRONT_MAX + text_threads * 5 - round(queued_text_requests * 0.9)
+    return max(UPFRONT_MIN, min(UPFRONT_MAX, cap))
 
 
 # -- the live model list ----------------------------------------------------------------------
@@ -173,7 +214,9 @@ class ModelStatus:
     """One text model of the swarm as `/v2/status/models` lists it."""
 
     name: str
-    workers: int
+    threads: int
+    """Its `count`: the threads of the workers serving it (AI-Horde horde/database/
+    functions.py, get_available_models), not the workers."""
     queued: int
     """Tokens waiting for this model."""
     jobs: float
@@ -184,7 +227,7 @@ class ModelStatus:
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "workers": self.workers,
+            "threads": self.threads,
             "queued": self.queued,
             "jobs": self.jobs,
             "eta": self.eta,
@@ -193,9 +236,9 @@ class ModelStatus:
 
 
 def by_availability(models: Iterable[ModelStatus]) -> list[ModelStatus]:
-    """Most available first: models with workers, then the shortest estimated wait, the
-    most workers, the shortest queue; the name breaks ties so the order is stable."""
-    return sorted(models, key=lambda m: (m.workers <= 0, m.eta, -m.workers, m.queued, m.name))
+    """Most available first: models with threads, then the shortest estimated wait, the
+    most threads, the shortest queue; the name breaks ties so the order is stable."""
+    return sorted(models, key=lambda m: (m.threads <= 0, m.eta, -m.threads, m.queued, m.name))
 
 
 def parse_models(data: Any) -> list[ModelStatus]:
@@ -221,7 +264,7 @@ async def fetch_models(
     api_base: str | None = None, key: str | None = None, timeout_s: float = 15.0
 ) -> list[ModelStatus]:
     """The swarm's live text models (`GET {root}/v2/status/models?type=text`)."""
-    data = await _get_json(f"{api_root(api_base)}/v2/status/models?type=text", key, timeout_s)
+    data = await _get_json(api_root(api_base), "/v2/status/models?type=text", key, timeout_s)
     return parse_models(data)
 
 
@@ -229,9 +272,9 @@ def no_worker_warning(model: str, live: list[ModelStatus]) -> str | None:
     """One line when `model` (`aihorde/<id>`) has no worker in the live list, else None."""
     wanted = horde_id(model)
     found = next((m for m in live if m.name == wanted), None)
-    if found is not None and found.workers > 0:
+    if found is not None and found.threads > 0:
         return None
-    close = [m.name for m in by_availability(live) if m.workers > 0][:3]
+    close = [m.name for m in by_availability(live) if m.threads > 0][:3]
     hint = f"; available now: {', '.join(close)}" if close else ""
     return (
         f"warning: no AI Horde worker serves {wanted} today, so its jobs would wait forever; "
@@ -241,7 +284,7 @@ def no_worker_warning(model: str, live: list[ModelStatus]) -> str | None:
 
 @dataclass(frozen=True)
 class Caps:
-    """What the model's live workers accept: the largest request any of them takes."""
+    """What every live worker of the model accepts: the smallest of their caps."""
 
     max_length: int
     max_context_length: int
@@ -249,18 +292,18 @@ class Caps:
 
 def parse_caps(data: Any, model: str) -> Caps | None:
     """The caps of the workers serving `model` (`/v2/workers?type=text`), None when none
-    is listed. The largest caps: the Horde sends a job to a worker that accepts it."""
+    is listed. The smallest caps: a worker takes a job only within its own (AI-Horde
+    horde/classes/kobold/worker.py, can_generate), so any worker of the model can."""
     rows = [
         r
         for r in (data if isinstance(data, list) else [])
         if isinstance(r, dict) and model in (r.get("models") or [])
     ]
+    lengths = [n for r in rows if (n := _int(r.get("max_length"))) > 0]
+    contexts = [n for r in rows if (n := _int(r.get("max_context_length"))) > 0]
     if not rows:
         return None
-    return Caps(
-        max(_int(r.get("max_length")) for r in rows) or DEFAULT_MAX_LENGTH,
-        max(_int(r.get("max_context_length")) for r in rows) or DEFAULT_CONTEXT,
-    )
+    return Caps(min(lengths, default=DEFAULT_MAX_LENGTH), min(contexts, default=DEFAULT_CONTEXT))
 
 
 # -- prompts --------------------------------------------------------------------------------
@@ -359,18 +402,26 @@ def build_prompt(messages: list[dict[str, Any]], model: str) -> tuple[str, list[
     return "".join(parts) + tpl.reply, list(tpl.stops)
 
 
-def fit_prompt(prompt: str, tokens: int) -> str:
-    """`prompt` within `tokens` (four characters each), its head and tail kept: a worker
-    cuts an overlong prompt from the front, which loses the instructions. The JSON
-    protocol's compact mode normally keeps prompts under the cap; this is the net for a
+def fit_prompt(prompt: str, tokens: int, count: Callable[[str], int]) -> str:
+    """`prompt` within `tokens` as `count` counts them, cut in the middle: a worker cuts
+    an overlong prompt from the front, which loses the instructions, and the end holds
+    the latest turn and the format reminder. The JSON protocol's compact mode normally
+    keeps prompts under the room; this is the net for what it misjudged, and for a
     request it did not rebuild (one without tools)."""
-    room = max(0, tokens) * CHARS_PER_TOKEN
-    if len(prompt) <= room:
+    size = count(prompt)
+    if size <= tokens:
         return prompt
     marker = "\n[…]\n"
-    head = max(0, room // 3)
-    tail = max(0, room - head - len(marker))
-    return prompt[:head] + marker + (prompt[-tail:] if tail else "")
+    keep = len(prompt)
+    while keep > 0:
+        keep = min(keep - 1, int(keep * max(0, tokens) / max(size, 1) * 0.95))
+        head = max(0, keep // 3)
+        tail = max(0, keep - head - len(marker))
+        fitted = prompt[:head] + marker + (prompt[-tail:] if tail else "")
+        size = count(fitted)
+        if size <= tokens:
+            return fitted
+    return ""
 
 
 # -- the job client ---------------------------------------------------------------------------
@@ -387,6 +438,28 @@ class Generation:
 
 
 @dataclass
+class Pacer:
+    """Submits to one API root spaced under the server's per-IP limit (`SUBMIT_GAP_S`,
+    `SUBMITS_PER_MINUTE`). Each submit reserves its slot before it waits, with no await
+    in between, so concurrent calls of one event loop never take the same slot."""
+
+    gap_s: float = SUBMIT_GAP_S
+    per_minute: int = SUBMITS_PER_MINUTE
+    sent: deque[float] = field(default_factory=deque)
+
+    def delay(self) -> float:
+        """Reserve the next free slot; the seconds to wait for it."""
+        now = time.monotonic()
+        while self.sent and now - self.sent[0] > 60.0:
+            self.sent.popleft()
+        at = max(now, self.sent[-1] + self.gap_s) if self.sent else now
+        if len(self.sent) >= self.per_minute:
+            at = max(at, self.sent[-self.per_minute] + 60.0)
+        self.sent.append(at)
+        return at - now
+
+
+@dataclass
 class Client:
     """Submits, polls and cancels AI Horde jobs; one per gateway process.
 
@@ -397,8 +470,28 @@ class Client:
     deadline_s: float = DEFAULT_DEADLINE_S
     poll_min_s: float = POLL_MIN_S
     poll_max_s: float = POLL_MAX_S
+    poll_busy_s: float = POLL_BUSY_S
+    allow_downgrade: bool = False
+    """Sent as `allow_downgrade` when on: the server then lowers a request over the
+    upfront cap instead of refusing it (the `allow_downgrade` setting)."""
+    tokenizer: Callable[[str], int] | None = None
+    """A real token counter (litellm's, set by `register`); `safe_tokens` without one."""
     live: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     _caps: dict[tuple[str, str], tuple[float, Caps | None]] = field(default_factory=dict)
+    _upfront: dict[str, tuple[float, int]] = field(default_factory=dict)
+    _capped_keys: set[tuple[str, str]] = field(default_factory=set)
+    """Registered keys refused `KudosUpfront` (no kudos): kept under the cap after."""
+    _pacers: dict[str, Pacer] = field(default_factory=dict)
+
+    def tokens_of(self, text: str) -> int:
+        """Tokens `text` may take on a worker, counted high (`TOKENIZER_MARGIN`)."""
+        if self.tokenizer is None:
+            return safe_tokens(text)
+        return math.ceil(self.tokenizer(text) * TOKENIZER_MARGIN)
+
+    def usage_tokens(self, text: str) -> int:
+        """Tokens of `text` for usage (AI Horde reports none): the tokenizer's count."""
+        return self.tokenizer(text) if self.tokenizer is not None else estimate_tokens(text)
 
     async def caps(self, model: str, api_base: str | None, key: str | None) -> Caps | None:
         """The live caps of the model's workers, asked once per `CAPS_TTL_S`; None when the
@@ -408,35 +501,69 @@ class Client:
         if cached is not None and time.monotonic() - cached[0] < CAPS_TTL_S:
             return cached[1]
         try:
-            data = await _get_json(f"{root}/v2/workers?type=text", key, 15.0)
+            data = await _get_json(root, "/v2/workers?type=text", key, 15.0)
             caps = parse_caps(data, name)
         except HordeError:
             caps = None
         self._caps[(root, name)] = (time.monotonic(), caps)
         return caps
 
+    async def upfront(self, root: str, key: str | None) -> int:
+        """The `max_length` cap now, from the queue (`/v2/status/performance`, read once per
+        `PERFORMANCE_TTL_S`; `UPFRONT_MIN` when it cannot be read)."""
+        cached = self._upfront.get(root)
+        if cached is not None and time.monotonic() - cached[0] < PERFORMANCE_TTL_S:
+            return cached[1]
+        try:
+            data = await _get_json(root, "/v2/status/performance", key, 15.0)
+            data = data if isinstance(data, dict) else {}
+            cap = upfront_cap(
+                _int(data.get("queued_text_requests")), _int(data.get("text_thread_count"))
+            )
+        except HordeError:
+            cap = UPFRONT_MIN
+        self._upfront[root] = (time.monotonic(), cap)
+        return cap
+
+    def capped(self, root: str, key: str | None) -> bool:
+        """Whether `key` is served without kudos upfront only under the cap: the
+        anonymous key, and a key the server refused for want of kudos."""
+        return is_anonymous(key) or (root, key or "") in self._capped_keys
+
     async def limits(
         self, model: str, api_base: str | None, key: str | None, max_tokens: int | None
     ) -> tuple[int, int]:
-        """(max_length, max_context_length) for one call: the live workers' caps, and
-        within the anonymous allowance for the anonymous key, with a small generation
-        (compact mode)."""
+        """(max_length, max_context_length) for one call: the smallest caps of the model's
+        live workers, and `max_length` under the upfront cap for a capped key."""
+        root = api_root(api_base)
         caps = await self.caps(model, api_base, key)
         context = caps.max_context_length if caps else DEFAULT_CONTEXT
         length = caps.max_length if caps else DEFAULT_MAX_LENGTH
         if max_tokens:
             length = min(length, max_tokens)
-        if is_anonymous(key):
-            context = min(context, ANONYMOUS_TOKENS)
-            length = min(length, COMPACT_MAX_LENGTH)
+        if self.capped(root, key):
+            length = min(length, await self.upfront(root, key))
         return max(16, min(length, context // 2)), context
 
-    async def compact_tokens(self, model: str, api_base: str | None, key: str | None) -> int:
-        """The prompt budget the JSON protocol must fit (its compact mode rebuilds the
-        conversation only when it does not fit): the anonymous allowance, or the live
-        workers' context, less the generation and a margin for the instruct format."""
+    async def compact_tokens(
+        self,
+        model: str,
+        api_base: str | None,
+        key: str | None,
+        messages: list[dict[str, Any]] | None = None,
+    ) -> int:
+        """The prompt budget the JSON protocol must fit, in its four-character tokens (its
+        compact mode rebuilds the conversation only when it does not fit): the workers'
+        context less the generation and a margin for the instruct format, at the
+        characters a token of this conversation holds (counted on its last 20,000)."""
         length, context = await self.limits(model, api_base, key, None)
-        return max(64, context - length - 16)
+        room = max(64, context - length - 16)
+        sample = "\n".join(content_text(m.get("content")) for m in messages or [])[-20_000:]
+        if len(sample) < 1000:
+            return room
+        counted = await asyncio.to_thread(self.tokens_of, sample)
+        chars_per_token = min(CHARS_PER_TOKEN, len(sample) / max(1, counted))
+        return max(64, int(room * chars_per_token / CHARS_PER_TOKEN))
 
     async def generate(
         self,
@@ -452,7 +579,7 @@ class Client:
         root = api_root(api_base)
         length, context = await self.limits(model, api_base, key, max_tokens)
         prompt, stops = build_prompt(messages, model)
-        prompt = fit_prompt(prompt, context - length)
+        prompt = await asyncio.to_thread(fit_prompt, prompt, context - length, self.tokens_of)
         params: dict[str, Any] = {
             "n": 1,
             "max_length": length,
@@ -461,7 +588,9 @@ class Client:
         }
         if temperature is not None:
             params["temperature"] = temperature
-        body = {"prompt": prompt, "params": params, "models": [horde_id(model)]}
+        body: dict[str, Any] = {"prompt": prompt, "params": params, "models": [horde_id(model)]}
+        if self.allow_downgrade:
+            body["allow_downgrade"] = True
         job = await self._submit(root, key, body, model)
         deadline = time.monotonic() + self.deadline_s
         try:
@@ -470,22 +599,32 @@ class Client:
             await self.cancel(job)
             raise
         self.live.pop(job, None)
-        return Generation(text, estimate_tokens(prompt), estimate_tokens(text), model)
+        used = await asyncio.to_thread(self.usage_tokens, prompt)
+        return Generation(text, used, self.usage_tokens(text), model)
 
     async def _submit(self, root: str, key: str | None, body: dict[str, Any], model: str) -> str:
+        pacer = self._pacers.setdefault(root, Pacer())
+        await asyncio.sleep(pacer.delay())
         status, data, headers = await _request(
             "POST", f"{root}/v2/generate/text/async", key, body, 60.0
         )
         if status >= 400:
-            raise _api_error(status, data, headers, model)
-        job = str((data or {}).get("id") or "")
+            error = _api_error(status, data, headers, model, root)
+            if error.upfront is not None:
+                # The refusal names the cap it applied: this key is kept under it now.
+                self._capped_keys.add((root, key or ""))
+                self._upfront[root] = (time.monotonic(), error.upfront)
+            raise error
+        data = data if isinstance(data, dict) else {}
+        job = str(data.get("id") or "")
         if not job:
             raise HordeError(502, f"AI Horde accepted no job for {horde_id(model)}: {data!r:.200}")
         self.live[job] = (root, key)
-        warnings = [w for w in (data or {}).get("warnings") or [] if isinstance(w, dict)]
-        if any(w.get("code") == "NoAvailableWorker" for w in warnings):
+        # No worker can take it (the model, or its context or length): the submit's
+        # `message` says so (AI-Horde horde/apis/v2/kobold.py, get_size_too_big_message).
+        if "no available worker" in str(data.get("message") or "").lower():
             await self.cancel(job)
-            raise _no_worker(model)
+            raise _no_worker(model, body.get("params"))
         return job
 
     async def _wait(self, root: str, key: str | None, job: str, model: str, deadline: float) -> str:
@@ -493,7 +632,7 @@ class Client:
         while True:
             status, data, headers = await _request("GET", url, key, None, 30.0)
             if status >= 400 and status != 429:
-                raise _api_error(status, data, headers, model)
+                raise _api_error(status, data, headers, model, root)
             data = data if isinstance(data, dict) else {}
             if data.get("faulted"):
                 raise HordeError(
@@ -515,12 +654,18 @@ class Client:
                     retryable=False,
                 )
             wait = _int(data.get("wait_time"))
-            pause = min(self.poll_max_s, max(self.poll_min_s, wait / 2), left)
-            await asyncio.sleep(pause)
+            if _int(data.get("processing")) > 0:
+                # A worker has it: `wait_time` is its guess of the time left, often far off.
+                pause = max(self.poll_min_s, min(self.poll_busy_s, wait))
+            else:
+                pause = min(self.poll_max_s, max(self.poll_min_s, wait / 2))
+            await asyncio.sleep(min(pause, left))
 
     async def cancel(self, job: str) -> None:
         """Cancel a job (`DELETE` on its status URL), once, shielded from the caller's own
-        cancellation; a failure to reach the Horde is not the caller's error."""
+        cancellation; a failure to reach the Horde is not the caller's error. A job a
+        worker has already picked up runs to its end on the worker: the server only stops
+        handing it out (AI-Horde horde/apis/v2/kobold.py, TextAsyncStatus.delete)."""
         where = self.live.pop(job, None)
         if where is None:
             return
@@ -539,40 +684,66 @@ class Client:
 
 
 CLIENT = Client()
-"""The gateway process's one client (its live jobs and cached caps)."""
+"""The gateway process's one client (its live jobs, cached caps and submit pacing)."""
 
 
-def _no_worker(model: str) -> HordeError:
+def _no_worker(model: str, params: Any = None) -> HordeError:
+    params = params if isinstance(params, dict) else {}
+    asked = (
+        f" at max_context_length {params.get('max_context_length')} and max_length "
+        f"{params.get('max_length')}"
+        if params
+        else ""
+    )
     return HordeError(
         404,
-        f"AI Horde: no worker serves the model {horde_id(model)} now, so its job would wait "
-        "forever; pick a live model with `horde-tui models`",
+        f"AI Horde: no available worker takes the model {horde_id(model)}{asked} now, so "
+        "its job would wait forever; pick a live model with `horde-tui models`",
     )
 
 
-def _api_error(status: int, data: Any, headers: dict[str, str], model: str) -> HordeError:
+_UPFRONT_CAP = re.compile(r"requests over (\d+) tokens")
+"""The cap a `KudosUpfront` refusal names (AI-Horde horde/apis/v2/kobold.py)."""
+
+
+def _api_error(
+    status: int, data: Any, headers: dict[str, str], model: str, root: str = ""
+) -> HordeError:
     """An AI Horde error answer as the gateway's error, one line, saying what to do."""
     data = data if isinstance(data, dict) else {}
     rc = str(data.get("rc") or "")
     said = " ".join(str(data.get("message") or "").split())[:300]
     if rc == "KudosUpfront" or (status == 403 and "kudos" in said.lower()):
-        return HordeError(
+        error = HordeError(
             403,
             f"AI Horde refused the request for {horde_id(model)} (KudosUpfront: {said}); "
-            "shorten the context (HORDE_COMPACT_TOKENS), use a registered key "
-            "(HORDE_API_KEY, from aihorde.net/register), or allow_downgrade",
+            "what helps: a lower max_length (this key is kept under the cap from now on), "
+            "a registered key with kudos (HORDE_API_KEY, from aihorde.net/register), or "
+            "allow_downgrade (HORDE_ALLOW_DOWNGRADE=on: the server lowers max_length)",
         )
+        found = _UPFRONT_CAP.search(said)
+        error.upfront = int(found.group(1)) if found else UPFRONT_MIN
+        return error
+    if status == 429 and rc:
+        return HordeError(429, f"AI Horde: too many parallel requests for this key ({rc}: {said})")
     if status == 429:
-        return HordeError(429, f"AI Horde: too many prompts ({said or rc})", headers)
+        return HordeError(429, f"AI Horde: the server's submit rate limit ({said})", headers)
     if status in (401, 403):
         return HordeError(status, f"AI Horde refused the key ({rc or status}: {said})")
-    return HordeError(status, f"AI Horde answered {status} for {horde_id(model)}: {said or rc}")
+    if status == 404 and root and not root.endswith("/api"):
+        return HordeError(
+            404,
+            f"AI Horde answered 404 at {root}: --api-base is the API root, which ends in "
+            f"/api (try --api-base {root}/api)",
+        )
+    where = f" for {horde_id(model)}" if model else ""
+    return HordeError(status, f"AI Horde answered {status}{where}: {said or rc}")
 
 
-async def _get_json(url: str, key: str | None, timeout_s: float) -> Any:
-    status, data, headers = await _request("GET", url, key, None, timeout_s)
+async def _get_json(root: str, path: str, key: str | None, timeout_s: float) -> Any:
+    status, data, headers = await _request("GET", root + path, key, None, timeout_s)
     if status >= 400:
-        raise _api_error(status, data, headers, "")
+        raise _api_error(status, data, headers, "", root)
     return data
 
 
@@ -666,6 +837,8 @@ def register(litellm: Any, models: Iterable[str], client: Client = CLIENT) -> No
             yield chunk
 
     handler = AIHordeLLM()
+    # cl100k, bundled with litellm: a model-named count could fetch a tokenizer online.
+    client.tokenizer = lambda text: int(litellm.token_counter(text=text))
     litellm.custom_provider_map = [
         *[p for p in litellm.custom_provider_map or [] if p.get("provider") != PROVIDER],
         {"provider": PROVIDER, "custom_handler": handler},
@@ -705,11 +878,11 @@ async def _generate(client: Client, kwargs: dict[str, Any]) -> Generation:
 
 
 def models_table(models: list[ModelStatus]) -> str:
-    """`horde-tui models` as a table: the run's model string, workers, queue and wait."""
+    """`horde-tui models` as a table: the run's model string, threads, queue and wait."""
     if not models:
         return "no text model has a worker on this AI Horde now"
-    rows = [("model (--model)", "workers", "queued tokens", "est. wait")]
-    rows += [(PREFIX + m.name, str(m.workers), str(m.queued), f"{m.eta} s") for m in models]
+    rows = [("model (--model)", "threads", "queued tokens", "est. wait")]
+    rows += [(PREFIX + m.name, str(m.threads), str(m.queued), f"{m.eta} s") for m in models]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join(
         "  ".join(

@@ -80,6 +80,8 @@ class GatewayConfig:
     """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
     aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
     """The longest one AI Horde job is waited for before it is cancelled."""
+    allow_downgrade: bool = False
+    """AI Horde: ask the server to lower a request over the kudos-upfront cap."""
     shared: bool = False
     """Takes runs that join it (`--shared`): their tokens, usage files and budgets."""
     run_dir: Path | None = None
@@ -164,6 +166,7 @@ class Gateway:
         models = [config.model, *config.member_models.values()]
         self.litellm = litellm or LiteLLM(setup=lambda module: aihorde.register(module, models))
         aihorde.CLIENT.deadline_s = config.aihorde_deadline_s
+        aihorde.CLIENT.allow_downgrade = config.allow_downgrade
         self.accounting = Accounting(
             config.usage_path, config.max_cost_usd, budget_flag=config.budget_flag
         )
@@ -460,7 +463,7 @@ class Gateway:
         tools = body.get("tools") or []
         names = {t.get("function", {}).get("name", "") for t in tools} - {""}
         messages = body["messages"]
-        compact = await self._compact_tokens(opts)
+        compact = await self._compact_tokens(opts, messages)
         if compact:
             text_messages = jsonproto.compact_messages(
                 messages, tools, jsonproto.chars_for_tokens(compact)
@@ -533,13 +536,17 @@ class Gateway:
             completion_total,
         )
 
-    async def _compact_tokens(self, opts: CallOptions) -> int | None:
+    async def _compact_tokens(
+        self, opts: CallOptions, messages: list[dict[str, Any]]
+    ) -> int | None:
         """The compact-mode budget: the setting, or for an AI Horde model what its key and
         live workers allow (the smaller when both say)."""
         budgets = [self.config.compact_tokens]
         if aihorde.is_aihorde(opts.model):
             budgets.append(
-                await aihorde.CLIENT.compact_tokens(opts.model, opts.api_base, opts.api_key)
+                await aihorde.CLIENT.compact_tokens(
+                    opts.model, opts.api_base, opts.api_key, messages
+                )
             )
         given = [b for b in budgets if b]
         return min(given) if given else None

@@ -695,6 +695,7 @@ GATEWAY_SETTINGS = (
     "member_models",
     "compact_tokens",
     "aihorde_deadline_s",
+    "allow_downgrade",
     "retry_after_max_ms",
     "gateway_backoff_ms",
     "max_in_flight",
