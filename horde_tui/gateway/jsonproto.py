@@ -358,8 +358,8 @@ def compact_messages(
     """The conversation as text within `char_cap` characters (see `chars_for_tokens`).
 
     Returns `to_text_messages` unchanged when it fits. Otherwise the history is rebuilt
-    from what an agent cannot lose, for providers with small anonymous limits (the AI
-    Horde's anonymous key accepts 512 tokens in all): a system message with the protocol
+    from what an agent cannot lose, for small contexts (an AI Horde model's smallest
+    worker, or the `compact_tokens` setting): a system message with the protocol
     (the full one, else tool names and required fields with their allowed values, else
     without them: the first within 40% of the cap), then one user message whose sections
     are filled by priority: the task (the first user message, at most 40% of what is
