@@ -422,6 +422,27 @@ def test_a_429_burst_is_retried_through_the_shared_limiter(
     assert limiters[f"aihorde@{served.api_base}"]["decreases"] >= 1, limiters
 
 
+def test_members_calling_at_once_share_one_submit_pace(
+    horde_gateway: tuple[GatewayProcess, FakeHordeThread],
+) -> None:
+    """Four members' calls at once through one gateway: their submits are spaced under
+    the server's per-IP limit (2 a second), so none is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    gw, served = horde_gateway
+    assert post(gw, "member-m0", {"model": "x", "messages": HELLO}).status_code == 200
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(
+            pool.map(
+                lambda i: post(gw, f"member-m{i}", {"model": "x", "messages": HELLO}),
+                range(1, 5),
+            )
+        )
+    assert [r.status_code for r in answers] == [200] * 4
+    submits = served.fake.submits
+    assert [s.status for s in submits] == [202] * 5, [s.message for s in submits]
+
+
 def test_kudos_upfront_reaches_the_member_as_one_line(
     horde_gateway: tuple[GatewayProcess, FakeHordeThread],
 ) -> None:
