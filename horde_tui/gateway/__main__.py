@@ -28,7 +28,7 @@ from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
-from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
+from horde_tui.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
 from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
 
 
@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", help="litellm model string (default: $HORDE_MODEL)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--api-base")
-    p.add_argument("--tool-protocol", choices=("auto", "native", "json"))
+    p.add_argument("--tool-protocol", choices=TOOL_PROTOCOLS)
     p.add_argument("--max-cost-usd", type=float)
     p.add_argument(
         "--compact-tokens",
