@@ -16,7 +16,15 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from support.processes import wait_until
-from support.web_scene import FAKE_KEY, GATEWAY_TOKEN, RUN_ID, SWARM_ID, web_scene
+from support.web_scene import (
+    FAKE_KEY,
+    GATEWAY_TOKEN,
+    OUTSIDE,
+    RUN_ID,
+    SWARM_ID,
+    plant_symlinks,
+    web_scene,
+)
 
 from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
 from horde_tui.web.mask import Masker
@@ -245,3 +253,18 @@ def test_a_hordes_run_exports_alone(horde: Path, tmp_path: Path) -> None:
     _crawl(folder)
     assert (folder / "runs" / f"{SWARM_ID}-h1" / "findings.html").is_file()
     assert not (folder / "runs" / f"{SWARM_ID}-h2").exists()
+
+
+def test_a_symlink_out_of_the_horde_is_refused_in_one_line(horde: Path, tmp_path: Path) -> None:
+    """`REPORT.md -> /etc/passwd` (and a log, GRAPH.md, a transcript): the export writes
+    the page, saying in one line that the file leaves the horde directory, not the file."""
+    pages = plant_symlinks(horde, tmp_path / "elsewhere")
+    where = export(horde, RUN_ID, tmp_path / "out")
+    _crawl(where)
+    for path in where.rglob("*"):
+        if path.is_file():
+            assert OUTSIDE not in path.read_text(encoding="utf-8"), path
+    for page in pages:
+        text = (where / page).read_text(encoding="utf-8")
+        found = re.findall(r"refused: [^<\n]*outside the horde directory[^<\n]*", text)
+        assert len(found) == 1, (page, text[-600:])

@@ -18,7 +18,7 @@ import pytest
 from conftest import Horde
 from support.app import RUN_ID
 from support.ledger_scene import lifecycle
-from support.web_scene import FAKE_KEY, SWARM_ID, web_scene
+from support.web_scene import FAKE_KEY, OUTSIDE, SWARM_ID, plant_symlinks, web_scene
 
 from horde_tui.httpserve import HttpServer
 from horde_tui.web.serve import start
@@ -150,3 +150,16 @@ async def test_the_command_serves_until_interrupted(horde: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_a_symlink_out_of_the_horde_is_not_served(
+    server: HttpServer, horde: Path, tmp_path: Path
+) -> None:
+    """`REPORT.md -> /etc/passwd` was served as HTML and under /api/: now 403 with one line."""
+    for page in plant_symlinks(horde, tmp_path / "elsewhere"):
+        for url in (f"{server.url}/{page}", f"{server.url}/api/{page}"):
+            status, body, _ = await _get(url)
+            assert status == 403 and OUTSIDE not in body, (url, body)
+            assert body.count("outside the horde directory") == 1, (url, body)
+    status, body, _ = await _get(f"{server.url}/runs/{RUN_ID}/members/member-1/index.html")
+    assert status == 200 and "refused: outside the horde directory" in body

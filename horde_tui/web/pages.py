@@ -47,6 +47,7 @@ from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
 from horde_tui.view.swimlane import SwimlaneView
 from horde_tui.view.transcript import TranscriptReader
+from horde_tui.web.confine import Outside, confined
 from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
 
@@ -219,6 +220,7 @@ class Site:
             path = find_run(self.horde_dir, run_id)
             if path is None:
                 return None
+            confined(self.horde_dir, path)
             run = _Run(path, RunView(path), LedgerView(path.parent.parent, path.name))
             self._runs[run_id] = run
             while len(self._runs) > 8:  # a few runs' readers, not every run's
@@ -259,10 +261,14 @@ class Site:
             yield f"{base}files/{name}.html"
 
     def _run_paths(self, run_id: str) -> Iterator[str]:
-        run = self._run(run_id)
+        base = f"runs/{run_id}/"
+        try:
+            run = self._run(run_id)
+        except Outside:
+            yield base + "index.html"  # which says why, in one line
+            return
         if run is None:
             return
-        base = f"runs/{run_id}/"
         yield base + "index.html"
         for kind in LEDGERS:
             yield from (
@@ -283,8 +289,8 @@ class Site:
             yield mbase + "index.html"
             yield mbase + "log.html"
             for s, session in enumerate(sessions(run.run_dir, member.name), 1):
-                reader = self._reader(session)
-                for p in range(1, max(1, -(-len(reader) // PAGE_ENTRIES)) + 1):
+                entries = self._entry_count(session) or 0
+                for p in range(1, max(1, -(-entries // PAGE_ENTRIES)) + 1):
                     yield f"{mbase}transcript-{s}-{p}.html"
 
     def _event_pages(self, run: _Run) -> int:
@@ -292,7 +298,15 @@ class Site:
         index.close()
         return max(1, -(-len(index) // EVENTS_PER_PAGE))
 
+    def _entry_count(self, path: Path) -> int | None:
+        """A transcript's entries; None for one that leads outside (its page says so)."""
+        try:
+            return len(self._reader(path))
+        except Outside:
+            return None
+
     def _reader(self, path: Path) -> TranscriptReader:
+        path = confined(self.horde_dir, path)
         key = str(path)
         reader = self._readers.get(key)
         if reader is None:
@@ -325,6 +339,9 @@ class Site:
         parts = path.split("/")
         try:
             page = self._route(parts)
+        except Outside as exc:
+            page = Page(path, "Refused", f'<p class="error">{esc(exc)}</p>', {"error": str(exc)})
+            page.status = 403
         except Exception as exc:  # a file torn or replaced mid-read: its page says so
             why = f"this page could not be read: {type(exc).__name__}: {exc}"
             page = Page(path, "Unreadable", f"<p>{esc(why)}</p>", {"error": why}, status=500)
@@ -651,6 +668,7 @@ class Site:
         return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
 
     def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
+        confined(self.horde_dir, run.run_dir / "events.jsonl")
         index = run.event_index()
         try:
             pages = max(1, -(-len(index) // EVENTS_PER_PAGE))
@@ -781,7 +799,8 @@ class Site:
 
     def _mermaid(self, run: _Run, run_id: str) -> Page:
         try:
-            text = (run.run_dir / "GRAPH.md").read_text(encoding="utf-8", errors="replace")
+            graph = confined(self.horde_dir, run.run_dir / "GRAPH.md")
+            text = graph.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = "%% GRAPH.md is written when the run finalizes\n"
         match = re.search(r"```mermaid\n(.*?)```", text, re.S)
@@ -793,7 +812,9 @@ class Site:
         if name not in allowed:
             return None
         try:
-            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+            text = confined(self.horde_dir, folder / name).read_text(
+                encoding="utf-8", errors="replace"
+            )
         except OSError:
             return None
         if name.endswith(".json"):
@@ -843,14 +864,15 @@ class Site:
                 f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
             )
             for s, path in enumerate(found, 1):
-                n = len(self._reader(path))
+                n = self._entry_count(path)
+                count = "refused: outside the horde directory" if n is None else f"{n} entries"
                 parts.append(
-                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {n} entries</li>"
+                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {count}</li>"
                 )
             parts.append("</ul>")
             return Page("", f"{name} · run {run_id}", "".join(parts), data)
         if page == "log.html":
-            tail = _tail(run.run_dir / f"{name}.log", LOG_TAIL_BYTES)
+            tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), LOG_TAIL_BYTES)
             body = f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
             return Page("", f"{name}.log · run {run_id}", body, {"tail": tail})
         match = re.fullmatch(r"transcript-(\d+)-(\d+)\.html", page)
