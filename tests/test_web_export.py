@@ -28,7 +28,7 @@ from support.web_scene import (
 
 from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
 from horde_tui.web.mask import Masker
-from horde_tui.web.pages import Site
+from horde_tui.web.pages import CSP, Site, esc
 
 
 class Links(HTMLParser):
@@ -115,6 +115,9 @@ def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
     assert where == tmp_path / "out" / "horde-export-all"
     pages = _crawl(where)
     assert len(pages) > 60
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
+    for page in pages:  # as the served pages' header says, for a page opened from disk
+        assert policy in page.read_text(encoding="utf-8").split("</head>")[0], page
     machine = str(tmp_path)
     for path in where.rglob("*"):
         if path.is_file():
@@ -154,7 +157,7 @@ def test_a_page_names_the_version_and_the_graph_links_each_mark(horde: Path) -> 
     assert '<a href="findings.html#F1"' in graph.body
     assert re.search(r'class="phase".*discovery', graph.body)
     doc = site.html(graph)
-    assert "horde-tui 0.1.0" in doc and "http-equiv" not in doc
+    assert "horde-tui 0.1.0" in doc and 'http-equiv="refresh"' not in doc
 
 
 def test_an_unknown_target_is_one_line(horde: Path, tmp_path: Path) -> None:

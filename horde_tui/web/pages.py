@@ -62,6 +62,10 @@ LONG_ENTRY = 600
 LEDGERS = tuple(k for k in KINDS if k != "threads")
 """The six ledgers; threads are on the collaboration page."""
 SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
+"""Every page's Content-Security-Policy: no script, no request off the page's own site.
+The server sends it as a header; each page carries it as a meta tag too, so a page
+opened from an export's folder is held to it alike."""
 
 
 @functools.cache
@@ -376,6 +380,7 @@ class Site:
         reload = '<meta http-equiv="refresh" content="3">' if refresh else ""
         doc = (
             "<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"{reload}<title>{esc(page.title)}</title><style>{CSS}</style></head><body>"
             f"<header>{self.link('index.html', 'runs')} {page.nav}</header>"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from horde_tui.httpserve import HttpServer, Limits, Request, Response, error_body, serve
-from horde_tui.web.pages import Site
+from horde_tui.web.pages import CSP, Site
 
 DEFAULT_PORT = 7433
 HOST = "127.0.0.1"
@@ -73,7 +73,7 @@ class Pages:
             "Content-Type": kind,
             "Cache-Control": "no-store",
             "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+            "Content-Security-Policy": CSP,
             "Referrer-Policy": "no-referrer",
         }
         return Response(page.status, body, headers)
