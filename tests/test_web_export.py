@@ -90,13 +90,17 @@ def test_every_page_of_the_run_and_the_swarm_renders(horde: Path) -> None:
 
 
 def _crawl(root: Path) -> list[Path]:
+    """Every link of every page resolves to a file of the export, and every `#fragment`
+    to an id on the page it names."""
     pages = sorted(root.rglob("*.html"))
     assert pages
+    parsed: dict[Path, Links] = {}
     for page in pages:
-        parser = Links()
+        parser = parsed[page.resolve()] = Links()
         parser.feed(page.read_text(encoding="utf-8"))
         assert parser.scripts == 0, page
-        for link in parser.links:
+    for page in pages:
+        for link in parsed[page.resolve()].links:
             parts = urlsplit(link)
             if parts.scheme in ("http", "https", "mailto"):
                 continue
@@ -104,7 +108,18 @@ def _crawl(root: Path) -> list[Path]:
             target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
             assert target.is_file(), f"{page.relative_to(root)} links to missing {link}"
             assert target.is_relative_to(root.resolve()), (page, link)
+            if parts.fragment:
+                ids = parsed[target.resolve()].ids if target.suffix == ".html" else set()
+                assert unquote(parts.fragment) in ids, (
+                    f"{page.relative_to(root)} links to {link}: no such anchor there"
+                )
     return pages
+
+
+def _graph_marks(page: Path) -> list[str]:
+    """The hrefs of a run graph's marks (the SVG's links)."""
+    svg = page.read_text(encoding="utf-8").split("<svg", 1)[1].split("</svg>", 1)[0]
+    return re.findall(r'<a href="([^"]*)"', svg)
 
 
 def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
@@ -115,6 +130,11 @@ def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
     assert where == tmp_path / "out" / "horde-export-all"
     pages = _crawl(where)
     assert len(pages) > 60
+    for graph in where.glob("runs/*/graph.html"):  # each mark names its entry or its event
+        marks = _graph_marks(graph)
+        assert marks and all("#" in href for href in marks), (graph, marks)
+    artifact = _graph_marks(where / f"runs/{SWARM_ID}-h1/graph.html")
+    assert any(href.endswith("#A1") for href in artifact), artifact
     policy = f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
     for page in pages:  # as the served pages' header says, for a page opened from disk
         assert policy in page.read_text(encoding="utf-8").split("</head>")[0], page

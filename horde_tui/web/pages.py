@@ -47,14 +47,13 @@ from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
 from horde_tui.view.swimlane import SwimlaneView
 from horde_tui.view.transcript import TranscriptReader
+from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
 from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
 
 PAGE_ENTRIES = 50
 """Transcript entries per page (the reference's)."""
-EVENTS_PER_PAGE = 1000
-"""Event-audit lines per page: a 200,000-event run is 200 pages, none of them large."""
 LOG_TAIL_BYTES = 64 * 1024
 """What a member page shows of its log: the end, where an exit is explained."""
 LONG_ENTRY = 600
@@ -97,11 +96,6 @@ class Page:
 
 def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
-
-
-def anchor(key: str) -> str:
-    """The stable anchor of a ledger entry: `F3`, `idea-3` for `#3`, `Q2`."""
-    return re.sub(r"[^A-Za-z0-9_-]", "", key.replace("#", "idea-")) or "entry"
 
 
 def _markdown() -> MarkdownIt:
@@ -627,7 +621,7 @@ class Site:
         parts.append("<h2>Artifact acceptance and review scope</h2>")
         arows = [
             (
-                self._entity_link(run_id, a.target),
+                self._acceptance_target(run_id, a.target),
                 esc(f"r{a.revision}"),
                 esc(a.owner),
                 esc(a.label),
@@ -657,6 +651,13 @@ class Site:
             f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
         )
         return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+
+    def _acceptance_target(self, run_id: str, ident: str) -> str:
+        """A finding links to its entry; an artifact, which has no ledger page, is
+        anchored here (the graph's review marks link to it)."""
+        if ident.startswith("A"):
+            return f'<span id="{anchor(ident)}">{esc(ident)}</span>'
+        return self._entity_link(run_id, ident)
 
     def _entity_link(self, run_id: str, ident: str) -> str:
         kind = {
@@ -709,7 +710,7 @@ class Site:
         run.swimlane.refresh()
         run.swimlane.close()
         lay = run.swimlane.layout()
-        svg = self._svg(run_id, lay)
+        svg = self._svg(run, run_id, lay)
         data: dict[str, Any] = {
             "lanes": [
                 {
@@ -730,7 +731,7 @@ class Site:
             body += f"<p class=warn>{lay.dropped} events left out (node cap).</p>"
         return Page("", f"Graph · run {run_id}", body, data)
 
-    def _svg(self, run_id: str, lay: Any) -> str:
+    def _svg(self, run: _Run, run_id: str, lay: Any) -> str:
         cell, lane_h, label_w = 7.4, 24, 160
         width = int(label_w + (lay.width + 2) * cell)
         height = lane_h * (len(lay.lanes) + 1)
@@ -751,6 +752,8 @@ class Site:
                     out.append(self._band(name, start, m.x + len(m.text), cell, label_w, height))
         for name, start in starts.items():
             out.append(self._band(name, start, lay.width, cell, label_w, height))
+        entries = entry_pages(run.ledgers, run_id, LEDGERS)
+        events = run.event_index()
         for row, ln in enumerate(lay.lanes):
             y = lane_h * (row + 1)
             out.append(
@@ -759,7 +762,7 @@ class Site:
                 f'<text class="lane-label" x="4" y="{y}">{esc(ln.label)}</text>'
             )
             for m in ln.marks:
-                href = self._mark_target(run_id, ln.name, m)
+                href = self._mark_target(run_id, m, entries, events)
                 x = label_w + m.x * cell
                 text = f'<text class="k-{esc(m.kind)}" x="{x:.1f}" y="{y}">{esc(m.text)}</text>'
                 if href:
@@ -767,6 +770,7 @@ class Site:
                     text = f"<a {rel}>{text}</a>"
                 out.append(text)
             out.append("</g>")
+        events.close()
         out.append("</svg>")
         return "".join(out)
 
@@ -778,29 +782,21 @@ class Site:
             f'<text class="phase-label" x="{x + 2:.1f}" y="12">{esc(name)}</text>'
         )
 
-    def _mark_target(self, run_id: str, lane: str, mark: Any) -> str:
-        """Where a mark links: its ledger entry (a review: the finding it checked), else
-        the lane's member page, the parent's marks the event audit."""
+    def _mark_target(
+        self, run_id: str, mark: Any, entries: dict[str, str], events: LineIndex
+    ) -> str:
+        """Where a mark links: its ledger entry (a review: the finding or artifact it
+        checked), else its event in the audit; "" when neither is on any page."""
         base = f"runs/{run_id}/"
-        text = mark.text
+        ident = mark.text
         if mark.kind in ("review", "refuted"):
-            target = re.split(r"[✓~✗?]", text, maxsplit=1)[-1]
-            return f"{base}findings.html#{anchor(target)}"
-        if mark.kind in ("idea", "finding", "entity"):
-            kind = {
-                "#": "ideas",
-                "F": "findings",
-                "T": "facts",
-                "C": "claims",
-                "R": "resources",
-            }.get(text[:1])
-            if kind:
-                return f"{base}{kind}.html#{anchor(text)}"
-        if mark.kind == "answer":
-            return f"{base}index.html"
-        if lane == "parent":
-            return f"{base}events-1.html"
-        return f"{base}members/{lane}/index.html"
+            ident = re.split(r"[✓~✗?]", mark.text, maxsplit=1)[-1]
+        if mark.kind in ("review", "refuted", "idea", "finding", "entity") and ident in entries:
+            return base + entries[ident]
+        line = event_line(events, mark.event) if mark.event else None
+        if line is None:
+            return ""
+        return f"{base}{event_page(line)}#{anchor(mark.event)}"
 
     def _mermaid(self, run: _Run, run_id: str) -> Page:
         try:
