@@ -109,16 +109,28 @@ _LOCAL_HREF = re.compile(r'<a href="(?!https?:|mailto:|#)[^"]*">')
 
 
 def markdown(text: str) -> str:
-    """A document as HTML; a link to a file of the project (not in the export) becomes
-    plain text, so no link dangles."""
-    return _LOCAL_HREF.sub("<a>", _MD.render(text))
+    """A document as HTML, its headings one level down (the page's title is its only
+    h1); a link to a file of the project (not in the export) becomes plain text, so no
+    link dangles."""
+    tokens = _MD.parse(text)
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1:]) + 1)}"
+    return _LOCAL_HREF.sub("<a>", _MD.renderer.render(tokens, _MD.options, {}))
+
+
+def markdown_line(text: str) -> str:
+    """One line of Markdown (a folded entry's summary) as inline HTML, heading marks and
+    list bullets dropped."""
+    line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+]\s+)", "", text.strip())
+    return _LOCAL_HREF.sub("<a>", _MD.renderInline(line))
 
 
 def folded(summary: str, inner: str, size: int) -> str:
-    """`inner`, behind a `<details>` when it is long."""
+    """`inner`, behind a `<details>` when it is long; `summary` is HTML."""
     if size <= LONG_ENTRY:
         return inner
-    return f"<details><summary>{esc(summary)}</summary>{inner}</details>"
+    return f"<details><summary>{summary}</summary>{inner}</details>"
 
 
 def table(columns: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
@@ -594,7 +606,7 @@ class Site:
         inner = markdown(text)
         return (
             f'<section class="entry" id="{anchor(key)}"><h3>{esc(shown)}</h3>'
-            f"{folded(first, inner, len(text))}</section>"
+            f"{folded(markdown_line(first), inner, len(text))}</section>"
         )
 
     def _collaboration(self, run: _Run, run_id: str) -> Page:
@@ -737,7 +749,7 @@ class Site:
         height = lane_h * (len(lay.lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="swimlane of run {esc(run_id)}">'
+            f'viewBox="0 0 {width} {height}" role="group" aria-label="swimlane of run {esc(run_id)}">'
         ]
         starts: dict[str, int] = {}
         for ln in lay.lanes:  # phase bands, from the parent lane's phase marks
@@ -856,7 +868,7 @@ class Site:
             parts.append(
                 "<h2>Final text</h2>"
                 + (
-                    folded(final[:80], f"<pre>{esc(final)}</pre>", len(final))
+                    folded(esc(final[:80]), f"<pre>{esc(final)}</pre>", len(final))
                     if final
                     else "<p>none yet</p>"
                 )
@@ -968,7 +980,7 @@ class Site:
         width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="hordes of swarm {esc(swarm_id)}">'
+            f'viewBox="0 0 {width} {height}" role="group" aria-label="hordes of swarm {esc(swarm_id)}">'
         ]
         for row, lane in enumerate(lanes):
             y = lane_h * (row + 1)

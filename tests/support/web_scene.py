@@ -21,6 +21,8 @@ TRANSCRIPT_MESSAGES = 120
 def web_scene(workdir: Path) -> Path:
     """Write the scene under `workdir/.horde`; return the horde directory."""
     horde = fill_run(workdir)
+    long_fact = "**The lab** is seeded from `db/seed.sql`: " + "one row per test user; " * 40
+    assert horde("member-1", "fact", run=RUN_ID, text=long_fact).ok  # folded on its page
     run = horde.root / "runs" / RUN_ID
     (run / "TASK.md").write_text("# Task\n\nFind the injections in src/\n\n## Configuration\n")
     manifest = {
