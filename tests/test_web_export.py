@@ -4,6 +4,7 @@ machine (paths, keys, the gateway token) leaves in it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -291,3 +292,15 @@ def test_a_symlink_out_of_the_horde_is_refused_in_one_line(horde: Path, tmp_path
         text = (where / page).read_text(encoding="utf-8")
         found = re.findall(r"refused: [^<\n]*outside the horde directory[^<\n]*", text)
         assert len(found) == 1, (page, text[-600:])
+
+
+def test_the_overview_says_when_the_demo_model_played(horde: Path) -> None:
+    manifest_path = horde / "runs" / RUN_ID / "MANIFEST.json"
+    site = Site(horde)
+    assert "demo model" not in site.render(f"runs/{RUN_ID}/index.html").body
+    manifest = json.loads(manifest_path.read_text())
+    manifest["demo_model"] = True
+    manifest_path.write_text(json.dumps(manifest))
+    page = Site(horde).render(f"runs/{RUN_ID}/index.html")
+    assert page.data["demo"] is True
+    assert "demo model (scripted, not a real LLM)" in page.body

@@ -39,6 +39,7 @@ from horde_tui.store.runs import (
     swarm_ids,
 )
 from horde_tui.supervisor.setup import code_version
+from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
 from horde_tui.view.ledgers import KINDS, LedgerView
@@ -197,6 +198,8 @@ class Site:
         self._readers: OrderedDict[str, TranscriptReader] = OrderedDict()
         self._index = RunsAndSwarms(self.horde_dir)
         self._at = "index.html"
+        self._query = ""
+        """What every link of the page being rendered carries (`?refresh=0`)."""
         self._fresh: set[str] = set()
         """Swarms caught up for the page being rendered."""
 
@@ -340,11 +343,13 @@ class Site:
 
     # -- rendering -------------------------------------------------------------------------
 
-    def render(self, path: str) -> Page:
+    def render(self, path: str, *, still: bool = False) -> Page:
         """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
         does not exist is a 404 page (the export never links to one), one that fails to
-        read its files an error page (exported as such, so no link dangles)."""
+        read its files an error page (exported as such, so no link dangles). `still`:
+        its links keep `?refresh=0` (the server's; an export never sets it)."""
         self._at = path
+        self._query = "?refresh=0" if still else ""
         self._fresh.clear()
         parts = path.split("/")
         try:
@@ -375,7 +380,7 @@ class Site:
     def link(self, target: str, text: str, cls: str = "") -> str:
         """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
         path, _, frag = target.partition("#")
-        rel = _relative(path, posixpath.dirname(self._at) or ".") if path else ""
+        rel = _relative(path, posixpath.dirname(self._at) or ".") + self._query if path else ""
         href = rel + (f"#{frag}" if frag else "")
         klass = f' class="{cls}"' if cls else ""
         return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
@@ -517,6 +522,7 @@ class Site:
             "state": run.view.state,
             "prompt": info.task,
             "model": info.model,
+            "demo": info.demo,
             "outcome": life.outcome,
             "diagnosis": life.diagnosis,
             "phase": run.phase.phase,
@@ -533,7 +539,7 @@ class Site:
             ("phase", esc(data["phase"])),
             ("outcome", esc(f"{life.outcome} {('· ' + life.diagnosis) if life.diagnosis else ''}")),
             ("canary", esc(data["canary"] or "-")),
-            ("model", esc(info.model)),
+            ("model", esc(f"{DEMO_MODEL}: {info.model}" if info.demo else info.model)),
         ]
         if "stop_clean" in data:
             facts.append(("clean stop", esc(f"grace {life.stop_clean[1]:g} s")))  # type: ignore[index]
