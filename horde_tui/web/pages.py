@@ -418,7 +418,9 @@ class Site:
                 "count": r.count,
                 "model": r.model,
                 "outcome": r.outcome,
-                "prompt": r.prompt,
+                "prompt": r.prompt
+                if r.hordes
+                else self._prompt(find_run(self.horde_dir, r.run_id), r.prompt),
                 "files": list(r.files),
             }
             for r in rows
@@ -443,6 +445,16 @@ class Site:
         body = table(cols, cells, "runs") if rows else "<p>No runs yet.</p>"
         live = any(d["state"] in ("active", "finalizing", "pending") for d in data)
         return Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+
+    def _prompt(self, run_dir: Path | None, prompt: str) -> str:
+        """A run's prompt, read from its TASK.md, or the line saying why not when that
+        file leads outside the horde directory."""
+        try:
+            if run_dir is not None:
+                confined(self.horde_dir, run_dir / "TASK.md")
+        except Outside as exc:
+            return str(exc)
+        return prompt
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -520,7 +532,7 @@ class Site:
         data: dict[str, Any] = {
             "id": run_id,
             "state": run.view.state,
-            "prompt": info.task,
+            "prompt": self._prompt(run.run_dir, info.task),
             "model": info.model,
             "demo": info.demo,
             "outcome": life.outcome,
@@ -544,7 +556,8 @@ class Site:
         if "stop_clean" in data:
             facts.append(("clean stop", esc(f"grace {life.stop_clean[1]:g} s")))  # type: ignore[index]
         parts = [table(("", ""), facts, "facts")]
-        parts.append(f"<h2>Prompt</h2><pre>{esc(info.task or info.prompt)}</pre>")
+        shown = self._prompt(run.run_dir, info.task or info.prompt)
+        parts.append(f"<h2>Prompt</h2><pre>{esc(shown)}</pre>")
         if info.layers:
             items = "".join(f"<li>{esc(layer)}</li>" for layer in info.layers)
             parts.append(f"<h2>Plan layers</h2><ol>{items}</ol>")

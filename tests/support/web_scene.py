@@ -78,20 +78,23 @@ OUTSIDE = "root:x:0:0:a line of a file outside the horde"
 
 
 def plant_symlinks(horde: Path, elsewhere: Path) -> list[str]:
-    """Make the run's REPORT.md, a member log, GRAPH.md and a second transcript symlinks
-    to a file outside the horde directory (as `REPORT.md -> /etc/passwd`); return the
-    site paths of the pages that would show it."""
+    """Make the run's REPORT.md, TASK.md (whose prompt the index and the overview show), a
+    member log, GRAPH.md and a second transcript symlinks to a file outside the horde
+    directory (as `REPORT.md -> /etc/passwd`); return the site paths of the pages that
+    would show it whole."""
     target = elsewhere / "passwd"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(OUTSIDE + "\n")
     run = horde / "runs" / RUN_ID
     session = run / "sessions" / "member-1" / "20250101T130000-bbbbbb.jsonl"
-    for link in (run / "REPORT.md", run / "member-1.log", run / "GRAPH.md", session):
+    links = (run / "REPORT.md", run / "TASK.md", run / "member-1.log", run / "GRAPH.md", session)
+    for link in links:
         link.unlink(missing_ok=True)
         link.symlink_to(target)
     base = f"runs/{RUN_ID}/"
     return [
         f"{base}files/REPORT.md.html",
+        f"{base}files/TASK.md.html",
         f"{base}members/member-1/log.html",
         f"{base}graph.mmd",
         f"{base}members/member-1/transcript-2-1.html",
