@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markdown_it import MarkdownIt
-
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
@@ -50,6 +48,7 @@ from horde_tui.view.swimlane import SwimlaneView
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
+from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
 
@@ -97,34 +96,6 @@ class Page:
 
 def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
-
-
-def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
-    md.disable("image")  # an export makes no network request, and has no local images
-    return md
-
-
-_MD = _markdown()
-_LOCAL_HREF = re.compile(r'<a href="(?!https?:|mailto:|#)[^"]*">')
-
-
-def markdown(text: str) -> str:
-    """A document as HTML, its headings one level down (the page's title is its only
-    h1); a link to a file of the project (not in the export) becomes plain text, so no
-    link dangles."""
-    tokens = _MD.parse(text)
-    for token in tokens:
-        if token.type in ("heading_open", "heading_close"):
-            token.tag = f"h{min(6, int(token.tag[1:]) + 1)}"
-    return _LOCAL_HREF.sub("<a>", _MD.renderer.render(tokens, _MD.options, {}))
-
-
-def markdown_line(text: str) -> str:
-    """One line of Markdown (a folded entry's summary) as inline HTML, heading marks and
-    list bullets dropped."""
-    line = re.sub(r"^\s*(?:#{1,6}\s+|[-*+]\s+)", "", text.strip())
-    return _LOCAL_HREF.sub("<a>", _MD.renderInline(line))
 
 
 def folded(summary: str, inner: str, size: int) -> str:
