@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,18 @@ printf '%s\n' "${COMPREPLY[@]}"
 the line readline hands it. An empty answer is where bash falls back to file names."""
 
 
+ZSH_DRIVER = r"""
+autoload -U compinit && compinit -u -D
+eval "$(horde-tui completion zsh)"
+_describe() { print -rl -- "${(@P)2}" }  # what zsh would offer, one `word:help` a line
+BUFFER="$1" CURSOR=${#1}
+words=(${(z)BUFFER}); [[ "$BUFFER" == *" " ]] && words+=("")
+_python_argcomplete
+"""
+"""zsh's side: the script's completion function with the line as the editor holds it;
+`_describe` (which would show the menu) prints what it was given."""
+
+
 def _shell_env() -> dict[str, str]:
     return host_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
@@ -148,16 +161,21 @@ def shell_complete(shell: str, cwd: Path, line: str) -> list[str]:
         pytest.skip(f"{shell} is not installed here (.ci/run installs bash and fish)")
     if shell == "bash":
         argv = [found, "-c", BASH_DRIVER, "bash", line]
+    elif shell == "zsh":
+        argv = [found, "-f", "-c", ZSH_DRIVER, "zsh", line]
     else:  # fish asks its own completion machinery, as on Tab
         argv = [found, "-c", 'horde-tui completion fish | source; complete -C"$argv[1]"', line]
     done = subprocess.run(
         argv, cwd=cwd, env=_shell_env(), capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    return sorted({w.split("\t")[0].strip() for w in done.stdout.splitlines() if w.strip()})
+    words = (w.split("\t")[0] for w in done.stdout.splitlines() if w.strip())
+    if shell == "zsh":  # `word:help`, a colon in the word escaped
+        words = (re.split(r"(?<!\\):", w)[0].replace("\\:", ":") for w in words)
+    return sorted({w.strip() for w in words})
 
 
-@pytest.mark.parametrize("shell", ["bash", "fish"])
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_a_real_shell_completes_from_the_parser(tmp_path: Path, shell: str) -> None:
     """`tool <Tab>` offers the actions (not the files here), the commands that take a run
     offer run ids, `export` swarms and `all` too, and `gateway --<Tab>` the gateway's own
