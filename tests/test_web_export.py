@@ -304,3 +304,27 @@ def test_the_overview_says_when_the_demo_model_played(horde: Path) -> None:
     page = Site(horde).render(f"runs/{RUN_ID}/index.html")
     assert page.data["demo"] is True
     assert "demo model (scripted, not a real LLM)" in page.body
+
+
+def test_an_event_is_found_on_its_line_when_numbers_and_lines_part(tmp_path: Path) -> None:
+    """A torn line (a crash mid-write) shifts E# against line numbers: the graph's link
+    to an event still finds its line, by its number."""
+    from horde_tui.store.linefile import LineIndex
+    from horde_tui.web.anchors import event_line, event_page
+
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps({"type": "x", "id": f"E{n}"}, separators=(",", ":")) for n in range(1, 6)]
+    lines.append('{"type":"x","torn')
+    lines += [
+        json.dumps({"type": "x", "id": f"E{n}"}, separators=(",", ":")) for n in range(6, 3001)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    index = LineIndex(path, cache_size=8, transactions=False)
+    index.refresh()
+    try:
+        assert event_line(index, "E3") == 2
+        assert event_line(index, "E6") == 6 and event_line(index, "E2500") == 2500
+        assert event_line(index, "E3001") is None and event_line(index, "bogus") is None
+        assert event_page(2500) == "events-3.html"
+    finally:
+        index.close()
