@@ -3,9 +3,9 @@
 `horde-tui completion SHELL` prints the script to source. When a shell completes a word
 it runs `horde-tui` with `_ARGCOMPLETE` set; `cli.main` then hands the whole parser to
 `autocomplete` here, and only then is argcomplete imported: `horde-tui tool`, a member's
-hot path, never pays for it. Subcommands and options come from the parser; run ids, swarm
-ids, member targets and preset names from what is on disk, read by small completers
-attached to the arguments by their names.
+hot path, never pays for it. Subcommands, options and their choices come from the parser
+(`gateway`'s from the gateway's own); run ids, swarm ids, member targets, preset names
+and `tool`'s actions from small completers attached to the arguments by their names.
 """
 
 from __future__ import annotations
@@ -45,6 +45,18 @@ def live_members(folder: Path | None) -> list[str]:
     return names or [f"member-{n}" for n in range(1, MAX_MEMBERS + 1)]
 
 
+def complete_export(prefix: str, **_: Any) -> list[str]:
+    """What `export` takes: `all`, a swarm or a run, newest first."""
+    return [t for t in ["all", *complete_runs_and_swarms(prefix)] if t.startswith(prefix)]
+
+
+def complete_actions(prefix: str, **_: Any) -> list[str]:
+    """`tool`'s actions (never the file names argcomplete offers a bare positional)."""
+    from horde_tui.protocol.schema import action_names
+
+    return [name for name in action_names() if name.startswith(prefix)]
+
+
 def complete_targets(
     prefix: str, parsed_args: argparse.Namespace | None = None, **_: Any
 ) -> list[str]:
@@ -72,18 +84,27 @@ BY_DEST: dict[str, Completer] = {
     "preset": complete_presets,
 }
 """Which completer an argument gets, by its `dest` (the same names in every subcommand)."""
+BY_COMMAND: dict[tuple[str, str], Completer] = {
+    ("resume", "words"): complete_resume,
+    ("export", "target"): complete_export,
+    ("tool", "action"): complete_actions,
+}
+"""Where one command's argument of that name takes something else."""
 
 
 def attach_completers(parser: argparse.ArgumentParser) -> None:
-    """Give every subcommand's run, target and preset arguments their completers."""
+    """Give every subcommand's run, target, preset and action arguments their completers,
+    and `gateway` the gateway's own parser (the CLI passes its words through unparsed)."""
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):
             continue
+        if "gateway" in action.choices:
+            from horde_tui.gateway.__main__ import build_parser
+
+            action.choices["gateway"] = build_parser()
         for name, sub in action.choices.items():
             for arg in sub._actions:
-                completer = BY_DEST.get(arg.dest)
-                if name == "resume" and arg.dest == "words":
-                    completer = complete_resume
+                completer = BY_COMMAND.get((name, arg.dest)) or BY_DEST.get(arg.dest)
                 if completer is not None:
                     arg.completer = completer
 

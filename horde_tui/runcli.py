@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.hosting import host
-from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
+from horde_tui.settings import (
+    FLAGS,
+    THINKING_LEVELS,
+    TOOL_PROTOCOLS,
+    literal_choices,
+    settings_help,
+)
 from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import (
     existing_run,
@@ -57,7 +63,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-cost-usd", type=float, help="clean stop when the run has spent this")
     p.add_argument("--api-base", help="OpenAI-compatible endpoint for the model")
     p.add_argument("--api-key", help="provider key (prefer the provider's own env variable)")
-    p.add_argument("--tool-protocol", choices=("native", "json"), help="json for text-only models")
+    p.add_argument(
+        "--tool-protocol", choices=TOOL_PROTOCOLS, help="json for text-only models (default: auto)"
+    )
     p.add_argument(
         "--compact-tokens",
         type=int,
@@ -79,7 +87,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--sandbox",
-        choices=("auto", "bwrap", "off"),
+        choices=literal_choices("sandbox"),
         help="member commands in bubblewrap: auto (default) when it is installed, bwrap "
         "requires it, off never",
     )
@@ -513,7 +521,7 @@ def add_commands(sub: Any) -> None:
     )
     demo.add_argument(
         "--tool-protocol",
-        choices=("native", "json"),
+        choices=TOOL_PROTOCOLS,
         help="json: the gateway speaks its text protocol to the demo model",
     )
     demo.set_defaults(func=cmd_demo)

@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -232,9 +232,18 @@ class Settings(BaseModel):
         return pairs
 
 
-THINKING_LEVELS: tuple[str, ...] = get_args(Settings.model_fields["thinking"].annotation)
-"""The thinking levels `Settings` accepts: what `run`, the gateway and the launch form
-offer, so none of them can drift from the model."""
+def literal_choices(name: str) -> tuple[str, ...] | None:
+    """The values setting `name` accepts when it is one of a fixed few (a `Literal`),
+    else None: what every flag, the config check and completion offer, so none of them
+    can drift from the model."""
+    annotation = Settings.model_fields[name].annotation
+    return get_args(annotation) if get_origin(annotation) is Literal else None
+
+
+THINKING_LEVELS: tuple[str, ...] = literal_choices("thinking") or ()
+"""The thinking levels `Settings` accepts: what `run`, the gateway and the launch form offer."""
+TOOL_PROTOCOLS: tuple[str, ...] = literal_choices("tool_protocol") or ()
+"""The tool protocols `Settings` accepts (`auto`, its default, among them)."""
 
 
 ENV_PREFIX = "HORDE_"

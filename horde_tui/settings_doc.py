@@ -23,6 +23,7 @@ from horde_tui.settings import (
     SettingsError,
     default_text,
     env_name,
+    literal_choices,
     load_settings_with_sources,
     setting_text,
     settings_help,
@@ -108,14 +109,15 @@ def readme_with_table(readme: str) -> str:
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """The run's setting flags (`FLAGS`), taken as text: `load_settings` checks them."""
+    """The run's setting flags (`FLAGS`), taken as text (`load_settings` checks them), those
+    of a fixed few values offering the model's (for `--help` and completion)."""
     for name, flag in FLAGS.items():
         if name == "confirm":
             parser.add_argument(flag, dest=name, action="store_const", const=True)
         elif name == "member_models":
             parser.add_argument(flag, dest=name, action="append", metavar="MEMBER=MODEL")
         else:
-            parser.add_argument(flag, dest=name, metavar="VALUE")
+            parser.add_argument(flag, dest=name, metavar="VALUE", choices=literal_choices(name))
 
 
 def cmd_config(args: argparse.Namespace) -> int:

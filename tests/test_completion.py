@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,3 +122,80 @@ def test_tool_never_imports_argcomplete(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+BASH_DRIVER = r"""
+eval "$(horde-tui completion bash)"
+line="$1"
+read -ra COMP_WORDS <<< "$line"
+[[ "$line" == *" " ]] && COMP_WORDS+=("")
+COMP_LINE="$line" COMP_POINT=${#line} COMP_TYPE=9 COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+complete -p horde-tui >/dev/null  # the script registered its function
+_python_argcomplete horde-tui "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"""
+"""What bash's programmable completion does on Tab: the registered function, called with
+the line readline hands it. An empty answer is where bash falls back to file names."""
+
+
+ZSH_DRIVER = r"""
+autoload -U compinit && compinit -u -D
+eval "$(horde-tui completion zsh)"
+_describe() { print -rl -- "${(@P)2}" }  # what zsh would offer, one `word:help` a line
+BUFFER="$1" CURSOR=${#1}
+words=(${(z)BUFFER}); [[ "$BUFFER" == *" " ]] && words+=("")
+_python_argcomplete
+"""
+"""zsh's side: the script's completion function with the line as the editor holds it;
+`_describe` (which would show the menu) prints what it was given."""
+
+
+def _shell_env() -> dict[str, str]:
+    return host_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def shell_complete(shell: str, cwd: Path, line: str) -> list[str]:
+    """The words a real `shell` offers for Tab at the end of `line`, in `cwd`."""
+    found = shutil.which(shell)
+    if found is None:
+        pytest.skip(f"{shell} is not installed here (.ci/run installs bash and fish)")
+    if shell == "bash":
+        argv = [found, "-c", BASH_DRIVER, "bash", line]
+    elif shell == "zsh":
+        argv = [found, "-f", "-c", ZSH_DRIVER, "zsh", line]
+    else:  # fish asks its own completion machinery, as on Tab
+        argv = [found, "-c", 'horde-tui completion fish | source; complete -C"$argv[1]"', line]
+    done = subprocess.run(
+        argv, cwd=cwd, env=_shell_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    words = (w.split("\t")[0] for w in done.stdout.splitlines() if w.strip())
+    if shell == "zsh":  # `word:help`, a colon in the word escaped
+        words = (re.split(r"(?<!\\):", w)[0].replace("\\:", ":") for w in words)
+    return sorted({w.strip() for w in words})
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_a_real_shell_completes_from_the_parser(tmp_path: Path, shell: str) -> None:
+    """`tool <Tab>` offers the actions (not the files here), the commands that take a run
+    offer run ids, `export` swarms and `all` too, and `gateway --<Tab>` the gateway's own
+    flags."""
+    from horde_tui.protocol.schema import action_names
+
+    (tmp_path / "listing.txt").write_text("a file Tab must not offer for an action\n")
+    RunDir(tmp_path / ".horde", OLD)
+    RunDir(tmp_path / ".horde", NEW)
+    assert shell_complete(shell, tmp_path, "horde-tui tool li") == ["list"]
+    offered = shell_complete(shell, tmp_path, "horde-tui tool ")
+    assert set(action_names()) <= set(offered) and "listing.txt" not in offered, offered
+    for command in ("export", "replay", "fork", "attach", "resume", "finalize"):
+        assert {OLD, NEW} <= set(shell_complete(shell, tmp_path, f"horde-tui {command} 2026")), (
+            command
+        )
+    assert "all" in shell_complete(shell, tmp_path, "horde-tui export a")
+    flags = shell_complete(shell, tmp_path, "horde-tui gateway --")
+    assert {"--port", "--model", "--tool-protocol", "--shared"} <= set(flags), flags
+    assert shell_complete(shell, tmp_path, "horde-tui gateway --tool-protocol ") == sorted(
+        ("auto", "json", "native")
+    )
+    assert shell_complete(shell, tmp_path, "horde-tui run --tool-protocol a") == ["auto"]

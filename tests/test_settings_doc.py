@@ -9,16 +9,18 @@ anywhere without a line in the reference fails it.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli import host_env
 
-from horde_tui.settings import ENVIRONMENT, Settings, env_name
+from horde_tui.settings import ENVIRONMENT, FLAGS, Settings, env_name, literal_choices
 from horde_tui.settings_doc import README_END, README_START, readme_with_table, settings_markdown
 
 REPO = Path(__file__).resolve().parent.parent
@@ -169,3 +171,39 @@ def test_config_markdown_is_the_readme_table(tmp_path: Path) -> None:
     done = config(tmp_path, "--markdown")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == settings_markdown().strip()
+
+
+def _option_choices(parser: argparse.ArgumentParser) -> dict[tuple[str, str], Any]:
+    """Every subcommand option naming a setting, and its choices: (command, flag) -> choices."""
+    found: dict[tuple[str, str], Any] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                for arg in sub._actions:
+                    for flag in arg.option_strings:
+                        found[(name, flag)] = arg.choices
+    return found
+
+
+def test_a_settings_choices_are_the_models_everywhere() -> None:
+    """`--tool-protocol auto` is the model's default, so every command that takes the flag
+    (run, plan, demo, config, the gateway) offers exactly the model's values, and so does
+    completion, which reads the parser's choices."""
+    from horde_tui.cli import build_parser
+    from horde_tui.gateway.__main__ import parse_args
+
+    choices = _option_choices(build_parser())
+    for name, flag in FLAGS.items():
+        allowed = literal_choices(name)
+        if allowed is None:
+            continue
+        taking = {cmd: c for (cmd, f), c in choices.items() if f == flag}
+        assert {"run", "plan", "config"} <= set(taking), (flag, taking)
+        for command, offered in taking.items():
+            assert tuple(offered or ()) == allowed, (command, flag, offered)
+    assert literal_choices("tool_protocol") == ("auto", "native", "json")
+    assert (
+        build_parser().parse_args(["run", "--tool-protocol", "auto", "2", "task"]).tool_protocol
+        == "auto"
+    )
+    assert parse_args(["--tool-protocol", "auto"]).tool_protocol == "auto"

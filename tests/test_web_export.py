@@ -4,6 +4,7 @@ machine (paths, keys, the gateway token) leaves in it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,11 +17,19 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from support.processes import wait_until
-from support.web_scene import FAKE_KEY, GATEWAY_TOKEN, RUN_ID, SWARM_ID, web_scene
+from support.web_scene import (
+    FAKE_KEY,
+    GATEWAY_TOKEN,
+    OUTSIDE,
+    RUN_ID,
+    SWARM_ID,
+    plant_symlinks,
+    web_scene,
+)
 
 from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
 from horde_tui.web.mask import Masker
-from horde_tui.web.pages import Site
+from horde_tui.web.pages import CSP, Site, esc
 
 
 class Links(HTMLParser):
@@ -82,13 +91,17 @@ def test_every_page_of_the_run_and_the_swarm_renders(horde: Path) -> None:
 
 
 def _crawl(root: Path) -> list[Path]:
+    """Every link of every page resolves to a file of the export, and every `#fragment`
+    to an id on the page it names."""
     pages = sorted(root.rglob("*.html"))
     assert pages
+    parsed: dict[Path, Links] = {}
     for page in pages:
-        parser = Links()
+        parser = parsed[page.resolve()] = Links()
         parser.feed(page.read_text(encoding="utf-8"))
         assert parser.scripts == 0, page
-        for link in parser.links:
+    for page in pages:
+        for link in parsed[page.resolve()].links:
             parts = urlsplit(link)
             if parts.scheme in ("http", "https", "mailto"):
                 continue
@@ -96,7 +109,18 @@ def _crawl(root: Path) -> list[Path]:
             target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
             assert target.is_file(), f"{page.relative_to(root)} links to missing {link}"
             assert target.is_relative_to(root.resolve()), (page, link)
+            if parts.fragment:
+                ids = parsed[target.resolve()].ids if target.suffix == ".html" else set()
+                assert unquote(parts.fragment) in ids, (
+                    f"{page.relative_to(root)} links to {link}: no such anchor there"
+                )
     return pages
+
+
+def _graph_marks(page: Path) -> list[str]:
+    """The hrefs of a run graph's marks (the SVG's links)."""
+    svg = page.read_text(encoding="utf-8").split("<svg", 1)[1].split("</svg>", 1)[0]
+    return re.findall(r'<a href="([^"]*)"', svg)
 
 
 def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
@@ -107,6 +131,14 @@ def test_export_links_all_resolve_and_nothing_of_this_machine_leaves(
     assert where == tmp_path / "out" / "horde-export-all"
     pages = _crawl(where)
     assert len(pages) > 60
+    for graph in where.glob("runs/*/graph.html"):  # each mark names its entry or its event
+        marks = _graph_marks(graph)
+        assert marks and all("#" in href for href in marks), (graph, marks)
+    artifact = _graph_marks(where / f"runs/{SWARM_ID}-h1/graph.html")
+    assert any(href.endswith("#A1") for href in artifact), artifact
+    policy = f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
+    for page in pages:  # as the served pages' header says, for a page opened from disk
+        assert policy in page.read_text(encoding="utf-8").split("</head>")[0], page
     machine = str(tmp_path)
     for path in where.rglob("*"):
         if path.is_file():
@@ -146,7 +178,7 @@ def test_a_page_names_the_version_and_the_graph_links_each_mark(horde: Path) -> 
     assert '<a href="findings.html#F1"' in graph.body
     assert re.search(r'class="phase".*discovery', graph.body)
     doc = site.html(graph)
-    assert "horde-tui 0.1.0" in doc and "http-equiv" not in doc
+    assert "horde-tui 0.1.0" in doc and 'http-equiv="refresh"' not in doc
 
 
 def test_an_unknown_target_is_one_line(horde: Path, tmp_path: Path) -> None:
@@ -245,3 +277,54 @@ def test_a_hordes_run_exports_alone(horde: Path, tmp_path: Path) -> None:
     _crawl(folder)
     assert (folder / "runs" / f"{SWARM_ID}-h1" / "findings.html").is_file()
     assert not (folder / "runs" / f"{SWARM_ID}-h2").exists()
+
+
+def test_a_symlink_out_of_the_horde_is_refused_in_one_line(horde: Path, tmp_path: Path) -> None:
+    """`REPORT.md -> /etc/passwd` (and a log, GRAPH.md, a transcript): the export writes
+    the page, saying in one line that the file leaves the horde directory, not the file."""
+    pages = plant_symlinks(horde, tmp_path / "elsewhere")
+    where = export(horde, RUN_ID, tmp_path / "out")
+    _crawl(where)
+    for path in where.rglob("*"):
+        if path.is_file():
+            assert OUTSIDE not in path.read_text(encoding="utf-8"), path
+    for page in pages:
+        text = (where / page).read_text(encoding="utf-8")
+        found = re.findall(r"refused: [^<\n]*outside the horde directory[^<\n]*", text)
+        assert len(found) == 1, (page, text[-600:])
+
+
+def test_the_overview_says_when_the_demo_model_played(horde: Path) -> None:
+    manifest_path = horde / "runs" / RUN_ID / "MANIFEST.json"
+    site = Site(horde)
+    assert "demo model" not in site.render(f"runs/{RUN_ID}/index.html").body
+    manifest = json.loads(manifest_path.read_text())
+    manifest["demo_model"] = True
+    manifest_path.write_text(json.dumps(manifest))
+    page = Site(horde).render(f"runs/{RUN_ID}/index.html")
+    assert page.data["demo"] is True
+    assert "demo model (scripted, not a real LLM)" in page.body
+
+
+def test_an_event_is_found_on_its_line_when_numbers_and_lines_part(tmp_path: Path) -> None:
+    """A torn line (a crash mid-write) shifts E# against line numbers: the graph's link
+    to an event still finds its line, by its number."""
+    from horde_tui.store.linefile import LineIndex
+    from horde_tui.web.anchors import event_line, event_page
+
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps({"type": "x", "id": f"E{n}"}, separators=(",", ":")) for n in range(1, 6)]
+    lines.append('{"type":"x","torn')
+    lines += [
+        json.dumps({"type": "x", "id": f"E{n}"}, separators=(",", ":")) for n in range(6, 3001)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    index = LineIndex(path, cache_size=8, transactions=False)
+    index.refresh()
+    try:
+        assert event_line(index, "E3") == 2
+        assert event_line(index, "E6") == 6 and event_line(index, "E2500") == 2500
+        assert event_line(index, "E3001") is None and event_line(index, "bogus") is None
+        assert event_page(2500) == "events-3.html"
+    finally:
+        index.close()

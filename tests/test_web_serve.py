@@ -18,7 +18,7 @@ import pytest
 from conftest import Horde
 from support.app import RUN_ID
 from support.ledger_scene import lifecycle
-from support.web_scene import FAKE_KEY, SWARM_ID, web_scene
+from support.web_scene import FAKE_KEY, OUTSIDE, SWARM_ID, plant_symlinks, web_scene
 
 from horde_tui.httpserve import HttpServer
 from horde_tui.web.serve import start
@@ -39,10 +39,12 @@ async def server(horde: Path) -> AsyncIterator[HttpServer]:
         pages.close()
 
 
-async def _get(url: str, method: str = "GET", **headers: str) -> tuple[int, str, dict[str, str]]:
+async def _get(
+    url: str, method: str = "GET", *, follow: bool = True, **headers: str
+) -> tuple[int, str, dict[str, str]]:
     async with (
         aiohttp.ClientSession() as session,
-        session.request(method, url, headers=headers) as r,
+        session.request(method, url, headers=headers, allow_redirects=follow) as r,
     ):
         return r.status, await r.text(), dict(r.headers)
 
@@ -90,7 +92,8 @@ async def test_only_reads_from_this_machine(server: HttpServer) -> None:
     status, body, _ = await _get(url, **{"Sec-Fetch-Site": "cross-site"})
     assert status == 403 and "cross-site" in body
     assert (await _get(url, **{"Sec-Fetch-Site": "same-origin"}))[0] == 200
-    assert (await _get(url, Host="evil.example:7433"))[0] == 403
+    status, body, _ = await _get(url, Host="evil.example:7433")
+    assert status == 403 and f"open {server.url}/" in body, body  # the port it listens on
     assert server.host == "127.0.0.1"
 
 
@@ -99,9 +102,9 @@ async def test_a_live_run_refreshes_and_its_new_events_show_next_time(
 ) -> None:
     live = f"{server.url}/runs/{SWARM_ID}-h1/index.html"  # h1's supervisor is this process
     assert '<meta http-equiv="refresh" content="3">' in (await _get(live))[1]
-    assert "http-equiv" not in (await _get(live + "?refresh=0"))[1]
+    assert 'http-equiv="refresh"' not in (await _get(live + "?refresh=0"))[1]
     done = f"{server.url}/runs/{RUN_ID}/index.html"
-    assert "http-equiv" not in (await _get(done))[1]  # finished: nothing to wait for
+    assert 'http-equiv="refresh"' not in (await _get(done))[1]  # finished: nothing to wait for
     events = f"{server.url}/api/runs/{RUN_ID}/events-1.html"
     seen = json.loads((await _get(events))[1])["events"]
     lifecycle(Horde(horde.parent), "stop-clean", reason="a late stop for the test")
@@ -150,3 +153,42 @@ async def test_the_command_serves_until_interrupted(horde: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_a_symlink_out_of_the_horde_is_not_served(
+    server: HttpServer, horde: Path, tmp_path: Path
+) -> None:
+    """`REPORT.md -> /etc/passwd` was served as HTML and under /api/: now 403 with one line."""
+    for page in plant_symlinks(horde, tmp_path / "elsewhere"):
+        for url in (f"{server.url}/{page}", f"{server.url}/api/{page}"):
+            status, body, _ = await _get(url)
+            assert status == 403 and OUTSIDE not in body, (url, body)
+            assert body.count("outside the horde directory") == 1, (url, body)
+    status, body, _ = await _get(f"{server.url}/runs/{RUN_ID}/members/member-1/index.html")
+    assert status == 200 and "refused: outside the horde directory" in body
+
+
+async def test_a_folder_without_its_slash_redirects(server: HttpServer) -> None:
+    """`/runs/<id>` is the run's folder: 301 to `/runs/<id>/`, keeping the query."""
+    for path in (f"/runs/{RUN_ID}", f"/api/runs/{RUN_ID}", f"/runs/{RUN_ID}/members/member-1"):
+        status, _, headers = await _get(f"{server.url}{path}?refresh=0", follow=False)
+        assert status == 301 and headers["Location"] == f"{path}/?refresh=0", (path, headers)
+    status, body, _ = await _get(f"{server.url}/runs/{RUN_ID}")
+    assert status == 200 and f"Run {RUN_ID}" in body
+    assert (await _get(f"{server.url}/runs/{RUN_ID}/nope.html", follow=False))[0] == 404
+    status, _, headers = await _get(f"{server.url}//evil", follow=False)
+    assert status == 301 and headers["Location"] == "/evil/"  # never off this site
+
+
+async def test_refresh_0_survives_clicks(server: HttpServer) -> None:
+    """A live page read with `?refresh=0` links on with it, so a click does not start the
+    reloading again; without it, links stay bare (and an export never has it)."""
+    live = f"{server.url}/runs/{SWARM_ID}-h1/index.html"
+    _, body, _ = await _get(live + "?refresh=0")
+    local = [h for h in re.findall(r'href="([^"]*)"', body) if not h.startswith("http")]
+    assert local and all("?refresh=0" in h for h in local), local
+    findings = next(h for h in local if h.startswith("findings.html"))
+    _, page, _ = await _get(f"{server.url}/runs/{SWARM_ID}-h1/{findings}")
+    assert 'http-equiv="refresh"' not in page and 'findings-oldest.html?refresh=0"' in page
+    _, bare, _ = await _get(live)
+    assert "refresh=0" not in bare

@@ -28,18 +28,23 @@ from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.httpserve import raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
-from horde_tui.settings import THINKING_LEVELS, SettingsError, load_settings
+from horde_tui.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
 from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The gateway's command line (also what `horde-tui gateway --<Tab>` completes)."""
     p = argparse.ArgumentParser(prog="horde-tui gateway", description=__doc__.splitlines()[0])
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: pick a free one)")
     p.add_argument("--run-dir", type=Path, help="the run directory (token, usage.jsonl)")
     p.add_argument("--model", help="litellm model string (default: $HORDE_MODEL)")
     p.add_argument("--thinking", choices=THINKING_LEVELS)
     p.add_argument("--api-base")
-    p.add_argument("--tool-protocol", choices=("auto", "native", "json"))
+    p.add_argument("--tool-protocol", choices=TOOL_PROTOCOLS)
     p.add_argument("--max-cost-usd", type=float)
     p.add_argument(
         "--compact-tokens",
@@ -59,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="take runs that join with their own token, usage file and budget (eval)",
     )
-    return p.parse_args(argv)
+    return p
 
 
 def write_private(path: Path, text: str) -> None:

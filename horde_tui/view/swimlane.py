@@ -37,6 +37,8 @@ class Mark:
     x: int
     text: str
     kind: str
+    event: str = ""
+    """The E# of the event that made it (the browser view links the mark to it)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def layout(graph: RunGraph) -> SwimlaneLayout:
         x = max(lane_next.get(node.lane, 0), last_x + 1)
         lane_next[node.lane] = x + cell_len(text) + 1
         last_x = x
-        marks[node.lane].append(Mark(x, text, kind))
+        marks[node.lane].append(Mark(x, text, kind, node.event))
     names = [name for name in graph.lanes if marks[name] or name != PARENT]
     labels = [graph.lane_labels[name] for name in names]
     return SwimlaneLayout(

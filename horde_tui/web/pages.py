@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markdown_it import MarkdownIt
-
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
@@ -39,6 +37,7 @@ from horde_tui.store.runs import (
     swarm_ids,
 )
 from horde_tui.supervisor.setup import code_version
+from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
 from horde_tui.view.ledgers import KINDS, LedgerView
@@ -47,13 +46,14 @@ from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
 from horde_tui.view.swimlane import SwimlaneView
 from horde_tui.view.transcript import TranscriptReader
+from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
+from horde_tui.web.confine import Outside, confined
+from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
 
 PAGE_ENTRIES = 50
 """Transcript entries per page (the reference's)."""
-EVENTS_PER_PAGE = 1000
-"""Event-audit lines per page: a 200,000-event run is 200 pages, none of them large."""
 LOG_TAIL_BYTES = 64 * 1024
 """What a member page shows of its log: the end, where an exit is explained."""
 LONG_ENTRY = 600
@@ -61,6 +61,10 @@ LONG_ENTRY = 600
 LEDGERS = tuple(k for k in KINDS if k != "threads")
 """The six ledgers; threads are on the collaboration page."""
 SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
+"""Every page's Content-Security-Policy: no script, no request off the page's own site.
+The server sends it as a header; each page carries it as a meta tag too, so a page
+opened from an export's folder is held to it alike."""
 
 
 @functools.cache
@@ -94,32 +98,11 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def anchor(key: str) -> str:
-    """The stable anchor of a ledger entry: `F3`, `idea-3` for `#3`, `Q2`."""
-    return re.sub(r"[^A-Za-z0-9_-]", "", key.replace("#", "idea-")) or "entry"
-
-
-def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
-    md.disable("image")  # an export makes no network request, and has no local images
-    return md
-
-
-_MD = _markdown()
-_LOCAL_HREF = re.compile(r'<a href="(?!https?:|mailto:|#)[^"]*">')
-
-
-def markdown(text: str) -> str:
-    """A document as HTML; a link to a file of the project (not in the export) becomes
-    plain text, so no link dangles."""
-    return _LOCAL_HREF.sub("<a>", _MD.render(text))
-
-
 def folded(summary: str, inner: str, size: int) -> str:
-    """`inner`, behind a `<details>` when it is long."""
+    """`inner`, behind a `<details>` when it is long; `summary` is HTML."""
     if size <= LONG_ENTRY:
         return inner
-    return f"<details><summary>{esc(summary)}</summary>{inner}</details>"
+    return f"<details><summary>{summary}</summary>{inner}</details>"
 
 
 def table(columns: Iterable[str], rows: Iterable[Iterable[str]], cls: str = "") -> str:
@@ -186,6 +169,8 @@ class Site:
         self._readers: OrderedDict[str, TranscriptReader] = OrderedDict()
         self._index = RunsAndSwarms(self.horde_dir)
         self._at = "index.html"
+        self._query = ""
+        """What every link of the page being rendered carries (`?refresh=0`)."""
         self._fresh: set[str] = set()
         """Swarms caught up for the page being rendered."""
 
@@ -219,6 +204,7 @@ class Site:
             path = find_run(self.horde_dir, run_id)
             if path is None:
                 return None
+            confined(self.horde_dir, path)
             run = _Run(path, RunView(path), LedgerView(path.parent.parent, path.name))
             self._runs[run_id] = run
             while len(self._runs) > 8:  # a few runs' readers, not every run's
@@ -259,10 +245,14 @@ class Site:
             yield f"{base}files/{name}.html"
 
     def _run_paths(self, run_id: str) -> Iterator[str]:
-        run = self._run(run_id)
+        base = f"runs/{run_id}/"
+        try:
+            run = self._run(run_id)
+        except Outside:
+            yield base + "index.html"  # which says why, in one line
+            return
         if run is None:
             return
-        base = f"runs/{run_id}/"
         yield base + "index.html"
         for kind in LEDGERS:
             yield from (
@@ -283,8 +273,8 @@ class Site:
             yield mbase + "index.html"
             yield mbase + "log.html"
             for s, session in enumerate(sessions(run.run_dir, member.name), 1):
-                reader = self._reader(session)
-                for p in range(1, max(1, -(-len(reader) // PAGE_ENTRIES)) + 1):
+                entries = self._entry_count(session) or 0
+                for p in range(1, max(1, -(-entries // PAGE_ENTRIES)) + 1):
                     yield f"{mbase}transcript-{s}-{p}.html"
 
     def _event_pages(self, run: _Run) -> int:
@@ -292,7 +282,15 @@ class Site:
         index.close()
         return max(1, -(-len(index) // EVENTS_PER_PAGE))
 
+    def _entry_count(self, path: Path) -> int | None:
+        """A transcript's entries; None for one that leads outside (its page says so)."""
+        try:
+            return len(self._reader(path))
+        except Outside:
+            return None
+
     def _reader(self, path: Path) -> TranscriptReader:
+        path = confined(self.horde_dir, path)
         key = str(path)
         reader = self._readers.get(key)
         if reader is None:
@@ -316,15 +314,20 @@ class Site:
 
     # -- rendering -------------------------------------------------------------------------
 
-    def render(self, path: str) -> Page:
+    def render(self, path: str, *, still: bool = False) -> Page:
         """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
         does not exist is a 404 page (the export never links to one), one that fails to
-        read its files an error page (exported as such, so no link dangles)."""
+        read its files an error page (exported as such, so no link dangles). `still`:
+        its links keep `?refresh=0` (the server's; an export never sets it)."""
         self._at = path
+        self._query = "?refresh=0" if still else ""
         self._fresh.clear()
         parts = path.split("/")
         try:
             page = self._route(parts)
+        except Outside as exc:
+            page = Page(path, "Refused", f'<p class="error">{esc(exc)}</p>', {"error": str(exc)})
+            page.status = 403
         except Exception as exc:  # a file torn or replaced mid-read: its page says so
             why = f"this page could not be read: {type(exc).__name__}: {exc}"
             page = Page(path, "Unreadable", f"<p>{esc(why)}</p>", {"error": why}, status=500)
@@ -348,7 +351,7 @@ class Site:
     def link(self, target: str, text: str, cls: str = "") -> str:
         """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
         path, _, frag = target.partition("#")
-        rel = _relative(path, posixpath.dirname(self._at) or ".") if path else ""
+        rel = _relative(path, posixpath.dirname(self._at) or ".") + self._query if path else ""
         href = rel + (f"#{frag}" if frag else "")
         klass = f' class="{cls}"' if cls else ""
         return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
@@ -359,6 +362,7 @@ class Site:
         reload = '<meta http-equiv="refresh" content="3">' if refresh else ""
         doc = (
             "<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"{reload}<title>{esc(page.title)}</title><style>{CSS}</style></head><body>"
             f"<header>{self.link('index.html', 'runs')} {page.nav}</header>"
@@ -385,7 +389,9 @@ class Site:
                 "count": r.count,
                 "model": r.model,
                 "outcome": r.outcome,
-                "prompt": r.prompt,
+                "prompt": r.prompt
+                if r.hordes
+                else self._prompt(find_run(self.horde_dir, r.run_id), r.prompt),
                 "files": list(r.files),
             }
             for r in rows
@@ -410,6 +416,16 @@ class Site:
         body = table(cols, cells, "runs") if rows else "<p>No runs yet.</p>"
         live = any(d["state"] in ("active", "finalizing", "pending") for d in data)
         return Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+
+    def _prompt(self, run_dir: Path | None, prompt: str) -> str:
+        """A run's prompt, read from its TASK.md, or the line saying why not when that
+        file leads outside the horde directory."""
+        try:
+            if run_dir is not None:
+                confined(self.horde_dir, run_dir / "TASK.md")
+        except Outside as exc:
+            return str(exc)
+        return prompt
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -487,8 +503,9 @@ class Site:
         data: dict[str, Any] = {
             "id": run_id,
             "state": run.view.state,
-            "prompt": info.task,
+            "prompt": self._prompt(run.run_dir, info.task),
             "model": info.model,
+            "demo": info.demo,
             "outcome": life.outcome,
             "diagnosis": life.diagnosis,
             "phase": run.phase.phase,
@@ -505,12 +522,13 @@ class Site:
             ("phase", esc(data["phase"])),
             ("outcome", esc(f"{life.outcome} {('· ' + life.diagnosis) if life.diagnosis else ''}")),
             ("canary", esc(data["canary"] or "-")),
-            ("model", esc(info.model)),
+            ("model", esc(f"{DEMO_MODEL}: {info.model}" if info.demo else info.model)),
         ]
         if "stop_clean" in data:
             facts.append(("clean stop", esc(f"grace {life.stop_clean[1]:g} s")))  # type: ignore[index]
         parts = [table(("", ""), facts, "facts")]
-        parts.append(f"<h2>Prompt</h2><pre>{esc(info.task or info.prompt)}</pre>")
+        shown = self._prompt(run.run_dir, info.task or info.prompt)
+        parts.append(f"<h2>Prompt</h2><pre>{esc(shown)}</pre>")
         if info.layers:
             items = "".join(f"<li>{esc(layer)}</li>" for layer in info.layers)
             parts.append(f"<h2>Plan layers</h2><ol>{items}</ol>")
@@ -578,7 +596,7 @@ class Site:
         inner = markdown(text)
         return (
             f'<section class="entry" id="{anchor(key)}"><h3>{esc(shown)}</h3>'
-            f"{folded(first, inner, len(text))}</section>"
+            f"{folded(markdown_line(first), inner, len(text))}</section>"
         )
 
     def _collaboration(self, run: _Run, run_id: str) -> Page:
@@ -605,7 +623,7 @@ class Site:
         parts.append("<h2>Artifact acceptance and review scope</h2>")
         arows = [
             (
-                self._entity_link(run_id, a.target),
+                self._acceptance_target(run_id, a.target),
                 esc(f"r{a.revision}"),
                 esc(a.owner),
                 esc(a.label),
@@ -636,6 +654,13 @@ class Site:
         )
         return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
 
+    def _acceptance_target(self, run_id: str, ident: str) -> str:
+        """A finding links to its entry; an artifact, which has no ledger page, is
+        anchored here (the graph's review marks link to it)."""
+        if ident.startswith("A"):
+            return f'<span id="{anchor(ident)}">{esc(ident)}</span>'
+        return self._entity_link(run_id, ident)
+
     def _entity_link(self, run_id: str, ident: str) -> str:
         kind = {
             "#": "ideas",
@@ -651,6 +676,7 @@ class Site:
         return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
 
     def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
+        confined(self.horde_dir, run.run_dir / "events.jsonl")
         index = run.event_index()
         try:
             pages = max(1, -(-len(index) // EVENTS_PER_PAGE))
@@ -686,7 +712,7 @@ class Site:
         run.swimlane.refresh()
         run.swimlane.close()
         lay = run.swimlane.layout()
-        svg = self._svg(run_id, lay)
+        svg = self._svg(run, run_id, lay)
         data: dict[str, Any] = {
             "lanes": [
                 {
@@ -707,13 +733,13 @@ class Site:
             body += f"<p class=warn>{lay.dropped} events left out (node cap).</p>"
         return Page("", f"Graph · run {run_id}", body, data)
 
-    def _svg(self, run_id: str, lay: Any) -> str:
+    def _svg(self, run: _Run, run_id: str, lay: Any) -> str:
         cell, lane_h, label_w = 7.4, 24, 160
         width = int(label_w + (lay.width + 2) * cell)
         height = lane_h * (len(lay.lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="swimlane of run {esc(run_id)}">'
+            f'viewBox="0 0 {width} {height}" role="group" aria-label="swimlane of run {esc(run_id)}">'
         ]
         starts: dict[str, int] = {}
         for ln in lay.lanes:  # phase bands, from the parent lane's phase marks
@@ -728,6 +754,8 @@ class Site:
                     out.append(self._band(name, start, m.x + len(m.text), cell, label_w, height))
         for name, start in starts.items():
             out.append(self._band(name, start, lay.width, cell, label_w, height))
+        entries = entry_pages(run.ledgers, run_id, LEDGERS)
+        events = run.event_index()
         for row, ln in enumerate(lay.lanes):
             y = lane_h * (row + 1)
             out.append(
@@ -736,7 +764,7 @@ class Site:
                 f'<text class="lane-label" x="4" y="{y}">{esc(ln.label)}</text>'
             )
             for m in ln.marks:
-                href = self._mark_target(run_id, ln.name, m)
+                href = self._mark_target(run_id, m, entries, events)
                 x = label_w + m.x * cell
                 text = f'<text class="k-{esc(m.kind)}" x="{x:.1f}" y="{y}">{esc(m.text)}</text>'
                 if href:
@@ -744,6 +772,7 @@ class Site:
                     text = f"<a {rel}>{text}</a>"
                 out.append(text)
             out.append("</g>")
+        events.close()
         out.append("</svg>")
         return "".join(out)
 
@@ -755,33 +784,26 @@ class Site:
             f'<text class="phase-label" x="{x + 2:.1f}" y="12">{esc(name)}</text>'
         )
 
-    def _mark_target(self, run_id: str, lane: str, mark: Any) -> str:
-        """Where a mark links: its ledger entry (a review: the finding it checked), else
-        the lane's member page, the parent's marks the event audit."""
+    def _mark_target(
+        self, run_id: str, mark: Any, entries: dict[str, str], events: LineIndex
+    ) -> str:
+        """Where a mark links: its ledger entry (a review: the finding or artifact it
+        checked), else its event in the audit; "" when neither is on any page."""
         base = f"runs/{run_id}/"
-        text = mark.text
+        ident = mark.text
         if mark.kind in ("review", "refuted"):
-            target = re.split(r"[✓~✗?]", text, maxsplit=1)[-1]
-            return f"{base}findings.html#{anchor(target)}"
-        if mark.kind in ("idea", "finding", "entity"):
-            kind = {
-                "#": "ideas",
-                "F": "findings",
-                "T": "facts",
-                "C": "claims",
-                "R": "resources",
-            }.get(text[:1])
-            if kind:
-                return f"{base}{kind}.html#{anchor(text)}"
-        if mark.kind == "answer":
-            return f"{base}index.html"
-        if lane == "parent":
-            return f"{base}events-1.html"
-        return f"{base}members/{lane}/index.html"
+            ident = re.split(r"[✓~✗?]", mark.text, maxsplit=1)[-1]
+        if mark.kind in ("review", "refuted", "idea", "finding", "entity") and ident in entries:
+            return base + entries[ident]
+        line = event_line(events, mark.event) if mark.event else None
+        if line is None:
+            return ""
+        return f"{base}{event_page(line)}#{anchor(mark.event)}"
 
     def _mermaid(self, run: _Run, run_id: str) -> Page:
         try:
-            text = (run.run_dir / "GRAPH.md").read_text(encoding="utf-8", errors="replace")
+            graph = confined(self.horde_dir, run.run_dir / "GRAPH.md")
+            text = graph.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = "%% GRAPH.md is written when the run finalizes\n"
         match = re.search(r"```mermaid\n(.*?)```", text, re.S)
@@ -793,7 +815,9 @@ class Site:
         if name not in allowed:
             return None
         try:
-            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+            text = confined(self.horde_dir, folder / name).read_text(
+                encoding="utf-8", errors="replace"
+            )
         except OSError:
             return None
         if name.endswith(".json"):
@@ -834,7 +858,7 @@ class Site:
             parts.append(
                 "<h2>Final text</h2>"
                 + (
-                    folded(final[:80], f"<pre>{esc(final)}</pre>", len(final))
+                    folded(esc(final[:80]), f"<pre>{esc(final)}</pre>", len(final))
                     if final
                     else "<p>none yet</p>"
                 )
@@ -843,14 +867,15 @@ class Site:
                 f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
             )
             for s, path in enumerate(found, 1):
-                n = len(self._reader(path))
+                n = self._entry_count(path)
+                count = "refused: outside the horde directory" if n is None else f"{n} entries"
                 parts.append(
-                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {n} entries</li>"
+                    f"<li>{self.link(f'{base}transcript-{s}-1.html', path.name)} · {count}</li>"
                 )
             parts.append("</ul>")
             return Page("", f"{name} · run {run_id}", "".join(parts), data)
         if page == "log.html":
-            tail = _tail(run.run_dir / f"{name}.log", LOG_TAIL_BYTES)
+            tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), LOG_TAIL_BYTES)
             body = f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
             return Page("", f"{name}.log · run {run_id}", body, {"tail": tail})
         match = re.fullmatch(r"transcript-(\d+)-(\d+)\.html", page)
@@ -945,7 +970,7 @@ class Site:
         width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="hordes of swarm {esc(swarm_id)}">'
+            f'viewBox="0 0 {width} {height}" role="group" aria-label="hordes of swarm {esc(swarm_id)}">'
         ]
         for row, lane in enumerate(lanes):
             y = lane_h * (row + 1)

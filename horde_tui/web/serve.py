@@ -5,7 +5,9 @@ HTTP stack. The server only reads: it answers GET and HEAD, refuses any other me
 (405) and any request a browser marks as coming from another site (403), and a Host
 that is not this machine (403, so a rebinding page cannot read it either). A page whose
 run or swarm can still change reloads every three seconds unless `?refresh=0`; every
-page has its JSON twin under `/api/` (`/api/runs/<id>/findings.html`).
+page has its JSON twin under `/api/` (`/api/runs/<id>/findings.html`). A page read with
+`?refresh=0` links on with it, so a click does not start the reloading again; a folder
+named without its slash (`/runs/<id>`) redirects to it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import errno
 import signal
 import sys
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 from horde_tui.httpserve import HttpServer, Limits, Request, Response, error_body, serve
-from horde_tui.web.pages import Site
+from horde_tui.web.pages import CSP, Site
 
 DEFAULT_PORT = 7433
 HOST = "127.0.0.1"
@@ -30,8 +33,9 @@ def _refuse(status: int, message: str, **headers: str) -> Response:
     return Response(status, error_body(message, "invalid_request_error"), headers)
 
 
-def authorize(request: Request) -> Response | None:
-    """The head's checks, before anything is read or rendered."""
+def authorize(request: Request, url: str = f"http://{HOST}:{DEFAULT_PORT}") -> Response | None:
+    """The head's checks, before anything is read or rendered; `url` is where this
+    server listens (the wrong-Host refusal says to open it)."""
     if request.method not in ("GET", "HEAD"):
         return _refuse(
             405,
@@ -42,7 +46,7 @@ def authorize(request: Request) -> Response | None:
         return _refuse(403, "refused: a cross-site request (Sec-Fetch-Site: cross-site)")
     host = request.headers.get("host", HOST).rsplit(":", 1)[0].lower()
     if host not in _LOCAL_HOSTS:
-        return _refuse(403, f"refused: Host {host!r} is not this machine; open http://{HOST}/")
+        return _refuse(403, f"refused: Host {host!r} is not this machine; open {url}/")
     return None
 
 
@@ -51,29 +55,40 @@ class Pages:
 
     def __init__(self, horde_dir: Path) -> None:
         self.site = Site(horde_dir)
+        self.url = f"http://{HOST}:{DEFAULT_PORT}"
+        """Where the server listens, once it does."""
+
+    def authorize(self, request: Request) -> Response | None:
+        return authorize(request, self.url)
 
     async def __call__(self, request: Request) -> Response:
         path = request.path
+        if path and not path.endswith("/") and "." not in path.rsplit("/", 1)[-1]:
+            # a folder named without its slash: its relative links need the slash
+            query = f"?{urlencode(request.query)}" if request.query else ""
+            # one leading slash: `//host` would send the browser to another site
+            return Response(301, b"", {"Location": quote("/" + path.lstrip("/") + "/") + query})
         api = path == "/api" or path.startswith("/api/")
         if api:
             path = path[len("/api") :]
         rel = path.lstrip("/")
         if rel == "" or rel.endswith("/"):
             rel += "index.html"
-        page = self.site.render(rel)
+        still = request.query.get("refresh") == "0"
+        page = self.site.render(rel, still=still)
         if api:
             body = self.site.json(page).encode()
             kind = "application/json"
         elif page.text is not None:
             body, kind = self.site.mask(page.text).encode(), "text/plain; charset=utf-8"
         else:
-            refresh = page.live and request.query.get("refresh") != "0"
+            refresh = page.live and not still
             body, kind = self.site.html(page, refresh).encode(), "text/html; charset=utf-8"
         headers = {
             "Content-Type": kind,
             "Cache-Control": "no-store",
             "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+            "Content-Security-Policy": CSP,
             "Referrer-Policy": "no-referrer",
         }
         return Response(page.status, body, headers)
@@ -85,7 +100,8 @@ class Pages:
 async def start(horde_dir: Path, port: int = DEFAULT_PORT) -> tuple[HttpServer, Pages]:
     """Listen on 127.0.0.1:`port` (0: any free port); OSError when the port is busy."""
     pages = Pages(horde_dir)
-    server = await serve(pages, HOST, port, authorize=authorize, limits=LIMITS)
+    server = await serve(pages, HOST, port, authorize=pages.authorize, limits=LIMITS)
+    pages.url = server.url
     return server, pages
 
 

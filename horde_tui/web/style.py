@@ -1,13 +1,17 @@
-"""The one stylesheet of every page, inlined so an exported page opens alone from disk."""
+"""The one stylesheet of every page, inlined so an exported page opens alone from disk.
+
+Every text colour keeps 4.5:1 against the background in both themes (a test computes
+it from this palette), and links are underlined, not told apart by colour alone."""
 
 CSS = """
-:root { color-scheme: light dark; --fg: #1d1f21; --bg: #fafafa; --dim: #6a6f75;
-  --line: #d6d8db; --accent: #2a6db0; --good: #2e7d32; --warn: #b26a00; --bad: #c62828; }
+:root { color-scheme: light dark; --fg: #1d1f21; --bg: #fafafa; --dim: #5f646a;
+  --line: #d6d8db; --accent: #2a6aa8; --good: #276b2b; --warn: #8f5400; --bad: #c62828; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e0e2e4; --bg: #16181a; --dim: #9aa0a6;
   --line: #33373b; --accent: #7ab4f0; --good: #81c784; --warn: #ffb74d; --bad: #ef9a9a; } }
 body { font: 14px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg);
   margin: 0 auto; max-width: 1200px; padding: 0 1rem 2rem; }
-a { color: var(--accent); text-decoration: none; } a:hover { text-decoration: underline; }
+a { color: var(--accent); text-decoration: underline; text-underline-offset: 2px; }
+a:hover { text-decoration-thickness: 2px; }
 header { border-bottom: 1px solid var(--line); padding: .6rem 0; margin-bottom: .8rem; }
 header .scope { font-weight: 600; } header nav a { margin-right: .8rem; }
 header nav a.current { font-weight: 700; color: var(--fg); }

@@ -21,6 +21,8 @@ TRANSCRIPT_MESSAGES = 120
 def web_scene(workdir: Path) -> Path:
     """Write the scene under `workdir/.horde`; return the horde directory."""
     horde = fill_run(workdir)
+    long_fact = "**The lab** is seeded from `db/seed.sql`: " + "one row per test user; " * 40
+    assert horde("member-1", "fact", run=RUN_ID, text=long_fact).ok  # folded on its page
     run = horde.root / "runs" / RUN_ID
     (run / "TASK.md").write_text("# Task\n\nFind the injections in src/\n\n## Configuration\n")
     manifest = {
@@ -71,4 +73,40 @@ def web_scene(workdir: Path) -> Path:
     return horde.root
 
 
-__all__ = ["FAKE_KEY", "GATEWAY_TOKEN", "RUN_ID", "SWARM_ID", "web_scene"]
+OUTSIDE = "root:x:0:0:a line of a file outside the horde"
+"""What `plant_symlinks`' target holds: no page may show it."""
+
+
+def plant_symlinks(horde: Path, elsewhere: Path) -> list[str]:
+    """Make the run's REPORT.md, TASK.md (whose prompt the index and the overview show), a
+    member log, GRAPH.md and a second transcript symlinks to a file outside the horde
+    directory (as `REPORT.md -> /etc/passwd`); return the site paths of the pages that
+    would show it whole."""
+    target = elsewhere / "passwd"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(OUTSIDE + "\n")
+    run = horde / "runs" / RUN_ID
+    session = run / "sessions" / "member-1" / "20250101T130000-bbbbbb.jsonl"
+    links = (run / "REPORT.md", run / "TASK.md", run / "member-1.log", run / "GRAPH.md", session)
+    for link in links:
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+    base = f"runs/{RUN_ID}/"
+    return [
+        f"{base}files/REPORT.md.html",
+        f"{base}files/TASK.md.html",
+        f"{base}members/member-1/log.html",
+        f"{base}graph.mmd",
+        f"{base}members/member-1/transcript-2-1.html",
+    ]
+
+
+__all__ = [
+    "FAKE_KEY",
+    "GATEWAY_TOKEN",
+    "OUTSIDE",
+    "RUN_ID",
+    "SWARM_ID",
+    "plant_symlinks",
+    "web_scene",
+]
