@@ -25,13 +25,15 @@ from horde_tui.hosting import host
 from horde_tui.settings import FLAGS, THINKING_LEVELS, settings_help
 from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import (
-    existing_run,
-    existing_swarm,
+    SWARM_LIVE_STATES,
     find_run,
+    is_swarm_dir,
     live_swarm,
     read_swarm,
+    resolve_run,
     run_state,
     runs_by_state,
+    swarm_state,
 )
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
@@ -184,14 +186,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 "supervisor is gone); `resume [target]` resumes paused members"
             )
         return cmd_control(args)
-    if existing_swarm(horde_dir, run) is not None:
+    if is_swarm_dir(resolve_run(horde_dir, run, swarms=True)):  # nor a member target
         return _resume_swarm(args, horde_dir, run)
-    if existing_run(horde_dir, run) is None:
-        return _err(
-            f"no run or swarm named {run} in {horde_dir} (nor a member target); "
-            "`horde-tui app` lists them",
-            1,
-        )
     from horde_tui.supervisor.resume import ResumeRefused, load_resume, resumed_supervisor
 
     try:
@@ -262,10 +258,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from horde_tui.app import attach_app
 
     horde_dir = default_horde_dir()
-    run_dir = find_run(horde_dir, args.run)
+    run_dir = resolve_run(horde_dir, args.run) if args.run else find_run(horde_dir, None)
     if run_dir is None:
-        what = f"no run named {args.run}" if args.run else "no run is live"
-        return _err(f"{what} in {horde_dir}; `horde-tui app` lists the runs", 1)
+        return _err(f"no run is live in {horde_dir}; `horde-tui runs` lists the runs", 1)
     return attach_app(run_dir, no_mouse=args.no_mouse)
 
 
@@ -280,7 +275,14 @@ def cmd_control(args: argparse.Namespace) -> int:
     if args.control == "stop-clean" and words and words[0] == "postmortem":
         postmortem, words = True, words[1:]
     target = " ".join(words) or "all"
-    swarm = None if args.run else live_swarm(horde_dir)
+    named = resolve_run(horde_dir, args.run, swarms=True) if args.run else None
+    if named is not None:
+        swarm = named if is_swarm_dir(named) else None
+        info = read_swarm(named) if swarm is not None else None
+        if info is not None and swarm_state(info) not in SWARM_LIVE_STATES:
+            swarm = None  # an ended swarm: refused below as a run that is not live
+    else:
+        swarm = live_swarm(horde_dir)
     try:
         targets = parse_targets(target)
         info = read_swarm(swarm) if swarm is not None else None
@@ -288,7 +290,9 @@ def cmd_control(args: argparse.Namespace) -> int:
             per_horde(targets, info.hordes)
     except TargetError as exc:
         return _err(str(exc))
-    folder = swarm if swarm is not None else find_run(horde_dir, args.run)
+    folder = (
+        swarm if swarm is not None else named if named is not None else find_run(horde_dir, None)
+    )
     if folder is None or (swarm is None and run_state(folder) != "active"):
         states = runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
@@ -321,11 +325,12 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     from horde_tui.supervisor.recover import finalize_from_disk
 
     horde_dir = Path.cwd() / ".horde"
-    run_dir = find_run(horde_dir, args.run, ("interrupted",))
+    if args.run:
+        run_dir: Path | None = resolve_run(horde_dir, args.run)
+    else:
+        run_dir = find_run(horde_dir, None, ("interrupted",))
     if run_dir is None:
-        return _err(
-            f"no interrupted run {'named ' + args.run if args.run else 'found'} in {horde_dir}", 1
-        )
+        return _err(f"no interrupted run found in {horde_dir}", 1)
     state = run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)

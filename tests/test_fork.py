@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from horde_tui.fork import ForkRefused, prepare
+from horde_tui.store.runs import UnknownRun
 from horde_tui.store.state import RENDERERS
 from horde_tui.store.store import HordeStore
 
@@ -75,8 +76,9 @@ def test_a_fork_at_any_event_folds_to_the_ledgers_as_they_were(scene, tmp_path: 
 
 def test_bad_forks_are_refused_in_one_line(scene, tmp_path: Path) -> None:
     horde, _ = scene
+    with pytest.raises(UnknownRun, match=r"^no run named r9 in .*\(newest: r1\)"):
+        prepare(horde.workdir, "r9", "E1", None)
     for run, at, into, expected in (
-        ("r9", "E1", None, "refused: no run r9 in "),
         ("r1", "E999", None, "refused: the run has no event E999; its events end at E"),
         ("r1", "x", None, "refused: --at 'x' is not an event id; give E# (e.g. E42)"),
         ("r1", "E2", horde.workdir, "exists and is not empty; pass --into a new folder"),

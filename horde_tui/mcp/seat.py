@@ -21,7 +21,7 @@ from pathlib import Path
 
 from horde_tui.store import identity
 from horde_tui.store.paths import ACTOR_NAME_RULE, MANUAL_RUN, valid_actor_name, valid_run_id
-from horde_tui.store.runs import find_run
+from horde_tui.store.runs import find_run, resolve_run
 from horde_tui.store.store import HordeStore
 
 AUTO = "auto"
@@ -54,7 +54,10 @@ def pick_run(horde_dir: Path, run: str | None) -> tuple[Path, str]:
         raise SeatRefused(
             f"{named!r} is not a run id; use letters, digits, '.', '_' or '-' (max 80)"
         )
-    found = find_run(horde_dir, named or None)
+    if run and run != MANUAL_RUN:
+        found: Path | None = resolve_run(horde_dir, run)  # a typo makes no run (UnknownRun)
+    else:
+        found = find_run(horde_dir, named or None)
     if found is not None:
         return found.parent.parent, found.name
     return horde_dir, named or MANUAL_RUN
