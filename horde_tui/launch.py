@@ -24,7 +24,7 @@ from typing import Any
 from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.presets import PresetError, find_preset, role_models
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
-from horde_tui.store.paths import HordePaths
+from horde_tui.store.paths import HordePaths, unwritable
 from horde_tui.store.runs import (
     existing_swarm,
     host_pid,
@@ -181,6 +181,10 @@ def check_launch(
     env = os.environ if environ is None else environ
     check = LaunchCheck()
     refuse = check.refusals.append
+    place = unwritable(horde_dir)
+    if place is not None:  # nothing else can be judged (or kept) there: the one line
+        refuse(Refusal("run", f"refused: {place[0]}; {place[1]}", 1))
+        return check
     if env.get("HORDE_GATEWAY_URL") and env.get("HORDE_RUN"):
         refuse(
             Refusal(
