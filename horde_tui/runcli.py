@@ -35,6 +35,7 @@ from horde_tui.store.runs import (
     runs_by_state,
     swarm_state,
 )
+from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
@@ -313,6 +314,144 @@ def cmd_control(args: argparse.Namespace) -> int:
     return 0 if answer["ok"] else 1
 
 
+def shown_state(state: str, outcome: str) -> str:
+    """What `horde-tui runs` calls a run's or swarm's state: `live` while its host is
+    responsible for it, an ended one `finished`, `failed` or `stopped` by its outcome,
+    else the runs list's own word (`interrupted`, `manual`, `not started`, `pending`)."""
+    if state in ("active", "finalizing") or (state in SWARM_LIVE_STATES and state != "pending"):
+        return "live"
+    if state != "finished":
+        return state
+    if outcome.startswith("stopped"):
+        return "stopped"
+    return "failed" if "failed" in outcome else "finished"
+
+
+def _listed(
+    row: Any, run_dir: Path | None, ledgers: Any, now: float, kind: str = "run"
+) -> dict[str, Any]:
+    """One line of `horde-tui runs` as JSON: a row of the runs list's index (`RunRow`),
+    with what the run bought (`finding_yield`, as REPORT.md counts it) and spent (its
+    `usage.jsonl`, one line per model call; unknown once a call was unpriced)."""
+    from horde_tui.eval.collect import usage_totals
+    from horde_tui.supervisor.forecast import finding_yield
+
+    found, accepted = finding_yield(ledgers, row.run_id) if ledgers is not None else (0, 0)
+    cost = usage_totals(run_dir)[1] if run_dir is not None else 0.0
+    return {
+        "id": row.run_id,
+        "kind": kind,
+        "state": shown_state(row.state, row.outcome),
+        "run_state": row.state,
+        "outcome": row.outcome,
+        "members": row.members,
+        "findings": found,
+        "accepted": accepted,
+        "cost_usd": cost,
+        "started": row.started,
+        "age_s": round(now - row.started, 1) if row.started else None,
+    }
+
+
+def _fold(horde_dir: Path) -> Any:
+    """The ledgers of `horde_dir`, folded once for every run in it (read only)."""
+    from horde_tui.store.store import HordeStore
+
+    store = HordeStore(horde_dir, "viewer")
+    store.refresh()
+    return store.state
+
+
+def list_runs(horde_dir: Path) -> list[dict[str, Any]]:
+    """Every run and swarm of `horde_dir`, newest first, as the app's runs list reads
+    them (`view.swarm.RunsAndSwarms`); a swarm carries its hordes' lines (`hordes`),
+    each read the same way from its horde's own directory."""
+    import time
+
+    from horde_tui.store.runs import horde_run_dirs
+    from horde_tui.view.run import RunRow, RunsIndex
+    from horde_tui.view.swarm import RunsAndSwarms
+
+    now = time.time()
+    index = RunsAndSwarms(horde_dir)
+    index.refresh()
+    rows = index.rows()
+    ledgers = _fold(horde_dir) if any(not index.is_swarm(r) for r in rows) else None
+    out = []
+    for row in rows:
+        if not index.is_swarm(row):
+            out.append(_listed(row, horde_dir / "runs" / row.run_id, ledgers, now))
+            continue
+        swarm_dir = index.swarm_dir(row)
+        info = read_swarm(swarm_dir)
+        started = horde_run_dirs(swarm_dir, info) if info is not None else {}
+        hordes = []
+        for horde in info.horde_names() if info is not None else []:
+            run_dir = started.get(horde)
+            runs = RunsIndex(swarm_dir / horde)
+            runs.refresh()
+            mine = [r for r in runs.rows() if run_dir is not None and r.run_id == run_dir.name]
+            if mine:
+                line = _listed(mine[0], run_dir, _fold(swarm_dir / horde), now, "horde")
+            else:
+                pending = RunRow(horde, "pending", None, row.members, "", "", "", ())
+                line = _listed(pending, None, None, now, "horde")
+            hordes.append({**line, "id": horde, "run": run_dir.name if mine else None})
+        whole = _listed(row, None, None, now, "swarm")
+        whole["members"] = row.count
+        whole["findings"] = sum(h["findings"] for h in hordes)
+        whole["accepted"] = sum(h["accepted"] for h in hordes)
+        whole["cost_usd"] = sum_cost(h["cost_usd"] for h in hordes)
+        out.append({**whole, "hordes": hordes})
+    return out
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(max(seconds, 0))}s"
+
+
+def runs_table(listed: list[dict[str, Any]]) -> list[str]:
+    """`horde-tui runs` as text: a header, then one aligned line a run (a swarm's hordes
+    indented beneath it)."""
+    cells = [("ID", "STATE", "OUTCOME", "MEMBERS", "FINDINGS", "COST", "AGE")]
+    for entry in listed:
+        for line in (entry, *entry.get("hordes", ())):
+            cost = line["cost_usd"]
+            cells.append(
+                (
+                    ("  " if line["kind"] == "horde" else "") + line["id"],
+                    line["state"],
+                    " ".join(line["outcome"].split()) or "-",
+                    str(line["members"] or "-"),
+                    f"{line['accepted']}/{line['findings']}",
+                    "unknown" if cost is None else f"${cost:.2f}",
+                    _age(line["age_s"]),
+                )
+            )
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """`horde-tui runs [--json]`: every run and swarm here, newest first."""
+    horde_dir = default_horde_dir()
+    listed = list_runs(horde_dir)
+    if args.json:
+        print(json.dumps(listed, indent=2))
+    elif not listed:
+        print(f'no runs in {horde_dir} yet; start one with `horde-tui run N "task"`')
+    else:
+        print("\n".join(runs_table(listed)))
+    return 0
+
+
 def cmd_confirm(args: argparse.Namespace) -> int:
     """`approve`/`refuse`: a decision on the commands waiting in confirm mode, sent like
     every control (`control/`); `approve --always` is allow-all for the member."""
@@ -522,6 +661,14 @@ def add_commands(sub: Any) -> None:
         help="json: the gateway speaks its text protocol to the demo model",
     )
     demo.set_defaults(func=cmd_demo)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list every run and swarm here, newest first: state, outcome, members, "
+        "findings (accepted/filed), cost, age",
+    )
+    runs.add_argument("--json", action="store_true", help="one JSON list instead of a table")
+    runs.set_defaults(func=cmd_runs)
 
     fin = sub.add_parser("finalize", help="finalize an interrupted run from what is on disk")
     fin.add_argument("run", nargs="?", help="the run id (default: the latest interrupted run)")
