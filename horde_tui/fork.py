@@ -120,6 +120,20 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
     return Fork(target, run, f"E{m[1]}", seq, manifest, prompt_of(task))
 
 
+def demo_model(prompt: str, speed: float) -> Any:
+    """The demo model (a `StubThread`, a context manager) playing the script of the demo
+    `prompt` came from (the sloppy members, or the four-member review), for a fork of a
+    run it played: the one that played it died with the demo's process."""
+    from horde_tui.demo.policy import demo_policy
+    from horde_tui.demo.run import DEMO_KEY, bypass_proxies_for_loopback
+    from horde_tui.demo.sloppy import SLOPPY_PROMPT, sloppy_policy
+    from horde_tui.stubmodel import StubThread
+
+    policy = sloppy_policy(speed) if prompt == SLOPPY_PROMPT else demo_policy(speed)
+    bypass_proxies_for_loopback()
+    return StubThread(policy=policy, token=DEMO_KEY)
+
+
 def config_toml(config: dict[str, Any]) -> str:
     """The recorded settings as a `[horde]` table (unset ones left out)."""
     lines = ["# The settings of the run this fork started from (horde-tui fork).", "[horde]"]

@@ -490,8 +490,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     """`fork RUN --at E#`: prepare the fork (`fork.prepare`), then start its run there as
     `run`/`plan` would, with the run's task, members and plan unless flags change them."""
-    from horde_tui.fork import ForkRefused, prepare
+    from horde_tui.fork import ForkRefused, demo_model, prepare
+    from horde_tui.view.run import read_info
 
+    demo = read_info(resolve_run(Path.cwd() / ".horde", args.run))[0].demo
+    if demo and args.detach:
+        return _err(
+            f"refused: run {args.run} was played by the demo model, which lives in the "
+            "process that hosts its fork (a detached fork would lose it); fork it without "
+            "--detach"
+        )
     try:
         fork = prepare(Path.cwd(), args.run, args.at, Path(args.into) if args.into else None)
     except ForkRefused as exc:
@@ -505,7 +513,21 @@ def cmd_fork(args: argparse.Namespace) -> int:
     args.no_verifier = args.no_verifier or not asked.get("verifier", True)
     args.until_stop = args.until_stop or bool(asked.get("until_stop"))
     os.chdir(fork.into)
-    return cmd_run(args, "; ".join(layers) if layers else None)
+    if not demo:
+        return cmd_run(args, "; ".join(layers) if layers else None)
+    # The demo model died with the demo's process: this one serves it again, as `demo`
+    # does, and the run says so (its reports name the demo model).
+    from horde_tui.demo.run import DEMO_KEY
+
+    with demo_model(args.prompt, args.speed) as stub:
+        print(f"fork: the model is the demo model, served on {stub.api_base}; no provider key")
+        args.model, args.api_base, args.api_key, args.demo = (
+            stub.model,
+            stub.api_base,
+            DEMO_KEY,
+            True,
+        )
+        return cmd_run(args, "; ".join(layers) if layers else None)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -556,6 +578,12 @@ def add_commands(sub: Any) -> None:
     fork.add_argument("--into", help="the new folder (default: <dir>-fork-<run>-E<n> beside it)")
     fork.add_argument("--count", help="members (default: the run's)")
     fork.add_argument("--prompt", default="", help="the task (default: the run's)")
+    fork.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="a fork of a demo run: multiplier on the demo model's pauses (0 none)",
+    )
     add_run_arguments(fork)
     fork.add_argument("--detach", action="store_true", help=detach_help)
     fork.set_defaults(func=cmd_fork)
