@@ -277,13 +277,12 @@ def cmd_control(args: argparse.Namespace) -> int:
         postmortem, words = True, words[1:]
     target = " ".join(words) or "all"
     named = resolve_run(horde_dir, args.run, swarms=True) if args.run else None
-    if named is not None:
-        swarm = named if is_swarm_dir(named) else None
-        info = read_swarm(named) if swarm is not None else None
-        if info is not None and swarm_state(info) not in SWARM_LIVE_STATES:
-            swarm = None  # an ended swarm: refused below as a run that is not live
-    else:
+    if named is None:
         swarm = live_swarm(horde_dir)
+    else:  # a named swarm that ended is refused below, as a run that is not live
+        named_swarm = read_swarm(named) if is_swarm_dir(named) else None
+        live = named_swarm is not None and swarm_state(named_swarm) in SWARM_LIVE_STATES
+        swarm = named if live else None
     try:
         targets = parse_targets(target)
         info = read_swarm(swarm) if swarm is not None else None
@@ -291,9 +290,7 @@ def cmd_control(args: argparse.Namespace) -> int:
             per_horde(targets, info.hordes)
     except TargetError as exc:
         return _err(str(exc))
-    folder = (
-        swarm if swarm is not None else named if named is not None else find_run(horde_dir, None)
-    )
+    folder = swarm or named or find_run(horde_dir, None)
     if folder is None or (swarm is None and run_state(folder) != "active"):
         states = runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
