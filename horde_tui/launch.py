@@ -230,9 +230,9 @@ def check_launch(
         settings.member_models = role_models(preset, slots, settings.member_models)
     if settings is not None and settings.compact_tokens:
         budget = prompt_budget(prompt, settings.compact_tokens)
-        if budget is not None and budget.startswith("refused"):
-            refuse(Refusal("prompt", budget))
-        elif budget is not None:
+        if isinstance(budget, Refusal):
+            refuse(budget)
+        elif budget:
             check.notes.append(budget)
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
@@ -295,21 +295,22 @@ def check_launch(
     return check
 
 
-def prompt_budget(prompt: str, budget: int) -> str | None:
+def prompt_budget(prompt: str, budget: int) -> Refusal | str | None:
     """A prompt that alone fills a member's context budget (`compact_tokens`) is refused:
     every turn must carry it, so a member could never see it whole; one that takes more
-    than half is worth a note. None when it fits. Tokens are estimated as the gateway's
-    JSON protocol counts them (`chars_for_tokens`: about 4 characters a token)."""
+    than half is worth a note (the line). None when it fits. Tokens are estimated as the
+    gateway's JSON protocol counts them (`chars_for_tokens`: about 4 characters a token)."""
     from horde_tui.gateway.jsonproto import CHARS_PER_TOKEN
 
     tokens = -(-len(prompt) // CHARS_PER_TOKEN)
     flag = f"{flag_name('compact_tokens')} {budget}"
     if tokens >= budget:
-        return (
+        return Refusal(
+            "prompt",
             f"refused: the prompt is about {tokens:,} tokens ({len(prompt):,} characters) and "
             f"a member's context budget is {budget:,} tokens ({flag}); shorten it (put the "
             f"material in a file of the project and name the file), or raise "
-            f"{flag_name('compact_tokens')}"
+            f"{flag_name('compact_tokens')}",
         )
     if tokens * 2 > budget:
         return (
