@@ -324,6 +324,20 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+SIGPIPE_STATUS = 141
+"""128 + SIGPIPE: how a Unix tool ends whose reader went away (`... | head -1`)."""
+
+
+def _reader_gone() -> int:
+    """Standard output's reader has gone (`horde-tui status | head -1`): end quietly, as a
+    tool killed by SIGPIPE does. Standard output is pointed at /dev/null first, so the
+    interpreter's own last flush has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
     if os.environ.get("_ARGCOMPLETE"):
         # A shell is completing a word: only then is argcomplete imported (never on
@@ -350,12 +364,25 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_app(args)
         parser.print_help()
         return 2
+    usage_errors: tuple[type[Exception], ...] = (CliUsageError,)
+    if args.command != "tool":  # `tool`'s fast path imports none of the run readers
+        from horde_tui.store.runs import UnknownRun
+
+        usage_errors += (UnknownRun,)
+    command = f"horde-tui {args.command}" if args.command else "horde-tui"
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that left shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+    except usage_errors as exc:
+        # A run id that names no run (`store.runs.resolve_run`), in any command: bad usage.
+        print(f"{command}: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         # The last net for a file the command could not open (an immutable `.lock`, a
         # directory where a file belongs): one line naming it, never a traceback.
-        command = f"horde-tui {args.command}" if args.command else "horde-tui"
         where = f"{exc.filename}: " if exc.filename else ""
         print(
             f"{command}: cannot use {where}{exc.strerror or exc}; make it a readable, "

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from horde_tui.settings import Settings, SettingsError, env_name, load_settings, read_config_file
+from horde_tui.store.paths import unwritable
 from horde_tui.store.runs import live_file, run_ids, run_state, supervisor_pid, swarms_by_state
 from horde_tui.watchdog import pid_alive
 
@@ -483,38 +484,15 @@ def terminal_size() -> tuple[int, int] | None:
 
 def check_horde_dir(horde_dir: Path, fail_bytes: int = DISK_FAIL_BYTES) -> list[Check]:
     """`.horde/` (or where it would be made) is writable, with room for a run."""
-    existing = horde_dir if horde_dir.exists() else horde_dir.parent
-    checks = []
-    if horde_dir.exists() and not horde_dir.is_dir():
-        checks.append(
-            Check(
-                "writable",
-                "FAIL",
-                f"{horde_dir} is not a directory",
-                "move it aside; a run keeps its ledgers in that folder",
-            )
-        )
-        existing = horde_dir.parent
+    existing = horde_dir if horde_dir.is_dir() else horde_dir.parent
+    place = unwritable(horde_dir)  # the check `run` and the launch form refuse by
+    if place is not None:
+        checks = [Check("writable", "FAIL", *place)]
     else:
-        try:
-            with tempfile.NamedTemporaryFile(dir=existing, prefix=".doctor-"):
-                pass
-        except OSError as exc:
-            checks.append(
-                Check(
-                    "writable",
-                    "FAIL",
-                    f"cannot write in {existing}: {exc.strerror or exc}",
-                    "run from a folder you can write, or fix its permissions",
-                )
-            )
-        else:
-            what = (
-                str(horde_dir)
-                if horde_dir.exists()
-                else f"{existing} ({horde_dir.name}/ will be made)"
-            )
-            checks.append(Check("writable", "ok", what))
+        what = (
+            str(horde_dir) if horde_dir.exists() else f"{existing} ({horde_dir.name}/ will be made)"
+        )
+        checks = [Check("writable", "ok", what)]
     try:
         free = shutil.disk_usage(existing).free
     except OSError as exc:

@@ -25,7 +25,7 @@ from typing import Any
 
 from horde_tui.store.jsonl import JsonlTail, parse_record
 from horde_tui.store.paths import atomic_write_text
-from horde_tui.store.runs import existing_run
+from horde_tui.store.runs import resolve_run
 
 EVENT_ID = re.compile(r"E?([1-9][0-9]{0,11})")
 
@@ -81,9 +81,12 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
     """Make the fork's directory (see the module docstring); refuse in one line when the
     run, the event or the target is not usable."""
     horde_dir = workdir / ".horde"
-    run_dir = existing_run(horde_dir, run)
-    if run_dir is None:
-        raise ForkRefused(f"refused: no run {run} in {horde_dir}; `horde-tui app` lists them")
+    run_dir = resolve_run(horde_dir, run)  # UnknownRun: bad usage
+    if run_dir.parent.parent != horde_dir:
+        raise ForkRefused(
+            f"refused: {run} is a swarm's horde run; fork a run of {horde_dir} (a swarm's "
+            "hordes share its partition, which a fork of one would not have)"
+        )
     m = EVENT_ID.fullmatch(at.strip())
     if m is None:
         raise ForkRefused(f"refused: --at {at!r} is not an event id; give E# (e.g. E42)")
@@ -115,6 +118,20 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
     from horde_tui.supervisor.resume import prompt_of  # the one reader of TASK.md's prompt
 
     return Fork(target, run, f"E{m[1]}", seq, manifest, prompt_of(task))
+
+
+def demo_model(prompt: str, speed: float) -> Any:
+    """The demo model (a `StubThread`, a context manager) playing the script of the demo
+    `prompt` came from (the sloppy members, or the four-member review), for a fork of a
+    run it played: the one that played it died with the demo's process."""
+    from horde_tui.demo.policy import demo_policy
+    from horde_tui.demo.run import DEMO_KEY, bypass_proxies_for_loopback
+    from horde_tui.demo.sloppy import SLOPPY_PROMPT, sloppy_policy
+    from horde_tui.stubmodel import StubThread
+
+    policy = sloppy_policy(speed) if prompt == SLOPPY_PROMPT else demo_policy(speed)
+    bypass_proxies_for_loopback()
+    return StubThread(policy=policy, token=DEMO_KEY)
 
 
 def config_toml(config: dict[str, Any]) -> str:

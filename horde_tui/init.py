@@ -18,7 +18,7 @@ from typing import Any
 
 from horde_tui.prompts import AGENTS_MD_CAP
 from horde_tui.settings import FLAGS, Settings, env_name
-from horde_tui.store.paths import HordePaths, atomic_write_text
+from horde_tui.store.paths import HordePaths, atomic_write_text, unwritable
 
 CONFIG_HEAD = """\
 # horde-tui settings for this project (`horde-tui init` wrote this file).
@@ -133,12 +133,9 @@ def add_init_command(sub: Any) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
-    horde = workdir / ".horde"
-    if horde.exists() and not horde.is_dir():
-        print(
-            f"horde-tui init: {horde} is a file, not a folder; move it aside and run init again",
-            file=sys.stderr,
-        )
+    place = unwritable(workdir / ".horde") or unwritable(workdir)  # and AGENTS.md beside it
+    if place is not None:
+        print(f"horde-tui init: refused: {place[0]}; {place[1]}", file=sys.stderr)
         return 1
     for line in init_project(workdir, args.force):
         print(line)

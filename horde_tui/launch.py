@@ -24,7 +24,7 @@ from typing import Any
 from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.presets import PresetError, find_preset, role_models
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
-from horde_tui.store.paths import HordePaths
+from horde_tui.store.paths import HordePaths, unwritable
 from horde_tui.store.runs import (
     existing_swarm,
     host_pid,
@@ -181,6 +181,10 @@ def check_launch(
     env = os.environ if environ is None else environ
     check = LaunchCheck()
     refuse = check.refusals.append
+    place = unwritable(horde_dir)
+    if place is not None:  # nothing else can be judged (or kept) there: the one line
+        refuse(Refusal("run", f"refused: {place[0]}; {place[1]}", 1))
+        return check
     if env.get("HORDE_GATEWAY_URL") and env.get("HORDE_RUN"):
         refuse(
             Refusal(
@@ -224,6 +228,12 @@ def check_launch(
         # A role's model is that member's, unless the run names one for it itself.
         slots = assign_roles(RunRequest("", check.count.members, layers, not options.no_verifier))
         settings.member_models = role_models(preset, slots, settings.member_models)
+    if settings is not None and settings.compact_tokens:
+        budget = prompt_budget(prompt, settings.compact_tokens)
+        if isinstance(budget, Refusal):
+            refuse(budget)
+        elif budget:
+            check.notes.append(budget)
     if settings is not None and not settings.model:
         refuse(Refusal("model", NO_MODEL))
     elif settings is not None and (clash := aihorde_clash(settings)):
@@ -257,7 +267,7 @@ def check_launch(
                 1,
             )
         )
-    check.notes = [
+    check.notes += [
         f"note: run {run} was interrupted (its supervisor died); carry it on with "
         f"`horde-tui resume {run}` or write its report with `horde-tui finalize {run}`"
         for run in states.get("interrupted", [])
@@ -283,6 +293,31 @@ def check_launch(
         forked_from=options.forked_from or "",
     )
     return check
+
+
+def prompt_budget(prompt: str, budget: int) -> Refusal | str | None:
+    """A prompt that alone fills a member's context budget (`compact_tokens`) is refused:
+    every turn must carry it, so a member could never see it whole; one that takes more
+    than half is worth a note (the line). None when it fits. Tokens are estimated as the
+    gateway's JSON protocol counts them (`chars_for_tokens`: about 4 characters a token)."""
+    from horde_tui.gateway.jsonproto import CHARS_PER_TOKEN
+
+    tokens = -(-len(prompt) // CHARS_PER_TOKEN)
+    flag = f"{flag_name('compact_tokens')} {budget}"
+    if tokens >= budget:
+        return Refusal(
+            "prompt",
+            f"refused: the prompt is about {tokens:,} tokens ({len(prompt):,} characters) and "
+            f"a member's context budget is {budget:,} tokens ({flag}); shorten it (put the "
+            f"material in a file of the project and name the file), or raise "
+            f"{flag_name('compact_tokens')}",
+        )
+    if tokens * 2 > budget:
+        return (
+            f"note: the prompt is about {tokens:,} tokens, more than half of a member's "
+            f"context budget of {budget:,} ({flag}): little room is left for the work"
+        )
+    return None
 
 
 def aihorde_clash(settings: Settings) -> str | None:

@@ -21,7 +21,7 @@ from horde_tui.fork import EVENT_ID
 from horde_tui.screens.base import AppConfig
 from horde_tui.screens.replay import ReplayScreen
 from horde_tui.store.paths import default_horde_dir
-from horde_tui.store.runs import existing_run
+from horde_tui.store.runs import UnknownRun, resolve_run
 from horde_tui.view.replay import Replay, ReplayRefused
 from horde_tui.view.run import LIVE_STATES, RunsIndex, state_of
 
@@ -53,11 +53,10 @@ def run_to_replay(horde_dir: Path, run: str) -> Path:
         if not ended:
             raise ReplayRefused(f"refused: no run has ended in {horde_dir}; nothing to replay")
         run = ended[0]
-    run_dir = existing_run(horde_dir, run)
-    if run_dir is None:
-        raise ReplayRefused(
-            f"refused: no run {run} in {horde_dir}; `horde-tui app` lists the runs (or give `last`)"
-        )
+    try:
+        run_dir = resolve_run(horde_dir, run)
+    except UnknownRun as exc:
+        raise ReplayRefused(f"refused: {exc} (or give `last`)") from None
     from horde_tui.view.run import RunLifecycle
 
     life = RunLifecycle(run_dir / "events.jsonl")

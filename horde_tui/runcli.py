@@ -31,14 +31,17 @@ from horde_tui.settings import (
 )
 from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import (
-    existing_run,
-    existing_swarm,
+    SWARM_LIVE_STATES,
     find_run,
+    is_swarm_dir,
     live_swarm,
     read_swarm,
+    resolve_run,
     run_state,
     runs_by_state,
+    swarm_state,
 )
+from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
@@ -192,14 +195,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 "supervisor is gone); `resume [target]` resumes paused members"
             )
         return cmd_control(args)
-    if existing_swarm(horde_dir, run) is not None:
+    if is_swarm_dir(resolve_run(horde_dir, run, swarms=True)):  # nor a member target
         return _resume_swarm(args, horde_dir, run)
-    if existing_run(horde_dir, run) is None:
-        return _err(
-            f"no run or swarm named {run} in {horde_dir} (nor a member target); "
-            "`horde-tui app` lists them",
-            1,
-        )
     from horde_tui.supervisor.resume import ResumeRefused, load_resume, resumed_supervisor
 
     try:
@@ -270,10 +267,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from horde_tui.app import attach_app
 
     horde_dir = default_horde_dir()
-    run_dir = find_run(horde_dir, args.run)
+    run_dir = resolve_run(horde_dir, args.run) if args.run else find_run(horde_dir, None)
     if run_dir is None:
-        what = f"no run named {args.run}" if args.run else "no run is live"
-        return _err(f"{what} in {horde_dir}; `horde-tui app` lists the runs", 1)
+        return _err(f"no run is live in {horde_dir}; `horde-tui runs` lists the runs", 1)
     return attach_app(run_dir, no_mouse=args.no_mouse)
 
 
@@ -288,7 +284,13 @@ def cmd_control(args: argparse.Namespace) -> int:
     if args.control == "stop-clean" and words and words[0] == "postmortem":
         postmortem, words = True, words[1:]
     target = " ".join(words) or "all"
-    swarm = None if args.run else live_swarm(horde_dir)
+    named = resolve_run(horde_dir, args.run, swarms=True) if args.run else None
+    if named is None:
+        swarm = live_swarm(horde_dir)
+    else:  # a named swarm that ended is refused below, as a run that is not live
+        named_swarm = read_swarm(named) if is_swarm_dir(named) else None
+        live = named_swarm is not None and swarm_state(named_swarm) in SWARM_LIVE_STATES
+        swarm = named if live else None
     try:
         targets = parse_targets(target)
         info = read_swarm(swarm) if swarm is not None else None
@@ -296,7 +298,7 @@ def cmd_control(args: argparse.Namespace) -> int:
             per_horde(targets, info.hordes)
     except TargetError as exc:
         return _err(str(exc))
-    folder = swarm if swarm is not None else find_run(horde_dir, args.run)
+    folder = swarm or named or find_run(horde_dir, None)
     if folder is None or (swarm is None and run_state(folder) != "active"):
         states = runs_by_state(horde_dir)
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
@@ -317,6 +319,144 @@ def cmd_control(args: argparse.Namespace) -> int:
     return 0 if answer["ok"] else 1
 
 
+def shown_state(state: str, outcome: str) -> str:
+    """What `horde-tui runs` calls a run's or swarm's state: `live` while its host is
+    responsible for it, an ended one `finished`, `failed` or `stopped` by its outcome,
+    else the runs list's own word (`interrupted`, `manual`, `not started`, `pending`)."""
+    if state in ("active", "finalizing") or (state in SWARM_LIVE_STATES and state != "pending"):
+        return "live"
+    if state != "finished":
+        return state
+    if outcome.startswith("stopped"):
+        return "stopped"
+    return "failed" if "failed" in outcome else "finished"
+
+
+def _listed(
+    row: Any, run_dir: Path | None, ledgers: Any, now: float, kind: str = "run"
+) -> dict[str, Any]:
+    """One line of `horde-tui runs` as JSON: a row of the runs list's index (`RunRow`),
+    with what the run bought (`finding_yield`, as REPORT.md counts it) and spent (its
+    `usage.jsonl`, one line per model call; unknown once a call was unpriced)."""
+    from horde_tui.eval.collect import usage_totals
+    from horde_tui.supervisor.forecast import finding_yield
+
+    found, accepted = finding_yield(ledgers, row.run_id) if ledgers is not None else (0, 0)
+    cost = usage_totals(run_dir)[1] if run_dir is not None else 0.0
+    return {
+        "id": row.run_id,
+        "kind": kind,
+        "state": shown_state(row.state, row.outcome),
+        "run_state": row.state,
+        "outcome": row.outcome,
+        "members": row.members,
+        "findings": found,
+        "accepted": accepted,
+        "cost_usd": cost,
+        "started": row.started,
+        "age_s": round(now - row.started, 1) if row.started else None,
+    }
+
+
+def _fold(horde_dir: Path) -> Any:
+    """The ledgers of `horde_dir`, folded once for every run in it (read only)."""
+    from horde_tui.store.store import HordeStore
+
+    store = HordeStore(horde_dir, "viewer")
+    store.refresh()
+    return store.state
+
+
+def list_runs(horde_dir: Path) -> list[dict[str, Any]]:
+    """Every run and swarm of `horde_dir`, newest first, as the app's runs list reads
+    them (`view.swarm.RunsAndSwarms`); a swarm carries its hordes' lines (`hordes`),
+    each read the same way from its horde's own directory."""
+    import time
+
+    from horde_tui.store.runs import horde_run_dirs
+    from horde_tui.view.run import RunRow, RunsIndex
+    from horde_tui.view.swarm import RunsAndSwarms
+
+    now = time.time()
+    index = RunsAndSwarms(horde_dir)
+    index.refresh()
+    rows = index.rows()
+    ledgers = _fold(horde_dir) if any(not index.is_swarm(r) for r in rows) else None
+    out = []
+    for row in rows:
+        if not index.is_swarm(row):
+            out.append(_listed(row, horde_dir / "runs" / row.run_id, ledgers, now))
+            continue
+        swarm_dir = index.swarm_dir(row)
+        info = read_swarm(swarm_dir)
+        started = horde_run_dirs(swarm_dir, info) if info is not None else {}
+        hordes = []
+        for horde in info.horde_names() if info is not None else []:
+            run_dir = started.get(horde)
+            runs = RunsIndex(swarm_dir / horde)
+            runs.refresh()
+            mine = [r for r in runs.rows() if run_dir is not None and r.run_id == run_dir.name]
+            if mine:
+                line = _listed(mine[0], run_dir, _fold(swarm_dir / horde), now, "horde")
+            else:
+                pending = RunRow(horde, "pending", None, row.members, "", "", "", ())
+                line = _listed(pending, None, None, now, "horde")
+            hordes.append({**line, "id": horde, "run": run_dir.name if mine else None})
+        whole = _listed(row, None, None, now, "swarm")
+        whole["members"] = row.count
+        whole["findings"] = sum(h["findings"] for h in hordes)
+        whole["accepted"] = sum(h["accepted"] for h in hordes)
+        whole["cost_usd"] = sum_cost(h["cost_usd"] for h in hordes)
+        out.append({**whole, "hordes": hordes})
+    return out
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(max(seconds, 0))}s"
+
+
+def runs_table(listed: list[dict[str, Any]]) -> list[str]:
+    """`horde-tui runs` as text: a header, then one aligned line a run (a swarm's hordes
+    indented beneath it)."""
+    cells = [("ID", "STATE", "OUTCOME", "MEMBERS", "FINDINGS", "COST", "AGE")]
+    for entry in listed:
+        for line in (entry, *entry.get("hordes", ())):
+            cost = line["cost_usd"]
+            cells.append(
+                (
+                    ("  " if line["kind"] == "horde" else "") + line["id"],
+                    line["state"],
+                    " ".join(line["outcome"].split()) or "-",
+                    str(line["members"] or "-"),
+                    f"{line['accepted']}/{line['findings']}",
+                    "unknown" if cost is None else f"${cost:.2f}",
+                    _age(line["age_s"]),
+                )
+            )
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    """`horde-tui runs [--json]`: every run and swarm here, newest first."""
+    horde_dir = default_horde_dir()
+    listed = list_runs(horde_dir)
+    if args.json:
+        print(json.dumps(listed, indent=2))
+    elif not listed:
+        print(f'no runs in {horde_dir} yet; start one with `horde-tui run N "task"`')
+    else:
+        print("\n".join(runs_table(listed)))
+    return 0
+
+
 def cmd_confirm(args: argparse.Namespace) -> int:
     """`approve`/`refuse`: a decision on the commands waiting in confirm mode, sent like
     every control (`control/`); `approve --always` is allow-all for the member."""
@@ -329,11 +469,12 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     from horde_tui.supervisor.recover import finalize_from_disk
 
     horde_dir = Path.cwd() / ".horde"
-    run_dir = find_run(horde_dir, args.run, ("interrupted",))
+    if args.run:
+        run_dir: Path | None = resolve_run(horde_dir, args.run)
+    else:
+        run_dir = find_run(horde_dir, None, ("interrupted",))
     if run_dir is None:
-        return _err(
-            f"no interrupted run {'named ' + args.run if args.run else 'found'} in {horde_dir}", 1
-        )
+        return _err(f"no interrupted run found in {horde_dir}", 1)
     state = run_state(run_dir)
     if state == "active":
         return _err(f"{run_dir.name} is still live; stop it first (horde-tui stop-clean)", 1)
@@ -354,8 +495,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     """`fork RUN --at E#`: prepare the fork (`fork.prepare`), then start its run there as
     `run`/`plan` would, with the run's task, members and plan unless flags change them."""
-    from horde_tui.fork import ForkRefused, prepare
+    from horde_tui.fork import ForkRefused, demo_model, prepare
+    from horde_tui.view.run import read_info
 
+    demo = read_info(resolve_run(Path.cwd() / ".horde", args.run))[0].demo
+    if demo and args.detach:
+        return _err(
+            f"refused: run {args.run} was played by the demo model, which lives in the "
+            "process that hosts its fork (a detached fork would lose it); fork it without "
+            "--detach"
+        )
     try:
         fork = prepare(Path.cwd(), args.run, args.at, Path(args.into) if args.into else None)
     except ForkRefused as exc:
@@ -369,7 +518,21 @@ def cmd_fork(args: argparse.Namespace) -> int:
     args.no_verifier = args.no_verifier or not asked.get("verifier", True)
     args.until_stop = args.until_stop or bool(asked.get("until_stop"))
     os.chdir(fork.into)
-    return cmd_run(args, "; ".join(layers) if layers else None)
+    if not demo:
+        return cmd_run(args, "; ".join(layers) if layers else None)
+    # The demo model died with the demo's process: this one serves it again, as `demo`
+    # does, and the run says so (its reports name the demo model).
+    from horde_tui.demo.run import DEMO_KEY
+
+    with demo_model(args.prompt, args.speed) as stub:
+        print(f"fork: the model is the demo model, served on {stub.api_base}; no provider key")
+        args.model, args.api_base, args.api_key, args.demo = (
+            stub.model,
+            stub.api_base,
+            DEMO_KEY,
+            True,
+        )
+        return cmd_run(args, "; ".join(layers) if layers else None)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -420,6 +583,12 @@ def add_commands(sub: Any) -> None:
     fork.add_argument("--into", help="the new folder (default: <dir>-fork-<run>-E<n> beside it)")
     fork.add_argument("--count", help="members (default: the run's)")
     fork.add_argument("--prompt", default="", help="the task (default: the run's)")
+    fork.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="a fork of a demo run: multiplier on the demo model's pauses (0 none)",
+    )
     add_run_arguments(fork)
     fork.add_argument("--detach", action="store_true", help=detach_help)
     fork.set_defaults(func=cmd_fork)
@@ -525,6 +694,14 @@ def add_commands(sub: Any) -> None:
         help="json: the gateway speaks its text protocol to the demo model",
     )
     demo.set_defaults(func=cmd_demo)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list every run and swarm here, newest first: state, outcome, members, "
+        "findings (accepted/filed), cost, age",
+    )
+    runs.add_argument("--json", action="store_true", help="one JSON list instead of a table")
+    runs.set_defaults(func=cmd_runs)
 
     fin = sub.add_parser("finalize", help="finalize an interrupted run from what is on disk")
     fin.add_argument("run", nargs="?", help="the run id (default: the latest interrupted run)")

@@ -128,7 +128,7 @@ def test_replay_of_a_missing_run_is_refused_in_one_line(
 ) -> None:
     monkeypatch.setenv("HORDE_DIR", str(scene))
     for argv, expected in (
-        (["replay", "nosuch"], "horde-tui: refused: no run nosuch in "),
+        (["replay", "nosuch"], "horde-tui: refused: no run named nosuch in "),
         (["replay", RUN_ID, "--at", "E9999"], f"refused: run {RUN_ID} has no event E9999"),
         (["replay", RUN_ID, "--at", "soon"], "refused: --at 'soon' is not an event id"),
     ):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from horde_tui.fork import ForkRefused, prepare
+from horde_tui.store.runs import UnknownRun
 from horde_tui.store.state import RENDERERS
 from horde_tui.store.store import HordeStore
 
@@ -75,8 +76,9 @@ def test_a_fork_at_any_event_folds_to_the_ledgers_as_they_were(scene, tmp_path: 
 
 def test_bad_forks_are_refused_in_one_line(scene, tmp_path: Path) -> None:
     horde, _ = scene
+    with pytest.raises(UnknownRun, match=r"^no run named r9 in .*\(newest: r1\)"):
+        prepare(horde.workdir, "r9", "E1", None)
     for run, at, into, expected in (
-        ("r9", "E1", None, "refused: no run r9 in "),
         ("r1", "E999", None, "refused: the run has no event E999; its events end at E"),
         ("r1", "x", None, "refused: --at 'x' is not an event id; give E# (e.g. E42)"),
         ("r1", "E2", horde.workdir, "exists and is not empty; pass --into a new folder"),
@@ -135,3 +137,70 @@ def test_horde_tui_fork_starts_a_run_there_that_says_where_it_came_from(
     assert manifest["request"]["count"] == 2
     assert "Review app.py" in (run_dir / "TASK.md").read_text()
     assert any("app.py hard-codes the password" in r for r in sent), "the forked run never showed F1"
+
+
+def _demo_run(horde_dir: Path) -> str:
+    """A run directory whose MANIFEST.json says the demo model played it."""
+    from support.rundir import RunDir
+
+    run = RunDir(horde_dir, "20260102-120000-de30")
+    manifest = json.loads((run.path / "MANIFEST.json").read_text())
+    (run.path / "MANIFEST.json").write_text(json.dumps({**manifest, "demo_model": True}))
+    run.event(0, "run-start", members=3, model="openai/stub")
+    return run.path.name
+
+
+def test_a_demo_runs_fork_cannot_be_detached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo model lives in the process that hosts the fork, so a detached fork would
+    lose it: refused in one line before anything is copied."""
+    from horde_tui.cli import main
+
+    project = tmp_path / "project"
+    run = _demo_run(project / ".horde")
+    monkeypatch.chdir(project)
+    into = tmp_path / "fork"
+    assert main(["fork", run, "--at", "E1", "--into", str(into), "--detach"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "demo model" in err, err
+    assert not into.exists()
+
+
+@pytest.mark.slow  # the demo, then its fork: two whole real runs
+@pytest.mark.e2e
+def test_a_fork_of_a_demo_run_is_played_by_the_demo_model(tmp_path: Path) -> None:
+    """The demo's model died with the demo; its fork serves the demo model again (the
+    run before pointed its gateway at the dead one's port, and every call failed)."""
+    import subprocess
+    import sys
+
+    from support.cli import host_env
+
+    env = host_env(TMPDIR=str(tmp_path))
+    demo = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "demo", "--headless", "--speed", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    (workdir,) = tmp_path.glob("horde-demo-*")
+    (run,) = (p.name for p in (workdir / ".horde" / "runs").iterdir())
+    into = tmp_path / "forked"
+    fork = ["fork", run, "--at", "E5", "--into", str(into), "--headless", "--speed", "0"]
+    done = subprocess.run(
+        [sys.executable, "-m", "horde_tui", *fork],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "the demo model" in done.stdout
+    (forked,) = [p for p in (into / ".horde" / "runs").iterdir() if p.name != run]
+    manifest = json.loads((forked / "MANIFEST.json").read_text())
+    assert manifest["demo_model"] is True and manifest["forked_from"] == f"{run}@E5"
+    assert "model_error" not in (forked / "events.jsonl").read_text()

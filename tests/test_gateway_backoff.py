@@ -105,3 +105,28 @@ def post(gw: GatewayProcess, member: str) -> int:
     body = {"model": "any", "messages": HELLO}
     resp = httpx.post(gw.url + "/v1/chat/completions", json=body, headers=headers, timeout=60)
     return resp.status_code
+
+
+def test_a_missing_key_is_one_line_naming_the_variable_to_set(
+    stub_model: StubThread, tmp_path: Path
+) -> None:
+    """litellm says a missing key in a paragraph (what may be passed, which variables
+    may be set); the member, the event log and the report get one line that names the
+    variable to set."""
+    gateway = start_gateway(stub_model, tmp_path, HORDE_API_KEY="", OPENAI_API_KEY="")
+    try:
+        headers = {"Authorization": f"Bearer {gateway.token}", "X-Horde-Member": "member-1"}
+        resp = httpx.post(
+            gateway.url + "/v1/chat/completions",
+            json={"model": "any", "messages": HELLO},
+            headers=headers,
+            timeout=60,
+        )
+    finally:
+        gateway.proc.terminate()
+        gateway.proc.wait(timeout=30)
+    assert resp.status_code == 401, resp.text
+    assert resp.json()["error"]["message"] == (
+        "no provider key: set OPENAI_API_KEY (or give --api-key, or api_key in "
+        ".horde/config.toml)"
+    )

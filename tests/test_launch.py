@@ -198,3 +198,25 @@ def test_one_line_says_where_a_detached_run_or_swarm_goes_on(tmp_path: Path) -> 
     assert in_background(DetachedStart(7, log, run_dir), "resumed").startswith(
         "run 20250101-120000-beef resumed in the background (pid 7)"
     )
+
+
+def test_a_prompt_over_a_members_context_budget_is_refused_with_its_size(
+    tmp_path: Path,
+) -> None:
+    """With a context budget (`--compact-tokens`) a prompt that alone fills it is refused
+    with its size in tokens; one that takes more than half of it is started with a note."""
+    horde = tmp_path / ".horde"
+    big = "Review this log line by line: " + "error at app.py:12 " * 100  # 1,929 stripped
+    check = check_launch(RunOptions("2", big, compact_tokens="400"), horde, environ=MODEL_ENV)
+    assert refusals(check) == {
+        "prompt": "refused: the prompt is about 483 tokens (1,929 characters) and a member's "
+        "context budget is 400 tokens (--compact-tokens 400); shorten it (put the material "
+        "in a file of the project and name the file), or raise --compact-tokens"
+    }
+    check = check_launch(RunOptions("2", big, compact_tokens="800"), horde, environ=MODEL_ENV)
+    assert check.ok and check.notes == [
+        "note: the prompt is about 483 tokens, more than half of a member's context budget "
+        "of 800 (--compact-tokens 800): little room is left for the work"
+    ]
+    check = check_launch(RunOptions("2", big), horde, environ=MODEL_ENV)
+    assert check.ok and check.notes == []  # no budget set: the provider's window decides

@@ -68,6 +68,7 @@ async def test_without_the_token_refused_with_it_the_tool_works(horde: Any) -> N
 
 
 async def test_the_token_from_the_environment_is_used_and_never_written(horde: Any) -> None:
+    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     token = "a-long-enough-shared-secret-0123"
 
     with http_server(
@@ -85,6 +86,7 @@ async def test_the_token_from_the_environment_is_used_and_never_written(horde: A
 
 @pytest.mark.parametrize("token", ["short", "has a space in it, long enough"])
 def test_a_weak_token_from_the_environment_is_refused_in_one_line(horde: Any, token: str) -> None:
+    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     import subprocess
     import sys
 

@@ -118,5 +118,5 @@ def test_an_unknown_run_is_one_line(horde: Any) -> None:
     done = join(horde.workdir, "no-such-run", "--agent", "goose")
 
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("horde-tui join: no run 'no-such-run' in ")
+    assert done.stderr.startswith("horde-tui join: no run named no-such-run in ")
     assert len(done.stderr.splitlines()) == 1

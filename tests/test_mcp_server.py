@@ -32,6 +32,7 @@ def ledger(horde: Any) -> list[dict[str, Any]]:
 
 
 async def test_the_listed_tool_is_the_members_horde_tool(horde: Any) -> None:
+    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
         tools = (await session.list_tools()).tools
 
@@ -114,6 +115,7 @@ async def test_a_refusal_is_the_one_line_horde_tui_tool_prints(horde: Any) -> No
 
 
 async def test_a_retry_with_the_same_request_id_writes_once(horde: Any) -> None:
+    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
         first = await call(session, "idea", text="Audit app/api/search.py", requestId="ext-1-7")
         again = await call(session, "idea", text="Audit app/api/search.py", requestId="ext-1-7")
@@ -136,6 +138,7 @@ async def test_a_retry_with_the_same_request_id_writes_once(horde: Any) -> None:
 async def test_a_bad_argument_is_a_tool_error_and_the_server_carries_on(
     horde: Any, arguments: dict[str, Any], expected: str
 ) -> None:
+    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
         bad = await session.call_tool("horde", arguments)
         after = await call(session, "idea", text="Audit app/api/search.py")

@@ -338,6 +338,44 @@ def test_a_caller_in_another_pid_namespace_is_not_served(
     assert writer["pid"] == int(str(post["requestId"]).split("-")[1])
 
 
+_LATE_CALLER = """
+import socket, sys, time
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.connect(sys.argv[1])
+time.sleep(0.5)  # well after the server took the connection
+try:
+    sock.sendall(b'{"v":1}\\n')
+    print(sock.makefile("rb").readline().decode().strip() or "closed")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_a_refused_caller_is_told_so_however_late_it_sends(
+    tmp_path: Path, server: subprocess.Popen[str]
+) -> None:
+    """A caller the server does not serve gets one answer saying so, whenever its request
+    comes: a refusal that only closed the socket told a caller that sent first "the
+    server died" and one that sent later "nothing listens" (the flaky KeyError of the
+    test above: a direct call without the request id it was sent with)."""
+    sandbox = ["bwrap", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev"]
+    sandbox += ["--proc", "/proc", "--bind", str(tmp_path), str(tmp_path)]
+    path = str(socket_path(tmp_path / ".horde"))
+    r = subprocess.run(
+        [*sandbox, sys.executable, "-c", _LATE_CALLER, path],
+        env=host_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if r.returncode != 0 and "bwrap" in r.stderr:
+        pytest.skip(f"bubblewrap cannot run here: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    assert "another pid namespace" in answer["error"], answer
+
+
 def test_no_server_under_a_shared_directory_that_is_not_private(tmp_path: Path) -> None:
     """A horde path too long for a socket puts it under `$TMPDIR/horde-<uid>/`; a
     directory there that others may write is refused, not used."""

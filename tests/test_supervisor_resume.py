@@ -140,9 +140,13 @@ def test_resume_refuses_an_ended_run(in_dir: Path, capsys: pytest.CaptureFixture
 
 
 def test_resume_names_an_unknown_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    line = one_line_refusal(capsys, "resume", "20990101-000000-ffff")
-    assert line.startswith("horde-tui: no run or swarm named 20990101-000000-ffff in ")
-    assert line.endswith("(nor a member target); `horde-tui app` lists them")
+    assert main(["resume", "20990101-000000-ffff"]) == 2  # bad usage
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    assert out == "" and line.startswith(
+        "horde-tui resume: no run or swarm named 20990101-000000-ffff in "
+    )
+    assert line.endswith("; `horde-tui runs` lists them")
 
 
 def test_a_one_member_runs_canary_result_is_read_from_its_canary_event(in_dir: Path) -> None:

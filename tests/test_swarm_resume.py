@@ -28,6 +28,7 @@ from textual.widgets import Button
 
 from horde_tui import prompts
 from horde_tui.app import AppConfig, HordeApp
+from horde_tui.cli import main
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.settings import load_settings
 from horde_tui.store.runs import read_swarm, swarm_info, swarm_state
@@ -156,9 +157,10 @@ def test_resume_refuses_a_live_an_ended_and_an_unknown_swarm(
         f"horde-tui: refused: swarm {SWARM_ID} already ended (completed); its report is "
         f"{swarm_dir / 'REPORT.md'}; start a new swarm instead"
     )
-    assert one_line_refusal(capsys, "resume", "20991231-235959-zzzz") == (
-        f"horde-tui: no run or swarm named 20991231-235959-zzzz in {horde_dir} (nor a member "
-        "target); `horde-tui app` lists them"
+    assert main(["resume", "20991231-235959-zzzz"]) == 2  # bad usage
+    assert capsys.readouterr().err == (
+        f"horde-tui resume: no run or swarm named 20991231-235959-zzzz in {horde_dir} "
+        f"(newest: {SWARM_ID}); `horde-tui runs` lists them\n"
     )
     assert json.loads((swarm_dir / "SWARM.json").read_text())["state"] == "finished"
 

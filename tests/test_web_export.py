@@ -27,7 +27,8 @@ from support.web_scene import (
     web_scene,
 )
 
-from horde_tui.web.export import WARNING, ExportError, export, resolve_scope
+from horde_tui.store.runs import UnknownRun
+from horde_tui.web.export import WARNING, export, resolve_scope
 from horde_tui.web.mask import Masker
 from horde_tui.web.pages import CSP, Site, esc
 
@@ -182,7 +183,7 @@ def test_a_page_names_the_version_and_the_graph_links_each_mark(horde: Path) -> 
 
 
 def test_an_unknown_target_is_one_line(horde: Path, tmp_path: Path) -> None:
-    with pytest.raises(ExportError, match=r"^refused: no run or swarm 'nope' .*; name one"):
+    with pytest.raises(UnknownRun, match=r"^no run or swarm named nope in .*runs` lists them$"):
         resolve_scope(horde, "nope")
     assert "may carry secrets" in WARNING
     assert not list(tmp_path.glob("horde-export-*"))
@@ -213,7 +214,7 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
         timeout=60,
         check=False,
     )
-    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     assert "Traceback" not in bad.stderr and "may carry secrets" not in bad.stderr
 
 

@@ -326,7 +326,8 @@ async def _retry_or_raise(
     `request` is the limiter's number for the attempt that failed, so that a burst of
     429s from requests that were in flight together lowers the limit once.
     """
-    status = status_of(exc)
+    no_key = missing_key(_flat(exc))  # however litellm classed it: no attempt can help
+    status = 401 if no_key else status_of(exc)
     if status == 429:
         limiter.rate_limited(request)
     if status in RETRY_STATUSES and attempt < opts.max_attempts and retryable(exc):
@@ -336,7 +337,8 @@ async def _retry_or_raise(
             opts.on_wait(wait, status)
         await asyncio.sleep(wait)
         return
-    raise ProviderError(status, _message(exc), type(exc).__name__) from exc
+    kind = "AuthenticationError" if no_key else type(exc).__name__
+    raise ProviderError(status, one_line(exc), kind) from exc
 
 
 async def complete(
@@ -386,13 +388,32 @@ _LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s+
 `litellm.InternalServerError: InternalServerError: OpenAIException - `."""
 
 
-def _message(exc: BaseException) -> str:
-    """The provider's own message, one line, without litellm's long prefixes.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NO_KEY = re.compile(r"missing (?:credentials|[\w ]*api[ _]key)|no (?:api )?key (?:is )?set", re.I)
+_KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*_KEY\b")
 
-    The prefixes name litellm's exception classes, which mean nothing to a member (or
-    the model reading the error), and they can push the provider's words past a
-    truncated status line.
-    """
-    text = " ".join(str(getattr(exc, "message", None) or exc).split())
-    text = _LITELLM_PREFIX.sub("", text) or text
-    return text[:2000] or type(exc).__name__
+
+def one_line(exc: BaseException) -> str:
+    """The provider's own message as one line: litellm's long prefixes (its exception
+    classes, which mean nothing to a member or the model reading the error, and push
+    the provider's words past a truncated status line), ANSI colour and line breaks
+    taken out. A missing key, which litellm explains in a paragraph of what may be
+    passed and set, becomes the one thing to do (`missing_key`)."""
+    text = _flat(exc)
+    return missing_key(text) or text[:2000] or type(exc).__name__
+
+
+def _flat(exc: BaseException) -> str:
+    text = " ".join(_ANSI.sub("", str(getattr(exc, "message", None) or exc)).split())
+    return _LITELLM_PREFIX.sub("", text) or text
+
+
+def missing_key(text: str) -> str | None:
+    """For a provider's "no key" message, the line naming the variable to set (the
+    first one it names); None for any other message."""
+    if not _NO_KEY.search(text):
+        return None
+    names = _KEY_VARIABLE.findall(text)
+    if not names:
+        return None
+    return f"no provider key: set {names[0]} (or give --api-key, or api_key in .horde/config.toml)"

@@ -23,9 +23,8 @@ KEY_PLACEHOLDER = "set"
 
 
 def first_line(exc: BaseException) -> str:
-    """An exception as one line: litellm's messages carry ANSI colour and blank lines."""
-    text = " ".join(str(exc).replace("\x1b[1;31m", "").replace("\x1b[0m", "").split())
-    return text[:300] or type(exc).__name__
+    """An exception as one line (`backend.one_line`), at most 300 characters."""
+    return backend.one_line(exc)[:300]
 
 
 def resolve(litellm: Any, model: str, api_base: str | None, key_given: bool) -> dict[str, Any]:

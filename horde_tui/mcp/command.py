@@ -127,17 +127,9 @@ def _http(seat: Seat, args: argparse.Namespace) -> Callable[[], Awaitable[None]]
 
 def cmd_join(args: argparse.Namespace) -> int:
     from horde_tui.mcp import join
-    from horde_tui.store.runs import find_run
+    from horde_tui.store.runs import resolve_run
 
-    horde_dir = default_horde_dir().resolve()
-    found = find_run(horde_dir, args.run)
-    if found is None:
-        print(
-            f"horde-tui join: no run {args.run!r} in {horde_dir}; name a run under "
-            ".horde/runs (or set HORDE_DIR)",
-            file=sys.stderr,
-        )
-        return 2
+    found = resolve_run(default_horde_dir().resolve(), args.run)  # UnknownRun: exit 2
     if args.url and not args.url.startswith(("http://", "https://")):
         print(f"horde-tui join: --url {args.url!r} is not an http(s) URL", file=sys.stderr)
         return 2

@@ -20,8 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.store import identity
-from horde_tui.store.paths import ACTOR_NAME_RULE, MANUAL_RUN, valid_actor_name, valid_run_id
-from horde_tui.store.runs import find_run
+from horde_tui.store.paths import (
+    ACTOR_NAME_RULE,
+    MANUAL_RUN,
+    unwritable,
+    valid_actor_name,
+    valid_run_id,
+)
+from horde_tui.store.runs import find_run, resolve_run
 from horde_tui.store.store import HordeStore
 
 AUTO = "auto"
@@ -54,7 +60,10 @@ def pick_run(horde_dir: Path, run: str | None) -> tuple[Path, str]:
         raise SeatRefused(
             f"{named!r} is not a run id; use letters, digits, '.', '_' or '-' (max 80)"
         )
-    found = find_run(horde_dir, named or None)
+    if run and run != MANUAL_RUN:
+        found: Path | None = resolve_run(horde_dir, run)  # a typo makes no run (UnknownRun)
+    else:
+        found = find_run(horde_dir, named or None)
     if found is not None:
         return found.parent.parent, found.name
     return horde_dir, named or MANUAL_RUN
@@ -63,8 +72,9 @@ def pick_run(horde_dir: Path, run: str | None) -> tuple[Path, str]:
 def take_seat(horde_dir: Path, run: str | None, member: str) -> Seat:
     """Resolve the run and the name, refuse a name the identity rule keeps for its
     owner, and register the seat with an existing run."""
-    if horde_dir.exists() and not horde_dir.is_dir():
-        raise SeatRefused(f"{horde_dir} is not a directory; point HORDE_DIR at a .horde directory")
+    place = unwritable(horde_dir)
+    if place is not None:
+        raise SeatRefused(f"refused: {place[0]}; {place[1]}")
     root, run_id = pick_run(horde_dir, run)
     if member == AUTO:
         return _auto_seat(root, run_id)

@@ -57,11 +57,13 @@ class _Caller:
     """One connection: its peer process (with its start time, so a pid reused after the
     caller died is not taken for it) and what it sent that is not a whole line yet."""
 
-    def __init__(self, sock: socket.socket, proc: identity.Proc) -> None:
+    def __init__(self, sock: socket.socket, proc: identity.Proc, refused: str = "") -> None:
         self.sock = sock
         self.proc = proc
         self.pid = proc.pid
         self.buffer = b""
+        self.refused = refused
+        """Why this caller is not served ('' if it is): its first line is answered so."""
 
 
 class StoreServer:
@@ -136,6 +138,10 @@ class StoreServer:
         for key, _ in self.selector.select(timeout=timeout):
             if key.data is None:
                 self._accept()
+            elif key.data.refused:
+                if self._read(key.data):  # its request has come: the refusal answers it
+                    self._answer(key.data, {"error": key.data.refused})
+                    self._drop(key.data)
             else:
                 batch += self._read(key.data)
         return batch
@@ -184,14 +190,21 @@ class StoreServer:
             return  # gone before it was taken, or out of descriptors for now
         raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
         pid, uid, _gid = _PEERCRED.unpack(raw)
-        if uid != os.getuid() or pid <= 0 or not _same_pid_namespace(pid):
-            # Another user (the socket's mode already keeps them out), or a member's
-            # command in its sandbox (its own pid namespace), where `.horde/` is read-only
-            # and this socket must not be a way around that.
-            sock.close()
-            return
         sock.settimeout(SEND_TIMEOUT_S)
-        self.selector.register(sock, selectors.EVENT_READ, _Caller(sock, identity.proc_of(pid)))
+        if uid != os.getuid():
+            sock.close()  # another user (the socket's mode already keeps them out)
+            return
+        refused = ""
+        if pid <= 0 or not _same_pid_namespace(pid):
+            # A member's command in its sandbox (its own pid namespace), where `.horde/`
+            # is read-only and this socket must not be a way around that. It is told so
+            # in answer to its request, not by a close: a close raced the caller's send
+            # (a broken pipe if it sent later, a lost server if it sent first), so the
+            # same refusal reached the caller as two different failures.
+            refused = "not served: the caller runs in another pid namespace (a sandbox)"
+        proc = identity.Proc(pid, None) if refused else identity.proc_of(pid)
+        caller = _Caller(sock, proc, refused)
+        self.selector.register(sock, selectors.EVENT_READ, caller)
 
     def _read(self, caller: _Caller) -> list[tuple[_Caller, bytes]]:
         """The whole request lines `caller` has sent so far."""

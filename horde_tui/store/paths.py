@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import secrets
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,6 +180,29 @@ def default_horde_dir() -> Path:
     """`$HORDE_DIR`, else `./.horde`."""
     env = os.environ.get("HORDE_DIR")
     return Path(env) if env else Path.cwd() / ".horde"
+
+
+def unwritable(folder: Path) -> tuple[str, str] | None:
+    """Why nothing can be written in `folder` (or, before it exists, in the folder it
+    would be made in), and what to do: (what, fix); None when a new file can be made
+    there. A probe file, not permission bits: root writes through those, but not
+    through a read-only mount or an immutable folder. The one check of `run`, `plan`,
+    the launch form, `init`, `mcp` and `doctor`, made before anything is printed or
+    started."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder", "move it aside"
+    where = folder if folder.is_dir() else folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(dir=where, prefix=".horde-probe-")
+    except OSError as exc:
+        return (
+            f"cannot write in {where} ({exc.strerror or exc})",
+            "run from a folder you can write, or fix its permissions",
+        )
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:

@@ -13,6 +13,7 @@ supervisor imports.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from dataclasses import dataclass
@@ -168,6 +169,33 @@ def find_run(
     by_state = runs_by_state(horde_dir)
     candidates = [r for s in states for r in by_state.get(s, [])]
     return HordePaths(horde_dir).runs / candidates[-1] if candidates else None
+
+
+class UnknownRun(LookupError):
+    """A run (or swarm) id a person typed that names none: bad usage, exit status 2, in
+    every command that takes one. The message is one line naming the nearest ids."""
+
+
+def resolve_run(horde_dir: Path, run: str, *, swarms: bool = False) -> Path:
+    """The run named `run` (`find_run`), or with `swarms` also the swarm of that name;
+    `UnknownRun` naming the nearest ids when there is none: the one resolver of a run id
+    a person typed (status, attach, replay, fork, export, resume, finalize, the controls,
+    mcp)."""
+    horde_dir = Path(horde_dir)
+    found = find_run(horde_dir, run) or (existing_swarm(horde_dir, run) if swarms else None)
+    if found is not None:
+        return found
+    what = "run or swarm" if swarms else "run"
+    known = run_ids(horde_dir) + (swarm_ids(horde_dir) if swarms else [])
+    close = difflib.get_close_matches(run, known, n=3, cutoff=0.6)
+    if close:
+        hint = f" (nearest: {', '.join(close)})"
+    elif known:
+        hint = f" (newest: {', '.join(sorted(known)[-3:][::-1])})"
+    else:
+        hint = " (there is none yet)"
+    shown = run[:80] if run.isprintable() else repr(run[:80])
+    raise UnknownRun(f"no {what} named {shown} in {horde_dir}{hint}; `horde-tui runs` lists them")
 
 
 def run_files(run_dir: Path) -> tuple[Path, ...]:

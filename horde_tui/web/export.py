@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from horde_tui.store.runs import existing_run, existing_swarm, find_run, run_ids, swarm_ids
+from horde_tui.store.runs import UnknownRun, existing_swarm, resolve_run, run_ids, swarm_ids
 from horde_tui.web.pages import Site
 
 WARNING = (
@@ -53,13 +53,8 @@ def resolve_scope(horde_dir: Path, target: str | None) -> Scope:
         return Scope("all", None, None)
     if existing_swarm(horde_dir, target) is not None:
         return Scope(target, (), (target,))
-    if existing_run(horde_dir, target) is not None or find_run(horde_dir, target) is not None:
-        return Scope(target, (target,), ())
-    known = (run_ids(horde_dir) + swarm_ids(horde_dir))[-3:]
-    hint = f" (newest: {', '.join(known)})" if known else ""
-    raise ExportError(
-        f"refused: no run or swarm {target!r} in {horde_dir}{hint}; name one, or `all`"
-    )
+    resolve_run(horde_dir, target, swarms=True)  # UnknownRun: bad usage
+    return Scope(target, (target,), ())
 
 
 def export(
@@ -170,7 +165,7 @@ def export_run(run_dir: Path, out: Path | None = None) -> str:
     run_dir = Path(run_dir)
     try:
         where = export(_project_horde(run_dir), run_dir.name, out)
-    except (ExportError, OSError) as exc:
+    except (ExportError, UnknownRun, OSError) as exc:
         return f"export of run {run_dir.name} failed: {exc}"
     return f"exported run {run_dir.name} to {where / 'index.html'} · {WARNING.removeprefix('warning: ')}"
 
