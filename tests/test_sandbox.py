@@ -9,12 +9,14 @@ that silently stopped working fails the test before anything destructive runs.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from support.store_server import start_server, stop_server
 from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem
 from horde_tui.member.shell import command_env, run_command
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.store.lock import HordeLock
+from horde_tui.store.store import HordeStore
 
 PROBLEM = bwrap_problem()
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
@@ -346,3 +350,22 @@ def test_tools_installed_under_tmp_stay_usable_and_the_rest_of_tmp_private(
         sandbox._passthrough.cache_clear()
         shutil.rmtree(toolbox, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_bwrap
+def test_the_mcp_token_and_the_lock_files_are_out_of_reach(work: Path) -> None:
+    """`runs/<id>/mcp-token` is masked like the gateway token, and `.horde/.lock` is
+    not the horde's lock inside: a read-only file can still be `flock`ed, and a command
+    holding it stalled every write of the horde until the command's timeout."""
+    token = "mcp-SECRET-" + os.urandom(8).hex()
+    (work / ".horde" / "runs" / "r1" / "mcp-token").write_text(token + "\n")
+    tools = _tools(work)
+    _sandboxed(tools)
+    assert token not in tools.bash("cat .horde/runs/r1/mcp-token; grep -r SECRET .horde").text
+    command = _script(work, "hold.sh", "flock .horde/.lock sleep 4 && echo held\n")
+    holding = concurrent.futures.ThreadPoolExecutor(1).submit(tools.bash, command)
+    time.sleep(1.5)  # the sandbox is up and the command holds whatever it could lock
+    paths = HordeStore(work / ".horde", "member-1").paths
+    with HordeLock(paths, "member-1").held(timeout=1):
+        pass
+    assert "held" in holding.result(30).text

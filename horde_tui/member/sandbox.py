@@ -2,8 +2,8 @@
 
 The refusal list (`refusal.py`) is a courtesy that catches the obvious; a command can
 hide anything from it (a script file, a variable). Inside `bwrap` the root filesystem
-is read-only, the working directory writable, `.horde/` read-only with its token and
-key files masked, `/tmp` and `$HOME` private, and the command sees only its own
+is read-only, the working directory writable, `.horde/` read-only with its secret
+and lock files masked (`store/secretfiles.py`, the one list), `/tmp` and `$HOME` private, and the command sees only its own
 processes (a new PID namespace: no `/proc/<supervisor>/environ`), so a command can
 neither forge a ledger record nor read the run's secrets, whatever it is. Stdlib only.
 
@@ -13,9 +13,11 @@ the run says once (header and REPORT.md); `bwrap` refuses to start without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,25 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.inputs import BOOL_WORDS, parse_bool
+from horde_tui.store.secretfiles import masked_files
 
 SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
-_SECRET_GLOBS = (
-    "config.toml",
-    "*.token",
-    "*.key",
-    "runs/*/*.token",
-    "swarms/*/*.token",
-    "swarms/*/h*/*.token",
-    "swarms/*/h*/runs/*/*.token",
-    ".store.sock",
-    "swarms/*/h*/.store.sock",
-)
-"""Files under a `.horde/` a command must not reach: the gateway tokens of every run and
-swarm (`gateway.token`), the config file, which may carry `api_key`, and the store
-server's socket (`protocol/server.py`), a way to write around the read-only `.horde/`
-(a member writes through its own `horde` tool)."""
 _HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
 """Credential files masked inside home directories that stay readable (`~/.cargo`)."""
 _HOME_CONFIG = (".gitconfig", ".config/git/config")
@@ -183,9 +171,28 @@ def bwrap_argv(
     for ro in _outermost(Path(os.path.realpath(p)) for p in policy.readonly):
         if ro.is_dir():
             args += ["--ro-bind", str(ro), str(ro)]
-            for secret in _secrets(ro):
+            secrets = masked_files(ro, locks=False)
+            for secret in secrets:
                 args += ["--ro-bind", "/dev/null", str(secret)]
+            stand_in = _empty_file(ro)
+            for lock in sorted(set(masked_files(ro, locks=True)) - set(secrets)):
+                args += ["--ro-bind", str(stand_in), str(lock)]
     return [*args, "--chdir", str(cwd), "--", *argv]
+
+
+def _empty_file(horde_dir: Path) -> Path:
+    """An empty file bound read-only over the lock files inside the sandbox: locking it
+    holds nothing of the horde's, and writing through the store there fails as
+    read-only (EROFS), which the `horde-tui tool` refusal explains; `/dev/null` would
+    answer "permission denied" instead. `/dev/null` when the file cannot be made."""
+    path = horde_dir / ".masked"
+    with contextlib.suppress(FileExistsError, OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return Path("/dev/null")
+    return path if stat.S_ISREG(st.st_mode) and st.st_size == 0 else Path("/dev/null")
 
 
 @functools.lru_cache(maxsize=8)
@@ -219,28 +226,6 @@ def _passthrough(private: Path, cwd: Path, *, config: bool) -> list[str]:
             if (private / name).is_file():
                 args += ["--ro-bind", str(private / name), str(private / name)]
     return args
-
-
-def is_secret(path: Path, horde_dir: Path) -> bool:
-    """Whether `path` (resolved) is one of the token or key files under `horde_dir`."""
-    if horde_dir not in path.parents:
-        return False
-    relative = path.relative_to(horde_dir)
-    return any(
-        relative.match(pattern) and len(relative.parts) == len(Path(pattern).parts)
-        for pattern in _SECRET_GLOBS
-    )
-
-
-def _secrets(horde_dir: Path) -> list[Path]:
-    found: set[Path] = set()
-    for pattern in _SECRET_GLOBS:
-        found.update(
-            p
-            for p in horde_dir.glob(pattern)
-            if (p.is_file() or p.is_socket()) and not p.is_symlink()
-        )
-    return sorted(found)
 
 
 def _outermost(paths: Iterable[Path]) -> list[Path]:
