@@ -193,6 +193,10 @@ class Settings(BaseModel):
     sandbox_network: bool = Field(
         default=True, description="member: off gives commands loopback networking only."
     )
+    sandbox_git_write: bool = Field(
+        default=False,
+        description="member: let sandboxed commands write .git/ (commits); off keeps it read-only, since a hook or core.fsmonitor written there runs outside the sandbox at your next git command.",
+    )
     confirm: bool = Field(
         default=False,
         description="member: every bash command waits for a person (the app, the terminal, or horde-tui approve/refuse).",

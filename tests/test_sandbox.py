@@ -369,3 +369,38 @@ def test_the_mcp_token_and_the_lock_files_are_out_of_reach(work: Path) -> None:
     with HordeLock(paths, "member-1").held(timeout=1):
         pass
     assert "held" in holding.result(30).text
+
+
+def _repo(work: Path) -> None:
+    """`work` as a git repository with one commit (`.horde/` ignored, as a project would)."""
+    (work / ".gitignore").write_text(".horde/\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+
+
+@needs_bwrap
+def test_git_is_read_only_inside_unless_the_run_opts_in(work: Path) -> None:
+    """A hook or `core.fsmonitor` written into `.git/` would run outside the sandbox at
+    the user's next `git status`; inside, `.git/` is read-only and git reads still work."""
+    _repo(work)
+    config = (work / ".git" / "config").read_bytes()
+    tools = _tools(work)
+    _sandboxed(tools)
+    plant = _script(
+        work,
+        "plant.sh",
+        'git config core.fsmonitor "touch RAN; false"\n'
+        "printf '#!/bin/sh\\ntouch RAN\\n' > .git/hooks/post-checkout\n"
+        "git log --oneline; git status --short; git diff --stat; echo reads-done\n",
+    )
+    result = tools.bash(plant)
+    assert "first" in result.text and "reads-done" in result.text, result.text
+    assert "fatal" not in result.text and "Read-only file system" in result.text, result.text
+    assert (work / ".git" / "config").read_bytes() == config
+    assert not (work / ".git" / "hooks" / "post-checkout").exists()
+    commit = "git -c user.name=m -c user.email=m@m commit -qam second --allow-empty; git log --oneline"
+    assert "second" not in tools.bash(commit).text
+    opted = _tools(work, SandboxPolicy(mode="bwrap", git_write=True))
+    assert "second" in opted.bash(commit).text

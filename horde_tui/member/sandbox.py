@@ -42,13 +42,18 @@ class SandboxPolicy:
 
     `mode` is `auto`, `bwrap` or `off`; `network` False cuts the network (loopback
     only); `env_names` are extra variables the user lets through to commands;
-    `readonly` are the `.horde/` directories a command may read but never write.
+    `readonly` are the `.horde/` directories a command may read but never write;
+    `git_write` lets commands write `.git/`.
     """
 
     mode: str = "off"
     network: bool = True
     env_names: tuple[str, ...] = ()
     readonly: tuple[Path, ...] = ()
+    git_write: bool = False
+    """Whether commands may write the working directory's `.git/` (commits). Off by
+    default: a hook or `core.fsmonitor` written there runs outside the sandbox, as the
+    user, at their next `git status` (`sandbox_git_write`)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
@@ -58,10 +63,15 @@ class SandboxPolicy:
         network = parse_bool(raw)
         if network is None:
             raise ValueError(f"HORDE_SANDBOX_NETWORK={raw!r} is not {BOOL_WORDS}")
+        raw_git = environ.get("HORDE_SANDBOX_GIT_WRITE", "").strip() or "off"
+        git_write = parse_bool(raw_git)
+        if git_write is None:
+            raise ValueError(f"HORDE_SANDBOX_GIT_WRITE={raw_git!r} is not {BOOL_WORDS}")
         return cls(
             mode=mode if mode in SANDBOX_MODES else "bwrap",  # unknown: the strict choice
             network=network,
             env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
+            git_write=git_write,
         )
 
     def as_env(self) -> dict[str, str]:
@@ -70,6 +80,7 @@ class SandboxPolicy:
             "HORDE_SANDBOX": self.mode,
             "HORDE_SANDBOX_NETWORK": "on" if self.network else "off",
             "HORDE_SANDBOX_ENV": ",".join(self.env_names),
+            "HORDE_SANDBOX_GIT_WRITE": "on" if self.git_write else "off",
         }
 
 
@@ -145,8 +156,8 @@ def bwrap_argv(
     """`argv` wrapped in bwrap under `policy`, run in `cwd`.
 
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
-    the working directory read-write (it may lie under either), then `.horde/`
-    read-only inside it, then masks over its secrets.
+    the working directory read-write (it may lie under either), then its `.git/` and
+    `.horde/` read-only inside it, then masks over the secret and lock files.
     """
     path = shutil.which("bwrap") or "bwrap"
     args = [path, *_BASE, *_caps()]
@@ -168,6 +179,9 @@ def bwrap_argv(
     layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
     for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
         args += words
+    git = cwd / ".git"
+    if not policy.git_write and git.exists() and not git.is_symlink():
+        args += ["--ro-bind", str(git), str(git)]  # reads work; hooks and config stay as they were
     for ro in _outermost(Path(os.path.realpath(p)) for p in policy.readonly):
         if ro.is_dir():
             args += ["--ro-bind", str(ro), str(ro)]

@@ -277,6 +277,7 @@ def run_command(
     if mode == "bwrap":
         argv = bwrap_argv(argv, cwd, policy, source.get("HOME"))
         command_environ["TMPDIR"] = "/tmp"
+        command_environ["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` need not write a read-only .git/
     start = time.monotonic()
     try:
         proc = subprocess.Popen(

@@ -118,7 +118,12 @@ class Supervisor:
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
         mode, self.sandbox_note = resolve_sandbox(settings.sandbox)
-        self.sandbox = SandboxPolicy(mode, settings.sandbox_network, tuple(settings.sandbox_env))
+        self.sandbox = SandboxPolicy(
+            mode,
+            settings.sandbox_network,
+            tuple(settings.sandbox_env),
+            git_write=settings.sandbox_git_write,
+        )
         """How members' commands are confined, decided once for the run; `sandbox_note`
         says so when they run without a sandbox (run header, REPORT.md)."""
         self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)
