@@ -307,6 +307,12 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "you",
     ),
     ProcessVariable(
+        "HORDE_SECRETS_FD",
+        "unset",
+        "The pipe on which the gateway receives the provider key and its token at start (never in its environment).",
+        ("horde_tui/keypipe.py",),
+    ),
+    ProcessVariable(
         "HORDE_LOCK_TRACE",
         "unset",
         "A file that gets one line per lock release (pid, actor, wait, hold): a debugging aid.",
