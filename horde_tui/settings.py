@@ -307,6 +307,13 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "you",
     ),
     ProcessVariable(
+        "HORDE_BWRAP",
+        "bwrap",
+        "The bubblewrap to run member commands in (a name on PATH or a path); a missing one runs as without bubblewrap.",
+        ("horde_tui/member/sandbox.py",),
+        "you",
+    ),
+    ProcessVariable(
         "HORDE_SECRETS_FD",
         "unset",
         "The pipe on which the gateway receives the provider key and its token at start (never in its environment).",

@@ -17,13 +17,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Horde
 from support.store_server import start_server, stop_server
 
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem
+from horde_tui.member.sandbox import (
+    SandboxPolicy,
+    bwrap_argv,
+    bwrap_problem,
+    resolve,
+    unshare_problem,
+)
 from horde_tui.member.shell import command_env, run_command
 from horde_tui.member.tools import WorkspaceTools
 from horde_tui.store.lock import HordeLock
@@ -400,7 +407,54 @@ def test_git_is_read_only_inside_unless_the_run_opts_in(work: Path) -> None:
     assert "fatal" not in result.text and "Read-only file system" in result.text, result.text
     assert (work / ".git" / "config").read_bytes() == config
     assert not (work / ".git" / "hooks" / "post-checkout").exists()
-    commit = "git -c user.name=m -c user.email=m@m commit -qam second --allow-empty; git log --oneline"
+    commit = (
+        "git -c user.name=m -c user.email=m@m commit -qam second --allow-empty; git log --oneline"
+    )
     assert "second" not in tools.bash(commit).text
     opted = _tools(work, SandboxPolicy(mode="bwrap", git_write=True))
     assert "second" in opted.bash(commit).text
+
+
+# -- without bubblewrap --------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process believes bwrap is not installed (`HORDE_BWRAP` names a missing one)."""
+    monkeypatch.setenv("HORDE_BWRAP", "horde-no-such-bwrap")
+    bwrap_problem.cache_clear()
+    yield
+    bwrap_problem.cache_clear()
+
+
+def test_without_bwrap_a_command_gets_its_own_pid_namespace(work: Path, no_bwrap: None) -> None:
+    """Where user namespaces work, a command without bwrap still runs in a PID namespace
+    of its own with a private /proc: it cannot signal (`kill -9 -1` ended every process
+    of the user) or read the environment of any process outside it. Probed with
+    `kill -0`: never `kill -1` in a test, which without the namespace ends this machine's."""
+    problem = unshare_problem()
+    if problem:
+        pytest.skip(f"no PID namespace without bwrap here: {problem}")
+    mode, note = resolve("auto")
+    assert mode == "namespace", (mode, note)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        probe = f"kill -0 {other.pid} && echo reached; ls /proc | grep -c '^[0-9]'; echo made > built.txt"
+        result = run_command(probe, work, sandbox=SandboxPolicy(mode=mode))
+    finally:
+        other.kill()
+        other.wait()
+    assert "reached" not in result.output, result.output
+    counts = [int(line) for line in result.output.splitlines() if line.isdigit()]
+    assert counts and counts[0] <= 4, result.output  # unshare's child, bash, ls, grep
+    assert (work / "built.txt").read_text() == "made\n"
+
+
+def test_without_bwrap_the_warning_names_each_gap(no_bwrap: None) -> None:
+    mode, note = resolve("auto", network=False)
+    assert mode in ("namespace", "off")
+    for gap in ("bwrap is not installed", "gateway token", ".horde/", "sandbox_network"):
+        assert gap in note, note
+    if mode == "off":
+        assert "kill -9 -1" in note, note
+    assert "\n" not in note

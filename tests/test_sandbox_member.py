@@ -194,7 +194,10 @@ def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[1] == (
-        "warning: member commands run without a sandbox (sandbox set to off) (see SECURITY.md)"
+        "warning: member commands run without a sandbox (sandbox set to off): a command can "
+        "read the gateway token and spend the run's budget, write .horde/ by hand, reach every "
+        "file and network service you can, and end every process of yours (kill -9 -1 in a "
+        "script) (see SECURITY.md)"
     )
     assert done.stdout.count("run without a sandbox") == 2  # the header, the run-start line
     (run_dir,) = (tmp_path / ".horde" / "runs").iterdir()

@@ -68,7 +68,9 @@ class SandboxPolicy:
         if git_write is None:
             raise ValueError(f"HORDE_SANDBOX_GIT_WRITE={raw_git!r} is not {BOOL_WORDS}")
         return cls(
-            mode=mode if mode in SANDBOX_MODES else "bwrap",  # unknown: the strict choice
+            # `namespace` is what a supervisor resolves `auto` to without bwrap; unknown
+            # words get the strict choice
+            mode=mode if mode in (*SANDBOX_MODES, "namespace") else "bwrap",
             network=network,
             env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
             git_write=git_write,
@@ -100,6 +102,12 @@ def split_names(text: str) -> tuple[str, ...]:
     return tuple(n for n in text.replace(",", " ").split() if n)
 
 
+def _bwrap() -> str | None:
+    """The bwrap to run: `HORDE_BWRAP` (a name or path; tests name a missing one to run
+    as on a machine without it), else `bwrap` on PATH."""
+    return shutil.which(os.environ.get("HORDE_BWRAP", "").strip() or "bwrap")
+
+
 @functools.cache
 def bwrap_problem() -> str | None:
     """None when bwrap can run a command here, else why not (one phrase).
@@ -107,34 +115,102 @@ def bwrap_problem() -> str | None:
     Probed once per process with the options commands use: a bwrap that is installed
     but cannot make namespaces (some containers) must count as missing.
     """
-    path = shutil.which("bwrap")
+    path = _bwrap()
     if path is None:
         return f"bwrap is not installed; {INSTALL_HINT}"
     argv = [path, *_BASE, *_caps(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    return _probe(argv, "bwrap")
+
+
+def _probe(argv: list[str], what: str) -> str | None:
+    """None when `argv -- true` runs, else why not."""
     try:
         done = subprocess.run(
             [*argv, "--", "true"], capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap cannot run here ({exc})"
+        return f"{what} cannot run here ({exc})"
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"bwrap cannot run here ({said})"
+        return f"{what} cannot run here ({said})"
     return None
 
 
-def resolve(mode: str) -> tuple[str, str]:
-    """(`bwrap` or `off`, the note to show when commands run without a sandbox).
+@functools.cache
+def _namespace_base() -> tuple[list[str], str | None]:
+    """The `unshare` prefix that gives a command its own PID namespace and `/proc` without
+    bwrap, and None, or why there is none. A user namespace first where not root (mapped
+    to the user, so files keep their owner and exec drops the namespace's capabilities:
+    the command cannot unmount its `/proc`); under `setpriv --pdeathsig KILL` when
+    setpriv is there, so the namespace dies with its member as bwrap's does."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return [], "unshare is not installed"
+    setpriv = shutil.which("setpriv")
+    head = [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+    ns = ["--pid", "--fork", "--mount-proc", "--kill-child"]
+    users = [[]] if os.geteuid() == 0 else [["--user", "--map-current-user"], ["--user", "-r"]]
+    problem: str | None = "unshare is not installed"
+    for user in users:
+        argv = [*head, unshare, *user, *ns]
+        problem = _probe(argv, "unshare")
+        if problem is None:
+            return argv, None
+    return [], problem
 
-    `auto` becomes `bwrap` when it can run; `bwrap` stays `bwrap` (commands are
-    then refused if it cannot run, never run bare); `off` is the user's choice.
+
+def unshare_problem() -> str | None:
+    """None when a command can get its own PID namespace without bwrap, else why not."""
+    return _namespace_base()[1]
+
+
+def namespace_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` in a PID namespace of its own with a private `/proc` (mode `namespace`):
+    no signal reaches a process outside it (`kill -9 -1` ends only its own), no other
+    process's `/proc/<pid>/environ` is in sight, and what it leaves running ends with it.
+    Nothing else is confined: files, `.horde/` and the network are the user's."""
+    return [*_namespace_base()[0], "--", *argv]
+
+
+def _gaps(network: bool, namespace: bool) -> str:
+    """What a command can still do without bwrap, for the run's one warning."""
+    parts = [
+        "a command can read the gateway token and spend the run's budget",
+        "write .horde/ by hand",
+        "reach every file and network service you can",
+    ]
+    if not namespace:
+        parts.append("and end every process of yours (kill -9 -1 in a script)")
+    text = ", ".join(parts)
+    if namespace:
+        text += "; each command has its own PID namespace, so it cannot signal or read your other processes"
+    if not network:
+        text += "; sandbox_network = off has no effect without bwrap"
+    return text
+
+
+def resolve(mode: str, network: bool = True) -> tuple[str, str]:
+    """(`bwrap`, `namespace` or `off`, the note to show when commands run without bwrap:
+    why, and each thing a command can then still do).
+
+    `auto` becomes `bwrap` when it can run, else `namespace` where a PID namespace can be
+    had without it, else `off`; `bwrap` stays `bwrap` (commands are then refused if it
+    cannot run, never run bare); `off` is the user's choice.
     """
     if mode == "off":
-        return "off", "member commands run without a sandbox (sandbox set to off)"
+        return (
+            "off",
+            f"member commands run without a sandbox (sandbox set to off): {_gaps(network, False)}",
+        )
     problem = bwrap_problem()
-    if problem is None or mode == "bwrap":
+    if mode == "bwrap" or (problem is None and mode != "namespace"):
         return "bwrap", ""
-    return "off", f"member commands run without a sandbox: {problem}"
+    namespace = unshare_problem() is None
+    why = problem or "the run chose a PID namespace only"
+    return (
+        "namespace" if namespace else "off",
+        f"member commands run without a sandbox: {why}; {_gaps(network, namespace)}",
+    )
 
 
 _BASE = ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
@@ -159,8 +235,7 @@ def bwrap_argv(
     the working directory read-write (it may lie under either), then its `.git/` and
     `.horde/` read-only inside it, then masks over the secret and lock files.
     """
-    path = shutil.which("bwrap") or "bwrap"
-    args = [path, *_BASE, *_caps()]
+    args = [_bwrap() or "bwrap", *_BASE, *_caps()]
     if not policy.network:
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

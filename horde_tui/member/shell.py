@@ -35,6 +35,7 @@ from horde_tui.member.sandbox import (
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
+    namespace_argv,
     resolve,
 )
 from horde_tui.refusal import refusal_reason
@@ -262,7 +263,7 @@ def run_command(
     if reason:
         return ShellResult(None, reason, False, reason, 0.0)
     policy = sandbox or SandboxPolicy()
-    mode = resolve(policy.mode)[0]
+    mode = resolve(policy.mode, policy.network)[0]
     problem = bwrap_problem() if mode == "bwrap" else None
     if problem:
         text = (
@@ -278,6 +279,8 @@ def run_command(
         argv = bwrap_argv(argv, cwd, policy, source.get("HOME"))
         command_environ["TMPDIR"] = "/tmp"
         command_environ["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` need not write a read-only .git/
+    elif mode == "namespace":
+        argv = namespace_argv(argv)
     start = time.monotonic()
     try:
         proc = subprocess.Popen(

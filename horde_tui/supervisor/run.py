@@ -117,7 +117,7 @@ class Supervisor:
         """Set by `handoff`: the phases were ended to let another process carry on."""
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
-        mode, self.sandbox_note = resolve_sandbox(settings.sandbox)
+        mode, self.sandbox_note = resolve_sandbox(settings.sandbox, settings.sandbox_network)
         self.sandbox = SandboxPolicy(
             mode,
             settings.sandbox_network,
