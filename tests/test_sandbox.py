@@ -28,6 +28,7 @@ from horde_tui.member.sandbox import (
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
+    process_limit_problem,
     resolve,
     unshare_problem,
 )
@@ -458,3 +459,36 @@ def test_without_bwrap_the_warning_names_each_gap(no_bwrap: None) -> None:
     if mode == "off":
         assert "kill -9 -1" in note, note
     assert "\n" not in note
+
+
+FORKER = """import os, time
+made = failed = 0
+for _ in range(60):
+    try:
+        pid = os.fork()
+    except OSError:
+        failed += 1
+        continue
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    made += 1
+print(f"made={made} failed={failed}")
+"""
+
+
+@needs_bwrap
+def test_a_command_cannot_start_processes_without_limit(work: Path) -> None:
+    """A per-command process cap (a pids cgroup, or RLIMIT_NPROC inside the sandbox's
+    user namespace): a fork loop stops at it instead of filling the machine."""
+    problem = process_limit_problem(SandboxPolicy(mode="bwrap"))
+    if problem:
+        pytest.skip(f"no process limit here: {problem}")
+    tools = _tools(work, SandboxPolicy(mode="bwrap", max_processes=20))
+    _sandboxed(tools)
+    (work / "forker.py").write_text(FORKER)
+    result = tools.bash(f"{sys.executable} forker.py")
+    made = int(result.text.split("made=")[1].split()[0])
+    assert 1 <= made < 20 and "failed=" in result.text, result.text
+    unlimited = _tools(work).bash(f"{sys.executable} forker.py")
+    assert "made=60 failed=0" in unlimited.text, unlimited.text

@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,8 @@ class SandboxPolicy:
     env_names: tuple[str, ...] = ()
     readonly: tuple[Path, ...] = ()
     git_write: bool = False
+    max_processes: int = 512
+    """Processes one command may have at once (`limit_processes`); a fork loop stops here."""
     """Whether commands may write the working directory's `.git/` (commits). Off by
     default: a hook or `core.fsmonitor` written there runs outside the sandbox, as the
     user, at their next `git status` (`sandbox_git_write`)."""
@@ -330,3 +333,118 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 def _within(path: Path, root: Path, *, strict: bool) -> bool:
     """Whether `path` lies under `root` (or is it, unless `strict`)."""
     return (path == root and not strict) or root in path.parents
+
+
+# -- a process cap per command -----------------------------------------------------------
+
+_CGROUP_PREFIX = "horde-cmd-"
+_LEFT: set[Path] = set()
+"""Command cgroups not yet removed (a process outlived its command): retried each time."""
+
+
+@functools.cache
+def _pids_cgroup() -> tuple[Path | None, str]:
+    """A pids-controller cgroup directory this process may make children in (cgroup v1
+    `pids`, or a v2 cgroup that delegates `pids` to its children), or None and why not.
+    Root and delegated containers usually may; a desktop user's session usually not."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None, "no /proc/self/cgroup"
+    candidates = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
+        elif controllers == "":
+            for top in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                here = top / path.lstrip("/")
+                try:
+                    if "pids" in (here / "cgroup.subtree_control").read_text().split():
+                        candidates.append(here)
+                except OSError:
+                    continue
+    for base in candidates:
+        probe = base / f"{_CGROUP_PREFIX}{os.getpid()}-probe"
+        try:
+            probe.mkdir()
+            ok = (probe / "pids.max").exists()
+            probe.rmdir()
+        except OSError:
+            continue
+        if ok:
+            _sweep(base)
+            return base, ""
+    return None, "no pids cgroup this user may create"
+
+
+def _sweep(base: Path) -> None:
+    """Remove the empty command cgroups of members that are gone (a command's background
+    process outlived it, then its member ended before it could remove the cgroup)."""
+    for group in base.glob(f"{_CGROUP_PREFIX}*"):
+        pid = group.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                group.rmdir()  # fails while a process is still in it: left for later
+
+
+def _in_user_namespace(policy: SandboxPolicy, mode: str) -> bool:
+    """Whether the command runs in a user namespace of its own, where RLIMIT_NPROC counts
+    only its processes (outside one it counts every process of the user)."""
+    return os.geteuid() != 0 and mode in ("bwrap", "namespace")
+
+
+def process_limit_problem(policy: SandboxPolicy) -> str | None:
+    """None when commands under `policy` get a process cap here, else why not."""
+    mode = resolve(policy.mode, policy.network)[0]
+    if _pids_cgroup()[0] is not None:
+        return None
+    if _in_user_namespace(policy, mode) and shutil.which("prlimit"):
+        return None
+    return _pids_cgroup()[1] + (
+        "" if os.geteuid() == 0 else ", and RLIMIT_NPROC would count all your processes"
+    )
+
+
+def process_cap(policy: SandboxPolicy, mode: str) -> tuple[list[str], list[str], Path | None]:
+    """(a prefix for the whole command line, a prefix for the command inside the sandbox,
+    a cgroup to remove after it): the cap of `policy.max_processes` processes.
+
+    A pids cgroup when one can be made: the line joins it before it execs (`sh -c 'echo
+    $$ > cgroup.procs; exec ...'`), so every process the command starts counts. Else,
+    inside a user namespace, `prlimit --nproc` on the command. Else no cap (the run's
+    warning says so)."""
+    for left in list(_LEFT):
+        with contextlib.suppress(OSError):
+            left.rmdir()
+            _LEFT.discard(left)
+    base = _pids_cgroup()[0]
+    if base is not None:
+        group = base / f"{_CGROUP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(str(policy.max_processes))
+        except OSError:
+            with contextlib.suppress(OSError):
+                group.rmdir()
+        else:
+            join = 'echo $$ > "$0" && exec "$@"'
+            return ["/bin/sh", "-c", join, str(group / "cgroup.procs")], [], group
+    prlimit = shutil.which("prlimit")
+    if prlimit and _in_user_namespace(policy, mode):
+        cap = f"--nproc={policy.max_processes}:{policy.max_processes}"
+        return [], [prlimit, cap, "--"], None
+    return [], [], None
+
+
+def release_limit(group: Path | None) -> None:
+    """Remove a command's cgroup once its processes are gone (else at a later command)."""
+    if group is None:
+        return
+    for _ in range(20):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.01)
+    _LEFT.add(group)
