@@ -85,6 +85,15 @@ def test_members_get_the_run_sandbox_and_the_named_variables(
     assert "run without a sandbox" in sup.sandbox_note
     policy = SandboxPolicy.from_env(env)
     assert (policy.mode, policy.env_names) == ("off", ("DB_PASSWORD",))
+    assert policy.git_write is False  # .git/ stays read-only unless the run opts in
+
+
+def test_the_git_opt_in_reaches_the_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sup = _supervisor(tmp_path, {"HORDE_SANDBOX_GIT_WRITE": "on"}, monkeypatch)
+    env = sup.member_env(sup.specs[0], 1)
+    assert SandboxPolicy.from_env(env).git_write is True
 
 
 @pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")

@@ -19,7 +19,7 @@ from support.mcpclient import http_server
 from support.web_scene import web_scene
 
 from horde_tui.member.tools import WorkspaceTools
-from horde_tui.store.secretfiles import is_secret
+from horde_tui.store.secretfiles import is_secret, masked_files
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.web.mask import Masker
@@ -64,6 +64,8 @@ def test_every_file_holding_a_secret_is_on_the_list(tmp_path: Path) -> None:
         str(p.relative_to(horde_dir)): v for p, v in found.items() if not is_secret(p, horde_dir)
     }
     assert outside == {}, f"secrets outside the list of secret files: {outside}"
+    unmasked = set(found) - set(masked_files(horde_dir, locks=False))
+    assert unmasked == set(), f"secret files the sandbox would not mask: {unmasked}"
     tools = WorkspaceTools(tmp_path)
     for path in found:
         refused = tools.read(str(path.relative_to(tmp_path.resolve())))
