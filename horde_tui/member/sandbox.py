@@ -13,6 +13,7 @@ the run says once (header and REPORT.md); `bwrap` refuses to start without it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -20,6 +21,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -437,11 +439,25 @@ def process_cap(policy: SandboxPolicy, mode: str) -> tuple[list[str], list[str],
 
 
 def release_limit(group: Path | None) -> None:
-    """Remove a command's cgroup if its processes are gone, else at a later command (a
-    sandbox's last processes may still be exiting: waiting here cost every command ~10 ms)."""
+    """Remove a command's cgroup once its last processes are gone (a sandbox's may still
+    be exiting for a few ms after the command returned); one still busy after 100 ms is
+    tried again at a later command and when the member exits."""
     if group is None:
         return
-    try:
-        group.rmdir()
-    except OSError:
-        _LEFT.add(group)
+    deadline = time.monotonic() + 0.1
+    while True:
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                _LEFT.add(group)
+                return
+            time.sleep(0.002)
+
+
+@atexit.register
+def _remove_left() -> None:
+    for group in list(_LEFT):
+        with contextlib.suppress(OSError):
+            group.rmdir()
