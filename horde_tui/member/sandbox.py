@@ -2,13 +2,16 @@
 
 The refusal list (`refusal.py`) is a courtesy that catches the obvious; a command can
 hide anything from it (a script file, a variable). Inside `bwrap` the root filesystem
-is read-only, the working directory writable, `.horde/` read-only with its secret
-and lock files masked (`store/secretfiles.py`, the one list), `/tmp` and `$HOME` private, and the command sees only its own
-processes (a new PID namespace: no `/proc/<supervisor>/environ`), so a command can
-neither forge a ledger record nor read the run's secrets, whatever it is. Stdlib only.
+is read-only, the working directory writable, its `.git/` and `.horde/` read-only, the
+secret and lock files of `.horde/` masked (`store/secretfiles.py`, the one list), `/tmp`
+and `$HOME` private, and the command sees only its own processes (a new PID namespace:
+no `/proc/<supervisor>/environ`), so a command can neither forge a ledger record, nor
+read the run's secrets, nor plant a git hook, whatever it is. Every command, sandboxed or
+not, is capped in processes where the kernel lets us (`process_cap`). Stdlib only.
 
-`auto` uses bwrap when it can run here and otherwise runs commands as before, which
-the run says once (header and REPORT.md); `bwrap` refuses to start without it.
+`auto` uses bwrap when it can run here; otherwise a PID namespace of its own where
+`unshare` can make one (mode `namespace`), else nothing; the run says once what a
+command can then still do (header and REPORT.md). `bwrap` refuses to start without it.
 """
 
 from __future__ import annotations
@@ -389,7 +392,7 @@ def _sweep(base: Path) -> None:
                 group.rmdir()  # fails while a process is still in it: left for later
 
 
-def _in_user_namespace(policy: SandboxPolicy, mode: str) -> bool:
+def _in_user_namespace(mode: str) -> bool:
     """Whether the command runs in a user namespace of its own, where RLIMIT_NPROC counts
     only its processes (outside one it counts every process of the user)."""
     return os.geteuid() != 0 and mode in ("bwrap", "namespace")
@@ -400,7 +403,7 @@ def process_limit_problem(policy: SandboxPolicy) -> str | None:
     mode = resolve(policy.mode, policy.network)[0]
     if _pids_cgroup()[0] is not None:
         return None
-    if _in_user_namespace(policy, mode) and shutil.which("prlimit"):
+    if _in_user_namespace(mode) and shutil.which("prlimit"):
         return None
     return _pids_cgroup()[1] + (
         "" if os.geteuid() == 0 else ", and RLIMIT_NPROC would count all your processes"
@@ -432,7 +435,7 @@ def process_cap(policy: SandboxPolicy, mode: str) -> tuple[list[str], list[str],
             join = 'echo $$ > "$0" && exec "$@"'
             return ["/bin/sh", "-c", join, str(group / "cgroup.procs")], [], group
     prlimit = shutil.which("prlimit")
-    if prlimit and _in_user_namespace(policy, mode):
+    if prlimit and _in_user_namespace(mode):
         cap = f"--nproc={policy.max_processes}:{policy.max_processes}"
         return [], [prlimit, cap, "--"], None
     return [], [], None
