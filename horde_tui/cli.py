@@ -112,6 +112,7 @@ def cmd_tool(args: argparse.Namespace) -> int:
         ACTOR_NAME_RULE,
         MANUAL_RUN,
         default_horde_dir,
+        shown,
         valid_actor_name,
         valid_run_id,
     )
@@ -123,12 +124,12 @@ def cmd_tool(args: argparse.Namespace) -> int:
         return 2
     run = os.environ.get("HORDE_RUN") or MANUAL_RUN
     if not valid_run_id(run):
-        print(f"horde-tui tool: HORDE_RUN={run!r} is not a valid run id", file=sys.stderr)
+        print(f"horde-tui tool: HORDE_RUN={shown(run)} is not a valid run id", file=sys.stderr)
         return 2
     actor = os.environ.get("HORDE_MEMBER") or "user"
     if not valid_actor_name(actor):
         print(
-            f"horde-tui tool: HORDE_MEMBER={actor!r} is not a member name (names rule: "
+            f"horde-tui tool: HORDE_MEMBER={shown(actor)} is not a member name (names rule: "
             f"{ACTOR_NAME_RULE}); set it to a name such as member-1 or ext-1",
             file=sys.stderr,
         )

@@ -7,6 +7,7 @@ the callers that must then fall back to other checks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -73,3 +74,31 @@ def environ(pid: int) -> dict[str, str]:
         return {}
     pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
+def flock_holders(path: str) -> list[int]:
+    """The pids holding an `flock` on `path` now (`/proc/locks`), waiters excepted; [] when
+    none or unknown. A holder note says who took a lock last; this says who has it."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    found = []
+    for line in lines:
+        fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 1234 00:2f:5678 0 EOF"
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
+            with contextlib.suppress(ValueError):
+                found.append(int(fields[4]))
+    return found
+
+
+def command_name(pid: int) -> str:
+    """`pid`'s command name (`/proc/PID/comm`), or "" when gone."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""

@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     if check.count.hordes > 1:
         intro = (
             f"swarm {sup.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
-            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox)[1])}"
+            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox, settings.sandbox_network)[1])}"
         )
     else:
         intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"

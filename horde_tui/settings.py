@@ -200,6 +200,10 @@ class Settings(BaseModel):
     sandbox_network: bool = Field(
         default=True, description="member: off gives commands loopback networking only."
     )
+    sandbox_git_write: bool = Field(
+        default=False,
+        description="member: let sandboxed commands write .git/ (commits); off keeps it read-only, since a hook or core.fsmonitor written there runs outside the sandbox at your next git command.",
+    )
     confirm: bool = Field(
         default=False,
         description="member: every bash command waits for a person (the app, the terminal, or horde-tui approve/refuse).",
@@ -317,6 +321,19 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "Seconds a writer waits for the .horde/.lock before it gives up with the holder named.",
         ("horde_tui/store/lock.py",),
         "you",
+    ),
+    ProcessVariable(
+        "HORDE_BWRAP",
+        "bwrap",
+        "The bubblewrap to run member commands in (a name on PATH or a path); a missing one runs as without bubblewrap.",
+        ("horde_tui/member/sandbox.py",),
+        "you",
+    ),
+    ProcessVariable(
+        "HORDE_SECRETS_FD",
+        "unset",
+        "The pipe on which the gateway receives the provider key and its token at start (never in its environment).",
+        ("horde_tui/keypipe.py",),
     ),
     ProcessVariable(
         "HORDE_LOCK_TRACE",

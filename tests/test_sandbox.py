@@ -9,21 +9,33 @@ that silently stopped working fails the test before anything destructive runs.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Horde
 from support.store_server import start_server, stop_server
 
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_argv, bwrap_problem
+from horde_tui.member.sandbox import (
+    SandboxPolicy,
+    bwrap_argv,
+    bwrap_problem,
+    process_limit_problem,
+    resolve,
+    unshare_problem,
+)
 from horde_tui.member.shell import command_env, run_command
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.store.lock import HordeLock
+from horde_tui.store.store import HordeStore
 
 PROBLEM = bwrap_problem()
 needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
@@ -346,3 +358,137 @@ def test_tools_installed_under_tmp_stay_usable_and_the_rest_of_tmp_private(
         sandbox._passthrough.cache_clear()
         shutil.rmtree(toolbox, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+
+
+@needs_bwrap
+def test_the_mcp_token_and_the_lock_files_are_out_of_reach(work: Path) -> None:
+    """`runs/<id>/mcp-token` is masked like the gateway token, and `.horde/.lock` is
+    not the horde's lock inside: a read-only file can still be `flock`ed, and a command
+    holding it stalled every write of the horde until the command's timeout."""
+    token = "mcp-SECRET-" + os.urandom(8).hex()
+    (work / ".horde" / "runs" / "r1" / "mcp-token").write_text(token + "\n")
+    tools = _tools(work)
+    _sandboxed(tools)
+    assert token not in tools.bash("cat .horde/runs/r1/mcp-token; grep -r SECRET .horde").text
+    command = _script(work, "hold.sh", "flock .horde/.lock sleep 4 && echo held\n")
+    holding = concurrent.futures.ThreadPoolExecutor(1).submit(tools.bash, command)
+    time.sleep(1.5)  # the sandbox is up and the command holds whatever it could lock
+    paths = HordeStore(work / ".horde", "member-1").paths
+    with HordeLock(paths, "member-1").held(timeout=1):
+        pass
+    assert "held" in holding.result(30).text
+
+
+def _repo(work: Path) -> None:
+    """`work` as a git repository with one commit (`.horde/` ignored, as a project would)."""
+    (work / ".gitignore").write_text(".horde/\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+
+
+@needs_bwrap
+def test_git_is_read_only_inside_unless_the_run_opts_in(work: Path) -> None:
+    """A hook or `core.fsmonitor` written into `.git/` would run outside the sandbox at
+    the user's next `git status`; inside, `.git/` is read-only and git reads still work."""
+    _repo(work)
+    config = (work / ".git" / "config").read_bytes()
+    tools = _tools(work)
+    _sandboxed(tools)
+    plant = _script(
+        work,
+        "plant.sh",
+        'git config core.fsmonitor "touch RAN; false"\n'
+        "printf '#!/bin/sh\\ntouch RAN\\n' > .git/hooks/post-checkout\n"
+        "git log --oneline; git status --short; git diff --stat; echo reads-done\n",
+    )
+    result = tools.bash(plant)
+    assert "first" in result.text and "reads-done" in result.text, result.text
+    assert "fatal" not in result.text and "Read-only file system" in result.text, result.text
+    assert (work / ".git" / "config").read_bytes() == config
+    assert not (work / ".git" / "hooks" / "post-checkout").exists()
+    commit = (
+        "git -c user.name=m -c user.email=m@m commit -qam second --allow-empty; git log --oneline"
+    )
+    assert "second" not in tools.bash(commit).text
+    opted = _tools(work, SandboxPolicy(mode="bwrap", git_write=True))
+    assert "second" in opted.bash(commit).text
+
+
+# -- without bubblewrap --------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process believes bwrap is not installed (`HORDE_BWRAP` names a missing one)."""
+    monkeypatch.setenv("HORDE_BWRAP", "horde-no-such-bwrap")
+    bwrap_problem.cache_clear()
+    yield
+    bwrap_problem.cache_clear()
+
+
+def test_without_bwrap_a_command_gets_its_own_pid_namespace(work: Path, no_bwrap: None) -> None:
+    """Where user namespaces work, a command without bwrap still runs in a PID namespace
+    of its own with a private /proc: it cannot signal (`kill -9 -1` ended every process
+    of the user) or read the environment of any process outside it. Probed with
+    `kill -0`: never `kill -1` in a test, which without the namespace ends this machine's."""
+    problem = unshare_problem()
+    if problem:
+        pytest.skip(f"no PID namespace without bwrap here: {problem}")
+    mode, note = resolve("auto")
+    assert mode == "namespace", (mode, note)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        probe = f"kill -0 {other.pid} && echo reached; ls /proc | grep -c '^[0-9]'; echo made > built.txt"
+        result = run_command(probe, work, sandbox=SandboxPolicy(mode=mode))
+    finally:
+        other.kill()
+        other.wait()
+    assert "reached" not in result.output, result.output
+    counts = [int(line) for line in result.output.splitlines() if line.isdigit()]
+    assert counts and counts[0] <= 4, result.output  # unshare's child, bash, ls, grep
+    assert (work / "built.txt").read_text() == "made\n"
+
+
+def test_without_bwrap_the_warning_names_each_gap(no_bwrap: None) -> None:
+    mode, note = resolve("auto", network=False)
+    assert mode in ("namespace", "off")
+    for gap in ("bwrap is not installed", "gateway token", ".horde/", "sandbox_network"):
+        assert gap in note, note
+    if mode == "off":
+        assert "kill -9 -1" in note, note
+    assert "\n" not in note
+
+
+FORKER = """import os, time
+made = failed = 0
+for _ in range(60):
+    try:
+        pid = os.fork()
+    except OSError:
+        failed += 1
+        continue
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    made += 1
+print(f"made={made} failed={failed}")
+"""
+
+
+@needs_bwrap
+def test_a_command_cannot_start_processes_without_limit(work: Path) -> None:
+    """A per-command process cap (a pids cgroup, or RLIMIT_NPROC inside the sandbox's
+    user namespace): a fork loop stops at it instead of filling the machine."""
+    problem = process_limit_problem(SandboxPolicy(mode="bwrap"))
+    if problem:
+        pytest.skip(f"no process limit here: {problem}")
+    tools = _tools(work, SandboxPolicy(mode="bwrap", max_processes=20))
+    _sandboxed(tools)
+    (work / "forker.py").write_text(FORKER)
+    result = tools.bash(f"{sys.executable} forker.py")
+    made = int(result.text.split("made=")[1].split()[0])
+    assert 1 <= made < 20 and "failed=" in result.text, result.text
+    unlimited = _tools(work).bash(f"{sys.executable} forker.py")
+    assert "made=60 failed=0" in unlimited.text, unlimited.text

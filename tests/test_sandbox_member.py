@@ -85,6 +85,15 @@ def test_members_get_the_run_sandbox_and_the_named_variables(
     assert "run without a sandbox" in sup.sandbox_note
     policy = SandboxPolicy.from_env(env)
     assert (policy.mode, policy.env_names) == ("off", ("DB_PASSWORD",))
+    assert policy.git_write is False  # .git/ stays read-only unless the run opts in
+
+
+def test_the_git_opt_in_reaches_the_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sup = _supervisor(tmp_path, {"HORDE_SANDBOX_GIT_WRITE": "on"}, monkeypatch)
+    env = sup.member_env(sup.specs[0], 1)
+    assert SandboxPolicy.from_env(env).git_write is True
 
 
 @pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
@@ -194,7 +203,10 @@ def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[1] == (
-        "warning: member commands run without a sandbox (sandbox set to off) (see SECURITY.md)"
+        "warning: member commands run without a sandbox (sandbox set to off): a command can "
+        "read the gateway token and spend the run's budget, write .horde/ by hand, reach every "
+        "file and network service you can, and end every process of yours (kill -9 -1 in a "
+        "script) (see SECURITY.md)"
     )
     assert done.stdout.count("run without a sandbox") == 2  # the header, the run-start line
     (run_dir,) = (tmp_path / ".horde" / "runs").iterdir()

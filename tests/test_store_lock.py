@@ -88,12 +88,13 @@ def test_the_lock_of_a_killed_holder_is_free_at_once(root: Path) -> None:
 
 
 def test_lock_timeout_error_without_a_holder_note(root: Path) -> None:
+    """No note: the kernel still names the process holding the lock."""
     holder = start_holder(root, "member-4")
     try:
         (root / ".lock.holder").unlink()
         paths = HordeStore(root, "member-1").paths
         with (
-            pytest.raises(LockTimeoutError, match=r"held by unknown"),
+            pytest.raises(LockTimeoutError, match=rf"held by pid={holder.pid} actor=unknown"),
             HordeLock(paths, "member-1").held(timeout=0.05),
         ):
             pass
@@ -194,3 +195,25 @@ def test_contended_waits_reuse_one_waiting_thread(root: Path) -> None:
         waiter.join(timeout=30)
         assert took == [True]
     assert len(seen) == 1, f"{len(seen)} waiting threads for 3 waits one after another"
+
+
+def test_a_refusal_names_the_real_holder_not_a_stale_note(root: Path) -> None:
+    """A process that is no horde writer holds `.lock` (`flock .horde/.lock sleep`, as a
+    member's script could without the sandbox) while the holder note still names the last
+    writer: the refusal names the process holding it, and the member it claims to be."""
+    root.mkdir(parents=True)
+    (root / ".lock.holder").write_text("pid=1 actor=member-9 since=0\n")
+    env = {**os.environ, "HORDE_MEMBER": "member-2"}
+    holder = subprocess.Popen(["flock", str(root / ".lock"), "sleep", "30"], env=env)
+    try:
+        assert wait_until(lambda: (root / ".lock").exists(), 10)
+        time.sleep(0.2)
+        paths = HordeStore(root, "member-1").paths
+        with pytest.raises(LockTimeoutError) as refused, HordeLock(paths, "member-1").held(0.2):
+            pass
+        message = str(refused.value)
+        assert f"pid={holder.pid}" in message and "member-2" in message, message
+        assert "member-9" not in message, message
+    finally:
+        holder.kill()
+        holder.wait()

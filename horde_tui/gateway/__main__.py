@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from horde_tui import keypipe
 from horde_tui.gateway import aihorde, backend
 from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
@@ -155,6 +156,7 @@ def orphaned(run_dir: Path | None, parent_pid: int | None) -> Callable[[], None]
 
 
 async def run(args: argparse.Namespace) -> int:
+    keypipe.take_over()  # the provider key and token, from the supervisor's pipe
     token = os.environ.get("HORDE_GATEWAY_TOKEN") or secrets.token_urlsafe(32)
     try:
         config = build_config(args, token)

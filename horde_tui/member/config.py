@@ -14,7 +14,7 @@ from pathlib import Path
 from horde_tui.inputs import BOOL_WORDS, parse_bool, whole_number
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.store.activity import heartbeat_path
-from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, valid_actor_name
+from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, shown, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
 
 
@@ -103,7 +103,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
     if not valid_actor_name(name):
         # The name is every record's actor and a directory name (sessions/<name>/).
         raise MemberConfigError(
-            f"{key}={name!r} is not a member name (names rule: {ACTOR_NAME_RULE})"
+            f"{key}={shown(name)} is not a member name (names rule: {ACTOR_NAME_RULE})"
         )
     parent = e.get("HORDE_PARENT_PID", "").strip()
     return MemberConfig(

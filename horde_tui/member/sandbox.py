@@ -2,46 +2,39 @@
 
 The refusal list (`refusal.py`) is a courtesy that catches the obvious; a command can
 hide anything from it (a script file, a variable). Inside `bwrap` the root filesystem
-is read-only, the working directory writable, `.horde/` read-only with its token and
-key files masked, `/tmp` and `$HOME` private, and the command sees only its own
-processes (a new PID namespace: no `/proc/<supervisor>/environ`), so a command can
-neither forge a ledger record nor read the run's secrets, whatever it is. Stdlib only.
+is read-only, the working directory writable, its `.git/` and `.horde/` read-only, the
+secret and lock files of `.horde/` masked (`store/secretfiles.py`, the one list), `/tmp`
+and `$HOME` private, and the command sees only its own processes (a new PID namespace:
+no `/proc/<supervisor>/environ`), so a command can neither forge a ledger record, nor
+read the run's secrets, nor plant a git hook, whatever it is. Every command, sandboxed or
+not, is capped in processes where the kernel lets us (`process_cap`). Stdlib only.
 
-`auto` uses bwrap when it can run here and otherwise runs commands as before, which
-the run says once (header and REPORT.md); `bwrap` refuses to start without it.
+`auto` uses bwrap when it can run here; otherwise a PID namespace of its own where
+`unshare` can make one (mode `namespace`), else nothing; the run says once what a
+command can then still do (header and REPORT.md). `bwrap` refuses to start without it.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from horde_tui.inputs import BOOL_WORDS, parse_bool
+from horde_tui.store.secretfiles import masked_files
 
 SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
-_SECRET_GLOBS = (
-    "config.toml",
-    "*.token",
-    "*.key",
-    "runs/*/*.token",
-    "swarms/*/*.token",
-    "swarms/*/h*/*.token",
-    "swarms/*/h*/runs/*/*.token",
-    ".store.sock",
-    "swarms/*/h*/.store.sock",
-)
-"""Files under a `.horde/` a command must not reach: the gateway tokens of every run and
-swarm (`gateway.token`), the config file, which may carry `api_key`, and the store
-server's socket (`protocol/server.py`), a way to write around the read-only `.horde/`
-(a member writes through its own `horde` tool)."""
 _HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
 """Credential files masked inside home directories that stay readable (`~/.cargo`)."""
 _HOME_CONFIG = (".gitconfig", ".config/git/config")
@@ -54,13 +47,20 @@ class SandboxPolicy:
 
     `mode` is `auto`, `bwrap` or `off`; `network` False cuts the network (loopback
     only); `env_names` are extra variables the user lets through to commands;
-    `readonly` are the `.horde/` directories a command may read but never write.
+    `readonly` are the `.horde/` directories a command may read but never write;
+    `git_write` lets commands write `.git/`.
     """
 
     mode: str = "off"
     network: bool = True
     env_names: tuple[str, ...] = ()
     readonly: tuple[Path, ...] = ()
+    git_write: bool = False
+    max_processes: int = 512
+    """Processes one command may have at once (`limit_processes`); a fork loop stops here."""
+    """Whether commands may write the working directory's `.git/` (commits). Off by
+    default: a hook or `core.fsmonitor` written there runs outside the sandbox, as the
+    user, at their next `git status` (`sandbox_git_write`)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
@@ -70,10 +70,17 @@ class SandboxPolicy:
         network = parse_bool(raw)
         if network is None:
             raise ValueError(f"HORDE_SANDBOX_NETWORK={raw!r} is not {BOOL_WORDS}")
+        raw_git = environ.get("HORDE_SANDBOX_GIT_WRITE", "").strip() or "off"
+        git_write = parse_bool(raw_git)
+        if git_write is None:
+            raise ValueError(f"HORDE_SANDBOX_GIT_WRITE={raw_git!r} is not {BOOL_WORDS}")
         return cls(
-            mode=mode if mode in SANDBOX_MODES else "bwrap",  # unknown: the strict choice
+            # `namespace` is what a supervisor resolves `auto` to without bwrap; unknown
+            # words get the strict choice
+            mode=mode if mode in (*SANDBOX_MODES, "namespace") else "bwrap",
             network=network,
             env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
+            git_write=git_write,
         )
 
     def as_env(self) -> dict[str, str]:
@@ -82,6 +89,7 @@ class SandboxPolicy:
             "HORDE_SANDBOX": self.mode,
             "HORDE_SANDBOX_NETWORK": "on" if self.network else "off",
             "HORDE_SANDBOX_ENV": ",".join(self.env_names),
+            "HORDE_SANDBOX_GIT_WRITE": "on" if self.git_write else "off",
         }
 
 
@@ -101,6 +109,12 @@ def split_names(text: str) -> tuple[str, ...]:
     return tuple(n for n in text.replace(",", " ").split() if n)
 
 
+def _bwrap() -> str | None:
+    """The bwrap to run: `HORDE_BWRAP` (a name or path; tests name a missing one to run
+    as on a machine without it), else `bwrap` on PATH."""
+    return shutil.which(os.environ.get("HORDE_BWRAP", "").strip() or "bwrap")
+
+
 @functools.cache
 def bwrap_problem() -> str | None:
     """None when bwrap can run a command here, else why not (one phrase).
@@ -108,34 +122,102 @@ def bwrap_problem() -> str | None:
     Probed once per process with the options commands use: a bwrap that is installed
     but cannot make namespaces (some containers) must count as missing.
     """
-    path = shutil.which("bwrap")
+    path = _bwrap()
     if path is None:
         return f"bwrap is not installed; {INSTALL_HINT}"
     argv = [path, *_BASE, *_caps(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    return _probe(argv, "bwrap")
+
+
+def _probe(argv: list[str], what: str) -> str | None:
+    """None when `argv -- true` runs, else why not."""
     try:
         done = subprocess.run(
             [*argv, "--", "true"], capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap cannot run here ({exc})"
+        return f"{what} cannot run here ({exc})"
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"bwrap cannot run here ({said})"
+        return f"{what} cannot run here ({said})"
     return None
 
 
-def resolve(mode: str) -> tuple[str, str]:
-    """(`bwrap` or `off`, the note to show when commands run without a sandbox).
+@functools.cache
+def _namespace_base() -> tuple[list[str], str | None]:
+    """The `unshare` prefix that gives a command its own PID namespace and `/proc` without
+    bwrap, and None, or why there is none. A user namespace first where not root (mapped
+    to the user, so files keep their owner and exec drops the namespace's capabilities:
+    the command cannot unmount its `/proc`); under `setpriv --pdeathsig KILL` when
+    setpriv is there, so the namespace dies with its member as bwrap's does."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return [], "unshare is not installed"
+    setpriv = shutil.which("setpriv")
+    head = [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+    ns = ["--pid", "--fork", "--mount-proc", "--kill-child"]
+    users = [[]] if os.geteuid() == 0 else [["--user", "--map-current-user"], ["--user", "-r"]]
+    problem: str | None = "unshare is not installed"
+    for user in users:
+        argv = [*head, unshare, *user, *ns]
+        problem = _probe(argv, "unshare")
+        if problem is None:
+            return argv, None
+    return [], problem
 
-    `auto` becomes `bwrap` when it can run; `bwrap` stays `bwrap` (commands are
-    then refused if it cannot run, never run bare); `off` is the user's choice.
+
+def unshare_problem() -> str | None:
+    """None when a command can get its own PID namespace without bwrap, else why not."""
+    return _namespace_base()[1]
+
+
+def namespace_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` in a PID namespace of its own with a private `/proc` (mode `namespace`):
+    no signal reaches a process outside it (`kill -9 -1` ends only its own), no other
+    process's `/proc/<pid>/environ` is in sight, and what it leaves running ends with it.
+    Nothing else is confined: files, `.horde/` and the network are the user's."""
+    return [*_namespace_base()[0], "--", *argv]
+
+
+def _gaps(network: bool, namespace: bool) -> str:
+    """What a command can still do without bwrap, for the run's one warning."""
+    parts = [
+        "a command can read the gateway token and spend the run's budget",
+        "write .horde/ by hand",
+        "reach every file and network service you can",
+    ]
+    if not namespace:
+        parts.append("and end every process of yours (kill -9 -1 in a script)")
+    text = ", ".join(parts)
+    if namespace:
+        text += "; each command has its own PID namespace, so it cannot signal or read your other processes"
+    if not network:
+        text += "; sandbox_network = off has no effect without bwrap"
+    return text
+
+
+def resolve(mode: str, network: bool = True) -> tuple[str, str]:
+    """(`bwrap`, `namespace` or `off`, the note to show when commands run without bwrap:
+    why, and each thing a command can then still do).
+
+    `auto` becomes `bwrap` when it can run, else `namespace` where a PID namespace can be
+    had without it, else `off`; `bwrap` stays `bwrap` (commands are then refused if it
+    cannot run, never run bare); `off` is the user's choice.
     """
     if mode == "off":
-        return "off", "member commands run without a sandbox (sandbox set to off)"
+        return (
+            "off",
+            f"member commands run without a sandbox (sandbox set to off): {_gaps(network, False)}",
+        )
     problem = bwrap_problem()
-    if problem is None or mode == "bwrap":
+    if mode == "bwrap" or (problem is None and mode != "namespace"):
         return "bwrap", ""
-    return "off", f"member commands run without a sandbox: {problem}"
+    namespace = unshare_problem() is None
+    why = problem or "the run chose a PID namespace only"
+    return (
+        "namespace" if namespace else "off",
+        f"member commands run without a sandbox: {why}; {_gaps(network, namespace)}",
+    )
 
 
 _BASE = ("--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
@@ -157,11 +239,10 @@ def bwrap_argv(
     """`argv` wrapped in bwrap under `policy`, run in `cwd`.
 
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
-    the working directory read-write (it may lie under either), then `.horde/`
-    read-only inside it, then masks over its secrets.
+    the working directory read-write (it may lie under either), then its `.git/` and
+    `.horde/` read-only inside it, then masks over the secret and lock files.
     """
-    path = shutil.which("bwrap") or "bwrap"
-    args = [path, *_BASE, *_caps()]
+    args = [_bwrap() or "bwrap", *_BASE, *_caps()]
     if not policy.network:
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -180,12 +261,34 @@ def bwrap_argv(
     layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
     for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
         args += words
+    git = cwd / ".git"
+    if not policy.git_write and git.exists() and not git.is_symlink():
+        args += ["--ro-bind", str(git), str(git)]  # reads work; hooks and config stay as they were
     for ro in _outermost(Path(os.path.realpath(p)) for p in policy.readonly):
         if ro.is_dir():
             args += ["--ro-bind", str(ro), str(ro)]
-            for secret in _secrets(ro):
+            secrets = masked_files(ro, locks=False)
+            for secret in secrets:
                 args += ["--ro-bind", "/dev/null", str(secret)]
+            stand_in = _empty_file(ro)
+            for lock in sorted(set(masked_files(ro, locks=True)) - set(secrets)):
+                args += ["--ro-bind", str(stand_in), str(lock)]
     return [*args, "--chdir", str(cwd), "--", *argv]
+
+
+def _empty_file(horde_dir: Path) -> Path:
+    """An empty file bound read-only over the lock files inside the sandbox: locking it
+    holds nothing of the horde's, and writing through the store there fails as
+    read-only (EROFS), which the `horde-tui tool` refusal explains; `/dev/null` would
+    answer "permission denied" instead. `/dev/null` when the file cannot be made."""
+    path = horde_dir / ".masked"
+    with contextlib.suppress(FileExistsError, OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return Path("/dev/null")
+    return path if stat.S_ISREG(st.st_mode) and st.st_size == 0 else Path("/dev/null")
 
 
 @functools.lru_cache(maxsize=8)
@@ -221,28 +324,6 @@ def _passthrough(private: Path, cwd: Path, *, config: bool) -> list[str]:
     return args
 
 
-def is_secret(path: Path, horde_dir: Path) -> bool:
-    """Whether `path` (resolved) is one of the token or key files under `horde_dir`."""
-    if horde_dir not in path.parents:
-        return False
-    relative = path.relative_to(horde_dir)
-    return any(
-        relative.match(pattern) and len(relative.parts) == len(Path(pattern).parts)
-        for pattern in _SECRET_GLOBS
-    )
-
-
-def _secrets(horde_dir: Path) -> list[Path]:
-    found: set[Path] = set()
-    for pattern in _SECRET_GLOBS:
-        found.update(
-            p
-            for p in horde_dir.glob(pattern)
-            if (p.is_file() or p.is_socket()) and not p.is_symlink()
-        )
-    return sorted(found)
-
-
 def _outermost(paths: Iterable[Path]) -> list[Path]:
     """`paths` without those inside another (one bind covers them)."""
     unique = sorted(set(paths), key=lambda p: len(p.parts))
@@ -256,3 +337,130 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 def _within(path: Path, root: Path, *, strict: bool) -> bool:
     """Whether `path` lies under `root` (or is it, unless `strict`)."""
     return (path == root and not strict) or root in path.parents
+
+
+# -- a process cap per command -----------------------------------------------------------
+
+_CGROUP_PREFIX = "horde-cmd-"
+_LEFT: set[Path] = set()
+"""Command cgroups not yet removed (a process outlived its command): retried each time."""
+
+
+@functools.cache
+def _pids_cgroup() -> tuple[Path | None, str]:
+    """A pids-controller cgroup directory this process may make children in (cgroup v1
+    `pids`, or a v2 cgroup that delegates `pids` to its children), or None and why not.
+    Root and delegated containers usually may; a desktop user's session usually not."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None, "no /proc/self/cgroup"
+    candidates = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
+        elif controllers == "":
+            for top in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                here = top / path.lstrip("/")
+                try:
+                    if "pids" in (here / "cgroup.subtree_control").read_text().split():
+                        candidates.append(here)
+                except OSError:
+                    continue
+    for base in candidates:
+        probe = base / f"{_CGROUP_PREFIX}{os.getpid()}-probe"
+        try:
+            probe.mkdir()
+            ok = (probe / "pids.max").exists()
+            probe.rmdir()
+        except OSError:
+            continue
+        if ok:
+            _sweep(base)
+            return base, ""
+    return None, "no pids cgroup this user may create"
+
+
+def _sweep(base: Path) -> None:
+    """Remove the empty command cgroups of members that are gone (a command's background
+    process outlived it, then its member ended before it could remove the cgroup)."""
+    for group in base.glob(f"{_CGROUP_PREFIX}*"):
+        pid = group.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                group.rmdir()  # fails while a process is still in it: left for later
+
+
+def _in_user_namespace(mode: str) -> bool:
+    """Whether the command runs in a user namespace of its own, where RLIMIT_NPROC counts
+    only its processes (outside one it counts every process of the user)."""
+    return os.geteuid() != 0 and mode in ("bwrap", "namespace")
+
+
+def process_limit_problem(policy: SandboxPolicy) -> str | None:
+    """None when commands under `policy` get a process cap here, else why not."""
+    mode = resolve(policy.mode, policy.network)[0]
+    if _pids_cgroup()[0] is not None:
+        return None
+    if _in_user_namespace(mode) and shutil.which("prlimit"):
+        return None
+    return _pids_cgroup()[1] + (
+        "" if os.geteuid() == 0 else ", and RLIMIT_NPROC would count all your processes"
+    )
+
+
+def process_cap(policy: SandboxPolicy, mode: str) -> tuple[list[str], list[str], Path | None]:
+    """(a prefix for the whole command line, a prefix for the command inside the sandbox,
+    a cgroup to remove after it): the cap of `policy.max_processes` processes.
+
+    A pids cgroup when one can be made: the line joins it before it execs (`sh -c 'echo
+    $$ > cgroup.procs; exec ...'`), so every process the command starts counts. Else,
+    inside a user namespace, `prlimit --nproc` on the command. Else no cap (the run's
+    warning says so)."""
+    for left in list(_LEFT):
+        with contextlib.suppress(OSError):
+            left.rmdir()
+            _LEFT.discard(left)
+    base = _pids_cgroup()[0]
+    if base is not None:
+        group = base / f"{_CGROUP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(str(policy.max_processes))
+        except OSError:
+            with contextlib.suppress(OSError):
+                group.rmdir()
+        else:
+            join = 'echo $$ > "$0" && exec "$@"'
+            return ["/bin/sh", "-c", join, str(group / "cgroup.procs")], [], group
+    prlimit = shutil.which("prlimit")
+    if prlimit and _in_user_namespace(mode):
+        cap = f"--nproc={policy.max_processes}:{policy.max_processes}"
+        return [], [prlimit, cap, "--"], None
+    return [], [], None
+
+
+def release_limit(group: Path | None) -> None:
+    """Remove a command's cgroup once its last processes are gone (a sandbox's may still
+    be exiting for a few ms after the command returned); one still busy after 100 ms is
+    tried again at a later command and when the member exits."""
+    if group is None:
+        return
+    deadline = time.monotonic() + 0.1
+    while True:
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                _LEFT.add(group)
+                return
+            time.sleep(0.002)
+
+
+@atexit.register
+def _remove_left() -> None:
+    for group in list(_LEFT):
+        with contextlib.suppress(OSError):
+            group.rmdir()

@@ -35,6 +35,9 @@ from horde_tui.member.sandbox import (
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
+    namespace_argv,
+    process_cap,
+    release_limit,
     resolve,
 )
 from horde_tui.refusal import refusal_reason
@@ -262,7 +265,7 @@ def run_command(
     if reason:
         return ShellResult(None, reason, False, reason, 0.0)
     policy = sandbox or SandboxPolicy()
-    mode = resolve(policy.mode)[0]
+    mode = resolve(policy.mode, policy.network)[0]
     problem = bwrap_problem() if mode == "bwrap" else None
     if problem:
         text = (
@@ -272,11 +275,16 @@ def run_command(
         return ShellResult(None, text, False, text, 0.0)
     _forget_dead_groups()
     source = os.environ if env is None else env
-    argv = [shutil.which("bash") or "/bin/sh", "-c", command]
+    outer, inner, group = process_cap(policy, mode)
+    argv = [*inner, shutil.which("bash") or "/bin/sh", "-c", command]
     command_environ = command_env(source, policy.env_names, cwd)
     if mode == "bwrap":
         argv = bwrap_argv(argv, cwd, policy, source.get("HOME"))
         command_environ["TMPDIR"] = "/tmp"
+        command_environ["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` need not write a read-only .git/
+    elif mode == "namespace":
+        argv = namespace_argv(argv)
+    argv = [*outer, *argv]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -289,6 +297,7 @@ def run_command(
             process_group=0,  # its own group, in the member's session: see horde_tui/reaper.py
         )
     except OSError as exc:
+        release_limit(group)
         text = f"could not start the command: {exc}"
         return ShellResult(None, text, False, None, time.monotonic() - start)
     _GROUPS.add(proc.pid)
@@ -306,6 +315,7 @@ def run_command(
             _pump(proc, sink, time.monotonic() + 0.5)
     duration = time.monotonic() - start
     _forget_dead_groups()
+    release_limit(group)
     return _result(proc, sink.text(limit), ending, duration, timeout_s)
 
 

@@ -27,10 +27,11 @@ from typing import Any, BinaryIO
 
 from horde_tui.inputs import loads
 from horde_tui.member.confirm import ConfirmGate
-from horde_tui.member.sandbox import SandboxPolicy, is_secret
+from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.member.shell import run_command
 from horde_tui.refusal import refusal_reason
 from horde_tui.store import identity
+from horde_tui.store.secretfiles import is_secret
 
 TOOL_DEFINITIONS: list[dict[str, Any]] = [
     {
@@ -260,9 +261,9 @@ class WorkspaceTools:
                     f"refused: read of {path!r} with offset={offset}, limit={limit} "
                     "(offset is a 1-based line number, limit a line count); use values of 1 or more"
                 )
-            if is_secret(target, self.horde_dir):
+            if any(is_secret(target, Path(os.path.realpath(d))) for d in self.sandbox.readonly):
                 raise _Refused(
-                    f"refused: read of {path!r}, a token or key file of the run (the run's "
+                    f"refused: read of {path!r}, a secret file of the run: a token, key or the config (the run's "
                     "secrets are never shown to members); read the ledgers and run files instead"
                 )
             if target.is_dir():

@@ -41,7 +41,7 @@ from horde_tui.protocol.rules import check_wind_down
 from horde_tui.protocol.schema import action_names
 from horde_tui.store import client, identity
 from horde_tui.store.lock import LockTimeoutError
-from horde_tui.store.paths import ACTOR_NAME_RULE, valid_actor_name, valid_run_id
+from horde_tui.store.paths import ACTOR_NAME_RULE, shown, valid_actor_name, valid_run_id
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import ActionRefused, Decision, HordeStore, why
 
@@ -318,11 +318,11 @@ def run_action(
         if not valid_run_id(run):
             # The run id becomes a directory name; a bad one is a malformed call, not a crash.
             raise UsageError(
-                f"invalid run id {run!r}; use letters, digits, '.', '_' or '-' (max 80)"
+                f"invalid run id {shown(run)}; use letters, digits, '.', '_' or '-' (max 80)"
             )
         if not valid_actor_name(store.actor):
             raise UsageError(
-                f"actor {store.actor!r} is not a member name (names rule: {ACTOR_NAME_RULE}); "
+                f"actor {shown(store.actor)} is not a member name (names rule: {ACTOR_NAME_RULE}); "
                 "set HORDE_MEMBER to a name such as member-1"
             )
     except UsageError as exc:

@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
+from horde_tui import procfs
+from horde_tui.store import identity
 from horde_tui.store.paths import HordePaths
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
@@ -311,10 +313,28 @@ class HordeLock:
 
     def _timeout_message(self, wait: float) -> str:
         try:
-            holder = self._paths.lock_holder.read_text().strip() or "unknown"
+            note = self._paths.lock_holder.read_text().strip()
         except OSError:
-            holder = "unknown"
+            note = ""
+        holder = _holder(str(self._paths.lock), note)
         return (
             f"refused: could not take {self._paths.lock} within {wait:g}s "
             f"(held by {holder}); retry shortly, or end that process if it is stuck"
         )
+
+
+def _holder(path: str, note: str) -> str:
+    """Who holds `path` now, for a refusal: the note when its pid is the holder the kernel
+    names (`/proc/locks`), else that process and the member it runs under (or claims to
+    be: a script holding the lock without the sandbox). A stale note names a writer long
+    gone, so it is only the answer when the kernel cannot say."""
+    pids = procfs.flock_holders(path)
+    if not pids:
+        return note or "unknown"
+    pid = pids[0]
+    if note.startswith(f"pid={pid} "):
+        return note
+    via = identity.member_above(pid)
+    claim = procfs.environ(pid).get("HORDE_MEMBER", "")
+    actor = via.member if via is not None else (f"{claim[:64]} (claimed)" if claim else "unknown")
+    return f"pid={pid} actor={actor} ({procfs.command_name(pid) or 'gone'})"

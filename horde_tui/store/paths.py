@@ -50,6 +50,14 @@ ACTOR_NAME_RULE = (
 """The names rule as a refusal states it; `member-3`, `parent`, `user`, `ext-1` pass."""
 
 
+def shown(value: str, cap: int = 80) -> str:
+    """`value` quoted for a refusal, cut after `cap` characters with its length said: a
+    name or run id from the environment can be any size (100 KB came back whole)."""
+    if len(value) <= cap:
+        return repr(value)
+    return f"{value[:cap]!r}... ({len(value)} characters)"
+
+
 def valid_actor_name(name: str) -> bool:
     """Actor names land in every record, in session directory names and in the ledgers'
     markdown, so they are one plain token: no separators, spaces, capitals or controls."""

@@ -482,10 +482,7 @@ class HordeStore:
             with flocked(self.paths.projection_lock, lock_timeout_s()) as held:
                 if not held:
                     return  # compared at a later write; this one's render is noted
-                # Temp files are only written under this lock: any present now are a
-                # dead writer's (cleared here, on each process's first write).
-                for tmp in self.paths.root.glob(".*.md.*.tmp"):
-                    tmp.unlink(missing_ok=True)
+                self._clear_dead_temps()
                 self._write_projections(set(LEDGER_FILES), only_changed=True)
                 marks = read_marks(self.paths.projected)
                 write_marks(
@@ -580,8 +577,17 @@ class HordeStore:
         stale = {k for k, seq in self.state.last_change.items() if marks.get(k, 0) < seq}
         if not stale:
             return
+        self._clear_dead_temps()
         self._write_projections(stale)
         write_marks(self.paths.projected, marks | dict.fromkeys(stale, self.state.seq))
+
+    def _clear_dead_temps(self) -> None:
+        """Under `.projecting.lock`, before rendering: projection temp files are only
+        written under it, so any present now are a writer's that died mid-render (a
+        SIGKILL between write and rename). Every render clears them, not only each
+        process's first write: the store server and the supervisor write for hours."""
+        for tmp in self.paths.root.glob(".*.md.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
     def _flush(self, *, strict: bool = False) -> str:
         """Make durable what this process appended under the lock it just released (one

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from horde_tui import keypipe
 from horde_tui.inputs import loads
+from horde_tui.member.shell import scrubbed_env
 from horde_tui.reaper import end_session
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import atomic_write_text
@@ -177,6 +179,7 @@ async def _start_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.
             stdout=asyncio.subprocess.PIPE,
             stderr=err,
             start_new_session=True,
+            env=scrubbed_env(os.environ),  # no provider key: the gateway alone holds it
         )
     assert proc.stdout is not None
     try:
@@ -249,20 +252,26 @@ async def spawn_gateway(
     if env.get(SHARED_GATEWAY_URL_ENV):
         return await join_gateway(run_dir, env, args)
     log = open(run_dir / "gateway.log", "ab")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "horde_tui.gateway",
-        "--run-dir",
-        str(run_dir),
-        *args,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=log,
-        start_new_session=True,
-    )
-    log.close()
+    plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "horde_tui.gateway",
+            "--run-dir",
+            str(run_dir),
+            *args,
+            env=plain,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            pass_fds=() if secrets_fd is None else (secrets_fd,),
+        )
+    finally:
+        log.close()
+        if secrets_fd is not None:
+            os.close(secrets_fd)
     assert proc.stdout is not None
     try:
         line = (await asyncio.wait_for(proc.stdout.readline(), timeout_s)).decode()

@@ -117,8 +117,13 @@ class Supervisor:
         """Set by `handoff`: the phases were ended to let another process carry on."""
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
-        mode, self.sandbox_note = resolve_sandbox(settings.sandbox)
-        self.sandbox = SandboxPolicy(mode, settings.sandbox_network, tuple(settings.sandbox_env))
+        mode, self.sandbox_note = resolve_sandbox(settings.sandbox, settings.sandbox_network)
+        self.sandbox = SandboxPolicy(
+            mode,
+            settings.sandbox_network,
+            tuple(settings.sandbox_env),
+            git_write=settings.sandbox_git_write,
+        )
         """How members' commands are confined, decided once for the run; `sandbox_note`
         says so when they run without a sandbox (run header, REPORT.md)."""
         self.member_procs: dict[str, identity.Proc | None] = dict.fromkeys(self.members)

@@ -2,7 +2,8 @@
 
 Applied to every page as its last step (`Site.html`, `Site.json`, a plain-text page), so
 whatever a transcript, a log or a tool's output holds, the export and the server show
-`[masked]` for a gateway token, a configured `api_key`, a key-like environment value
+`[masked]` for every token file on the one list (`store/secretfiles.py`), a
+configured `api_key`, the password of a URL (`scheme://user:pass@`), a key-like environment value
 or anything shaped like a provider key, and `[project]` / `~` for the project's and the
 home directory's absolute paths.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+
+from horde_tui.store.secretfiles import mask_url_credentials, masked_files
 
 MASK = "[masked]"
 _KEY_PATTERNS = re.compile(
@@ -35,17 +38,13 @@ class Masker:
     def __init__(self, horde_dir: Path) -> None:
         horde_dir = Path(horde_dir)
         found: set[str] = set()
-        for pattern in (
-            "gateway.token",
-            "runs/*/gateway.token",
-            "swarms/*/gateway.token",
-            "swarms/*/h*/runs/*/gateway.token",
-        ):
-            for path in horde_dir.glob(pattern):
-                try:
-                    found.add(path.read_text(encoding="utf-8").strip())
-                except (OSError, UnicodeDecodeError):
-                    continue
+        for path in masked_files(horde_dir, locks=False):
+            if path.name == "config.toml":
+                continue  # its `api_key`s are read below
+            try:
+                found.add(path.read_text(encoding="utf-8").strip())
+            except (OSError, UnicodeDecodeError):
+                continue
         try:
             config = (horde_dir / "config.toml").read_text(encoding="utf-8")
             found.update(re.findall(r"""api_key\s*=\s*["']([^"']+)["']""", config))
@@ -67,6 +66,7 @@ class Masker:
         for secret in self.secrets:
             text = text.replace(secret, MASK)
         text = _BEARER.sub(rf"\1{MASK}", _KEY_PATTERNS.sub(MASK, text))
+        text = mask_url_credentials(text, MASK)
         for path, shown in self.places:
             text = text.replace(path, shown)
         return text

@@ -36,6 +36,7 @@ from horde_tui.store.runs import (
     run_ids,
     swarm_ids,
 )
+from horde_tui.store.secretfiles import is_secret
 from horde_tui.supervisor.setup import code_version
 from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.transcript import sessions
@@ -162,6 +163,7 @@ class Site:
     ) -> None:
         self.horde_dir = Path(horde_dir)
         self.mask = masker or Masker(self.horde_dir)
+        self.top = Path(os.path.realpath(self.horde_dir))
         self._runs_only = None if runs is None else set(runs)
         self._swarms_only = None if swarms is None else set(swarms)
         self._runs: OrderedDict[str, _Run] = OrderedDict()
@@ -812,8 +814,8 @@ class Site:
 
     def _document(self, folder: Path, name: str, scope: str) -> Page | None:
         allowed = READING_ORDER if "run" in scope else SWARM_DOCS
-        if name not in allowed:
-            return None
+        if name not in allowed or is_secret(Path(os.path.realpath(folder / name)), self.top):
+            return None  # a document linked to a secret file (store/secretfiles.py) is not shown
         try:
             text = confined(self.horde_dir, folder / name).read_text(
                 encoding="utf-8", errors="replace"

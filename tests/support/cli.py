@@ -34,15 +34,15 @@ def host_env(**extra: str) -> dict[str, str]:
 
 def stub_env(stub: StubThread, **extra: str) -> dict[str, str]:
     """The environment of a run on `stub` started from a shell: its model, endpoint and
-    key, a short clean-stop grace and a gateway that retries after 20 ms; plus `extra`."""
-    return host_env(
-        HORDE_MODEL=stub.model,
-        HORDE_API_BASE=stub.api_base,
-        HORDE_API_KEY="stub",
-        HORDE_ACTIVE_GRACE_MS="300",
-        HORDE_GATEWAY_BACKOFF_MS="20",
-        **extra,
-    )
+    key, a short clean-stop grace and a gateway that retries after 20 ms; `extra` over them."""
+    defaults = {
+        "HORDE_MODEL": stub.model,
+        "HORDE_API_BASE": stub.api_base,
+        "HORDE_API_KEY": "stub",
+        "HORDE_ACTIVE_GRACE_MS": "300",
+        "HORDE_GATEWAY_BACKOFF_MS": "20",
+    }
+    return host_env(**{**defaults, **extra})
 
 
 def headless(
