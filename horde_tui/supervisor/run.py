@@ -23,7 +23,13 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings, env_name, setting_text
 from horde_tui.store import identity
-from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
+from horde_tui.store.causes import (
+    FINISHED_CAUSES,
+    NO_LEDGER_PROGRESS,
+    RESET_CAUSES,
+    USER_RESET,
+    USER_STOP,
+)
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, mark_live, run_dir
@@ -481,7 +487,7 @@ class Supervisor:
             cause = "exit_nonzero" if code != 0 else "no_output"
         detail = state.detail
         if handle.stalled and not user_reset:
-            cause, detail = "stalled", handle.stalled
+            cause, detail = NO_LEDGER_PROGRESS, handle.stalled
         self.emit(
             "member-exit",
             name,
