@@ -9,7 +9,6 @@ long, was stopped, not answered: a test takes far less."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import time
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 from support.cli import cli, headless, wait_for_line
-from support.plans import APP, HELPERS, horde, settings
+from support.plans import APP, HELPERS, horde, lifecycle, settings
 from support.processes import wait_until
 
 from horde_tui.stubmodel import StubThread
@@ -39,16 +38,11 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HORDE_GATEWAY_BACKOFF_MS", "20")
 
 
-def lifecycle_events(run_dir: Path) -> list[dict[str, Any]]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e.get("type") == "lifecycle"]
-
-
-def spawns_after_stop(run_dir: Path) -> list[str]:
+def spawns_after_stop(run_dir: Path) -> list[str | None]:
     """Who was spawned after the run's first stop event (its members and helpers)."""
-    events = lifecycle_events(run_dir)
-    first = next(i for i, e in enumerate(events) if e["kind"] in ("stop-clean", "stop-hard"))
-    return [e["member"] for e in events[first:] if e["kind"] == "member-spawn"]
+    kinds = lifecycle(run_dir)
+    first = next(i for i, (kind, _) in enumerate(kinds) if kind in ("stop-clean", "stop-hard"))
+    return [member for kind, member in kinds[first:] if kind == "member-spawn"]
 
 
 def stopped_run(
@@ -122,7 +116,7 @@ def test_a_clean_stop_during_the_canary_stops_hard_and_starts_no_second_attempt(
         requests = [r.member for r in stub.stub.requests]
     run_dir = next((tmp_path / ".horde" / "runs").iterdir())
     assert requests == ["member-1"], requests
-    spawns = [e["member"] for e in lifecycle_events(run_dir) if e["kind"] == "member-spawn"]
+    spawns = [member for kind, member in lifecycle(run_dir) if kind == "member-spawn"]
     assert spawns == ["member-1"]
     assert "outcome: stopped by user" in out, out[-2000:] + err[-2000:]
     assert took < 25, f"the run ended {took:.0f}s after the stop (canary window 30 s)"
@@ -163,7 +157,7 @@ def test_a_hard_stop_during_repair_starts_no_further_attempt(tmp_path: Path) -> 
     summary, sup, at_stop, at_end = stopped_run(tmp_path, plans, 2, repair_session)
     assert spawns_after_stop(sup.run_dir) == []
     assert at_end == at_stop
-    kinds = [(e["kind"], e.get("member")) for e in lifecycle_events(sup.run_dir)]
+    kinds = lifecycle(sup.run_dir)
     assert [m for k, m in kinds if k == "repair-start"] == ["member-2"], kinds
     assert summary.outcome == "stopped by user"
 
