@@ -191,6 +191,7 @@ def test_a_rate_limited_member_is_not_reset_past_the_stall_time(tmp_path: Path) 
     assert [e["cause"] for e in lifecycle_events(sup.run_dir, "member-exit")] == ["completed"]
     assert summary.members[0].resets == 0
     assert answers and "· rate-limited " in answers[0] and "(429, retry in " in answers[0]
+    assert "· last ledger write " in answers[0]  # its claim, before the 429s
 
 
 def test_a_busy_member_that_writes_no_ledger_is_reset_and_its_ideas_released(

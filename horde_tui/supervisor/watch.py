@@ -54,6 +54,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
         observe(sup, m)
         act = activity(m, now)
         doing = f" · {act.text(now)}" if act else ""
+        if act and m.last_write:  # what the stall rule counts from
+            doing += f" · last ledger write {duration(now - m.last_write)} ago"
         lines.append(
             f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
             f"tokens {m.prompt_tokens + m.completion_tokens} cost {cost} resets {m.resets}{doing}"
