@@ -108,8 +108,9 @@ class Settings(BaseModel):
         default=1_800_000,
         ge=0,
         description=(
-            "a member truly silent (no model output, no tool, no ledger write) for this long "
-            "is reset (0 disables)."
+            "a member with no ledger write for this long is reset as `no-ledger-progress` "
+            "(time held back by a provider's rate limit or a person's approval not counted; "
+            "0 disables)."
         ),
     )
     reset_cap: int = Field(default=2, ge=0, description="how many times one member may be reset.")

@@ -21,9 +21,11 @@ from horde_tui.store.activity import (
     Activity,
     Backoff,
     RepeatGuard,
+    StallClock,
     activity,
+    held_back,
     next_step,
-    silent_since,
+    progress_since,
     write_backoff,
 )
 from horde_tui.store.members import MemberState
@@ -148,43 +150,62 @@ def test_the_repeat_guard_counts_same_calls_cycles_and_refusals() -> None:
     assert refused.refused == {"horde claim #1": 3}  # refusals count however far apart
 
 
-def test_silence_and_what_the_supervisor_does_next() -> None:
-    stall, timeout = 60.0, 900.0
-    idle = member(line("turn-start", 1), line("usage", 3, **USAGE))
-    now = T0 + 3 + 40
-    assert silent_since(idle, activity(idle, now), timeout) == T0 + 3
-    assert next_step(idle, activity(idle, now), now, stall, timeout) == (
-        "reset as silent in 20s if nothing happens"
+def test_only_a_ledger_write_is_progress_and_what_the_supervisor_does_next() -> None:
+    """The reference's stall rule: model calls and commands are not progress; the clock
+    runs from the last ledger write (or the session's first answer, if later)."""
+    stall = 60.0
+    busy = member(
+        line("turn-start", 1),
+        line("usage", 3, **USAGE),
+        line("tool-start", 3, tool="bash", summary="bash: ls"),
+        line("tool-end", 4, tool="bash"),
+        line("turn-start", 40),
     )
-    # A ledger write is a sign of life too.
-    assert silent_since(idle, activity(idle, now), timeout, last_write=T0 + 30) == T0 + 30
-
-    limited = member(line("turn-start", 1))
-    limited.backoff = Backoff(T0 + 2, T0 + 500, 429)
-    assert silent_since(limited, activity(limited, T0 + 400), timeout) is None
-    assert next_step(limited, activity(limited, T0 + 400), T0 + 400, stall, timeout) == (
-        "nothing: waiting on the gateway's back-off"
+    now = T0 + 43
+    assert activity(busy, now).state == act.WAITING
+    assert not held_back(busy, activity(busy, now))
+    assert progress_since(busy) == T0 + 3  # its first answer: no write yet
+    assert progress_since(busy, last_write=T0 + 30) == T0 + 30
+    assert next_step(busy, activity(busy, now), now, stall, T0 + 30) == (
+        "reset as no-ledger-progress in 47s unless it writes the ledger"
     )
+    assert progress_since(member(line("turn-start", 1))) is None  # no answer yet
 
-    waiting = member(line("turn-start", 1))
-    assert silent_since(waiting, activity(waiting, T0 + 400), timeout) == T0 + 1 + timeout
-    assert "within its timeout" in next_step(
-        waiting, activity(waiting, T0 + 400), T0 + 400, stall, timeout
+    limited = member(line("turn-start", 1), line("usage", 2, **USAGE), line("turn-start", 3))
+    limited.backoff = Backoff(T0 + 3, T0 + 500, 429)
+    assert held_back(limited, activity(limited, T0 + 400))
+    assert next_step(limited, activity(limited, T0 + 400), T0 + 400, stall) == (
+        "nothing: waiting on the gateway's back-off (not counted as a stall)"
     )
 
     repeat = {"kind": "same", "count": act.LOOP_WARN + 1, "what": "bash: ls", "period": 1}
     looping = member(line("tool-end", 2, repeat=repeat))
-    assert silent_since(looping, activity(looping, T0 + 3), timeout) is None
-    assert next_step(looping, activity(looping, T0 + 3), T0 + 3, stall, timeout) == (
+    assert not held_back(looping, activity(looping, T0 + 3))
+    assert next_step(looping, activity(looping, T0 + 3), T0 + 3, stall) == (
         f"reset for looping if it repeats {act.LOOP_EXIT - act.LOOP_WARN - 1} more times"
     )
 
     blocked = member(line("tool-start", 2, tool="bash", summary="bash: rm x"))
     blocked.approval = "rm x"
-    assert silent_since(blocked, activity(blocked, T0 + 4000), timeout) is None
-    assert next_step(blocked, activity(blocked, T0 + 4000), T0 + 4000, stall, timeout) == (
-        "nothing: a person decides"
+    assert held_back(blocked, activity(blocked, T0 + 4000))
+    assert next_step(blocked, activity(blocked, T0 + 4000), T0 + 4000, stall) == (
+        "nothing: a person decides (not counted as a stall)"
     )
+    on_lock = member(line("tool-start", 2, tool="horde", summary="horde claim #1"))
+    assert activity(on_lock, T0 + 10).state == act.BLOCKED
+    assert not held_back(on_lock, activity(on_lock, T0 + 10))  # the lock is not outside
+
+
+def test_the_stall_clock_pauses_while_held_back_and_starts_again_at_a_write() -> None:
+    clock = StallClock()
+    assert clock.quiet_s(None, False, T0) == 0.0  # no answer yet: no clock
+    assert clock.quiet_s(T0, False, T0 + 10) == 10
+    assert clock.quiet_s(T0, True, T0 + 20) == 20  # held from here on ...
+    assert clock.quiet_s(T0, True, T0 + 500) == 20  # ... and the time held is not counted
+    assert clock.quiet_s(T0, False, T0 + 530) == 50  # it goes on from where it paused:
+    assert clock.quiet_s(T0, True, T0 + 531) == 51  # short holds now and then do not
+    assert clock.quiet_s(T0, False, T0 + 540) == 60  # start it again
+    assert clock.quiet_s(T0 + 545, False, T0 + 550) == 5  # a ledger write: from zero
 
 
 def test_the_row_text_says_the_state_and_for_how_long() -> None:

@@ -1,9 +1,9 @@
 """Stall reasons in whole runs: a real supervisor, gateway and member processes, with the
 stub model playing the members (`AgentPolicy` plans).
 
-Only `looping` past the guard's limit and true silence lead to a reset, each recorded
-with its cause; a member the gateway is backing off is `rate-limited`, not silent, however
-long the back-off; a reset member's fresh session starts from its own ledger state. A
+`looping` past the guard's limit and no ledger write for the stall time lead to a reset,
+each recorded with its cause; a member the gateway is backing off is `rate-limited`, and
+its stall clock waits, however long the back-off; a reset member's fresh session starts from its own ledger state. A
 sampler beside the supervisor reads each member's state the way the `status` control
 does (`watch.observe`, then `store.activity.activity`).
 """
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ from support.plans import APP, horde, settings, worker
 from horde_tui.store import activity as act
 from horde_tui.store.activity import LOOP_EXIT, activity
 from horde_tui.store.store import HordeStore
+from horde_tui.store.timestamps import epoch
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.stubmodel.script import Step
@@ -192,53 +191,47 @@ def test_a_rate_limited_member_is_not_reset_past_the_stall_time(tmp_path: Path) 
     assert [e["cause"] for e in lifecycle_events(sup.run_dir, "member-exit")] == ["completed"]
     assert summary.members[0].resets == 0
     assert answers and "· rate-limited " in answers[0] and "(429, retry in " in answers[0]
+    assert "· last ledger write " in answers[0]  # its claim, before the 429s
 
 
-def test_a_silent_member_is_reset_as_stalled_and_its_ideas_released(tmp_path: Path) -> None:
-    """A member frozen from outside mid-call: waiting on the model, not silent, until its
-    call's timeout passed; silent from then on, reset once the stall time went by."""
+def test_a_busy_member_that_writes_no_ledger_is_reset_and_its_ideas_released(
+    tmp_path: Path,
+) -> None:
+    """Issue 28, the reference's stall rule: member-1 claims an idea, then keeps calling
+    the model and running commands (each a new one, so its loop guard stays quiet) and
+    never writes the ledger again. Busy is not progress: it is reset as
+    `no-ledger-progress` once the stall time passed, with its ledger state in the brief."""
+    (tmp_path / "app.py").write_text(APP)
+    busy = [{"tool": "bash", "args": {"command": f"echo {n}"}, "hold_ms": 100} for n in range(60)]
     plans = {
         "member-1": [
-            horde("idea", text="Check app.py for a hard-coded password"),
-            horde("claim", id="$id"),
-            {**horde("list"), "hold_ms": 60000, "unless": RESET_MARK},
+            {**horde("idea", text="Check app.py for a hard-coded password"), "unless": RESET_MARK},
+            {**horde("claim", id="$id"), "unless": RESET_MARK},
+            *({**item, "unless": RESET_MARK} for item in busy),
             {"say": "done"},
         ],
     }
-    frozen: dict[str, float] = {}
-
-    def freeze(sup: Supervisor) -> None:
-        state = sup.members["member-1"]
-        if not frozen and state.turns >= 3 and state.call_since is not None and state.pid:
-            os.kill(state.pid, signal.SIGSTOP)
-            frozen["at"] = time.time()
-
-    # The call's timeout must outlast the gateway's first call (litellm's import).
-    timeout_s, stall_s = 12, 1.5
+    stall_s = 3.0
     with StubThread(policy=AgentPolicy(plans)) as stub:
         cfg = settings(
-            stub,
-            stall_ms=int(stall_s * 1000),
-            request_timeout_s=timeout_s,
-            reset_cap=1,
-            deliverable=False,
-            postmortem=False,
+            stub, stall_ms=int(stall_s * 1000), reset_cap=1, deliverable=False, postmortem=False
         )
-        summary, sup, samples = run_sampled(tmp_path, RunRequest("Review", 1), cfg, freeze)
+        summary, sup, samples = run_sampled(tmp_path, RunRequest("Review", 1), cfg)
+        requests = stub.stub.requests_for("member-1")
 
-    assert frozen, "the member never reached its held call"
     resets = lifecycle_events(sup.run_dir, "member-reset")
-    assert [(r["cause"], r["released"]) for r in resets] == [("stalled", ["#1"])]
+    assert [(r["cause"], r["released"]) for r in resets] == [("no-ledger-progress", ["#1"])]
     exits = lifecycle_events(sup.run_dir, "member-exit")
-    assert exits[0]["cause"] == "stalled"
-    assert exits[0]["detail"].startswith("silent for "), exits[0]
-    # Within its call's timeout it was waiting on the model, and no reset came then.
-    waiting = [
-        t for t, m, s in samples if m == "member-1" and s == act.WAITING and t > frozen["at"]
-    ]
-    assert waiting and waiting[-1] - frozen["at"] >= timeout_s - 0.5
-    reset_at = next(t for t, m, s in samples if m == "member-1" and t > frozen["at"] and s is None)
-    assert reset_at - frozen["at"] >= timeout_s + stall_s - 0.5
+    assert exits[0]["cause"] == "no-ledger-progress", exits[0]
+    assert exits[0]["detail"].startswith("no ledger write for "), exits[0]
+    # It was at work all along: running commands and waiting on the model, never idle.
+    reset_at = epoch(resets[0]["ts"]) or 0.0
+    before_reset = [s for t, m, s in samples if m == "member-1" and t < reset_at]
+    assert act.TOOL in before_reset and act.WAITING in before_reset
+    fresh = [first_user_message(r.body) for r in requests]
+    brief = next(text for text in fresh if RESET_MARK in text)
+    assert "(no-ledger-progress): no ledger write for " in brief
+    assert "#1: Check app.py for a hard-coded password" in brief
     assert summary.members[0].resets == 1
     assert exits[-1]["cause"] == "completed"
     store = HordeStore(tmp_path / ".horde", "reader")

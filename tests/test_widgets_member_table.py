@@ -160,7 +160,24 @@ async def test_at_80_columns_the_tool_column_takes_what_the_others_leave() -> No
         lines = drawn(table)
         assert all(len(line) == 80 for line in lines)
         assert lines[1].startswith(" member-1  member   running  bash: rg -n x sr… 1:01")
+        # The time since the last ledger write is left out: the activity needs the room.
+        assert lines[0].split() == [label for key, label, _ in COLUMNS if key != "ledger"]
+
+
+async def test_the_ledger_column_shows_the_time_since_a_running_members_last_write() -> None:
+    """Issue 28: the stall rule resets a member after the stall time without a ledger
+    write, so its row says how long it has been (`-` before the first, or once it ended)."""
+    rows = [replace(ROWS[0], ledger_s=245.0), replace(ROWS[1], ledger_s=None), *ROWS[2:]]
+    app = TableApp()
+    async with app.run_test(size=(140, 20)) as pilot:
+        table = await painted(pilot, rows)
+        lines = drawn(table)
         assert lines[0].split() == [label for _, label, _ in COLUMNS]
+        assert table.get_cell("member-1", "ledger") == "4m05s"
+        assert table.get_cell("member-2", "ledger") == "-"
+        column = lines[0].index(" ledger") + 1
+        assert lines[1][column:].startswith("4m05s ") and lines[2][column:].startswith("-     ")
+        assert all(len(line) == 140 for line in lines)
 
 
 async def test_a_theme_change_restyles_every_row() -> None:

@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from horde_tui.store.activity import duration
 from horde_tui.store.causes import status_class
 from horde_tui.view.cells import cell_len, clip, pad
 
@@ -37,6 +38,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("status", "status", 8),
     ("tool", "activity", 0),
     ("elapsed", "time", 5),
+    ("ledger", "ledger", 6),
     ("turns", "turns", 5),
     ("tokens", "tokens", 6),
     ("cost", "cost", 7),
@@ -48,6 +50,10 @@ as values change length ten times a second; a value wider than its column (an ho
 elapsed time) widens it for good."""
 
 MIN_TOOL_WIDTH = 12
+ACTIVITY_ROOM = 52
+"""The tool column's cells below which the `ledger` column is left out (up to about 125
+columns): there the activity, a command line with it, says more than the time since the
+last ledger write (the member detail's next step still says when a reset comes)."""
 
 TONES = {"note": "note", "quiet": "last"}
 """An activity's tone -> the component class its cell is painted with."""
@@ -84,6 +90,9 @@ class MemberRow:
     """The same in fewer words (`tool 40s: pytest -q`), for a column too narrow for it."""
     activity_tone: str = ""
     """`note` (held back or looping: painted as a warning), `quiet` (idle: dimmed) or ""."""
+    ledger_s: float | None = None
+    """Seconds since a running member last wrote the ledger (None: not running, or no
+    write yet: `-`). The stall rule resets a member after the stall time without one."""
 
 
 def format_elapsed(seconds: float | None) -> str:
@@ -205,6 +214,8 @@ class MemberTable(ScrollView, can_focus=True):
         """Each row's cells as drawn, keyed by column: what `show` diffs against."""
         self._widths = {key: width for key, _, width in COLUMNS}
         self._widths["tool"] = 30  # until the first fit to the laid-out width (`_fit`)
+        self._columns = COLUMNS
+        """The columns drawn: all of them, or without `ledger` when narrow (`_fit`)."""
         self._strips: dict[tuple[str, bool], Strip] = {}
         """Rendered rows by (member, under the cursor), at full width, unscrolled."""
         self._header: Strip | None = None
@@ -287,12 +298,13 @@ class MemberTable(ScrollView, can_focus=True):
             tool, tool_class = row.summary, "member-table--last" if row.summary else ""
         state = status_class(row.status, row.exit_cause)
         called = bool(row.tokens or row.turns)
-        return {
+        cells = {
             "name": (row.name, ""),
             "role": (row.role, ""),
             "status": (row.status, f"member-table--{state}"),
             "tool": (clip(tool, self._widths["tool"]), tool_class),
             "elapsed": (format_elapsed(row.elapsed_s), ""),
+            "ledger": ("-" if row.ledger_s is None else duration(row.ledger_s), ""),
             "turns": (str(row.turns), ""),
             "tokens": (format_tokens(row.tokens), ""),
             "cost": (
@@ -301,6 +313,7 @@ class MemberTable(ScrollView, can_focus=True):
             ),
             "resets": (str(row.resets), "member-table--note" if row.resets else ""),
         }
+        return {key: cells[key] for key, _, _ in self._columns}  # a column left out: none
 
     def _widen(self, cells: dict[str, Cell]) -> bool:
         """Widen the columns (other than the tool's) whose cell is wider than they are;
@@ -320,7 +333,7 @@ class MemberTable(ScrollView, can_focus=True):
         y = self._index[member] + 1 - round(self.scroll_y)
         spans = []
         x = 0
-        for key, _, _ in COLUMNS:
+        for key, _, _ in self._columns:
             width = self._widths[key] + 1  # each cell leads with a space
             if key in keys:
                 spans.append((x, x + width))
@@ -333,13 +346,13 @@ class MemberTable(ScrollView, can_focus=True):
 
     def _refresh_row(self, index: int) -> None:
         if 0 <= index < len(self._order):
-            self._refresh_cells(self._order[index], [key for key, _, _ in COLUMNS])
+            self._refresh_cells(self._order[index], [key for key, _, _ in self._columns])
 
     def _relayout(self) -> None:
         """Column widths or the row count moved: every row is drawn afresh."""
         self._strips.clear()
         self._header = None
-        width = sum(width + 1 for width in self._widths.values())
+        width = self._row_width()
         self.virtual_size = Size(width, len(self._order) + 1)
         self.refresh()
 
@@ -348,16 +361,24 @@ class MemberTable(ScrollView, can_focus=True):
         self._scroll_to_cursor()
 
     def _fit(self) -> bool:
-        """Give the tool column the width the others leave, then re-clip its cells;
-        return whether the width moved."""
-        others = sum(width + 1 for key, width in self._widths.items() if key != "tool")
-        width = max(MIN_TOOL_WIDTH, self.scrollable_content_region.width - others - 1)
-        if width == self._widths["tool"]:
+        """Give the tool column the width the others leave (leaving the `ledger` column
+        out when that is under `ACTIVITY_ROOM`), then re-clip its cells; return whether
+        the layout moved."""
+        room = self.scrollable_content_region.width - 1
+        columns = COLUMNS
+        if room - self._others(columns) < ACTIVITY_ROOM:
+            columns = tuple(column for column in COLUMNS if column[0] != "ledger")
+        width = max(MIN_TOOL_WIDTH, room - self._others(columns))
+        if width == self._widths["tool"] and columns == self._columns:
             return False
-        self._widths["tool"] = width
+        self._widths["tool"], self._columns = width, columns
         self._shown = {name: self._cells(row) for name, row in self._rows.items()}
         self._relayout()
         return True
+
+    def _others(self, columns: Sequence[tuple[str, str, int]]) -> int:
+        """Cells the columns other than the tool's take, each with its leading space."""
+        return sum(self._widths[key] + 1 for key, _, _ in columns if key != "tool")
 
     # -- the cursor ------------------------------------------------------------------------
 
@@ -442,7 +463,7 @@ class MemberTable(ScrollView, can_focus=True):
 
     def _render_header(self, base: Style) -> Strip:
         style = base + self.get_component_rich_style("member-table--header")
-        text = "".join(f" {pad(label, self._widths[key])}" for key, label, _ in COLUMNS)
+        text = "".join(f" {pad(label, self._widths[key])}" for key, label, _ in self._columns)
         return Strip([Segment(text, style)], self._row_width())
 
     def _render_row(self, member: str, cursor: bool, base: Style) -> Strip:
@@ -452,10 +473,12 @@ class MemberTable(ScrollView, can_focus=True):
         cells = self._shown[member]
         if cursor:
             style = base + self.get_component_rich_style("member-table--cursor")
-            text = "".join(f" {pad(cells[key][0], self._widths[key])}" for key, _, _ in COLUMNS)
+            text = "".join(
+                f" {pad(cells[key][0], self._widths[key])}" for key, _, _ in self._columns
+            )
             return Strip([Segment(text, style)], self._row_width())
         segments = []
-        for key, _, _ in COLUMNS:
+        for key, _, _ in self._columns:
             text, component = cells[key]
             style = base
             if component:
@@ -466,7 +489,7 @@ class MemberTable(ScrollView, can_focus=True):
     def _row_width(self) -> int:
         """Cells of a drawn row: every column's width and the space before it. Cells are
         padded and cut in cells (`view.cells`), so a row of wide characters is no wider."""
-        return sum(self._widths.values()) + len(COLUMNS)
+        return sum(self._widths[key] + 1 for key, _, _ in self._columns)
 
     def notify_style_update(self) -> None:
         """Focus, blur and a theme change restyle the rows: render them afresh."""

@@ -52,6 +52,12 @@ class GatewayClient:
                 if attempt == 1 and not isinstance(exc, TimeoutError):
                     continue
                 raise GatewayError(0, f"gateway unreachable: {exc}", "connection_error") from None
+            except KeyboardInterrupt:
+                # Stopped mid-call (SIGTERM): closing the socket now rather than at the
+                # process's exit tells the gateway at once to cancel the call (an AI
+                # Horde job is deleted).
+                self.close()
+                raise
             return self._decode(resp.status, raw)
         raise GatewayError(0, "gateway unreachable", "connection_error")
 

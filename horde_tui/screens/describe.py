@@ -76,6 +76,7 @@ def member_row(state: MemberState, now: float) -> MemberRow:
         activity=doing.text(now) if doing else "",
         activity_short=doing.text(now, short=True) if doing else "",
         activity_tone=ACTIVITY_TONES.get(doing.state, "") if doing else "",
+        ledger_s=now - state.last_write if doing and state.last_write else None,
     )
 
 

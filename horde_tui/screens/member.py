@@ -305,7 +305,7 @@ class MemberDetailScreen(HordeScreen):
         run_dir = self.source.run_dir
         rule = stall_rule(run_dir)
         wrote = last_write(run_dir, state.name)
-        step = next_step(state, doing, now, rule.stall_s, rule.call_timeout_s, wrote)
+        step = next_step(state, doing, now, rule.stall_s, wrote)
         return f"Supervisor: {step}"
 
     # -- keys --------------------------------------------------------------------------------

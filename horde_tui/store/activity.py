@@ -12,10 +12,11 @@ both hand it to `activity`, which names one of seven states with when it began:
   same call with the same result in a row, or the same two- or three-call cycle;
 - `working` between steps, `idle` once no call and no tool ran for `IDLE_AFTER_S`.
 
-`silent_since` is the one stall rule: only a member with no call, no tool and no
-ledger write (or one whose call or tool outlived its timeout) is silent, so the
-supervisor never resets a member that is rate-limited, waiting on a model, running a
-tool or blocked on approval. `next_step` says what the supervisor will do.
+The stall rule is the reference's: a member with no ledger write for the stall time is
+reset as `no-ledger-progress`, however busy it keeps the model and its shell; time the
+outside world holds it back (`held_back`: the provider rate-limits its call, or a person
+has yet to approve its command) is not counted (`StallClock`). `next_step` says what
+the supervisor will do.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from horde_tui.store.causes import NO_LEDGER_PROGRESS
 
 WORKING = "working"
 WAITING = "waiting on model"
@@ -310,28 +313,53 @@ def activity(state: MemberSignals, now: float) -> Activity | None:
     return Activity(WORKING, last)
 
 
-def silent_since(
-    state: MemberSignals, act: Activity | None, call_timeout_s: float, last_write: float = 0.0
-) -> float | None:
-    """Since when the member is truly silent (no model output, no tool, no ledger write),
-    or None when it is not: rate-limited, blocked, looping (its own guard ends it), or
-    in a call or a tool still within `call_timeout_s` (one past it counts as silent from
-    its timeout on: a member frozen mid-call never answers)."""
-    if act is None or act.state in (RATE_LIMITED, BLOCKED, LOOPING):
+def held_back(state: MemberSignals, act: Activity | None) -> bool:
+    """Whether the outside world holds the member back: the provider rate-limits its call
+    (the gateway's back-off), or its command waits for a person's approval. Its stall
+    clock does not run meanwhile; a wait on the ledger lock or the model is no excuse."""
+    if act is None:
+        return False
+    return act.state == RATE_LIMITED or (act.state == BLOCKED and bool(state.approval))
+
+
+def progress_since(state: MemberSignals, last_write: float = 0.0) -> float | None:
+    """The member's last ledger progress as the stall rule counts it: its last ledger
+    write, or its session's first model answer when that came later (a fresh session,
+    and the gateway's litellm import before that answer, are not held against it);
+    None before that first answer."""
+    if state.first_output is None:
         return None
-    if act.state in (WAITING, TOOL):
-        return None if act.since is None else act.since + call_timeout_s
-    signs = [state.last_output, state.first_output, last_write]
-    return max((s for s in signs if s is not None), default=None)
+    return max(state.first_output, last_write)
+
+
+@dataclass
+class StallClock:
+    """One session's time without ledger progress, leaving out the time the member was
+    `held_back`: that time pauses the clock rather than restarting it, so a member held
+    back now and then still has to write the ledger within the stall time of its own."""
+
+    since: float | None = None
+    """The progress the clock counts from (`progress_since`)."""
+    held_s: float = 0.0
+    """Time held back since then."""
+    held_at: float | None = None
+    """The last check that found the member held back (None: it was not)."""
+
+    def quiet_s(self, since: float | None, held: bool, now: float) -> float:
+        """Seconds without ledger progress at `now`, the held-back time left out."""
+        if since != self.since:  # the member wrote: the clock starts again
+            self.since, self.held_s = since, 0.0
+        if held:
+            if self.held_at is not None and since is not None:
+                self.held_s += now - max(self.held_at, since)
+            self.held_at = now
+        else:
+            self.held_at = None
+        return 0.0 if since is None else max(0.0, now - since - self.held_s)
 
 
 def next_step(
-    state: MemberSignals,
-    act: Activity | None,
-    now: float,
-    stall_s: float,
-    call_timeout_s: float,
-    last_write: float = 0.0,
+    state: MemberSignals, act: Activity | None, now: float, stall_s: float, last_write: float = 0.0
 ) -> str:
     """What the supervisor does next about this member, in one line for its detail."""
     if act is None:
@@ -340,15 +368,11 @@ def next_step(
         more = max(0, state.repeat.limit - state.repeat.count)
         return f"reset for looping if it repeats {more} more time{'s' if more != 1 else ''}"
     if act.state == RATE_LIMITED:
-        return "nothing: waiting on the gateway's back-off"
-    if act.state == BLOCKED:
-        return "nothing: " + ("a person decides" if state.approval else "the ledger lock frees")
-    since = silent_since(state, act, call_timeout_s, last_write)
+        return "nothing: waiting on the gateway's back-off (not counted as a stall)"
+    if held_back(state, act):
+        return "nothing: a person decides (not counted as a stall)"
+    since = progress_since(state, last_write)
     if not stall_s or since is None:
         return "nothing: the member is at work"
-    left = since + stall_s - now
-    if act.state in (WAITING, TOOL):
-        if left > stall_s:  # still within the call's or the tool's timeout
-            return f"nothing while within its timeout; reset as silent in {duration(left)}"
-        return f"reset as silent in {duration(max(0.0, left))}: past its timeout"
-    return f"reset as silent in {duration(max(0.0, left))} if nothing happens"
+    left = max(0.0, since + stall_s - now)
+    return f"reset as {NO_LEDGER_PROGRESS} in {duration(left)} unless it writes the ledger"

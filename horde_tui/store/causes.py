@@ -15,7 +15,7 @@ Every cause has a kind:
   report's abnormal ends, so its work after measurable turns is marked `partial`; it is
   not the member's failure, so it is painted amber like a capped session, not red.
 - `failed`: the member or its process went wrong (model error, no output, killed,
-  a non-zero exit, looping, stalled without a ledger write, a canary that stayed
+  a non-zero exit, looping, no ledger write for the stall time, a canary that stayed
   silent): painted red, logged as an error, marked `partial` after work.
 """
 
@@ -52,6 +52,10 @@ USER_RESET = "reset by user"
 USER_STOP = "stopped by user"
 """The exit cause of a session a person's stop (hard, or a clean stop's end) ended."""
 
+NO_LEDGER_PROGRESS = "no-ledger-progress"
+"""The exit cause of a session that wrote nothing to the ledger for the stall time
+(`HORDE_STALL_MS`; `supervisor.watch.check_stalls`): the supervisor resets it."""
+
 
 def token_share_spent(tokens: int) -> str:
     """The detail of a session ended at its token share (`killed`), whichever side saw it
@@ -67,6 +71,7 @@ CAUSES: dict[str, CauseKind] = {
     "killed": "failed",
     "exit_nonzero": "failed",
     "looping": "failed",
+    NO_LEDGER_PROGRESS: "failed",
     "stalled": "failed",
     "silent": "failed",
     USER_STOP: "stopped",
@@ -74,8 +79,8 @@ CAUSES: dict[str, CauseKind] = {
     HANDOFF: "done",
 }
 """Every exit cause a `member-exit` event can carry: the member's own, plus those the
-supervisor records (`stalled`: truly silent for the stall time, no model output, no
-tool and no ledger write (`store.activity.silent_since`); `silent`: a canary
+supervisor records (`no-ledger-progress`: no ledger write for the stall time; `stalled`,
+its name in runs before issue 28, kept so their events still read; `silent`: a canary
 with no model output in time; a person's stop or reset; a hand-off)."""
 
 FINISHED_CAUSES = frozenset({"completed", "turns"})

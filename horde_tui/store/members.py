@@ -94,6 +94,9 @@ class MemberState:
     """The gateway's back-off of the call in flight (its `.backoff-<member>` note)."""
     approval: str = ""
     """The command the running tool waits to have approved by a person (confirm mode)."""
+    last_write: float | None = None
+    """When a running member last wrote the ledger (its heartbeat file): the stall rule
+    resets it after the stall time without one, so the member row shows the time since."""
 
     def absorb(self, event: dict[str, Any]) -> None:
         """Fold one status line into the member's state, at the time the member wrote it."""

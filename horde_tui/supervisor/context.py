@@ -96,6 +96,8 @@ class RunContext(HelperHost, HordeControls, Protocol):
     # -- how it ends (a phase may decide these)
     stop: StopState | None
     hard_stopped: bool
+    halted: asyncio.Event
+    """Set when the whole run is stopped hard: a finalize helper at work ends at once."""
     outcome: str | None
     diagnosis: str
 
@@ -107,8 +109,13 @@ class RunContext(HelperHost, HordeControls, Protocol):
         """The run's members that `targets` name."""
         ...
 
-    async def spawn(self, name: str, brief: str = "", **env: str) -> None:
-        """Start the member's next session (a new attempt), with an optional brief."""
+    def closed(self) -> str:
+        """Why no session may start any more after a stop ('' while one may)."""
+        ...
+
+    async def spawn(self, name: str, brief: str = "", **env: str) -> bool:
+        """Start the member's next session (a new attempt), with an optional brief;
+        False, with nothing started, once the run is stopping (`closed`)."""
         ...
 
     async def start_gateway(self) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from horde_tui import prompts
 from horde_tui.store import runs
+from horde_tui.store.causes import USER_STOP
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
@@ -56,8 +57,11 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
 
 
-async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -> MemberState:
-    """One read-only helper session; its final message is the document it was asked for."""
+async def run_helper(
+    sup: HelperHost, name: str, brief: str, timeout_s: float, halted: asyncio.Event | None = None
+) -> MemberState:
+    """One read-only helper session; its final message is the document it was asked for.
+    It is stopped at `timeout_s`, or at once when `halted` is set (the run stopped)."""
     spec = MemberSpec(name, name)
     state = MemberState(name, name)
     state.attempt = 1
@@ -66,11 +70,16 @@ async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -
         state, env, sup.workdir, sup.run_dir / f"{name}.log", sup.on_status
     )
     sup.emit("member-spawn", name, attempt=1, pid=handle.pid, role=name)
+    stop = asyncio.ensure_future((halted or asyncio.Event()).wait())
     try:
-        await asyncio.wait_for(asyncio.shield(task), timeout_s)
-    except TimeoutError:
+        await asyncio.wait({task, stop}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if not task.done():
         await handle.stop_hard()
         await task
+        if halted is not None and halted.is_set():
+            state.exit_cause, state.detail = USER_STOP, "the run was stopped"
         state.exit_cause = state.exit_cause or "killed"
         state.detail = state.detail or f"timed out after {timeout_s:g}s"
     sup.emit("member-exit", name, cause=state.exit_cause, turns=state.turns)
@@ -88,9 +97,11 @@ async def _helper_phase(
     sup: RunContext, phase: str, name: str, brief: str, filename: str, title: str
 ) -> None:
     """One helper phase: run the read-only helper, save its final message as the file."""
+    if sup.hard_stopped:  # stopped during finalize: no helper starts after the stop
+        return
     sup.emit("phase-start", phase=phase)
     helper = await run_helper(
-        sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000
+        sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000, sup.halted
     )
     atomic_write_text(sup.run_dir / filename, helper_document(title, helper))
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)

@@ -32,6 +32,7 @@ from horde_tui import keypipe
 from horde_tui.inputs import loads
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.reaper import end_session
+from horde_tui.store.activity import StallClock
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import atomic_write_text
 
@@ -57,8 +58,10 @@ class MemberProcess:
         self.log = log
         self.stop_requested = False
         self.stalled = ""
-        """Set by the stall check (how long the member was silent) before it stops the
-        member, so the exit counts as a stall and says why."""
+        """Set by the stall check (how long the member wrote nothing to the ledger)
+        before it stops the member, so the exit counts as `no-ledger-progress` and says why."""
+        self.stall_clock = StallClock()
+        """This session's time without ledger progress (`watch.check_stalls`)."""
         self.reset_requested = False
         """Set by `Supervisor.reset` before it stops the member: the exit leads to a reset."""
         self.ended: asyncio.Task[int] | None = None

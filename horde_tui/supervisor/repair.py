@@ -24,6 +24,7 @@ blocking work first.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -210,6 +211,8 @@ async def run_repair(sup: RunContext) -> None:
             break
         served: set[str] = set()
         for name in serving_order(state, work):
+            if sup.closed():  # stopped during repair: no further attempt starts
+                break
             threads = work[name]
             if round_no < settings.repair_rounds and _round_done(sup, members, served, threads):
                 sup.emit(
@@ -302,12 +305,13 @@ async def _attempt(
     )
     loop = asyncio.get_running_loop()
     started = loop.time()
-    await sup.spawn(
+    if not await sup.spawn(
         name,
         REPAIR_BRIEF.format(threads=listing),
         HORDE_MAX_TURNS=str(sup.settings.repair_turns),
         HORDE_MAX_TOKENS=str(share_tokens),
-    )
+    ):
+        return 0, 0  # the run was stopped as the attempt was due
     task = sup.tasks[name]
     spent = ""
     while not task.done() and not spent:
@@ -316,6 +320,8 @@ async def _attempt(
             spent = token_share_spent(share_tokens)
         elif left_s <= 0:
             spent = f"its repair time share of {share_ms} ms was spent"
+        elif sup.closed() and sup.stop is not None and time.time() >= sup.stop.deadline:
+            spent = f"the clean stop's grace ran out ({sup.stop.reason})"
         else:
             await asyncio.wait({task}, timeout=min(TOKEN_POLL_S, left_s))
     if spent:

@@ -23,7 +23,13 @@ from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
 from horde_tui.settings import Settings, env_name, setting_text
 from horde_tui.store import identity
-from horde_tui.store.causes import FINISHED_CAUSES, RESET_CAUSES, USER_RESET, USER_STOP
+from horde_tui.store.causes import (
+    FINISHED_CAUSES,
+    NO_LEDGER_PROGRESS,
+    RESET_CAUSES,
+    USER_RESET,
+    USER_STOP,
+)
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, mark_live, run_dir
@@ -98,6 +104,10 @@ class Supervisor:
         self.parent: HordeStore | None = None
         self.stop: StopState | None = None
         self.hard_stopped = False
+        self.halted = asyncio.Event()
+        """Set with `hard_stopped`: a finalize helper at work is stopped at once."""
+        self._spawning = asyncio.Lock()
+        """Held while a session starts, and by a hard stop: the stop waits for it."""
         self.outcome: str | None = None
         self.diagnosis = ""
         self.canary = "not run"
@@ -185,7 +195,8 @@ class Supervisor:
         ).as_event()
         self.emit("forecast", **self.forecast)
         for spec in self.specs[1:]:
-            await self.spawn(spec.name)
+            if not await self.spawn(spec.name):
+                break  # stopped during the fan-out: the rest never start
         return "discovery"
 
     async def carry_on(self, start: Callable[[], Awaitable[str]]) -> RunSummary | None:
@@ -204,12 +215,11 @@ class Supervisor:
             spawn_store_server(self.horde_dir, self.run_dir / "store-server.log")
         )
         phases = self._phases = asyncio.create_task(self._through_repair(start))
-        confirming = asyncio.create_task(self._serve_confirms())
+        serving = asyncio.create_task(self._serve_controls())
         summary: RunSummary | None = None
         try:
             await asyncio.wait({phases})
         finally:
-            confirming.cancel()
             if not phases.done():  # this coroutine was cancelled: end the phases, report
                 phases.cancel()
                 await asyncio.wait({phases})
@@ -217,16 +227,22 @@ class Supervisor:
             # write directly meanwhile.
             await stop_store_server(await store_server)
             if self.handing_off and phases.cancelled():
+                serving.cancel()
                 await handoff.release_for_handoff(self)
             else:
-                summary = await self._finalize()
+                try:
+                    summary = await self._finalize()
+                finally:
+                    serving.cancel()
             clear_live(self.run_dir)
         return summary
 
-    async def _serve_confirms(self) -> None:
-        """Confirm mode's requests, in every phase (the canary, repair included)."""
+    async def _serve_controls(self) -> None:
+        """Controls from other shells and confirm mode's requests, in every phase: a
+        stop-clean must reach the canary, repair and finalize too, not only discovery."""
         while True:
             self.confirms.serve()
+            await controls.answer_pending(self.run_dir, self, controls.CONFIRM_ACTIONS)
             await asyncio.sleep(TICK_S)
 
     def _asking(self, name: str, pid: int | None) -> bool:
@@ -320,28 +336,45 @@ class Supervisor:
         env.update(extra)
         return env
 
-    async def spawn(self, name: str, brief: str = "", **env: str) -> None:
-        """The member's next session (a new attempt), recorded in the run's identity."""
-        state = self.members[name]
-        spec = next(s for s in self.specs if s.name == name)
-        state.attempt += 1  # the next attempt's number (resume carries one on in place)
-        state.produced_output = False
-        state.first_output = None
-        state.first_turn = None
-        state.status = "starting"
-        extra = {"HORDE_BRIEF": brief, **env} if brief else dict(env)
-        handle, task = await spawn_member(
-            state,
-            self.member_env(spec, state.attempt, **extra),
-            self.workdir,
-            self.run_dir / f"{name}.log",
-            self.on_status,
-        )
-        self.procs[name] = handle
-        self.tasks[name] = task
-        self.member_procs[name] = identity.proc_of(handle.pid)
-        identity.record_processes(self.run_dir, self.member_procs)
-        self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
+    def closed(self) -> str:
+        """Why no session may start any more ('' while one may): after a hard stop, or a
+        clean stop other than the wind-down that follows a solve (repair still serves
+        that one), nothing is spawned or respawned, whenever the stop came (issue 28)."""
+        if self.hard_stopped:
+            return "the run was stopped hard"
+        if self.stop is not None and self.stop.reason not in repair.REPAIR_AFTER_STOPS:
+            return f"the run is stopping ({self.stop.reason})"
+        return ""
+
+    async def spawn(self, name: str, brief: str = "", **env: str) -> bool:
+        """The member's next session (a new attempt), recorded in the run's identity;
+        False, and nothing started, once the run is stopping (`closed`). A hard stop
+        that comes while a session starts waits for it (`_spawning`), then stops it with
+        the rest: none is left running after the stop."""
+        async with self._spawning:
+            if self.closed():
+                return False
+            state = self.members[name]
+            spec = next(s for s in self.specs if s.name == name)
+            state.attempt += 1  # the next attempt's number (resume carries one on in place)
+            state.produced_output = False
+            state.first_output = None
+            state.first_turn = None
+            state.status = "starting"
+            extra = {"HORDE_BRIEF": brief, **env} if brief else dict(env)
+            handle, task = await spawn_member(
+                state,
+                self.member_env(spec, state.attempt, **extra),
+                self.workdir,
+                self.run_dir / f"{name}.log",
+                self.on_status,
+            )
+            self.procs[name] = handle
+            self.tasks[name] = task
+            self.member_procs[name] = identity.proc_of(handle.pid)
+            identity.record_processes(self.run_dir, self.member_procs)
+            self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
+        return True
 
     # -- canary ----------------------------------------------------------------------------------
 
@@ -349,7 +382,8 @@ class Supervisor:
         """member-1 alone until the model answers; one retry; else stop with the cause."""
         first = self.specs[0].name
         for attempt in (1, 2):
-            await self.spawn(first)
+            if not await self.spawn(first):
+                return self._canary_stopped()
             ok = await self.await_output(first, self.settings.canary_ms / 1000)
             if ok:
                 self.canary = "ok" if attempt == 1 else "ok after a retry"
@@ -361,6 +395,9 @@ class Supervisor:
             if not self.tasks[first].done():
                 await self.procs[first].stop_hard()
                 await self.tasks[first]
+            if self.closed():  # the stop ended this attempt, not the model
+                self.emit("member-exit", first, cause=USER_STOP, canary=True)
+                return self._canary_stopped()
             self.emit("member-exit", first, cause=cause, detail=detail[:500], canary=True)
         self.canary = f"failed: {cause}: {detail[:300]}"
         self.emit("canary", first, result=f"failed: {cause}")
@@ -368,14 +405,21 @@ class Supervisor:
         self.diagnosis = f"the canary (member-1) failed twice ({cause}): {detail[:200]}"
         return False
 
+    def _canary_stopped(self) -> bool:
+        """The run was stopped before member-1 answered: it ends as stopped, not failed."""
+        self.canary = "not passed: the run was stopped before member-1 answered"
+        self.emit("canary", self.specs[0].name, result="stopped")
+        return False
+
     async def await_output(self, name: str, timeout_s: float) -> bool:
-        """Whether the member's session produced model output within `timeout_s`."""
+        """Whether the member's session produced model output within `timeout_s` (a
+        stop ends the wait: `closed`)."""
         deadline = time.monotonic() + timeout_s
         state, task = self.members[name], self.tasks[name]
         while time.monotonic() < deadline:
             if state.produced_output:
                 return True
-            if task.done():
+            if task.done() or self.closed():
                 return state.produced_output
             self._wake.clear()
             try:
@@ -388,7 +432,6 @@ class Supervisor:
 
     async def _supervise(self) -> None:
         while True:
-            await controls.answer_pending(self.run_dir, self, controls.CONFIRM_ACTIONS)
             for name, task in list(self.tasks.items()):
                 if task.done() and self.members[name].status not in SESSION_HANDLED:
                     await self._on_exit(name, task.result())
@@ -439,7 +482,8 @@ class Supervisor:
         state = self.members[name]
         handle = self.procs[name]
         cause = state.exit_cause
-        user_reset = handle.reset_requested and self.stop is None and not self.hard_stopped
+        stopping = self.stop is not None or self.hard_stopped  # no reset, no continuation
+        user_reset = handle.reset_requested and not stopping
         if user_reset:
             cause = USER_RESET
         elif handle.stop_requested and cause in (None, "killed"):
@@ -448,7 +492,7 @@ class Supervisor:
             cause = "exit_nonzero" if code != 0 else "no_output"
         detail = state.detail
         if handle.stalled and not user_reset:
-            cause, detail = "stalled", handle.stalled
+            cause, detail = NO_LEDGER_PROGRESS, handle.stalled
         self.emit(
             "member-exit",
             name,
@@ -458,21 +502,21 @@ class Supervisor:
             detail=detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
-        if user_reset and self.stop is None:
+        if user_reset:
             # Asked for by a person, so the reset cap (a guard against crash loops) does
             # not apply; the reset still counts and still releases the member's claims.
             await self._reset(name, "user")
             return
         owed = self._verifier_owes(name) if cause in FINISHED_CAUSES else []
-        if owed and self.stop is None and state.resets < self.settings.reset_cap:
+        if owed and not stopping and state.resets < self.settings.reset_cap:
             self.emit("member-reset", name, cause="unreviewed", resets=state.resets + 1, owed=owed)
             brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
             await self.spawn(name, brief)
             return
-        if cause in FINISHED_CAUSES and self.request.until_stop and self.stop is None:
+        if cause in FINISHED_CAUSES and self.request.until_stop and not stopping:
             self._schedule_continuation(name)
             return
-        if cause in RESET_CAUSES and self.stop is None and state.resets < self.settings.reset_cap:
+        if cause in RESET_CAUSES and not stopping and state.resets < self.settings.reset_cap:
             await self._reset(name, cause)
 
     async def _reset(self, name: str, cause: str) -> None:
@@ -566,11 +610,27 @@ class Supervisor:
                     self.procs[n].signal(signal.SIGTERM)
                     self.procs[n].stop_requested = True
             return f"stopping {', '.join(names)} (the rest of the run continues)"
-        if self.stop is not None:
+        if self.hard_stopped:
+            return "the run is already stopped hard"
+        if self.stop is not None and not (
+            reason == USER_STOP and self.stop.reason in repair.REPAIR_AFTER_STOPS
+        ):
             return f"a clean stop is already under way ({self.stop.reason})"
+        if self._nothing_to_wrap_up():
+            when = "before the canary answered" if self.canary == "not run" else "at finalize"
+            self._halt(reason, f"stopped clean by the user {when}")
+            self.emit(
+                "stop-hard", targets=self.running(), whole_run=True, reason=f"{reason}, {when}"
+            )
+            self._wake.set()
+            return (
+                f"stopped ({reason}) {when}: nothing to wrap up, so the stop is hard; "
+                "no member or helper starts again"
+            )
         grace = 90.0 if grace_s is None else grace_s
-        if self.outcome is None and reason == "stopped by user":
+        if self.outcome is None and reason == USER_STOP:
             self.outcome, self.diagnosis = reason, "stopped clean by the user"
+        # A person's stop replaces a solve's wind-down: then no repair follows either.
         self.stop = StopState(reason, time.time() + grace, postmortem)
         self.cancel_continuations()
         lifecycle.request_wind_down(self.parent, self.run_id, reason, grace)
@@ -587,17 +647,31 @@ class Supervisor:
 
     async def stop_hard(self, target: str = "all") -> str:
         targets = parse_targets(target)
-        names = [n for n in self.select(targets) if n in self.running()]
-        if targets == ALL:
-            self.hard_stopped = True
-            self.cancel_continuations()
-            if self.outcome is None:
-                self.outcome = "stopped by user"
-                self.diagnosis = "stopped hard by the user"
-        self.emit("stop-hard", targets=names, whole_run=targets == ALL)
+        async with self._spawning:  # a session starting now is stopped with the rest
+            names = [n for n in self.select(targets) if n in self.running()]
+            if targets == ALL:
+                self._halt(USER_STOP, "stopped hard by the user")
+            self.emit("stop-hard", targets=names, whole_run=targets == ALL)
         await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
         self._wake.set()
         return f"stopped {', '.join(names) or 'nothing running'}"
+
+    def _nothing_to_wrap_up(self) -> bool:
+        """A clean stop gives members time to wrap up their work. Before the canary has
+        answered there is none yet, and once the run is finalizing there is none left:
+        such a stop is hard (issue 28)."""
+        finalizing = self._phases is not None and self._phases.done()
+        return self.canary == "not run" or finalizing
+
+    def _halt(self, outcome: str, diagnosis: str) -> None:
+        """The whole run stops now: no session or helper starts any more (`closed`), the
+        canary's wait and a helper's end (`halted`), --until-stop sessions waiting to
+        start are dropped. Whoever is running is stopped by the caller or the phase."""
+        self.hard_stopped = True
+        self.halted.set()
+        self.cancel_continuations()
+        if self.outcome is None:
+            self.outcome, self.diagnosis = outcome, diagnosis
 
     async def reset(self, target: str) -> str:
         """Kill members' current sessions and start fresh attempts, as the automatic

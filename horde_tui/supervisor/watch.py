@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from horde_tui.store.activity import (
     activity,
     duration,
+    held_back,
     last_write,
+    progress_since,
     read_backoff,
-    silent_since,
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.findings import independent_reporters
@@ -53,6 +54,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
         observe(sup, m)
         act = activity(m, now)
         doing = f" · {act.text(now)}" if act else ""
+        if act and m.last_write:  # what the stall rule counts from
+            doing += f" · last ledger write {duration(now - m.last_write)} ago"
         lines.append(
             f"  {m.name:<10} {m.role:<8} {m.status:<8}{tool} elapsed {elapsed} turns {m.turns} "
             f"tokens {m.prompt_tokens + m.completion_tokens} cost {cost} resets {m.resets}{doing}"
@@ -76,12 +79,12 @@ def check_budget(sup: RunContext) -> None:
 
 
 def check_stalls(sup: RunContext) -> None:
-    """Reset a member that stayed truly silent for HORDE_STALL_MS (0 disables): no model
-    output, no tool, no ledger write (`store.activity.silent_since`), counted from its
-    session's first model answer at the earliest. A member the gateway is backing off,
-    one waiting on a call or running a tool within its timeout, one blocked on a
-    person's approval or on the ledger lock is at work or held back, not silent; a
-    looping one is ended by its own guard."""
+    """Reset a member that wrote nothing to the ledger for HORDE_STALL_MS (0 disables),
+    the reference's rule: model calls and commands are not progress, so a member busy
+    with them but never writing is reset too, as `no-ledger-progress`. The clock counts
+    from its last ledger write or its session's first model answer, whichever is later
+    (`store.activity.progress_since`), and stops while the outside world holds the
+    member back (`held_back`: a provider's rate limit, a person's approval)."""
     limit_s = sup.settings.stall_ms / 1000
     if not limit_s or sup.stop is not None:
         return
@@ -92,14 +95,15 @@ def check_stalls(sup: RunContext) -> None:
             continue
         observe(sup, state)
         act = activity(state, now)
-        since = silent_since(state, act, sup.settings.request_timeout_s, last_sign(sup, name))
-        if since is None or now - since < limit_s:
-            continue
         handle = sup.procs[name]
-        doing = f" ({act.state})" if act is not None else ""
+        since = progress_since(state, last_sign(sup, name))
+        quiet = handle.stall_clock.quiet_s(since, held_back(state, act), now)
+        if quiet < limit_s:
+            continue
         handle.stalled = (
-            f"silent for {duration(now - since)}{doing}: no model output, no tool and no "
-            f"ledger write within the stall time of {duration(limit_s)}"
+            f"no ledger write for {duration(quiet)} (the stall time is {duration(limit_s)}); "
+            "model calls and commands are not progress: file what you found with the "
+            "horde tool as you go"
         )
         handle.stop_requested = True
         handle.signal_group(signal.SIGCONT)  # a member frozen from outside cannot take SIGTERM
@@ -107,9 +111,11 @@ def check_stalls(sup: RunContext) -> None:
 
 
 def observe(sup: RunContext, state: MemberState) -> None:
-    """What the member's status lines cannot say: the gateway's back-off of its call and
-    the command it waits to have approved (`store.activity` reads both)."""
+    """What the member's status lines cannot say: the gateway's back-off of its call, the
+    command it waits to have approved (`store.activity` reads both) and its last ledger
+    write."""
     state.backoff = read_backoff(sup.run_dir, state.name) if state.call_since else None
+    state.last_write = last_write(sup.run_dir, state.name) or None
     waiting = [w.command for w in sup.confirms.waiting.values() if w.member == state.name]
     state.approval = waiting[0] if waiting and state.current_tool else ""
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from horde_tui.settings import Settings
 from horde_tui.store import usage
-from horde_tui.store.activity import read_backoff
+from horde_tui.store.activity import last_write, read_backoff
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.supervisor.controls import pending_requests
@@ -36,12 +36,10 @@ _MID_CALL = frozenset({"running", "paused"})
 
 @dataclass(frozen=True)
 class StallRule:
-    """The run's stall time and call timeout (0 stall: stalls are off), as its
-    MANIFEST.json recorded the settings (their defaults where it did not): what
-    `store.activity.next_step` weighs."""
+    """The run's stall time (0: stalls are off), as its MANIFEST.json recorded the
+    settings (the default where it did not): what `store.activity.next_step` weighs."""
 
     stall_s: float = Settings.model_fields["stall_ms"].default / 1000
-    call_timeout_s: float = float(Settings.model_fields["request_timeout_s"].default)
 
 
 _RULES: dict[Path, tuple[int, StallRule]] = {}
@@ -60,10 +58,7 @@ def stall_rule(run_dir: Path) -> StallRule:
     try:
         config = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
         default = StallRule()
-        rule = StallRule(
-            float(config.get("stall_ms", default.stall_s * 1000)) / 1000,
-            float(config.get("request_timeout_s", default.call_timeout_s)),
-        )
+        rule = StallRule(float(config.get("stall_ms", default.stall_s * 1000)) / 1000)
     except (OSError, ValueError, TypeError, AttributeError):
         rule = StallRule()
     _RULES[path] = (stamp, rule)
@@ -170,6 +165,7 @@ class MemberFold:
         shown.repeat, shown.repeat_since = stats.repeat, stats.repeat_since
         shown.backoff = read_backoff(self.run_dir, shown.name) if stats.call_since else None
         shown.approval = asking.get(shown.name, "") if shown.current_tool else ""
+        shown.last_write = last_write(self.run_dir, shown.name) or None
 
     def close(self) -> None:
         for stats in self._sessions.values():
