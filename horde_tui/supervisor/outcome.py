@@ -47,6 +47,9 @@ class Ending:
         return [name for name, cause in self.ends if cause_kind(cause) == "failed"]
 
 
+WITH_FAILURES = "finished with failures"
+
+
 @dataclass(frozen=True)
 class OutcomeRow:
     outcome: str
@@ -108,7 +111,7 @@ OUTCOME_TABLE: tuple[OutcomeRow, ...] = (
         lambda e: e.decided is None and len(e.failed) == len(e.ends),
     ),
     OutcomeRow(
-        "finished with failures",
+        WITH_FAILURES,
         5,
         "members wrote the ledger; some ended with a failure, the others finished",
         lambda e: e.decided is None and bool(e.failed),
