@@ -20,6 +20,7 @@ import httpx
 import pytest
 from conftest import GatewayProcess, start_gateway
 from support.cli import cli
+from support.gateway import closed_port
 from support.plans import HELPERS, horde, lifecycle, settings, worker
 from support.processes import wait_until
 
@@ -111,10 +112,22 @@ class Row:
     """A regex the diagnosis must match."""
     act: Callable[[Supervisor], Any] | None = None
     members: int = 2
+    cfg: tuple[tuple[str, Any], ...] = ()
+    """Settings of this run besides the module's."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables of this run (the shared gateway's address)."""
 
 
 async def _stop(sup: Supervisor) -> None:
     await sup.stop_hard()
+
+
+async def _past_deadline(sup: Supervisor) -> None:
+    sup.started -= sup.settings.max_minutes * 60  # type: ignore[operator]
+
+
+BUSY = [{**horde("list"), "hold_ms": 200}] * 10
+"""A member that reads for a few seconds, then ends: a clean stop needs no grace."""
 
 
 ROWS = {
@@ -173,6 +186,21 @@ ROWS = {
         r"^answer by member-1 was not validated by another member$",
         members=1,
     ),
+    "failed-no-gateway": Row(
+        lambda: AgentPolicy({}),
+        "failed",
+        1,
+        r"^the model gateway did not start|^the shared model gateway at .* did not answer",
+        env=(("HORDE_SHARED_GATEWAY_URL", f"http://127.0.0.1:{closed_port()}"),),
+    ),
+    "stopped-at-deadline": Row(
+        lambda: AgentPolicy({"*": BUSY, **HELPERS}),
+        "stopped at deadline",
+        1,
+        r"^the 30-minute deadline \(HORDE_MAX_MINUTES\) was reached$",
+        act=_past_deadline,
+        cfg=(("max_minutes", 30),),
+    ),
     "stopped-by-user": Row(
         lambda: AgentPolicy({"*": [{**horde("list"), "hold_ms": 200}] * 200, **HELPERS}),
         "stopped by user",
@@ -186,7 +214,12 @@ ROWS = {
 def run_row(workdir: Path, shared: Shared, row: Row) -> tuple[RunSummary, Supervisor]:
     shared.switch.play = row.policy()
     cfg = settings(
-        shared.stub, deliverable=False, postmortem=False, reset_cap=1, allow_unverified=True
+        shared.stub,
+        deliverable=False,
+        postmortem=False,
+        reset_cap=1,
+        allow_unverified=True,
+        **dict(row.cfg),
     )
     events: list[SupervisorEvent] = []
     sup = Supervisor(
@@ -208,9 +241,11 @@ def run_row(workdir: Path, shared: Shared, row: Row) -> tuple[RunSummary, Superv
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_each_row_of_the_outcome_table_is_how_a_real_run_ends(
-    name: str, on_shared: Shared, tmp_path: Path
+    name: str, on_shared: Shared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     row = ROWS[name]
+    for variable, value in row.env:
+        monkeypatch.setenv(variable, value)
     summary, sup = run_row(tmp_path, on_shared, row)
     assert (summary.outcome, summary.exit_code) == (row.outcome, row.exit_code), (
         summary.diagnosis,

@@ -52,6 +52,8 @@ WITH_FAILURES = "finished with failures"
 
 @dataclass(frozen=True)
 class OutcomeRow:
+    """One way a run ends: its outcome, exit status, README's words, and when it holds."""
+
     outcome: str
     exit_code: int
     when: str
@@ -134,7 +136,8 @@ those the post-mortem)."""
 
 
 def decide(ending: Ending) -> OutcomeRow:
-    """The first row of `OUTCOME_TABLE` that holds (an unknown decision is `failed`)."""
+    """The first row of `OUTCOME_TABLE` that holds; a decision the table does not know
+    keeps its name, with status 1."""
     row = next((r for r in OUTCOME_TABLE if r.holds(ending)), None)
     if row is None:
         return OutcomeRow(str(ending.decided), 1, "", lambda e: True)
