@@ -1,6 +1,8 @@
-"""A run's outcome follows how it ended: one row of `OUTCOME_TABLE` per way, each met by
-a real run (a supervisor, its store server and members on the stub model, through one
-shared gateway so that litellm's import is paid once), and README's table is the code's.
+"""A run's outcome follows how it ended: the rows of `OUTCOME_TABLE`, each met by a real
+run (a supervisor, its store server and members on the stub model, through one shared
+gateway so that litellm's import is paid once), and README's table is the code's. Two
+rows need a run of their own and have it in test_supervisor_e2e.py (slow): `interrupted`
+(the supervisor SIGKILLed, then `finalize`) and `stopped at budget` (a priced model).
 
 The run whose provider dies after the canary (issue 28) is played for real: the stub
 server is stopped and every member's call is refused at the socket."""
