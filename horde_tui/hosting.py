@@ -64,16 +64,16 @@ def is_swarm(sup: Any) -> bool:
     return hasattr(sup, "swarm_id")
 
 
-def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True, report: bool = True) -> int:
+def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True) -> int:
     """Host a run's or a swarm's supervisor here until it ends; return its exit status.
 
     The app hosts it when standard output is a terminal and `headless` was not asked
-    for. `report`: a `report:` line with the report's path follows the outcome line,
-    either way (the demo says False: it names its report itself)."""
+    for; either way the outcome line is followed by a `report:` line with the report's
+    path (`run`, `plan`, `resume` and `demo` alike)."""
     if headless or not sys.stdout.isatty():
         sup.sink = print_event
         print(intro, flush=True)
-        return asyncio.run(host_headless(sup, report))
+        return asyncio.run(host_headless(sup))
     from horde_tui.app import HordeApp
 
     if is_swarm(sup):
@@ -86,12 +86,12 @@ def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True, report: bo
         return app.exit_code
     if app.summary is not None:
         print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")
-    if report and not is_swarm(sup):
+    if not is_swarm(sup):
         print(f"report: {sup.run_dir / 'REPORT.md'}")
     return app.exit_code
 
 
-async def host_headless(sup: Any, report: bool = True) -> int:
+async def host_headless(sup: Any) -> int:
     """Run the supervisor; Ctrl-C asks for a clean stop, a second Ctrl-C stops hard."""
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -125,8 +125,7 @@ async def host_headless(sup: Any, report: bool = True) -> int:
         print(f"\n{what} handed off")
         return 0
     print(f"\noutcome: {summary.outcome}: {summary.diagnosis}")
-    if report:
-        print(f"report: {sup.run_dir / 'REPORT.md'}")
+    print(f"report: {sup.run_dir / 'REPORT.md'}")
     for label, path, text in postmortems(sup):
         print(f"\n{label}post-mortem: {path}\n{text.rstrip()}", flush=True)
     return int(summary.exit_code)

@@ -304,6 +304,9 @@ def cmd_control(args: argparse.Namespace) -> int:
         listing = "; ".join(f"{k}: {', '.join(v[-3:])}" for k, v in states.items()) or "none"
         if args.control == "status":
             print(f"no run is live in {horde_dir} (runs: {listing})")
+            ended = ended_line(folder or find_run(horde_dir, None, ("finished",)))
+            if ended:
+                print(ended)
             return 0
         return _err(
             f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.control}", 1
@@ -455,6 +458,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
     else:
         print("\n".join(runs_table(listed)))
     return 0
+
+
+def ended_line(run_dir: Path | None) -> str:
+    """`run ID ended: OUTCOME: DIAGNOSIS` of a run that ended, read as the runs list
+    reads it (its `run-end` event); '' for none, or one that has not ended."""
+    from horde_tui.view.run import RunLifecycle
+
+    if run_dir is None:
+        return ""
+    life = RunLifecycle(run_dir / "events.jsonl")
+    life.refresh()
+    life.index.close()
+    if not life.outcome:
+        return ""
+    return f"run {run_dir.name} ended: {life.outcome}: {life.diagnosis}".rstrip(": ")
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:

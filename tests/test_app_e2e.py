@@ -62,7 +62,7 @@ async def test_the_app_hosts_a_real_run_from_first_spawn_to_its_report(
 
             await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen), RUN_TIMEOUT_S)
             assert app.summary is not None and app.summary.outcome == "solved"
-            assert app.exit_code == 0
+            assert app.exit_code == 3  # solved's status (supervisor.outcome.OUTCOME_TABLE)
             report = (sup.run_dir / "REPORT.md").read_text()
             assert "Outcome: **solved**" in report
             shown = app.screen.query_one(Markdown)

@@ -107,6 +107,7 @@ def test_a_headless_run_on_a_terminal_asks_y_n_a_there(tmp_path: Path) -> None:
         "*": [
             bash("echo asked-on-the-terminal"),
             bash("touch never.txt"),
+            horde("post", text="ran what was allowed"),  # a run that wrote nothing fails
             {"say": "Done."},
         ]
     }

@@ -143,18 +143,19 @@ def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
         timeout=240,
     )
     out = done.stdout
-    assert done.returncode == 0, out[-4000:] + done.stderr[-4000:]
+    assert done.returncode == 3, out[-4000:] + done.stderr[-4000:]  # solved's status
     copied = re.search(r"^demo: sample project copied to (.+)$", out, re.M)
     assert copied, out[:2000]
     workdir = Path(copied.group(1))
     assert workdir.parent == tmp_path.resolve() and workdir.is_dir()
     assert DEMO_MODEL in out and "outcome: solved" in out
+    # The lines `run --headless` ends with: the outcome, then where its report is.
+    (run_dir,) = (workdir / ".horde" / "runs").iterdir()
+    tail = out.split("\noutcome: solved: ", 1)[1].splitlines()
+    assert tail[1] == f"report: {run_dir / 'REPORT.md'}", tail[:3]
     for name in ("app.py", "auth.py", "README.md", "AGENTS.md"):
         assert (workdir / name).read_bytes() == (SAMPLE / name).read_bytes()
 
-    runs = list((workdir / ".horde" / "runs").iterdir())
-    assert len(runs) == 1
-    run_dir = runs[0]
     report = (run_dir / "REPORT.md").read_text()
     assert DEMO_MODEL in report and "Outcome: **solved**" in report
     assert "demo model" in (run_dir / "TASK.md").read_text()

@@ -14,16 +14,15 @@ from support.app import FakeSupervisor
 from horde_tui.hosting import host
 
 
-@pytest.mark.parametrize("report", [True, False])
-def test_headless_names_the_report_unless_the_caller_names_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], report: bool
+def test_headless_ends_with_the_outcome_then_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`report=False` (the demo, which names its report itself) leaves out the
-    `report:` line whichever way the run is hosted; the outcome line stays."""
+    """Every hosted run (`run`, `plan`, `resume`, the demo) ends with the same two lines:
+    the outcome, then where its report is."""
     fake = FakeSupervisor(tmp_path, count=2)
     fake.finish()
-    assert host(fake, "intro line", headless=True, report=report) == 0
+    assert host(fake, "intro line", headless=True) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "intro line"
-    assert "outcome: finished: every member finished its work" in out
-    assert (f"report: {fake.run_dir / 'REPORT.md'}" in out) is report
+    at = out.index("outcome: finished: every member finished its work")
+    assert out[at + 1] == f"report: {fake.run_dir / 'REPORT.md'}"

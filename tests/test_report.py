@@ -241,7 +241,7 @@ def test_header_says_outcome_canary_and_demo_model(scenario: Scenario) -> None:
     assert report.startswith(
         "# Run r2 report: solved\n\n"
         "Diagnosis: member-1's answer was validated by member-2\n\n"
-        "- Outcome: **solved** (exit code 0)\n"
+        "- Outcome: **solved** (exit code 3)\n"
         "- Canary: ok after a retry\n"
         "- Model: demo model (scripted, not a real LLM), `stub/horde-demo`\n"
         "- Time: 2025-11-29 21:00:00 UTC to 2025-11-29 21:12:05 UTC (12m 05s)\n"
@@ -465,7 +465,7 @@ def test_report_is_deterministic_and_equal_from_a_fresh_fold(scenario: Scenario)
 
 def test_summary_has_usage_per_member_totals_and_coverage(scenario: Scenario) -> None:
     text = render_summary(scenario.state, scenario.summary)
-    assert text.startswith("# Run r2 summary\n\n- Outcome: **solved** (exit code 0)\n")
+    assert text.startswith("# Run r2 summary\n\n- Outcome: **solved** (exit code 3)\n")
     assert "- Model: demo model (scripted, not a real LLM), `stub/horde-demo`\n" in text
     assert "| member-2 | member | completed | 9 | 9,000 | 2,100 | $0.0310 | 0 |" in text
     assert "| total | | | 25 | 24,000 | 6,300 | unknown | 1 |" in text

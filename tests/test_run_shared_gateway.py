@@ -8,7 +8,6 @@ with one line, before any member starts.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import httpx
 import pytest
 from conftest import start_gateway
 from support.cli import host_env
+from support.gateway import closed_port
 from support.plans import HELPERS, lifecycle, run_supervisor, settings, worker
 
 from horde_tui.member.shell import scrubbed_env
@@ -55,12 +55,6 @@ def test_a_run_joins_the_shared_gateway_and_leaves_it_running(
     # The gateway's own token (which joins runs) never reaches a member.
     member_env = scrubbed_env({"HORDE_SHARED_GATEWAY_TOKEN": gw.token, "PATH": "/bin"})
     assert gw.token not in member_env.values()
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.e2e

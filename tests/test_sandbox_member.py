@@ -180,7 +180,9 @@ def test_env_allow_list_holds_for_a_member_without_the_sandbox(
 def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     tmp_path: Path,
 ) -> None:
-    with StubThread({"member-1": [{"content": "Nothing to do."}]}) as stub:
+    # One board post: a run whose member wrote nothing would end `failed`.
+    script = [call("horde", action="post", text="Looked at app.py."), {"content": "Done."}]
+    with StubThread({"member-1": script}) as stub:
         env = stub_env(stub, HORDE_DELIVERABLE="off", HORDE_POSTMORTEM="off")
         done = subprocess.run(
             [

@@ -26,7 +26,7 @@ from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
-from horde_tui.supervisor.swarm import SwarmSupervisor, swarm_outcome
+from horde_tui.supervisor.swarm import SwarmSummary, SwarmSupervisor, swarm_outcome
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 from horde_tui.view.source import send_control
@@ -124,6 +124,24 @@ def test_the_swarm_outcome_follows_its_hordes() -> None:
     assert swarm_outcome({"h1": _summary("canary failed"), "h2": _summary("finished")})[0] == (
         "failed"
     )
+    some = swarm_outcome({"h1": _summary("solved"), "h2": _summary("finished with failures")})
+    assert some == ("finished with failures", "h1 solved; h2 finished with failures")
+
+
+def test_a_swarm_exits_as_a_run_of_the_same_outcome_would() -> None:
+    """`run H/M --headless` ends with the run outcome table's status (`completed` is a
+    swarm's `finished`)."""
+    codes = {
+        outcome: SwarmSummary("s", "finished", outcome, "").exit_code
+        for outcome in ("completed", "solved", "finished with failures", "stopped by user")
+    }
+    assert codes == {
+        "completed": 0,
+        "solved": 3,
+        "finished with failures": 5,
+        "stopped by user": 130,
+    }
+    assert SwarmSummary("s", "not started", "not started", "").exit_code == 1
 
 
 def test_a_swarm_whose_host_died_reads_as_interrupted_and_a_live_one_blocks_launch(

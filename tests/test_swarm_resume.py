@@ -136,7 +136,7 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
         )
         after = stub.stub.requests[before:]
     out = resumed.stdout
-    assert resumed.returncode == 0, out[-3000:] + resumed.stderr[-3000:]
+    assert resumed.returncode in (0, 3), out[-3000:] + resumed.stderr[-3000:]  # completed, solved
     assert f"swarm {swarm_dir.name} resumed: 0 hordes ended, 1 carried on" in out
     data = assert_swarm_carried_on(swarm_dir, after)
     assert data["parent_pid"] not in (host.pid, os.getpid())

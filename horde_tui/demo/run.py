@@ -137,7 +137,7 @@ def host_demo(demo: PreparedDemo, headless: bool, hordes: int = 1) -> tuple[int,
 
     sup = Supervisor(demo.workdir, demo.request, demo.settings)
     intro = f"run {sup.run_id}: {demo.request.count} members, model {DEMO_MODEL}"
-    return host(sup, intro, headless=headless, report=False), sup.run_dir / "REPORT.md"
+    return host(sup, intro, headless=headless), sup.run_dir / "REPORT.md"
 
 
 def run_demo(
@@ -148,7 +148,7 @@ def run_demo(
     policy_name: str = "demo",
     tool_protocol: str | None = None,
 ) -> int:
-    """Run the demo; return the run's exit code (0 when it solved or finished).
+    """Run the demo; return the run's exit status (its outcome's, as `run` exits).
 
     The app hosts it when standard output is a terminal and `headless` is not asked for;
     a swarm demo (`hordes` > 1) always runs headless.

@@ -9,6 +9,7 @@ the run summary: the same run always reports the same way, whatever the model di
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, baseline, cleanup, lifecycle
-from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.outcome import STOPPED, RunSummary
 from horde_tui.supervisor.processes import spawn_member
 from horde_tui.supervisor.setup import MemberSpec
 
@@ -54,7 +55,22 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
         )
     text = report.render_report(state, summary, workdir, cleanup.results(events), delta)
     atomic_write_text(run_dir / "REPORT.md", text)
+    record_outcome(run_dir, summary)
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
+
+
+def record_outcome(run_dir: Path, summary: RunSummary) -> None:
+    """MANIFEST.json gains the outcome REPORT.md states (rewritten whole, its other keys
+    as setup wrote them), so every reader of a finished run names the same one."""
+    path = run_dir / "MANIFEST.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # a run without its manifest (written by hand): REPORT.md still says it
+    manifest.update(
+        outcome=summary.outcome, diagnosis=summary.diagnosis, exit_code=summary.exit_code
+    )
+    atomic_write_text(path, json.dumps(manifest, indent=2) + "\n")
 
 
 async def run_helper(
@@ -128,13 +144,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
             "Deliverable",
         )
     # Runs that end on their own get the post-mortem; a clean stop only when asked for.
-    ended_on_its_own = summary.outcome in (
-        "finished",
-        "solved",
-        "solved-unvalidated",
-        "canary failed",
-        "failed",
-    )
+    ended_on_its_own = summary.outcome not in STOPPED
     wants_postmortem = ended_on_its_own or (sup.stop is not None and sup.stop.postmortem)
     if helpers_allowed and sup.settings.postmortem and wants_postmortem:
         await _helper_phase(

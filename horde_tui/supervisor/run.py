@@ -41,7 +41,7 @@ from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.forecast import canary_forecast
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.outcome import RunSummary, ending_of, outcome_of
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -709,16 +709,20 @@ class Supervisor:
         for name, task in self.tasks.items():
             if task.done() and self.members[name].status not in SESSION_HANDLED:
                 await self.record_exit(name, task.result())
+        events = finalize.read_events(self.run_dir)
+        # The outcome table decides, from what the run decided and how its members ended.
+        ending = ending_of(self.outcome, self.members.values(), events, self._provider())
+        self.outcome, self.diagnosis = outcome_of(ending, self.diagnosis)
         summary = RunSummary(
             run_id=self.run_id,
-            outcome=self.outcome or "finished",
-            diagnosis=self.diagnosis or "every member finished its work",
+            outcome=self.outcome,
+            diagnosis=self.diagnosis,
             canary=self.canary,
             started=self.started,
             ended=time.time(),
             model=self.settings.model or "",
             demo=self.request.demo,
-            members=[*self.members.values(), *external_members(finalize.read_events(self.run_dir))],
+            members=[*self.members.values(), *external_members(events)],
             stop_clean_at=self.stop.started if self.stop else None,
             layers=self.request.layers,
             resumed_at=self.resumed_at,
@@ -731,6 +735,11 @@ class Supervisor:
         finally:
             await self.stop_gateway()
         return summary
+
+    def _provider(self) -> str:
+        """The model and its endpoint, as a failed run's diagnosis names them."""
+        model = self.settings.model or "the model"
+        return f"{model} at {self.settings.api_base}" if self.settings.api_base else model
 
     async def stop_gateway(self) -> None:
         await stop_gateway(self.gateway)

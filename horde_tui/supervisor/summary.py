@@ -24,8 +24,6 @@ from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor.outcome import RunSummary
 
 DEMO_MODEL = "demo model (scripted, not a real LLM)"
-PARENT_ACTORS = frozenset({"parent", "user"})
-"""Writers that are not members (the supervisor, a person at a shell)."""
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.runs import Workstream, swarm_dir, write_swarm_json
 from horde_tui.supervisor import controls, finalize
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
+from horde_tui.supervisor.outcome import WITH_FAILURES, RunSummary, exit_code
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -77,10 +77,9 @@ class SwarmSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 completed or solved, 130 stopped by the user, 1 anything else."""
-        if self.outcome in ("completed", "solved"):
-            return 0
-        return 130 if self.outcome == "stopped by user" else 1
+        """A run's status for the same outcome (`outcome.OUTCOME_TABLE`; `completed`, every
+        horde finished, is a run's `finished`)."""
+        return exit_code("finished" if self.outcome == "completed" else self.outcome)
 
 
 def swarm_outcome(summaries: dict[str, RunSummary]) -> tuple[str, str]:
@@ -93,6 +92,8 @@ def swarm_outcome(summaries: dict[str, RunSummary]) -> tuple[str, str]:
         return "solved", f"every horde solved its workstream ({each})"
     if outcomes <= NORMAL_ENDS:
         return "completed", f"every horde finished its workstream ({each})"
+    if outcomes <= NORMAL_ENDS | {WITH_FAILURES}:
+        return WITH_FAILURES, each
     abnormal = next((o for o in ABNORMAL_ORDER if o in outcomes), "failed")
     return abnormal, each
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,3 +72,11 @@ def usage_lines(gw: GatewayProcess, member: str) -> list[dict[str, Any]]:
 
 def error_of(resp: httpx.Response) -> str:
     return resp.json()["error"]["message"]
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (it was free a moment ago): a gateway or
+    provider address that refuses the connection."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
