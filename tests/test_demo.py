@@ -62,6 +62,7 @@ ITEM_KEYS = {
     "unless",
     "match",
     "bind",
+    "brief",
     "wait_ms",
     "tries",
 }
@@ -270,8 +271,11 @@ def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
             if "say" in item:
                 assert isinstance(item["say"], str) and item["say"].strip()
                 continue
+            groups = [re.compile(p).groups for p in item.get("match", item.get("brief", ()))]
+            if "brief" in item:  # binds from the helper's brief, is not played
+                assert set(item) == {"brief", "bind"} and sum(groups) == len(item["bind"])
+                continue
             assert item["hold_ms"] >= 0 and item.get("wait_ms", 0) >= 0
-            groups = [re.compile(pattern).groups for pattern in item.get("match", ())]
             # Every name the step binds is captured by one of its patterns' groups.
             assert sum(groups) >= len(item.get("bind", ())), item
             args = substituted(item["args"])

@@ -9,7 +9,9 @@ the run summary: the same run always reports the same way, whatever the model di
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,14 +86,41 @@ def helper_document(title: str, state: MemberState) -> str:
     return f"# {title}\n\nNot written: the helper ended with `{state.exit_cause}` ({why}).\n"
 
 
+RUN_FILES = ("REPORT.md", "SUMMARY.md", "ACCEPTANCE.md", "events.jsonl")
+"""Files of the run directory a finalize helper may be pointed at."""
+
+HELPER_FILES = {
+    "deliverable": ("REPORT.md", "ACCEPTANCE.md", "FINDINGS.md", "FACTS.md"),
+    "post-mortem": ("REPORT.md", "BOARD.md", "IDEAS.md", "FINDINGS.md", "events.jsonl"),
+}
+"""What each finalize helper is told to read, in order: a run file from its run directory,
+a ledger from its horde's directory."""
+
+
+def existing_files(workdir: Path, paths: Iterable[Path]) -> list[str]:
+    """The paths that exist, relative to the working directory a helper's `read` resolves
+    against: a read-only helper told to read a file that is not there has no shell to look
+    for the right one (a swarm horde's ledgers are not under `.horde/`)."""
+    return [os.path.relpath(path, workdir) for path in paths if path.is_file()]
+
+
+def helper_files(sup: RunContext, phase: str) -> str:
+    """The brief's file list for one finalize helper: its own run's files, wherever the
+    run lives (`.horde/runs/<id>/`, or a swarm horde's `.horde/swarms/<s>/hN/runs/...`)."""
+    paths = [
+        (sup.run_dir if name in RUN_FILES else sup.horde_dir) / name
+        for name in HELPER_FILES[phase]
+    ]
+    return "\n".join(f"- {path}" for path in existing_files(sup.workdir, paths))
+
+
 async def _helper_phase(
     sup: RunContext, phase: str, name: str, brief: str, filename: str, title: str
 ) -> None:
     """One helper phase: run the read-only helper, save its final message as the file."""
     sup.emit("phase-start", phase=phase)
-    helper = await run_helper(
-        sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000
-    )
+    brief = brief.format(run=sup.run_id, files=helper_files(sup, phase))
+    helper = await run_helper(sup, name, brief, sup.settings.postmortem_ms / 1000)
     atomic_write_text(sup.run_dir / filename, helper_document(title, helper))
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
 
