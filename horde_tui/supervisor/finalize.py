@@ -55,7 +55,50 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
         )
     text = report.render_report(state, summary, workdir, cleanup.results(events), delta)
     atomic_write_text(run_dir / "REPORT.md", text)
+    check_documents(run_dir, state, workdir)
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
+
+
+DOCUMENTS_SECTION = "## Generated documents"
+
+
+def check_documents(run_dir: Path, state: Any, workdir: Path) -> None:
+    """Check the ids and line citations of the run's generated documents as finding
+    evidence is checked, mark each problem in its document and list them all under
+    REPORT.md's `## Generated documents` (rewritten on each call: once SUMMARY.md is
+    written, again once the helpers wrote theirs)."""
+    from horde_tui.supervisor import citations
+
+    stale = citations.stale_spans(state.findings.values(), workdir)
+    listed: list[str] = []
+    for name in citations.DOCUMENTS:
+        path = run_dir / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        problems = citations.document_problems(text, state, workdir, stale)
+        marked = citations.mark_document(text, problems)
+        if marked != text:
+            atomic_write_text(path, marked)
+        listed += [f"- {name}: `{p.token}`: {p.why}" for p in problems]
+    report = run_dir / "REPORT.md"
+    try:
+        text = report.read_text(encoding="utf-8")
+    except OSError:
+        return
+    head = text.split(f"\n{DOCUMENTS_SECTION}\n", 1)[0].rstrip("\n")
+    section = [
+        DOCUMENTS_SECTION,
+        "",
+        "Ids (R#, F#, T#, A#) and `path:line` citations of "
+        + ", ".join(n for n in citations.DOCUMENTS if (run_dir / n).is_file())
+        + ", checked against the ledgers and the working directory; each is marked "
+        "`[check: ...]` in its document.",
+        "",
+        *(listed or ["_None._"]),
+    ]
+    atomic_write_text(report, head + "\n\n" + "\n".join(section) + "\n")
 
 
 async def run_helper(sup: HelperHost, name: str, brief: str, timeout_s: float) -> MemberState:
@@ -163,6 +206,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
             "POSTMORTEM.md",
             "Post-mortem",
         )
+    check_documents(sup.run_dir, sup.parent.state, sup.workdir)
     summary.ended = time.time()
     sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
     from horde_tui.store import graph
