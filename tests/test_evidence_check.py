@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -143,13 +144,10 @@ def test_spans_go_stale_when_the_file_changes_and_missing_when_it_is_gone(audito
     assert span_state(span, auditor.workdir) == "missing"
 
 
-@pytest.mark.slow  # a whole real run: `pytest -m slow`
-@pytest.mark.e2e
-def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_path: Path) -> None:
-    """A real one-member run: the member files a finding quoting app.py:1, then its own
-    shell rewrites that line. Finalize re-checks the span: REPORT.md warns that the
-    evidence is stale and ACCEPTANCE marks it."""
-    from support.plans import APP, HELPERS, horde, run_supervisor, settings
+def run_editing_its_evidence(tmp_path: Path, helpers: dict[str, Any]) -> Any:
+    """A real one-member run whose member files F1 quoting app.py:1, then rewrites that
+    line from its own shell; `helpers` plays the synthesis and post-mortem. Its supervisor."""
+    from support.plans import APP, horde, run_supervisor, settings
 
     from horde_tui.stubmodel import StubThread
     from horde_tui.stubmodel.agent import AgentPolicy
@@ -174,7 +172,7 @@ def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_pa
             horde("done", id="$I", result="filed $F"),
             {"say": "Done."},
         ],
-        **HELPERS,
+        **helpers,
     }
     with StubThread(policy=AgentPolicy(plans)) as stub:
         cfg = settings(stub, allow_unverified=True)
@@ -182,6 +180,18 @@ def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_pa
             tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg
         )
     assert summary.exit_code == 0, summary.diagnosis
+    return sup
+
+
+@pytest.mark.slow  # a whole real run: `pytest -m slow`
+@pytest.mark.e2e
+def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_path: Path) -> None:
+    """A real one-member run: the member files a finding quoting app.py:1, then its own
+    shell rewrites that line. Finalize re-checks the span: REPORT.md warns that the
+    evidence is stale and ACCEPTANCE marks it."""
+    from support.plans import HELPERS
+
+    sup = run_editing_its_evidence(tmp_path, HELPERS)
     store = HordeStore(tmp_path / ".horde", "reader")
     store.refresh()
     (span,) = store.state.findings["F1"].spans
@@ -233,31 +243,7 @@ def test_generated_documents_are_checked_marked_and_listed_in_the_report(
     POSTMORTEM.md are checked at finalize like finding evidence: an unknown F#/T#/R#/A#,
     a line the file does not have, a quote not on its line and a line changed since a
     finding cited it are marked where they stand and listed in REPORT.md."""
-    from support.plans import APP, horde, run_supervisor, settings
-
-    from horde_tui.stubmodel import StubThread
-    from horde_tui.stubmodel.agent import AgentPolicy
-    from horde_tui.supervisor.setup import RunRequest
-
-    (tmp_path / "app.py").write_text(APP)
-    plans = {
-        "member-1": [
-            horde("idea", text="Check app.py for a hard-coded password"),
-            horde("claim", id="$id"),
-            horde(
-                "finding",
-                concern="secrets",
-                concernDef="secrets in source",
-                text="app.py hard-codes the password",
-                evidence="app.py:1 `PASSWORD = 'hunter2'`",
-                support="tested",
-                importance="high",
-                confidence="high",
-            ),
-            {"tool": "bash", "args": {"command": "sed -i 's/hunter2/from-env/' app.py"}},
-            horde("done", id="$I", result="filed $F"),
-            {"say": "Done."},
-        ],
+    helpers = {
         "synthesis": [
             {"say": "# Deliverable\n\nThe password is hard-coded (F1, app.py:1); see F7 and T9."}
         ],
@@ -268,12 +254,7 @@ def test_generated_documents_are_checked_marked_and_listed_in_the_report(
             }
         ],
     }
-    with StubThread(policy=AgentPolicy(plans)) as stub:
-        cfg = settings(stub, allow_unverified=True)
-        summary, sup, _ = run_supervisor(
-            tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg
-        )
-    assert summary.exit_code == 0, summary.diagnosis
+    sup = run_editing_its_evidence(tmp_path, helpers)
     deliverable = (sup.run_dir / "DELIVERABLE.md").read_text()
     assert "(F1, app.py:1 [check: the lines changed since F1 cited them]); " in deliverable
     assert (
