@@ -94,20 +94,23 @@ def system_prompt(siblings: Mapping[str, Path] | None = None) -> str:
 
 DELIVERABLE_BRIEF = """\
 You are the SYNTHESIS helper of run {run}: the members have finished. Write the run's
-deliverable: the answer to the task, built from the findings. Read
-.horde/runs/{run}/REPORT.md first, then FINDINGS.md and FACTS.md as needed. Lead with what
-was verified (reviewed or independently reproduced findings), cite F# and T# ids, and say
-plainly what is unverified or disputed. Your FINAL message (with no tool call) must be the
-complete deliverable in Markdown; it is saved as DELIVERABLE.md."""
+deliverable: the answer to the task, built from the findings. Read the run's report first,
+then its findings and facts as needed (these are this run's files, paths relative to the
+working directory):
+{files}
+Lead with what was verified (reviewed or independently reproduced findings), cite F# and
+T# ids, and say plainly what is unverified or disputed. Your FINAL message (with no tool
+call) must be the complete deliverable in Markdown; it is saved as DELIVERABLE.md."""
 
 POSTMORTEM_BRIEF = """\
 You are the POST-MORTEM reviewer of run {run}: read how the horde coordinated and critique
-it. Read .horde/runs/{run}/REPORT.md, .horde/BOARD.md, .horde/IDEAS.md, .horde/FINDINGS.md
-and, where useful, .horde/runs/{run}/events.jsonl (refused actions show where members
-fought the rules). Report: what worked, duplicated or wasted work, stalls and resets, rule
-refusals and what they reveal, unverified claims, and concrete fixes to the protocol or the
-prompt. Your FINAL message (with no tool call) must be the complete post-mortem in
-Markdown; it is saved as POSTMORTEM.md."""
+it. Read this run's files (paths relative to the working directory; events.jsonl where
+useful: refused actions show where members fought the rules):
+{files}
+Report: what worked, duplicated or wasted work, stalls and resets, rule refusals and what
+they reveal, unverified claims, and concrete fixes to the protocol or the prompt; cite the
+files by these paths. Your FINAL message (with no tool call) must be the complete
+post-mortem in Markdown; it is saved as POSTMORTEM.md."""
 
 PLANNER_BRIEF = """\
 You are the PLANNER of a swarm: {hordes} hordes of members will work the task above, each

@@ -62,6 +62,7 @@ ITEM_KEYS = {
     "unless",
     "match",
     "bind",
+    "brief",
     "wait_ms",
     "tries",
 }
@@ -271,8 +272,11 @@ def test_every_plan_item_is_a_valid_tool_call(speed: float) -> None:
             if "say" in item:
                 assert isinstance(item["say"], str) and item["say"].strip()
                 continue
+            groups = [re.compile(p).groups for p in item.get("match", item.get("brief", ()))]
+            if "brief" in item:  # binds from the helper's brief, is not played
+                assert set(item) == {"brief", "bind"} and sum(groups) == len(item["bind"])
+                continue
             assert item["hold_ms"] >= 0 and item.get("wait_ms", 0) >= 0
-            groups = [re.compile(pattern).groups for pattern in item.get("match", ())]
             # Every name the step binds is captured by one of its patterns' groups.
             assert sum(groups) >= len(item.get("bind", ())), item
             args = substituted(item["args"])
@@ -420,6 +424,27 @@ def test_the_demo_model_plans_and_merges_a_swarm_of_any_size(hordes: int) -> Non
     merged = final("merge", merge_brief)
     for n in range(1, hordes + 1):
         assert merged.count(f"[h{n} F") == len(DEFECTS)
+
+
+def test_the_demo_helpers_read_and_cite_the_files_their_brief_names() -> None:
+    """A finalize helper's brief lists its run's files (issue 32): the demo's post-mortem
+    reads the report and the board at those paths and cites them."""
+    files = "- .horde/swarms/s1/h2/runs/s1-h2/REPORT.md\n- .horde/swarms/s1/h2/BOARD.md"
+    brief = prompts.POSTMORTEM_BRIEF.format(run="s1-h2", files=files)
+    policy = demo_policy(0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": f"# Task\n\nx\n\n{brief}"}]
+    paths = []
+    for _ in range(2):
+        step = policy("postmortem", {"messages": messages})
+        assert step is not None and [c.name for c in step.tool_calls] == ["read"]
+        paths.append(json.loads(step.tool_calls[0].arguments)["path"])
+        messages.append({"role": "tool", "content": "[read result: data]\nok"})
+    assert paths == [line.removeprefix("- ") for line in files.splitlines()]
+    step = policy("postmortem", {"messages": messages})
+    assert step is not None and not step.tool_calls and step.content
+    assert "`.horde/swarms/s1/h2/runs/s1-h2/REPORT.md` and `.horde/swarms/s1/h2/BOARD.md`" in (
+        step.content
+    )
 
 
 def test_a_wait_reads_until_it_sees_what_it_waits_for_and_binds_the_ids() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -143,13 +144,10 @@ def test_spans_go_stale_when_the_file_changes_and_missing_when_it_is_gone(audito
     assert span_state(span, auditor.workdir) == "missing"
 
 
-@pytest.mark.slow  # a whole real run: `pytest -m slow`
-@pytest.mark.e2e
-def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_path: Path) -> None:
-    """A real one-member run: the member files a finding quoting app.py:1, then its own
-    shell rewrites that line. Finalize re-checks the span: REPORT.md warns that the
-    evidence is stale and ACCEPTANCE marks it."""
-    from support.plans import APP, HELPERS, horde, run_supervisor, settings
+def run_editing_its_evidence(tmp_path: Path, helpers: dict[str, Any]) -> Any:
+    """A real one-member run whose member files F1 quoting app.py:1, then rewrites that
+    line from its own shell; `helpers` plays the synthesis and post-mortem. Its supervisor."""
+    from support.plans import APP, horde, run_supervisor, settings
 
     from horde_tui.stubmodel import StubThread
     from horde_tui.stubmodel.agent import AgentPolicy
@@ -174,7 +172,7 @@ def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_pa
             horde("done", id="$I", result="filed $F"),
             {"say": "Done."},
         ],
-        **HELPERS,
+        **helpers,
     }
     with StubThread(policy=AgentPolicy(plans)) as stub:
         cfg = settings(stub, allow_unverified=True)
@@ -182,6 +180,18 @@ def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_pa
             tmp_path, RunRequest("Review app.py", 1, verifier=False), cfg
         )
     assert summary.exit_code == 0, summary.diagnosis
+    return sup
+
+
+@pytest.mark.slow  # a whole real run: `pytest -m slow`
+@pytest.mark.e2e
+def test_evidence_edited_between_discovery_and_finalize_is_reported_stale(tmp_path: Path) -> None:
+    """A real one-member run: the member files a finding quoting app.py:1, then its own
+    shell rewrites that line. Finalize re-checks the span: REPORT.md warns that the
+    evidence is stale and ACCEPTANCE marks it."""
+    from support.plans import HELPERS
+
+    sup = run_editing_its_evidence(tmp_path, HELPERS)
     store = HordeStore(tmp_path / ".horde", "reader")
     store.refresh()
     (span,) = store.state.findings["F1"].spans
@@ -222,3 +232,84 @@ def test_cited_lines_reads_what_a_whole_split_would(
         assert pathcite.cited_lines(file, first, last) == expected
     finally:
         pathcite.CHUNK = old
+
+
+@pytest.mark.slow  # a whole real run: `pytest -m slow`
+@pytest.mark.e2e
+def test_generated_documents_are_checked_marked_and_listed_in_the_report(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: ids and `path:line` citations in DELIVERABLE.md, SUMMARY.md and
+    POSTMORTEM.md are checked at finalize like finding evidence: an unknown F#/T#/R#/A#,
+    a line the file does not have, a quote not on its line and a line changed since a
+    finding cited it are marked where they stand and listed in REPORT.md."""
+    helpers = {
+        "synthesis": [
+            {"say": "# Deliverable\n\nThe password is hard-coded (F1, app.py:1); see F7 and T9."}
+        ],
+        "postmortem": [
+            {
+                "say": "# Post-mortem\n\nR4 was never claimed; A2 neither. The login is at "
+                "app.py:400 and app.py:4 `def logout(user):`; F1 held."
+            }
+        ],
+    }
+    sup = run_editing_its_evidence(tmp_path, helpers)
+    deliverable = (sup.run_dir / "DELIVERABLE.md").read_text()
+    assert "(F1, app.py:1 [check: the lines changed since F1 cited them]); " in deliverable
+    assert (
+        "see F7 [check: no such finding in the ledgers] and T9 [check: no such fact" in deliverable
+    )
+    postmortem = (sup.run_dir / "POSTMORTEM.md").read_text()
+    assert "R4 [check: no such resource in the ledgers] was never claimed" in postmortem
+    assert "A2 [check: no such artifact in the ledgers] neither" in postmortem
+    assert "app.py:400 [check: app.py has fewer than 400 lines]" in postmortem
+    assert "`def logout(user):` [check: the quoted code is not on those lines]" in postmortem
+    assert "F1 held." in postmortem  # a known id is left alone
+    summary_md = (sup.run_dir / "SUMMARY.md").read_text()
+    assert "[check:" not in summary_md  # written by code from the ledgers: nothing to mark
+    report = (sup.run_dir / "REPORT.md").read_text()
+    listed = report.split("## Generated documents\n", 1)[1]
+    for line in (
+        "- DELIVERABLE.md: `app.py:1`: the lines changed since F1 cited them",
+        "- DELIVERABLE.md: `F7`: no such finding in the ledgers",
+        "- DELIVERABLE.md: `T9`: no such fact in the ledgers",
+        "- POSTMORTEM.md: `R4`: no such resource in the ledgers",
+        "- POSTMORTEM.md: `A2`: no such artifact in the ledgers",
+        "- POSTMORTEM.md: `app.py:400`: app.py has fewer than 400 lines",
+        "- POSTMORTEM.md: `app.py:4`: the quoted code is not on those lines",
+    ):
+        assert line in listed, listed
+    assert listed.count("\n- ") == 7, listed
+
+
+def test_checking_the_documents_twice_marks_and_lists_each_problem_once(
+    auditor, tmp_path: Path
+) -> None:
+    """Finalize checks the documents once SUMMARY.md is written and again after the
+    helpers: the second pass changes nothing, and a known id or a good line is not marked."""
+    from horde_tui.supervisor.finalize import check_documents
+
+    assert file_finding(auditor, "src/api/users.py:47 `cursor.execute(`").ok
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "REPORT.md").write_text("# Report\n\n## Consistency warnings\n\n_None._\n")
+    (run_dir / "DELIVERABLE.md").write_text(
+        "F1 holds (`src/api/users.py:47`); F2 and src/api/users.py:48 `return none` do not.\n"
+    )
+    state = auditor.state()
+    check_documents(run_dir, state, auditor.workdir)
+    once = [(run_dir / n).read_text() for n in ("DELIVERABLE.md", "REPORT.md")]
+    check_documents(run_dir, state, auditor.workdir)
+    assert [(run_dir / n).read_text() for n in ("DELIVERABLE.md", "REPORT.md")] == once
+    assert once[0] == (
+        "F1 holds (`src/api/users.py:47`); F2 [check: no such finding in the ledgers] and "
+        "src/api/users.py:48 `return none` [check: the quoted code is not on those lines] "
+        "do not.\n"
+    )
+    assert once[1].startswith("# Report\n\n## Consistency warnings\n\n_None._\n\n")
+    assert once[1].count("## Generated documents") == 1
+    assert once[1].endswith(
+        "\n- DELIVERABLE.md: `F2`: no such finding in the ledgers\n"
+        "- DELIVERABLE.md: `src/api/users.py:48`: the quoted code is not on those lines\n"
+    )

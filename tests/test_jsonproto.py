@@ -200,6 +200,32 @@ def conversation() -> list[dict[str, Any]]:
             Reply("answer", answer="done here"),
             id="tool-none-answer",
         ),
+        # Issue 32: horde.py takes a final answer under `links` or `urls` too.
+        pytest.param(
+            '{"links": ["https://a.example/x", "https://b.example/y"], "done": true}',
+            Reply("answer", answer="https://a.example/x\nhttps://b.example/y"),
+            id="links-list",
+        ),
+        pytest.param(
+            '{"urls": "https://a.example/x"}',
+            Reply("answer", answer="https://a.example/x"),
+            id="urls-string",
+        ),
+        pytest.param(
+            'The pages: {"urls": [{"href": "https://a.example"}]}',
+            Reply("answer", answer='[{"href": "https://a.example"}]'),
+            id="urls-objects-in-prose",
+        ),
+        pytest.param(
+            '{"answer": "Two pages.", "links": ["https://a.example"]}',
+            Reply("answer", answer="Two pages.\nhttps://a.example"),
+            id="answer-and-links",
+        ),
+        pytest.param(
+            '{"tool": "none", "links": ["https://a.example"]}',
+            Reply("answer", answer="https://a.example"),
+            id="tool-none-links",
+        ),
     ],
 )
 def test_parse_reply_reads_every_accepted_shape(text: str, expected: Reply) -> None:
@@ -243,6 +269,11 @@ def test_parse_reply_reads_every_accepted_shape(text: str, expected: Reply) -> N
             '{"answer": "The crash is in app',
             Reply("answer", answer="The crash is in app", truncated=True),
             id="cut-answer",
+        ),
+        pytest.param(
+            '{"links": ["https://a.example/x", "https://b.exa',
+            Reply("answer", answer="https://a.example/x\nhttps://b.exa", truncated=True),
+            id="cut-links",
         ),
     ],
 )

@@ -6,6 +6,7 @@ tools, the `.horde/` store, transcripts and status lines are all real.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -400,3 +401,52 @@ def test_a_supervisor_notice_reaches_running_members_outside_any_fence(
     assert code == 0, stderr
     (later,) = gateway.stub.stub.requests_for("member-7")
     assert not notices(later)
+
+
+def test_the_member_log_ends_with_the_final_message(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    """Issue 32: `member-N.log` holds the session's final message after its exit line, as
+    the reference's does; a member killed mid-command leaves its last message there too."""
+    from horde_tui.store.members import MemberState
+    from horde_tui.supervisor.processes import spawn_member
+
+    horde_dir = prepare(tmp_path)
+    run_dir = horde_dir / "runs" / RUN
+    said = "Checking the tests next."
+    gateway.stub.stub.set_scripts(
+        {
+            "member-8": [{"content": "Finished: app.py:1 hard-codes the password."}],
+            "member-9": [
+                {
+                    "content": said,
+                    "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}],
+                }
+            ],
+        }
+    )
+
+    async def session(name: str, kill: bool) -> str:
+        state = MemberState(name, "member", attempt=1)
+        env = gateway.member_env(horde_dir, RUN, name)
+        log = run_dir / f"{name}.log"
+        handle, ended = await spawn_member(state, env, tmp_path, log, lambda _s, _e: None)
+        if kill:
+            for _ in range(600):  # bounded: 60 s for the model call and the command to start
+                if state.current_tool == "bash":
+                    break
+                await asyncio.sleep(0.1)
+            assert state.current_tool == "bash"
+            handle.signal(signal.SIGKILL)
+        await asyncio.wait_for(ended, 60)
+        return log.read_text(encoding="utf-8")
+
+    finished = asyncio.run(session("member-8", kill=False))
+    assert "member-8: exit completed after 1 turns" in finished, finished
+    tail = finished.split("exit completed", 1)[1]
+    assert (
+        "--- final message of member-8 attempt 1\nFinished: app.py:1 hard-codes the password.\n"
+        in tail
+    )
+    killed = asyncio.run(session("member-9", kill=True))
+    assert f"--- final message of member-9 attempt 1\n{said}\n" in killed, killed

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import cli, stub_env, wait_for_line
+from support.cli import cli, host_env, stub_env, wait_for_line
 from support.processes import wait_until
 
 from horde_tui.settings import load_settings
@@ -250,3 +250,50 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
     h1_stop = next(ts for kind, ts in _lifecycle(h1) if kind == "stop-clean")
     assert h2_stop < h2_end < h1_stop  # `stop-clean h2` reached h2 alone
     assert (swarm_dir / "REPORT.md").is_file() and (swarm_dir / "DELIVERABLE.md").is_file()
+
+
+def _tool_results(session: Path) -> list[str]:
+    """What every tool call of a helper's session answered, from its transcript."""
+    return [
+        str(message.get("content"))
+        for line in session.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+        for message in [json.loads(line)]
+        if message.get("role") == "tool"
+    ]
+
+
+def test_a_2_horde_demo_gives_every_helper_its_own_runs_files(tmp_path: Path) -> None:
+    """Issue 32: each horde's deliverable and post-mortem helpers, and the merge helper,
+    are told the paths their run's files have (a swarm horde's are not under `.horde/`):
+    on a real `demo --hordes 2`, no helper read is refused and each POSTMORTEM.md cites
+    its own horde's report and board, not the other's."""
+    done = subprocess.run(
+        [sys.executable, "-m", "horde_tui", "demo", "--headless", "--speed", "0", "--hordes", "2"],
+        cwd=tmp_path,
+        env=host_env(TMPDIR=str(tmp_path)),  # the demo's temp project lands in tmp_path
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    workdir = next(tmp_path.glob("horde-demo-*"))
+    swarm_dir = next((workdir / ".horde" / "swarms").iterdir())
+    swarm = swarm_dir.name
+    sessions = list((swarm_dir / "deliverable-sessions" / "merge").glob("*.jsonl"))
+    for name in ("h1", "h2"):
+        run_dir = swarm_dir / name / "runs" / f"{swarm}-{name}"
+        for helper in ("synthesis", "postmortem"):
+            sessions += list((run_dir / "sessions" / helper).glob("*.jsonl"))
+        postmortem = (run_dir / "POSTMORTEM.md").read_text(encoding="utf-8")
+        own = f".horde/swarms/{swarm}/{name}"
+        assert f"`{own}/runs/{swarm}-{name}/REPORT.md`" in postmortem, postmortem
+        assert f"`{own}/BOARD.md`" in postmortem, postmortem
+        other = "h2" if name == "h1" else "h1"
+        assert f"/{other}/" not in postmortem
+    assert len(sessions) == 5, sessions  # the merge, and two helpers per horde
+    results = [text for session in sessions for text in _tool_results(session)]
+    reads = [text for text in results if "begin read result" in text]
+    assert len(reads) == 7, results  # the merge's one read, one and two per horde
+    refused = [text for text in results if "refused" in text]
+    assert refused == [], refused

@@ -244,7 +244,16 @@ POSTMORTEM = """\
   never by retrying a refused call.
 - **Fixes**: read the response's content type before filing an injection into a page. Try
   a real model with `horde-tui run 4 "<your task>" --model <litellm model>` in your own
-  project."""
+  project.
+- **Read**: `$<report>` and `$<board>`."""
+
+def brief_paths(**files: str) -> dict[str, Any]:
+    """Bind `$<name>` to the path of each file a helper's brief lists (one a line, `- path`),
+    so the demo's helpers read their own run's files wherever the run lives."""
+    return {
+        "brief": [rf"^- (\S+/{re.escape(file)})$" for file in files.values()],
+        "bind": [f"$<{name}>" for name in files],
+    }
 
 
 WORKSTREAMS: dict[int, list[tuple[str, str]]] = {
@@ -622,10 +631,21 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
         "member-2": validator,
         "member-3": auditor,
         VERIFIER: verifier_plan(t),
-        "synthesis": [horde("findings", t.hold(400)), {"say": DELIVERABLE}],
-        "postmortem": [read(".horde/BOARD.md", t.hold(400)), {"say": POSTMORTEM}],
+        # The helpers read their own run's files, by the paths their briefs name.
+        "synthesis": [
+            brief_paths(report="REPORT.md"),
+            read("$<report>", t.hold(200)),
+            horde("findings", t.hold(200)),
+            {"say": DELIVERABLE},
+        ],
+        "postmortem": [
+            brief_paths(report="REPORT.md", board="BOARD.md"),
+            read("$<report>", t.hold(200)),
+            read("$<board>", t.hold(200)),
+            {"say": POSTMORTEM},
+        ],
         # A swarm's helpers: the planner answers for the number of hordes its brief
-        # names; the merge helper lists the hordes' deliverables first.
+        # names; the merge helper reads h1's deliverable first.
         "planner": [
             horde("list", t.hold(800)),
             *[
@@ -634,7 +654,8 @@ def build_plans(speed: float = 1.0) -> dict[str, Plan]:
             ],
         ],
         "merge": [
-            horde("facts", t.hold(800)),
+            {"brief": [r"^- h1 .*?(\S+/DELIVERABLE\.md)"], "bind": ["$<h1>"]},
+            read("$<h1>", t.hold(800)),
             *[
                 {"say": merged_reply(n), "when": f"its {n} hordes have finished"}
                 for n in range(2, 5)

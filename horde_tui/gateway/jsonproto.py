@@ -68,6 +68,11 @@ _STRING_AFTER = "{[,:\"'“‘"
 """A sloppy quote opens a string only where a key or value starts: after one of these."""
 
 _SHAPE_KEYS = ("args", "arguments")
+
+_ANSWER_KEYS = ("answer", "links", "urls")
+"""Keys a final answer may come under: horde.py's agent mode takes a page's `links` or
+`urls` as the answer, so models prompted that way write them; in this order when several
+are given."""
 _ANSWER_FORM = '{"answer": "<your final answer>", "done": true}'
 _REMINDER = "Reply with exactly one JSON object and nothing else."
 _EXECUTED_HEADER = "Already executed commands (do not repeat):"
@@ -552,7 +557,7 @@ def parse_reply(text: str, tool_names: set[str]) -> Reply:
     but `tool` is an arg); `{"name": N, "arguments": {...}}` as models trained on OpenAI
     write it (`arguments` may be a JSON string), also wrapped in `{"function": ...}`;
     `{"answer": T, "done": true}` and `{"answer": T}` (a non-string answer is sent as
-    JSON). A tool name is matched exactly, then case-insensitively. When both a tool and
+    JSON), the answer also under `links` or `urls` (a list of strings one a line). A tool name is matched exactly, then case-insensitively. When both a tool and
     an answer are present a valid tool wins: the model still wants to act; with an unknown
     tool (`"tool": "none"`) the answer is taken.
     """
@@ -566,16 +571,25 @@ def parse_reply(text: str, tool_names: set[str]) -> Reply:
     shape = next((k for k in _SHAPE_KEYS if k in obj), None)
     if name is None and shape is not None:
         name = obj.get("name")
+    answers = [_answer_text(k, obj[k]) for k in _ANSWER_KEYS if k in obj]
     if name is not None:
         reply = _tool_reply(obj, name, shape, tool_names, truncated)
-        if reply.kind == "tool" or "answer" not in obj:
+        if reply.kind == "tool" or not answers:
             return reply
-    if "answer" in obj:
-        answer = obj["answer"]
-        if not isinstance(answer, str):
-            answer = json.dumps(answer, ensure_ascii=False)
-        return Reply("answer", answer=answer, truncated=truncated)
+    if answers:
+        return Reply("answer", answer="\n".join(answers), truncated=truncated)
     return Reply("invalid", error='the JSON object has neither "tool" nor "answer"')
+
+
+def _answer_text(key: str, value: Any) -> str:
+    """One answer field as text: a string as is, a list of `links` or `urls` one a line,
+    anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    links = key != "answer" and isinstance(value, list) and bool(value)
+    if links and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _tool_reply(
@@ -716,7 +730,7 @@ def _is_protocol(obj: dict[str, Any]) -> bool:
     inner = obj.get("function")
     return (
         "tool" in obj
-        or "answer" in obj
+        or any(k in obj for k in _ANSWER_KEYS)
         or ("name" in obj and any(k in obj for k in _SHAPE_KEYS))
         or (isinstance(inner, dict) and "name" in inner)
     )

@@ -44,37 +44,53 @@ def checked_spans(text: str, workdir: Path) -> list[dict[str, Any]]:
     for cite in path_citations(text, workdir):
         if cite.first is None or cite.last is None:
             continue
-        file = locate(workdir, cite.path, index)
-        if file is None:
-            if cite.quote:
-                raise ActionRefused(
-                    f"refused: evidence quotes {cite.token}, but {cite.path} is not a file in "
-                    f"the working directory (evidence rule: a quote is checked against the "
-                    "cited file); cite the file by its path in the working directory"
-                )
-            continue
-        try:
-            if file.stat().st_size > MAX_CHECKED_BYTES:
-                continue
-        except OSError:
-            continue
-        lines = cited_lines(file, cite.first, cite.last)
-        if lines is None:
-            if cite.quote:
-                raise ActionRefused(
-                    f"refused: evidence quotes {cite.token}, but {cite.path} has fewer than "
-                    f"{cite.last} lines (evidence rule: a quote is checked against the cited "
-                    "lines); cite the line the quote is on"
-                )
-            continue
-        if cite.quote and _squeeze(cite.quote.encode()) not in _squeeze(lines):
+        state, file, lines = cite_state(cite, workdir, index)
+        if state == "absent" and cite.quote:
+            raise ActionRefused(
+                f"refused: evidence quotes {cite.token}, but {cite.path} is not a file in "
+                f"the working directory (evidence rule: a quote is checked against the "
+                "cited file); cite the file by its path in the working directory"
+            )
+        if state == "short" and cite.quote:
+            raise ActionRefused(
+                f"refused: evidence quotes {cite.token}, but {cite.path} has fewer than "
+                f"{cite.last} lines (evidence rule: a quote is checked against the cited "
+                "lines); cite the line the quote is on"
+            )
+        if state == "misquoted" and file is not None:
             raise ActionRefused(_misquoted(cite, file))
+        if state != "ok" or file is None or lines is None:
+            continue
         rel = file.relative_to(workdir).as_posix()
         spans.append(
             {"path": rel, "first": cite.first, "last": cite.last, "sha": span_hash(lines)}
             | ({"quoted": True} if cite.quote else {})
         )
     return spans
+
+
+def cite_state(
+    cite: PathCitation, workdir: Path, index: PathIndex
+) -> tuple[str, Path | None, bytes | None]:
+    """How a line citation stands in the working directory, with its file and lines when
+    read: `ok`, `absent` (no such file), `unread` (too large, or unreadable), `short` (the
+    file has fewer lines than cited) or `misquoted` (the code it quotes is not on them).
+    One check for finding evidence when it is written and generated documents at finalize."""
+    assert cite.first is not None and cite.last is not None
+    file = locate(workdir, cite.path, index)
+    if file is None:
+        return "absent", None, None
+    try:
+        if file.stat().st_size > MAX_CHECKED_BYTES:
+            return "unread", file, None
+    except OSError:
+        return "unread", file, None
+    lines = cited_lines(file, cite.first, cite.last)
+    if lines is None:
+        return "short", file, None
+    if cite.quote and _squeeze(cite.quote.encode()) not in _squeeze(lines):
+        return "misquoted", file, lines
+    return "ok", file, lines
 
 
 def span_state(span: dict[str, Any], workdir: Path) -> str:

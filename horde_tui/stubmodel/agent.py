@@ -170,7 +170,9 @@ class AgentPolicy:
     "bind": [var], "wait_ms": d, "tries": n}`, or `{"say": text}` (a final answer); an
     item's `hold_ms` delays the reply itself (a slow model); `when`/`unless` keep an item
     only in sessions whose first message does / does not contain that text (a reset's
-    brief, say). `"*"` is the plan of members without their own.
+    brief, say). `{"brief": [regex], "bind": [var]}` is not played: it binds variables
+    from the session's first message (the paths a helper's brief names), and a `say` may
+    cite any bound variable. `"*"` is the plan of members without their own.
 
     A sloppy model's habits, for tests of what members and the gateway forgive: `wrap`
     (`"prose"` or `"fence"`) sends the call's JSON inside prose or a code fence, `pad`
@@ -197,18 +199,22 @@ class AgentPolicy:
             if item.get("when") is None or str(item["when"]) in first_user
             if item.get("unless") is None or str(item["unless"]) not in first_user
         ]
+        bound: dict[str, str] = {}
+        for item in plan:
+            if "brief" in item:
+                _bound({"match": item["brief"], "bind": item.get("bind", ())}, first_user, bound)
+        plan = [item for item in plan if "brief" not in item]
         text_only = _text_protocol(body)
         if text_only:
             results = _text_results(messages)
         else:
             results = [_result_text(m) for m in messages if m.get("role") == "tool"]
-        bound: dict[str, str] = {}
         pos, attempts = _position(plan, results, text_only, bound)
         if pos >= len(plan):
             return Step(content=_answer("Done.", text_only))
         item = plan[pos]
         if "say" in item:
-            return Step(content=_answer(str(item["say"]), text_only))
+            return Step(content=_answer(_substitute(str(item["say"]), bound), text_only))
         if "wait_ms" in item:
             delay = int(item["wait_ms"]) if attempts else 0
         else:

@@ -1,4 +1,5 @@
-"""Consistency checks for the report: metadata, R# citations, cited paths, mixed clusters.
+"""Consistency checks for the report: metadata, R# citations, cited paths, mixed clusters,
+and the ids and line citations of the documents generated at finalize.
 
 A report is only as good as what its findings point at. These checks flag what a reader
 would trip over: a finding without importance or confidence, an `R#` that no resource
@@ -15,10 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.protocol.evidence import changed_spans
+from horde_tui.protocol.evidence import changed_spans, cite_state, span_label
 from horde_tui.store.clusters import Cluster
 from horde_tui.store.model import Finding
-from horde_tui.store.pathcite import PathIndex, path_citations
+from horde_tui.store.pathcite import PathCitation, PathIndex, path_citations
 from horde_tui.store.state import LedgerState
 
 _RESOURCE_REF = re.compile(r"\bR([0-9]{1,18})\b")
@@ -131,3 +132,89 @@ def check_findings(
     per_finding.sort(key=lambda w: rank.get(w.subject, len(rank)))
     skipped = [ConsistencyWarning("skipped-record", "ledger", s) for s in state.skipped]
     return [*per_finding, *mixed_concerns(clusters), *skipped]
+
+
+DOCUMENTS = ("DELIVERABLE.md", "SUMMARY.md", "POSTMORTEM.md")
+"""The generated documents whose ids and line citations finalize checks."""
+_DOCUMENT_ID = re.compile(r"(?<![\w#-])([RFTA])([0-9]{1,18})\b(?!-\w)")
+_KINDS = {"R": "resources", "F": "findings", "T": "facts", "A": "artifacts"}
+MARK = " [check: "
+"""How a checked problem is marked in the document, right after what it is about."""
+
+
+@dataclass(frozen=True)
+class DocumentProblem:
+    """An id or a line citation of a generated document that the ledgers or the files
+    do not bear out."""
+
+    token: str
+    """As written: `F7`, `app.py:40`."""
+    why: str
+    after: str
+    """The text the mark goes after: the token, or the code quoted after it."""
+
+
+def document_problems(
+    text: str, state: LedgerState, workdir: Path, stale: dict[str, str]
+) -> list[DocumentProblem]:
+    """Unknown R#/F#/T#/A# ids and line citations whose lines are not there, do not
+    hold the quoted code, or changed since a finding cited them (`stale`, labels from
+    `stale_spans`), in the order they first appear."""
+    out: list[DocumentProblem] = []
+    for m in _DOCUMENT_ID.finditer(text):
+        ident = f"{m.group(1)}{int(m.group(2))}"
+        table = _KINDS[m.group(1)]
+        if ident not in getattr(state, table) and all(p.token != m.group(0) for p in out):
+            noun = table.removesuffix("s")
+            out.append(DocumentProblem(m.group(0), f"no such {noun} in the ledgers", m.group(0)))
+    index = PathIndex(workdir)
+    for cite in path_citations(text, workdir):
+        if cite.first is not None and (why := _cite_problem(cite, workdir, index, stale)):
+            quoted = f"`{cite.quote}`" if cite.quote and f"`{cite.quote}`" in text else ""
+            out.append(DocumentProblem(cite.token, why, quoted or cite.token))
+    return out
+
+
+def stale_spans(findings: Iterable[Finding], workdir: Path) -> dict[str, str]:
+    """`path:lines` -> the first finding whose evidence there changed since it was filed."""
+    out: dict[str, str] = {}
+    for f in findings:
+        for label in changed_spans(f.spans, workdir):
+            out.setdefault(label, f.id)
+    return out
+
+
+def _cite_problem(
+    cite: PathCitation, workdir: Path, index: PathIndex, stale: dict[str, str]
+) -> str:
+    state, file, _ = cite_state(cite, workdir, index)
+    if state == "absent":
+        return f"{cite.path} is not a file in the working directory"
+    if state == "short":
+        return f"{cite.path} has fewer than {cite.last} lines"
+    if state == "misquoted":
+        return "the quoted code is not on those lines"
+    if file is not None and state == "ok":
+        label = span_label(
+            {"path": file.relative_to(workdir).as_posix(), "first": cite.first, "last": cite.last}
+        )
+        if label in stale:
+            return f"the lines changed since {stale[label]} cited them"
+    return ""
+
+
+def mark_document(text: str, problems: Iterable[DocumentProblem]) -> str:
+    """`text` with each problem marked after every place it stands (` [check: why]`, after
+    a closing backtick); a place already marked is left as it is, so marking twice is
+    marking once (a mark never repeats what it marks)."""
+    for problem in problems:
+        pattern = re.compile(rf"(?<![\w/.]){re.escape(problem.after)}`?(?![\w-]|:\w)")
+        mark = f"{MARK}{problem.why}]"
+
+        def marked(m: re.Match[str], mark: str = mark) -> str:
+            if m.string.startswith(MARK, m.end()):
+                return m.group(0)
+            return m.group(0) + mark
+
+        text = pattern.sub(marked, text)
+    return text

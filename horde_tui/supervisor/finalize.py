@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +58,50 @@ def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:
     text = report.render_report(state, summary, workdir, cleanup.results(events), delta)
     atomic_write_text(run_dir / "REPORT.md", text)
     record_outcome(run_dir, summary)
+    check_documents(run_dir, state, workdir)
     atomic_write_text(run_dir / "GRAPH.md", graph.render_graph(events, summary))
+
+
+DOCUMENTS_SECTION = "## Generated documents"
+
+
+def check_documents(run_dir: Path, state: Any, workdir: Path) -> None:
+    """Check the ids and line citations of the run's generated documents as finding
+    evidence is checked, mark each problem in its document and list them all under
+    REPORT.md's `## Generated documents` (rewritten on each call: once SUMMARY.md is
+    written, again once the helpers wrote theirs)."""
+    from horde_tui.supervisor import citations
+
+    stale = citations.stale_spans(state.findings.values(), workdir)
+    listed: list[str] = []
+    for name in citations.DOCUMENTS:
+        path = run_dir / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        problems = citations.document_problems(text, state, workdir, stale)
+        marked = citations.mark_document(text, problems)
+        if marked != text:
+            atomic_write_text(path, marked)
+        listed += [f"- {name}: `{p.token}`: {p.why}" for p in problems]
+    report = run_dir / "REPORT.md"
+    try:
+        text = report.read_text(encoding="utf-8")
+    except OSError:
+        return
+    head = text.split(f"\n{DOCUMENTS_SECTION}\n", 1)[0].rstrip("\n")
+    section = [
+        DOCUMENTS_SECTION,
+        "",
+        "Ids (R#, F#, T#, A#) and `path:line` citations of "
+        + ", ".join(n for n in citations.DOCUMENTS if (run_dir / n).is_file())
+        + ", checked against the ledgers and the working directory; each is marked "
+        "`[check: ...]` in its document.",
+        "",
+        *(listed or ["_None._"]),
+    ]
+    atomic_write_text(report, head + "\n\n" + "\n".join(section) + "\n")
 
 
 def record_outcome(run_dir: Path, summary: RunSummary) -> None:
@@ -109,6 +154,34 @@ def helper_document(title: str, state: MemberState) -> str:
     return f"# {title}\n\nNot written: the helper ended with `{state.exit_cause}` ({why}).\n"
 
 
+RUN_FILES = ("REPORT.md", "SUMMARY.md", "ACCEPTANCE.md", "events.jsonl")
+"""Files of the run directory a finalize helper may be pointed at."""
+
+HELPER_FILES = {
+    "deliverable": ("REPORT.md", "ACCEPTANCE.md", "FINDINGS.md", "FACTS.md"),
+    "post-mortem": ("REPORT.md", "BOARD.md", "IDEAS.md", "FINDINGS.md", "events.jsonl"),
+}
+"""What each finalize helper is told to read, in order: a run file from its run directory,
+a ledger from its horde's directory."""
+
+
+def existing_files(workdir: Path, paths: Iterable[Path]) -> list[str]:
+    """The paths that exist, relative to the working directory a helper's `read` resolves
+    against: a read-only helper told to read a file that is not there has no shell to look
+    for the right one (a swarm horde's ledgers are not under `.horde/`)."""
+    return [os.path.relpath(path, workdir) for path in paths if path.is_file()]
+
+
+def helper_files(sup: RunContext, phase: str) -> str:
+    """The brief's file list for one finalize helper: its own run's files, wherever the
+    run lives (`.horde/runs/<id>/`, or a swarm horde's `.horde/swarms/<s>/hN/runs/...`)."""
+    paths = [
+        (sup.run_dir if name in RUN_FILES else sup.horde_dir) / name
+        for name in HELPER_FILES[phase]
+    ]
+    return "\n".join(f"- {path}" for path in existing_files(sup.workdir, paths))
+
+
 async def _helper_phase(
     sup: RunContext, phase: str, name: str, brief: str, filename: str, title: str
 ) -> None:
@@ -116,9 +189,8 @@ async def _helper_phase(
     if sup.hard_stopped:  # stopped during finalize: no helper starts after the stop
         return
     sup.emit("phase-start", phase=phase)
-    helper = await run_helper(
-        sup, name, brief.format(run=sup.run_id), sup.settings.postmortem_ms / 1000, sup.halted
-    )
+    brief = brief.format(run=sup.run_id, files=helper_files(sup, phase))
+    helper = await run_helper(sup, name, brief, sup.settings.postmortem_ms / 1000, sup.halted)
     atomic_write_text(sup.run_dir / filename, helper_document(title, helper))
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
 
@@ -155,6 +227,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
             "POSTMORTEM.md",
             "Post-mortem",
         )
+    check_documents(sup.run_dir, sup.parent.state, sup.workdir)
     summary.ended = time.time()
     sup.emit("run-end", outcome=summary.outcome, diagnosis=summary.diagnosis)
     from horde_tui.store import graph

@@ -2,7 +2,8 @@
 subprocesses.
 
 Members lead their own sessions (their shell commands stay in them), write stderr to
-`member-N.log`, and report on stdout one JSON object per line; the reader raises the
+`member-N.log` (after the spawn line; the parent adds the final message once the process
+ended), and report on stdout one JSON object per line; the reader raises the
 stream limit because a status line can carry a long final message. When a member's
 process ends, for whatever reason (a SIGKILL from outside included), what is left of
 its session (its commands) is ended too (`reaper.end_session`).
@@ -149,10 +150,22 @@ async def spawn_member(
                 on_event(state, event)
         code = await proc.wait()
         await asyncio.to_thread(end_session, proc.pid, COMMAND_GRACE_S)
+        await asyncio.to_thread(_log_final_message, log, state)
         return code
 
     handle.ended = asyncio.create_task(pump(), name=f"pump-{state.name}")
     return handle, handle.ended
+
+
+def _log_final_message(log: Path, state: MemberState) -> None:
+    """Append the session's final message (its last text, from its status lines) to its
+    log after the exit line, as the reference's member log has it: what a member said
+    last is there even when it was killed before it could say why it stopped."""
+    text = state.final_message.strip()
+    if not text:
+        return
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"--- final message of {state.name} attempt {state.attempt}\n{text}\n")
 
 
 STORE_SERVER_START_S = 10.0

@@ -54,6 +54,8 @@ from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 PLANNER = "planner"
 MERGE = "merge"
 SESSIONS = {PLANNER: "planner-sessions", MERGE: "deliverable-sessions"}
+MERGE_FILES = ("DELIVERABLE.md", "REPORT.md", "ACCEPTANCE.md")
+"""Each horde's files the merge helper is pointed at, those its run wrote."""
 """Where each swarm helper's transcripts go, inside the swarm directory."""
 CONFIG = "CONFIG.json"
 """The swarm's request switches and settings (no key), for `horde-tui resume SWARM`."""
@@ -444,8 +446,11 @@ class SwarmSupervisor:
             f"- {name} (workstream: {self._share(name).workstream}; outcome: "
             f"{self.summaries[name].outcome}): "
             + ", ".join(
-                str((self._run_path(name) / doc).relative_to(self.workdir))
-                for doc in ("DELIVERABLE.md", "REPORT.md", "ACCEPTANCE.md")
+                finalize.existing_files(
+                    self.workdir,
+                    (self._run_path(name) / doc for doc in MERGE_FILES),
+                )
+                or ["no deliverable, report or acceptance written"]
             )
             for name in self.summaries
         )
