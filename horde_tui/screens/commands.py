@@ -83,7 +83,7 @@ class MemberCommands(ListedCommands):
             return
         live = screen.live
         if live and screen.source.stop_reason is None:
-            yield "Stop the run clean", screen.stop_run_clean, "members wrap up, then the report"
+            yield "Stop the run clean", screen.stop_run_clean, "asks first"
         if live:
             yield "Stop the run hard", partial(screen.confirm_stop_hard, None), "asks first"
         for name, state in screen.source.members.items():

@@ -33,7 +33,7 @@ from horde_tui.screens.describe import (
     member_tally,
 )
 from horde_tui.screens.member import MemberDetailScreen, reset_applies
-from horde_tui.screens.modals import reset_screen, stop_hard_screen
+from horde_tui.screens.modals import reset_screen, stop_clean_screen, stop_hard_screen
 from horde_tui.screens.panes import (
     FOCUSABLE_TABS,
     RELOADABLE,
@@ -95,7 +95,7 @@ class RunScreen(HordeScreen):
         Binding("p", "pause", "Pause", id="pause", tooltip="pause the selected member"),
         Binding("r", "resume", "Resume", id="resume", tooltip="resume the selected member"),
         Binding("x", "reset", "Reset", id="reset", tooltip="reset the selected member (asks)"),
-        Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the whole run clean"),
+        Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the run clean (asks)"),
         Binding("S", "stop_hard", "Hard stop", id="stop-hard", tooltip="stop hard (asks first)"),
         Binding("enter", "member_detail", "Detail", id="member-detail"),
         Binding("t", "transcript", "Transcript", id="transcript", tooltip="open the transcript"),
@@ -354,7 +354,13 @@ class RunScreen(HordeScreen):
         self.run_control(f"resume {name}", self.source.resume(name))
 
     def stop_run_clean(self) -> None:
-        self.run_control("stop-clean", self.source.stop_clean("all"))
+        """Ask, then stop clean: a stopped run cannot be resumed, so one key must not."""
+
+        def chosen(choice: str | None) -> None:
+            if choice == "stop-clean":
+                self.run_control("stop-clean", self.source.stop_clean("all"))
+
+        self.app.push_screen(stop_clean_screen(self.source.run_id), chosen)
 
     def confirm_stop_hard(self, name: str | None) -> None:
         state = self.source.members.get(name) if name else None
