@@ -24,6 +24,12 @@ from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
 from horde_tui.view.source import AttachedSource, HostedRun
 from horde_tui.watching import AttachedPoll
 
+DEMO_STAYS = (
+    "refused: the demo cannot be detached: its model runs inside this app and ends with "
+    "it; stop the {what} (s) or keep the app open"
+)
+"""A handed-off demo would lose its model and fail: refused, in one line."""
+
 
 class QuitHost(Protocol):
     """What `QuitFlow` uses of the app: what it hosts and shows, and Textual's calls."""
@@ -73,7 +79,8 @@ class QuitFlow:
         if step is QuitStep.WAIT:
             app.notify("Detaching: the app quits once the background supervisor has the run.")
         elif step is QuitStep.ASK_RUN and app.sup is not None:
-            app.push_screen(quit_screen(app.sup.run_id, hosted=True), self._quit_run)
+            dialog = quit_screen(app.sup.run_id, hosted=True, demo=app.sup.request.demo)
+            app.push_screen(dialog, self._quit_run)
         elif step is QuitStep.ASK_SWARM and app.swarm is not None:
             app.push_screen(swarm_quit_screen(app.swarm.swarm_id), self._quit_swarm)
         elif step is QuitStep.ASK_ATTACHED and (source := app.attachment.live) is not None:
@@ -81,6 +88,15 @@ class QuitFlow:
             app.push_screen(dialog, partial(self._quit_attached, source))
         elif step is QuitStep.EXIT:
             app.exit(app.exit_code)
+
+    def detach_run(self) -> None:
+        """Detach the hosted run (or swarm) with no question asked: a hang-up of the
+        terminal (SIGHUP, a dropped SSH connection) must not end the run."""
+        app = self.app
+        if app.live and app.sup is not None:
+            self._quit_run("detach")
+        elif app.swarm_live and app.swarm is not None:
+            self._quit_swarm("detach")
 
     def _quit_run(self, choice: str | None) -> None:
         app, sup = self.app, self.app.sup
@@ -99,6 +115,9 @@ class QuitFlow:
         gateway stop without finalizing), or stop it, and quit once its supervisor has
         returned. Sent to the supervisor itself, whatever screen is on top."""
         app = self.app
+        if choice == "detach" and hosted.request.demo:
+            app.notify(DEMO_STAYS.format(what=what), severity="warning", timeout=30)
+            return
         self.leaving = Leaving.AFTER_END
         if choice == "detach":
             self._detach(hosted.handoff(), what, until)
@@ -133,7 +152,12 @@ class QuitFlow:
 
         def start() -> None:
             try:
-                self.handed_off = hand_off(app.horde_dir, what, run, api_key)
+                # attach, status and stop find the run by the folder they run in (a
+                # demo's is a temporary one): name it.
+                self.handed_off = (
+                    f"{hand_off(app.horde_dir, what, run, api_key)}\n"
+                    f"in:       {app.horde_dir.resolve().parent}   (run these there)"
+                )
             except HandoffFailed as exc:
                 app.call_from_thread(self._handoff_failed, str(exc))
                 return

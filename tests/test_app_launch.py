@@ -376,7 +376,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
 async def test_quitting_a_hosted_run_offers_detach_and_says_what_it_does(
     tmp_path: Path,
 ) -> None:
-    fake = FakeSupervisor(tmp_path)
+    fake = FakeSupervisor(tmp_path, demo=False)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         play_six(fake)

@@ -70,26 +70,32 @@ class ChoiceScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def quit_screen(run_id: str, hosted: bool) -> ChoiceScreen:
+def quit_screen(run_id: str, hosted: bool, demo: bool = False) -> ChoiceScreen:
     """Asked when quitting with a live run on screen: stop it clean, stop it hard, or
     detach (quit and leave it going).
 
     A hosted run's members are this process's children, so detaching it is a handoff:
     they stop where they are, and a detached `horde-tui resume` carries their sessions
-    on in a process of its own (the run's report is written there, not here)."""
+    on in a process of its own (the run's report is written there, not here). The
+    demo cannot be detached: its model runs inside this app."""
     stops = (
         "Stop clean: members wrap up and the report is written, then the app quits. "
         "Stop hard: members are terminated now, the report is written from what is on disk."
     )
     if hosted:
+        detach = (
+            "Detach: not for the demo: its model runs inside this app and ends with it."
+            if demo
+            else "Detach: members pause their sessions, a background supervisor carries "
+            f"them on, the app quits (horde-tui attach {run_id} comes back to it)."
+        )
         return ChoiceScreen(
             f"Run {run_id} is hosted in this app.",
-            f"{stops}\nDetach: members pause their sessions, a background supervisor carries "
-            f"them on, the app quits (horde-tui attach {run_id} comes back to it).",
+            f"{stops}\n{detach}",
             [
                 ("stop-clean", "Stop clean", "primary", True),
                 ("stop-hard", "Stop hard", "error", True),
-                ("detach", "Detach", "warning", True),
+                ("detach", "Detach", "warning", not demo),
                 ("cancel", "Cancel", "default", True),
             ],
         )

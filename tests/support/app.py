@@ -91,11 +91,13 @@ async def stop_clean(pilot: Pilot[Any]) -> None:
 class FakeSupervisor(HostedRun):
     """A supervisor that does only what the test scripts; see the module docstring."""
 
-    def __init__(self, workdir: Path, count: int = 6, model: str = "stub/demo-model") -> None:
+    def __init__(
+        self, workdir: Path, count: int = 6, model: str = "stub/demo-model", demo: bool = True
+    ) -> None:
         self.run_id = RUN_ID
         self.run_dir = workdir / ".horde" / "runs" / RUN_ID
         self.run_dir.mkdir(parents=True)
-        self.request = RunRequest("Review the sample target for injection bugs", count, demo=True)
+        self.request = RunRequest("Review the sample target for injection bugs", count, demo=demo)
         self.settings = SimpleNamespace(model=model)
         self.members = {
             spec.name: MemberState(spec.name, spec.role, spec.layers)
