@@ -144,6 +144,7 @@ class HordeApp(App[int]):
         return first_screen(self.horde_dir)
 
     def on_mount(self) -> None:
+        self.quitting.listen_for_hangup()
         if self.config.watch_files:
             self.files.start()
         if (swarm := self._first[1]) is not None:  # over the first screen, once mounted
@@ -153,6 +154,7 @@ class HordeApp(App[int]):
         self.attachment.poll()
 
     def on_unmount(self) -> None:
+        self.quitting.stop_listening()
         self.files.stop()
         self.attachment.close()
 
