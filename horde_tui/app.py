@@ -36,6 +36,7 @@ from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen, run_screen_of
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
+from horde_tui.store.runs import run_state
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.tui_bridge import SupervisorUpdate, SwarmStep, TuiBridge, swarm_sink
 from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
@@ -143,6 +144,7 @@ class HordeApp(App[int]):
         return first_screen(self.horde_dir)
 
     def on_mount(self) -> None:
+        self.quitting.listen_for_hangup()
         if self.config.watch_files:
             self.files.start()
         if (swarm := self._first[1]) is not None:  # over the first screen, once mounted
@@ -152,6 +154,7 @@ class HordeApp(App[int]):
         self.attachment.poll()
 
     def on_unmount(self) -> None:
+        self.quitting.stop_listening()
         self.files.stop()
         self.attachment.close()
 
@@ -277,7 +280,9 @@ class HordeApp(App[int]):
 
     def _open_attached(self, run_dir: Path) -> RunScreen:
         screen = self.attachment.open(run_dir)
-        self.title, self.sub_title = f"run {run_dir.name} · attached", ""
+        # A run that ended has nothing to drive: its screen only shows it.
+        how = "attached" if run_state(run_dir) == "active" else "read-only"
+        self.title, self.sub_title = f"run {run_dir.name} · {how}", ""
         return screen
 
     def _attached_read(self, source: AttachedSource) -> None:

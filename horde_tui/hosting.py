@@ -82,7 +82,8 @@ def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True) -> int:
         app = HordeApp(sup)
     app.run(mouse=mouse)
     if app.handed_off is not None:  # the terminal is the shell's again: say where it went
-        print(app.handed_off)
+        with contextlib.suppress(OSError):  # unless it hung up (SIGHUP): then nobody is there
+            print(app.handed_off, flush=True)
         return app.exit_code
     if app.summary is not None:
         print(f"outcome: {app.summary.outcome}: {app.summary.diagnosis}")

@@ -9,10 +9,14 @@ through `QuitHost`, so it never imports the app.
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from textual.screen import Screen
 
@@ -23,6 +27,19 @@ from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
 from horde_tui.view.source import AttachedSource, HostedRun
 from horde_tui.watching import AttachedPoll
+
+DEMO_STAYS = (
+    "refused: the demo cannot be detached: its model runs inside this app and ends with "
+    "it; stop the {what} (s) or keep the app open"
+)
+"""A handed-off demo would lose its model and fail: refused, in one line."""
+
+
+def gone(status: int) -> NoReturn:
+    """End this process after its terminal hung up, once nothing it hosts needs it: an
+    orderly exit would first restore the terminal, and writing to a hung-up terminal
+    blocked the app for good (seen in tmux), holding its pid in the run's way."""
+    os._exit(status)
 
 
 class QuitHost(Protocol):
@@ -58,6 +75,8 @@ class QuitFlow:
         self.leaving = Leaving.STAY
         self.handed_off: str | None = None
         """What to tell the shell after a detach: where the run goes on."""
+        self.hung_up = False
+        """The terminal went (SIGHUP): there is no shell to tell."""
 
     def quit(self) -> None:
         """`q`: ask whether to stop or detach what is live (`quit_step`), else quit."""
@@ -73,7 +92,8 @@ class QuitFlow:
         if step is QuitStep.WAIT:
             app.notify("Detaching: the app quits once the background supervisor has the run.")
         elif step is QuitStep.ASK_RUN and app.sup is not None:
-            app.push_screen(quit_screen(app.sup.run_id, hosted=True), self._quit_run)
+            dialog = quit_screen(app.sup.run_id, hosted=True, demo=app.sup.request.demo)
+            app.push_screen(dialog, self._quit_run)
         elif step is QuitStep.ASK_SWARM and app.swarm is not None:
             app.push_screen(swarm_quit_screen(app.swarm.swarm_id), self._quit_swarm)
         elif step is QuitStep.ASK_ATTACHED and (source := app.attachment.live) is not None:
@@ -81,6 +101,41 @@ class QuitFlow:
             app.push_screen(dialog, partial(self._quit_attached, source))
         elif step is QuitStep.EXIT:
             app.exit(app.exit_code)
+
+    def listen_for_hangup(self) -> None:
+        """Hand the hosted run off when the terminal goes (`hang_up`); nothing where the
+        loop cannot take signals (not the main thread)."""
+        with suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.hang_up)
+
+    def stop_listening(self) -> None:
+        with suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+
+    def hang_up(self) -> None:
+        """SIGHUP: the terminal is gone (a dropped SSH connection, a killed tmux). Nobody
+        asked for a stop, so the hosted run or swarm goes on in the background as Detach
+        does, and the app quits once it has been taken over. The demo cannot go on
+        without this app (its model is here): it is stopped hard and the app quits."""
+        app = self.app
+        self.hung_up = True
+        if self.leaving is Leaving.HANDING_OFF:
+            return
+        if app.live and app.sup is not None and app.sup.request.demo:
+            self._quit_run("stop-hard")
+        elif (app.live and app.sup is not None) or (app.swarm_live and app.swarm is not None):
+            self.detach_run()
+        else:
+            gone(app.exit_code)
+
+    def detach_run(self) -> None:
+        """Detach the hosted run (or swarm) with no question asked: a hang-up of the
+        terminal (SIGHUP, a dropped SSH connection) must not end the run."""
+        app = self.app
+        if app.live and app.sup is not None:
+            self._quit_run("detach")
+        elif app.swarm_live and app.swarm is not None:
+            self._quit_swarm("detach")
 
     def _quit_run(self, choice: str | None) -> None:
         app, sup = self.app, self.app.sup
@@ -99,6 +154,9 @@ class QuitFlow:
         gateway stop without finalizing), or stop it, and quit once its supervisor has
         returned. Sent to the supervisor itself, whatever screen is on top."""
         app = self.app
+        if choice == "detach" and hosted.request.demo:
+            app.notify(DEMO_STAYS.format(what=what), severity="warning", timeout=30)
+            return
         self.leaving = Leaving.AFTER_END
         if choice == "detach":
             self._detach(hosted.handoff(), what, until)
@@ -125,6 +183,8 @@ class QuitFlow:
         step = end_step(self.leaving, let_go)
         if step is EndStep.HAND_OFF:
             self._hand_off(what, run, getattr(settings, "api_key", None))
+        elif self.hung_up and step is EndStep.EXIT:  # the demo, stopped: its report is written
+            gone(1)
         return step
 
     def _hand_off(self, what: str, run: str, api_key: str | None) -> None:
@@ -133,10 +193,19 @@ class QuitFlow:
 
         def start() -> None:
             try:
-                self.handed_off = hand_off(app.horde_dir, what, run, api_key)
+                # attach, status and stop find the run by the folder they run in (a
+                # demo's is a temporary one): name it.
+                self.handed_off = (
+                    f"{hand_off(app.horde_dir, what, run, api_key)}\n"
+                    f"in:       {app.horde_dir.resolve().parent}   (run these there)"
+                )
             except HandoffFailed as exc:
+                if self.hung_up:  # nobody to tell: the run is interrupted, `resume` it
+                    gone(1)
                 app.call_from_thread(self._handoff_failed, str(exc))
                 return
+            if self.hung_up:
+                gone(0)
             app.call_from_thread(app.exit, 0)
 
         app.run_worker(start, thread=True, group="handoff", exit_on_error=False)

@@ -94,6 +94,9 @@ class AttachedPoll:
         self.woke = woke
         """Called after each batch shown (the app relabels and bumps its revision)."""
         self.source: AttachedSource | None = None
+        self.seen_live = False
+        """The followed run was live when read: its end opens the report (a run that
+        had ended before it was opened shows its run screen, read-only)."""
         self._timer: object | None = None
         self._polling = False
         self._again = False
@@ -104,6 +107,7 @@ class AttachedPoll:
         supervisor dying, elapsed times); without it, it is the only source."""
         self.close()
         self.source = source = AttachedSource(run_dir)
+        self.seen_live = False
         if self._timer is None:
             self._timer = self.app.set_interval(self.every_s, self.poll)
         return RunScreen(source)
@@ -162,9 +166,11 @@ class AttachedPoll:
         if items is not None and source is self.source and screen and screen.source is source:
             screen.apply(items)
             self.woke(source)
+            self.seen_live |= source.live
             if screen.live and not source.live:
                 screen.run_ended(None, None, source.ended_text())
-                if (source.run_dir / "REPORT.md").is_file() and self.app.screen is screen:
+                report = (source.run_dir / "REPORT.md").is_file()
+                if report and self.seen_live and self.app.screen is screen:
                     self.app.push_screen(ReportScreen(source.run_dir))
         if self._again:
             self._again = False

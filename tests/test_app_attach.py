@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.app import NOW, FakeRemote, wait_for
+from support.app import NOW, FakeRemote, stop_clean, wait_for
 from support.cli import HEADLESS_PLAN, cli, stub_env
 from support.processes import wait_until
 from support.rundir import RunDir
@@ -75,7 +75,7 @@ async def test_attached_pause_goes_through_control_and_the_answer_is_shown(
             await wait_for(
                 pilot, lambda: app.attached is not None and _status(app, "member-1") == "paused"
             )
-            await pilot.press("s")
+            await stop_clean(pilot)
             await wait_for(pilot, lambda: ("stop-clean", "all") in remote.requests)
             # The other process ends the run: the screen says so and opens the report.
             live_run.event(50, "run-end", outcome="stopped by user", diagnosis="asked")

@@ -55,6 +55,7 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
             assert app.return_value == 0
             assert app.handed_off is not None, "the app quit without handing the run off"
             assert f"horde-tui attach {run_dir.name}" in app.handed_off
+            assert str(tmp_path) in app.handed_off, "attach works from the run's folder: named"
             pid = supervisor_pid(run_dir)
             assert pid is not None and pid != os.getpid()
             assert run_state(run_dir) == "active", "the run goes on after the app"
@@ -94,7 +95,7 @@ class FinalizingRun(FakeSupervisor):
 async def test_detach_of_a_finalizing_run_quits_once_the_report_is_written(
     tmp_path: Path,
 ) -> None:
-    fake = FinalizingRun(tmp_path)
+    fake = FinalizingRun(tmp_path, demo=False)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("q")
@@ -110,3 +111,23 @@ async def test_detach_of_a_finalizing_run_quits_once_the_report_is_written(
         fake.finish()
         await wait_for(pilot, lambda: not app.is_running)
     assert app.return_value == 0 and app.handed_off is None
+
+
+async def test_detach_of_the_demo_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The demo's model lives in this app and dies with it: a handed-off demo could only
+    fail. The dialog greys Detach and says why; asked anyway (as a hang-up asks), the
+    app refuses in one line and hands nothing off."""
+    fake = FakeSupervisor(tmp_path)  # the demo
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+        assert app.screen.query_one("#detach", Button).disabled
+        assert "demo" in str(app.screen.query_one(".dialog-detail").render())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoiceScreen))
+        app.quitting.detach_run()
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert said[-1].startswith("refused: the demo cannot be detached") and "\n" not in said[-1]
+        assert ("handoff", "all") not in fake.calls and app.is_running

@@ -376,7 +376,7 @@ async def test_a_detached_launch_attaches_and_detach_leaves_it_going(
 async def test_quitting_a_hosted_run_offers_detach_and_says_what_it_does(
     tmp_path: Path,
 ) -> None:
-    fake = FakeSupervisor(tmp_path)
+    fake = FakeSupervisor(tmp_path, demo=False)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
         play_six(fake)
@@ -511,3 +511,18 @@ async def test_q_on_a_focused_option_keeps_the_form_and_what_was_typed(horde: Pa
         await pilot.pause()
         assert app.is_running and isinstance(app.screen, LaunchScreen)
         assert app.screen.query_one("#launch-prompt", Input).value == "quit quietly"
+
+
+async def test_an_option_reads_on_or_off_without_colour(horde: Path) -> None:
+    """In 16 colours or with NO_COLOR a checkbox's colour is gone: its text says on/off."""
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_form(pilot)
+        box = screen.query_one("#launch-until-stop", Checkbox)
+        off = str(box.render())
+        box.focus()
+        await pilot.press("space")
+        assert box.value is True
+        on = str(box.render())
+        assert on != off, f"the same text on and off: {on!r}"
+        assert "until stop" in on and "until stop" in off

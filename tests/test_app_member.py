@@ -20,6 +20,7 @@ from support.app import (
     FakeSupervisor,
     deterministic_app,
     play_six,
+    stop_clean,
     tool_call,
     tool_result,
     wait_for,
@@ -123,6 +124,11 @@ async def test_x_asks_then_resets_the_selected_member_and_escape_resets_nothing(
         assert "Reset member-2?" in str(app.screen.query_one(".dialog-question", Static).render())
         await pilot.press("enter")  # the focused button is Cancel: enter resets nothing
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        # ... and says so: a silent dialog leaves a person wondering what happened.
+        await wait_for(
+            pilot,
+            lambda: any("nothing was done" in n.message for n in app._notifications),
+        )
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         await pilot.press("escape")
@@ -163,7 +169,7 @@ async def test_x_is_greyed_for_pending_exited_stopping_and_hidden_for_ended_runs
         await pilot.press("up")  # member-3, paused: a paused session can be reset
         assert screen.check_action("reset", ()) is True
 
-        await pilot.press("s")  # stop clean: resets would start work the stop ends
+        await stop_clean(pilot)  # resets would start work the stop ends
         await wait_for(pilot, lambda: screen.has_class("-stopping"))
         assert screen.check_action("reset", ()) is None
         fake.finish()

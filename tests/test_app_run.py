@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from support.app import FakeSupervisor, deterministic_app, play_six, wait_for
+from support.app import FakeSupervisor, deterministic_app, play_six, stop_clean, wait_for
 from textual.app import App, ComposeResult
 from textual.command import CommandList
 from textual.widgets import Input, Static, TabbedContent
@@ -97,7 +97,7 @@ async def test_member_keys_call_controls_with_the_selected_member(tmp_path: Path
         await wait_for(pilot, lambda: cell(app, "member-2", "status") == "paused")
         await pilot.press("r")
         assert fake.calls[-1] == ("resume", "member-2")
-        await pilot.press("s")
+        await stop_clean(pilot)
         assert fake.calls[-1] == ("stop_clean", "all")
         assert run_screen(app).check_action("stop_clean", ()) is None, "one clean stop at a time"
         assert run_screen(app).has_class("-stopping")
@@ -112,6 +112,29 @@ async def test_member_keys_call_controls_with_the_selected_member(tmp_path: Path
         await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
         await pilot.click("#member")
         await wait_for(pilot, lambda: fake.calls[-1] == ("stop_hard", "member-2"))
+
+
+async def test_s_asks_first_and_enter_or_escape_stops_nothing(tmp_path: Path) -> None:
+    """A stopped run cannot be resumed: one stray `s` (or `s` then Enter) must not end
+    it, and the dialog says that nothing was done."""
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await started(pilot, fake)
+        for key in ("enter", "escape"):
+            await pilot.press("s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChoiceScreen))
+            question = str(app.screen.query_one(".dialog-question", Static).render())
+            assert "Stop" in question and "clean" in question
+            assert app.screen.focused is not None and app.screen.focused.id == "cancel"
+            await pilot.press(key)
+            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+            assert not [c for c in fake.calls if c[0] == "stop_clean"], f"{key} stops nothing"
+            said = [n.message for n in app._notifications]
+            assert said and "nothing was done" in said[-1], said
+        assert run_screen(app).check_action("stop_clean", ()) is True
+        await stop_clean(pilot)
+        assert fake.calls[-1] == ("stop_clean", "all")
 
 
 async def test_pause_is_greyed_out_for_an_exited_member(tmp_path: Path) -> None:
@@ -264,7 +287,7 @@ async def test_f1_lists_the_keys_and_what_applies(tmp_path: Path) -> None:
         keys = app.screen.key_table()
         cells = [str(c) for column in keys.columns for c in column.cells]
         assert "Pause the selected member" in cells
-        assert "Stop the whole run clean" in cells
+        assert "Stop the run clean (asks)" in cells
         assert "Help" in cells and "Quit" in cells
         assert "Board tab" in cells
         assert "Next member" in cells and "member table" in cells, "the table's own keys"

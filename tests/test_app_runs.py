@@ -1,4 +1,5 @@
-"""The runs list: bare `horde-tui` shows every run with its state; enter opens a report."""
+"""The runs list: bare `horde-tui` shows every run with its state; enter opens a run's
+screen (read-only once it ended), `o` its report."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import pytest
 from support.app import NOW, wait_for
 from support.processes import dead_pid
 from support.rundir import RunDir
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Markdown
+from textual.widgets._footer import FooterKey
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.home import HomeScreen
+from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
@@ -77,12 +81,12 @@ async def test_runs_list_shows_every_run_with_its_state(horde: Path) -> None:
     assert app.return_value == 0
 
 
-async def test_enter_on_a_finished_run_opens_its_report(horde: Path) -> None:
+async def test_o_on_a_finished_run_opens_its_report(horde: Path) -> None:
     app = app_for(horde)
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.query_one("#runs", DataTable)
         table.move_cursor(row=table.get_row_index(FINISHED))
-        await pilot.press("enter")
+        await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
         view = app.screen.query_one(Markdown)
         await wait_for(pilot, lambda: "The finished run's report." in view.source)
@@ -140,7 +144,56 @@ async def test_the_cursor_starts_on_the_newest_run(tmp_path: Path) -> None:
     app = app_for(tmp_path / ".horde")
     async with app.run_test(size=SIZE) as pilot:
         assert isinstance(app.screen, RunsScreen)
-        await pilot.press("enter")
+        await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
         view = app.screen.query_one(Markdown)
         await wait_for(pilot, lambda: "The newest run." in view.source)
+
+
+async def test_enter_on_a_finished_run_opens_its_run_screen_read_only(horde: Path) -> None:
+    """Tabs, member detail and transcripts of a run that ended, not only its report;
+    the footer and the palette name both, `o` opens the report."""
+    app = app_for(horde)
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.query_one("#runs", DataTable)
+        table.move_cursor(row=table.get_row_index(FINISHED))
+        await pilot.pause()
+        footer = {k.key: k.description for k in app.screen.query(FooterKey)}
+        assert footer.get("enter") == "Open run" and footer.get("o") == "Report", footer
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
+        screen = app.screen
+        assert isinstance(screen, RunScreen) and isinstance(screen.source, AttachedSource)
+        await wait_for(pilot, lambda: not screen.live and screen.table.row_count >= 1)
+        await pilot.pause(0.3)
+        assert app.screen is screen, "the report does not cover the run screen"
+        assert "read-only" in app.title
+        for action in ("pause", "resume", "reset", "stop_clean", "stop_hard"):
+            assert screen.check_action(action, ()) is False, f"{action} on an ended run"
+        await pilot.press("enter")  # member detail of member-1
+        await wait_for(pilot, lambda: isinstance(app.screen, MemberDetailScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+        titles = await palette_titles(pilot, "aaaa")
+        assert f"Open run {FINISHED}" in titles and f"Report of {FINISHED}" in titles, titles
+
+
+async def palette_titles(pilot, query: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every command the palette lists for `query`."""
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    await pilot.press(*query)
+    commands = pilot.app.screen.query_one(CommandList)
+    await wait_for(pilot, lambda: commands.option_count > 0)
+    titles = [
+        str(commands.get_option_at_index(i).prompt).split("\n")[0]
+        for i in range(commands.option_count)
+    ]
+    await pilot.press("escape")
+    return titles

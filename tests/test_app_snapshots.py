@@ -21,14 +21,22 @@ from support.app import (
     write_member_files,
 )
 from support.rundir import several_runs
-from support.snapshots import SIZES, six_members, snapshots_under_tests  # noqa: F401 (fixture)
+from support.snapshots import (  # noqa: F401 (fixtures)
+    SIZES,
+    OnThisTerminal,
+    six_members,
+    snapshots_under_tests,
+    xterm,
+)
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
+from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
+from horde_tui.supervisor.forecast import Forecast
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.log_tail import LogTail
 from horde_tui.widgets.transcript_view import TranscriptView
@@ -209,3 +217,52 @@ def test_launch_form_with_validation_errors(
         await wait_for(pilot, lambda: error.has_class("-shown"))
 
     assert snap_compare(app, terminal_size=size, run_before=before)
+
+
+@SIZES
+@pytest.mark.usefixtures("xterm")
+def test_run_screen_on_a_16_colour_terminal(
+    snap_compare: Any, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """The live run with `TERM=xterm` (16 colours, common over SSH), drawn as that
+    terminal shows it. A reviewer should see no red anywhere: the footer keys yellow,
+    member-5's "unknown" cost and member-3's "paused" yellow, running members green;
+    the cost line ending with the forecast ("forecast: unknown, 360.0k tok per 10
+    min", cut short of its horizon at 80 columns)."""
+    fake = FakeSupervisor(tmp_path)
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await six_members(pilot, fake)
+        fake.emit("forecast", at=200, **Forecast(6, 0.5, 3000, None, deadline_min=60).as_event())
+        line = pilot.app.screen.query_one("#run-cost", Static)
+        await wait_for(pilot, lambda: "forecast" in str(line.render()))
+
+    assert snap_compare(OnThisTerminal(fake), terminal_size=size, run_before=before)
+
+
+@SIZES
+def test_reset_dialog(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """`x` on member-2. A reviewer should see the dialog "Reset member-2?" over the run
+    screen, what a reset does, and its two buttons with Cancel focused (Enter resets
+    nothing)."""
+    fake = FakeSupervisor(tmp_path)
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await six_members(pilot, fake)
+        await pilot.press("down", "x")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ChoiceScreen))
+        await pilot.pause()
+
+    assert snap_compare(deterministic_app(fake), terminal_size=size, run_before=before)
+
+
+@SIZES
+def test_home_screen_with_no_runs(
+    snap_compare: Any, tmp_path: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bare `horde-tui` where no run exists yet. A reviewer should see the page that
+    says "No runs in .horde/ yet." and how to start one, and a footer with n New run,
+    F1 Help and q Quit."""
+    monkeypatch.chdir(tmp_path)  # the page names the folder relative to here
+    app = HordeApp(horde_dir=tmp_path / ".horde", config=AppConfig.deterministic(NOW))
+    assert snap_compare(app, terminal_size=size)

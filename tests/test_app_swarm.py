@@ -181,11 +181,15 @@ async def test_enter_opens_the_hordes_run_screen_and_escape_comes_back(horde: Pa
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is swarm)
         await pilot.press("2")  # the horde tabs: h2 by its number; it finished, so its
-        await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))  # report opens
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))  # screen, read-only
+        h2 = app.screen
+        assert h2.source.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: not h2.live)  # type: ignore[attr-defined]
+        await pilot.press("o")  # and its report over it
+        await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
         assert app.screen.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
-        await pilot.press("escape")  # the report, over h2's run screen
-        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen))
-        assert app.screen.source.run_dir == horde_run_dir(horde, "h2")  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is h2)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is swarm)
         assert swarm.check_action("horde", ("h3",)) is None, "h3 has not started"

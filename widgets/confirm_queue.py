@@ -44,7 +44,7 @@ class ConfirmQueue(Widget):
         display: block;
     }
     ConfirmQueue #confirm-badge {
-        color: $warning;
+        color: $text-warning;
         text-style: bold;
     }
     ConfirmQueue .confirm-next {

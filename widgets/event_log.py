@@ -64,7 +64,7 @@ class EventTail(TailScrollView, can_focus=True):
         & > .event-log--who { color: $primary; text-style: bold; }
         & > .event-log--info { color: $text-muted; }
         & > .event-log--good { color: $success; }
-        & > .event-log--warn { color: $warning; }
+        & > .event-log--warn { color: $text-warning; }
         & > .event-log--error { color: $error; text-style: bold; }
     }
     """

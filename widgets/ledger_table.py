@@ -102,7 +102,7 @@ class LedgerTable(DataTable[Text]):
         height: 1fr;
         & > .ledger-table--heading { color: $primary; text-style: bold; }
         & > .ledger-table--good { color: $success; }
-        & > .ledger-table--note { color: $warning; }
+        & > .ledger-table--note { color: $text-warning; }
         & > .ledger-table--bad { color: $error; text-style: bold; }
         & > .ledger-table--quiet { color: $text-muted; }
         & > .ledger-table--active { color: $primary; }

@@ -176,12 +176,13 @@ class MemberTable(ScrollView, can_focus=True):
             text-style: $block-cursor-blurred-text-style;
         }
         & > .member-table--running { color: $success; }
-        & > .member-table--paused { color: $warning; }
+        /* $text-warning, not $warning: 16 colours turn $warning into red. */
+        & > .member-table--paused { color: $text-warning; }
         & > .member-table--waiting { color: $primary; }
         & > .member-table--done { color: $text-muted; }
-        & > .member-table--capped { color: $warning; }
+        & > .member-table--capped { color: $text-warning; }
         & > .member-table--failed { color: $error; text-style: bold; }
-        & > .member-table--note { color: $warning; }
+        & > .member-table--note { color: $text-warning; }
         & > .member-table--last { color: $text-muted; }
     }
     """

@@ -58,7 +58,7 @@ class Swimlane(ScrollView, can_focus=True):
         & > .swimlane--review { color: $success; }
         & > .swimlane--refuted { color: $error; }
         & > .swimlane--refusal { color: $error; }
-        & > .swimlane--answer { color: $warning; text-style: bold; }
+        & > .swimlane--answer { color: $text-warning; text-style: bold; }
         & > .swimlane--entity { color: $text; }
         & > .swimlane--action { color: $text-muted; }
     }

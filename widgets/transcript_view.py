@@ -110,7 +110,7 @@ class TranscriptView(Widget, can_focus=True):
             text-style: $block-cursor-blurred-text-style;
         }
         & > .transcript-view--system { color: $text-muted; }
-        & > .transcript-view--user { color: $accent; text-style: bold; }
+        & > .transcript-view--user { color: $text-accent; text-style: bold; }
         & > .transcript-view--text { color: $success; text-style: bold; }
         & > .transcript-view--calls { color: $primary; }
         & > .transcript-view--result { color: $text-muted; }

@@ -96,7 +96,8 @@ class HordeHost(Protocol):
 
 
 class OpenRun(Message):
-    """Show a live run: this app's own hosted run, else attached from its files."""
+    """Show a run: this app's own hosted run, else read from its files (attached while
+    it is live, read-only once it ended)."""
 
     def __init__(self, run_dir: Path) -> None:
         super().__init__()

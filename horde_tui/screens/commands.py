@@ -1,5 +1,5 @@
 """Command palette (ctrl+p) providers: the run screen's member actions for every member,
-and the swarm screen's horde actions for every horde.
+the swarm screen's horde actions for every horde, and the runs list's runs.
 
 The keys act on the member (horde) under the cursor; the palette reaches any of them by
 name ("pause member-4", "stop h2 hard") and offers only what applies to it now, the same
@@ -18,6 +18,7 @@ from horde_tui.screens.describe import LIVE_STATUSES, STOPPABLE_STATUSES, horde_
 from horde_tui.screens.member import reset_applies
 
 if TYPE_CHECKING:
+    from horde_tui.view.run import RunRow
     from horde_tui.view.source import RunSource
     from horde_tui.view.swarm import HordeLine, SwarmView
 
@@ -54,6 +55,17 @@ class HordeActions(Protocol):
     def open_horde(self, horde: str) -> None: ...
 
 
+@runtime_checkable
+class RunsActions(Protocol):
+    """What the runs palette uses of the runs list."""
+
+    rows: list[RunRow]
+
+    def openable(self, row: RunRow) -> bool: ...
+    def open_run(self, row: RunRow) -> None: ...
+    def open_report(self, row: RunRow) -> None: ...
+
+
 class ListedCommands(Provider):
     """A provider whose commands are a short list computed now: `commands()` yields
     (title, callback, help) for what applies; the palette lists and fuzzy-matches them."""
@@ -83,7 +95,7 @@ class MemberCommands(ListedCommands):
             return
         live = screen.live
         if live and screen.source.stop_reason is None:
-            yield "Stop the run clean", screen.stop_run_clean, "members wrap up, then the report"
+            yield "Stop the run clean", screen.stop_run_clean, "asks first"
         if live:
             yield "Stop the run hard", partial(screen.confirm_stop_hard, None), "asks first"
         for name, state in screen.source.members.items():
@@ -135,3 +147,19 @@ class SwarmCommands(ListedCommands):
                 yield f"Stop {h} hard", partial(screen.confirm_stop, h, True), "asks first"
             if horde_applies("open_horde", live, line):
                 yield f"Open {h}", partial(screen.open_horde, h), "its run screen"
+
+
+class RunsCommands(ListedCommands):
+    """Every run and swarm of the list by id: its screen (read-only once it ended) and
+    its report, where there is one."""
+
+    def commands(self) -> Iterator[tuple[str, Callable[[], None], str]]:
+        screen = self.screen
+        if not isinstance(screen, RunsActions):
+            return
+        for row in screen.rows:
+            what = "swarm" if row.hordes else "run"
+            if screen.openable(row):
+                yield f"Open {what} {row.run_id}", partial(screen.open_run, row), row.state
+            if "REPORT.md" in row.files:
+                yield f"Report of {row.run_id}", partial(screen.open_report, row), row.state

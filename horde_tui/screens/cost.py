@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.cells import cell_len
+
 from horde_tui.screens.panes import LedgerSource
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.forecast import Forecast, Spend
@@ -29,22 +31,33 @@ def _each(spend: Spend, what: str, n: int, none: str) -> str:
     return f"per {what} ({n}): {fmt_cost(each[0])}, {format_tokens(round(each[1]))} tok"
 
 
-def cost_text(spend: Spend, forecast: Forecast | None) -> str:
+def cost_text(spend: Spend, forecast: Forecast | None, width: int | None = None) -> str:
     """`spent $0.0400, 4.0k tok · per accepted (1): ... · per finding (4): ... ·
     forecast: ...`; with nothing to divide by it says so (`no findings yet`, `none
-    accepted yet`). Most telling first: an 80-column line cuts the end."""
-    parts = [f"spent {fmt_cost(spend.cost_usd)}, {format_tokens(spend.tokens)} tok"]
+    accepted yet`). Given a `width` the line fits it: what says least goes first (the
+    cost per finding, then the forecast's horizon, then what the findings cost or that
+    there are none), so the forecast is never the part cut off."""
+    spent = f"spent {fmt_cost(spend.cost_usd)}, {format_tokens(spend.tokens)} tok"
+    accepted = per_finding = pace = horizon = ""
     if not spend.findings:
-        parts.append("no findings yet")
+        accepted = "no findings yet"
     else:
-        parts.append(_each(spend, "accepted", spend.accepted, "none accepted yet"))
-        parts.append(_each(spend, "finding", spend.findings, ""))
+        accepted = _each(spend, "accepted", spend.accepted, "none accepted yet")
+        per_finding = _each(spend, "finding", spend.findings, "")
     if forecast is not None:
         toks, cost = forecast.per_10_min()
-        text = f"forecast: {fmt_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
+        pace = f"forecast: {fmt_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
         horizon = forecast.horizon()
-        parts.append(f"{text}; {horizon}" if horizon else text)
-    return " · ".join(parts)
+
+    full = f"{pace}; {horizon}" if pace and horizon else pace
+    shorter = (
+        (spent, accepted, per_finding, full),
+        (spent, accepted, pace),
+        (spent, pace) if pace else (spent, accepted),
+    )
+    lines = [" · ".join(part for part in parts if part) for parts in shorter]
+    fits = (text for text in lines if width is None or cell_len(text) <= width)
+    return next(fits, lines[-1])
 
 
 class CostLine(StatusLine):
@@ -83,4 +96,8 @@ class CostLine(StatusLine):
             self._counting = False
 
     def _paint(self) -> None:
-        self.show(cost_text(Spend.of(self._members, *self.counts), self._forecast))
+        width = self.content_region.width or None
+        self.show(cost_text(Spend.of(self._members, *self.counts), self._forecast, width))
+
+    def on_resize(self) -> None:
+        self._paint()

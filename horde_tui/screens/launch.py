@@ -24,6 +24,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
@@ -60,11 +61,18 @@ or the environment) goes on the `run` line at the bottom."""
 
 
 class FormCheckbox(Checkbox, inherit_bindings=False):
-    """A checkbox that toggles on space only, so enter anywhere in the form starts it."""
+    """A checkbox that toggles on space only, so enter anywhere in the form starts it,
+    and reads `[x]` on and `[ ]` off: Textual's box is an `X` either way, told apart
+    only by colour, which 16 colours and NO_COLOR lose."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("space", "toggle_button", "Toggle", show=False, id="form-toggle")
     ]
+
+    @property
+    def _button(self) -> Content:
+        mark = Content.styled("x" if self.value else " ", self.get_visual_style("toggle--button"))
+        return Content.assemble("[", mark, "]")
 
 
 def form_defaults(horde_dir: Path) -> tuple[Settings, str]:

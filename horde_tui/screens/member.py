@@ -131,7 +131,9 @@ class MemberDetailScreen(HordeScreen):
             markup=False,
         )
         yield LogTail(id="log-tail")
-        yield Footer(compact=True)
+        # No palette key on the right (ctrl+p still opens it): at 80 columns it was
+        # drawn over `q Quit`.
+        yield Footer(compact=True, show_command_palette=False)
 
     @property
     def transcript(self) -> TranscriptView:

@@ -1,7 +1,7 @@
 """Small modal screens: quit a live run, confirm a hard stop or a reset, the F1 key help.
 
 Every modal answers with `dismiss(choice)` and escape always means "do nothing", so a
-stray key never stops a run.
+stray key never stops a run; a dialog left without acting says that nothing was done.
 """
 
 from __future__ import annotations
@@ -32,14 +32,17 @@ class ChoiceScreen(ModalScreen[str | None]):
         detail: str,
         choices: list[tuple[str, str, str, bool]],
         safe_choice: str = "cancel",
+        untouched: str = "Cancelled: nothing was done.",
     ):
         """`choices` are (id, label, button variant, enabled), in display order;
-        `safe_choice` is focused first (it must stop nothing)."""
+        `safe_choice` is focused first (it must stop nothing); `untouched` is said when
+        the dialog is left with Cancel or escape, so a person knows nothing happened."""
         super().__init__(classes="choice-screen")
         self.question = question
         self.detail = detail
         self.choices = choices
         self.safe_choice = safe_choice
+        self.untouched = untouched
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -57,32 +60,42 @@ class ChoiceScreen(ModalScreen[str | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+        if event.button.id == "cancel":
+            self.action_cancel()
+        else:
+            self.dismiss(event.button.id)
 
     def action_cancel(self) -> None:
+        self.notify(self.untouched)
         self.dismiss(None)
 
 
-def quit_screen(run_id: str, hosted: bool) -> ChoiceScreen:
+def quit_screen(run_id: str, hosted: bool, demo: bool = False) -> ChoiceScreen:
     """Asked when quitting with a live run on screen: stop it clean, stop it hard, or
     detach (quit and leave it going).
 
     A hosted run's members are this process's children, so detaching it is a handoff:
     they stop where they are, and a detached `horde-tui resume` carries their sessions
-    on in a process of its own (the run's report is written there, not here)."""
+    on in a process of its own (the run's report is written there, not here). The
+    demo cannot be detached: its model runs inside this app."""
     stops = (
         "Stop clean: members wrap up and the report is written, then the app quits. "
         "Stop hard: members are terminated now, the report is written from what is on disk."
     )
     if hosted:
+        detach = (
+            "Detach: not for the demo: its model runs inside this app and ends with it."
+            if demo
+            else "Detach: members pause their sessions, a background supervisor carries "
+            f"them on, the app quits (horde-tui attach {run_id} comes back to it)."
+        )
         return ChoiceScreen(
             f"Run {run_id} is hosted in this app.",
-            f"{stops}\nDetach: members pause their sessions, a background supervisor carries "
-            f"them on, the app quits (horde-tui attach {run_id} comes back to it).",
+            f"{stops}\n{detach}",
             [
                 ("stop-clean", "Stop clean", "primary", True),
                 ("stop-hard", "Stop hard", "error", True),
-                ("detach", "Detach", "warning", True),
+                ("detach", "Detach", "warning", not demo),
                 ("cancel", "Cancel", "default", True),
             ],
         )
@@ -116,6 +129,20 @@ def stop_hard_screen(member: str | None, member_running: bool) -> ChoiceScreen:
     )
 
 
+def stop_clean_screen(run_id: str) -> ChoiceScreen:
+    """Confirm a clean stop of the whole run: a stopped run cannot be resumed."""
+    return ChoiceScreen(
+        "Stop the run clean?",
+        f"Members wrap up (90 s grace), then run {run_id}'s report is written. A stopped "
+        "run cannot be resumed.",
+        [
+            ("stop-clean", "Stop clean", "warning", True),
+            ("cancel", "Cancel", "default", True),
+        ],
+        untouched=f"Cancelled: nothing was done, run {run_id} goes on.",
+    )
+
+
 def reset_screen(member: str) -> ChoiceScreen:
     """Confirm a reset: the member's session is killed and a fresh one started."""
     return ChoiceScreen(
@@ -126,6 +153,7 @@ def reset_screen(member: str) -> ChoiceScreen:
             ("reset", f"Reset {member}", "warning", True),
             ("cancel", "Cancel", "default", True),
         ],
+        untouched=f"Cancelled: nothing was done, {member} was not reset.",
     )
 
 

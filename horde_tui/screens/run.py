@@ -33,7 +33,7 @@ from horde_tui.screens.describe import (
     member_tally,
 )
 from horde_tui.screens.member import MemberDetailScreen, reset_applies
-from horde_tui.screens.modals import reset_screen, stop_hard_screen
+from horde_tui.screens.modals import reset_screen, stop_clean_screen, stop_hard_screen
 from horde_tui.screens.panes import (
     FOCUSABLE_TABS,
     RELOADABLE,
@@ -44,6 +44,7 @@ from horde_tui.screens.panes import (
     LedgerSource,
     ThreadsPane,
 )
+from horde_tui.screens.report import ReportScreen
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary
@@ -95,11 +96,12 @@ class RunScreen(HordeScreen):
         Binding("p", "pause", "Pause", id="pause", tooltip="pause the selected member"),
         Binding("r", "resume", "Resume", id="resume", tooltip="resume the selected member"),
         Binding("x", "reset", "Reset", id="reset", tooltip="reset the selected member (asks)"),
-        Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the whole run clean"),
+        Binding("s", "stop_clean", "Stop", id="stop-clean", tooltip="stop the run clean (asks)"),
         Binding("S", "stop_hard", "Hard stop", id="stop-hard", tooltip="stop hard (asks first)"),
         Binding("enter", "member_detail", "Detail", id="member-detail"),
         Binding("t", "transcript", "Transcript", id="transcript", tooltip="open the transcript"),
         Binding("E", "export", "Export", show=False, id="export", tooltip="export the run as HTML"),
+        Binding("o", "report", "Report", id="run-report", tooltip="the ended run's REPORT.md"),
         # Events-tab keys stay out of the footer (80 columns hold the member keys only).
         Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
         Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
@@ -329,6 +331,8 @@ class RunScreen(HordeScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.live and action in RUN_CONTROLS:
             return False  # an ended run has nothing to pause, reset or stop: hide the keys
+        if action == "report":  # shown once the run has ended with its report
+            return not self.live and (self.source.run_dir / "REPORT.md").is_file()
         if action in MEMBER_ACTIONS:
             state = self.selected_state()
             if state is None:
@@ -354,7 +358,13 @@ class RunScreen(HordeScreen):
         self.run_control(f"resume {name}", self.source.resume(name))
 
     def stop_run_clean(self) -> None:
-        self.run_control("stop-clean", self.source.stop_clean("all"))
+        """Ask, then stop clean: a stopped run cannot be resumed, so one key must not."""
+
+        def chosen(choice: str | None) -> None:
+            if choice == "stop-clean":
+                self.run_control("stop-clean", self.source.stop_clean("all"))
+
+        self.app.push_screen(stop_clean_screen(self.source.run_id), chosen)
 
     def confirm_stop_hard(self, name: str | None) -> None:
         state = self.source.members.get(name) if name else None
@@ -440,6 +450,9 @@ class RunScreen(HordeScreen):
     def action_transcript(self) -> None:
         if name := self._selected():
             self.show_transcript(name)
+
+    def action_report(self) -> None:
+        self.app.push_screen(ReportScreen(self.source.run_dir))
 
     def action_export(self) -> None:
         """Write `horde-export-<run>/` here (`web.export`) from a thread; say where."""

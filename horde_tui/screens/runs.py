@@ -2,9 +2,10 @@
 newest first, with its state.
 
 What bare `horde-tui` (and `horde-tui app`) opens when the app hosts no run and there
-is at least one run on disk. Enter opens a finished run's report, attaches to a live
-run hosted by another process, or opens a swarm's screen (its hordes, `H/M` in the
-members column). The list re-reads `RunsIndex` when the app's watcher sees
+is at least one run on disk. Enter opens a run's screen (attached to a live run hosted
+by another process; read-only for a run that ended: its tabs, member detail and
+transcripts) or a swarm's screen (its hordes, `H/M` in the members column); `o` opens
+a run's report. The palette offers both for every run. The list re-reads `RunsIndex` when the app's watcher sees
 files change and once a second; the index reads only what each event log gained, so a
 long history stays cheap.
 """
@@ -21,6 +22,7 @@ from textual.command import Provider
 from textual.widgets import DataTable, Footer, Header, Static
 
 from horde_tui.screens.base import HordeScreen, OpenRun, shown_path
+from horde_tui.screens.commands import RunsCommands
 from horde_tui.screens.launch import LaunchCommands, open_launch_form
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.swarm import SwarmScreen
@@ -103,9 +105,21 @@ class RunsScreen(HordeScreen):
     n starts one."""
 
     AUTO_FOCUS = "#runs"
-    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {LaunchCommands}
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {
+        LaunchCommands,
+        RunsCommands,
+    }
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_run", "Open", id="runs-open", show=True),
+        # Before the table's own (hidden) enter, so the footer names it.
+        Binding(
+            "enter",
+            "open_run",
+            "Open run",
+            id="runs-open",
+            priority=True,
+            tooltip="the run's screen (read-only once it ended), or the swarm's",
+        ),
+        Binding("o", "open_report", "Report", id="runs-report", tooltip="the run's REPORT.md"),
         Binding("n", "new_run", "New run", id="runs-new", tooltip="the launch form"),
     ]
 
@@ -184,7 +198,7 @@ class RunsScreen(HordeScreen):
         )
         self.query_one("#runs-status", Static).update(
             f"{counted} in {shown_path(self.horde_dir)} · {live} live · "
-            "enter: report or attach · n: new run"
+            "enter: open · o: report · n: new run"
         )
         self.show_detail()
         self.refresh_bindings()
@@ -197,6 +211,7 @@ class RunsScreen(HordeScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.show_detail()
+        self.refresh_bindings()
 
     def selected_row(self) -> RunRow | None:
         table = self.query_one("#runs", DataTable)
@@ -205,27 +220,57 @@ class RunsScreen(HordeScreen):
         return self.rows[table.cursor_row]
 
     def open_run(self, row: RunRow) -> None:
+        """A swarm's screen; a live run's screen (the app shows its own hosted run, else
+        attaches); an ended run's screen, read-only, when it has a report."""
         if self.index.is_swarm(row):
             self.app.push_screen(SwarmScreen(self.index.swarm_dir(row)))
-            return
-        run_dir = self.index.runs_dir / row.run_id
-        if row.state in LIVE_STATES:  # the app shows its own hosted run, else attaches
-            self.app.post_message(OpenRun(run_dir))
-        elif "REPORT.md" in row.files:
-            self.app.push_screen(ReportScreen(run_dir))
+        elif self.openable(row):
+            self.app.post_message(OpenRun(self.index.runs_dir / row.run_id))
         else:
-            hint = (
-                f"horde-tui finalize {row.run_id} writes its report"
-                if row.state == "interrupted"
-                else "nothing to open yet"
-            )
-            self.notify(f"{row.run_id} is {row.state} and has no report: {hint}")
+            self.no_report(row)
+
+    def openable(self, row: RunRow) -> bool:
+        """A swarm, a live run, or a run that ended with its report written."""
+        return self.index.is_swarm(row) or row.state in LIVE_STATES or "REPORT.md" in row.files
+
+    def open_report(self, row: RunRow) -> None:
+        if "REPORT.md" in row.files:
+            run_dir = self.index.swarm_dir(row) if self.index.is_swarm(row) else None
+            self.app.push_screen(ReportScreen(run_dir or self.index.runs_dir / row.run_id))
+        else:
+            self.no_report(row)
+
+    def no_report(self, row: RunRow) -> None:
+        hint = (
+            f"horde-tui finalize {row.run_id} writes its report"
+            if row.state == "interrupted"
+            else "nothing to open yet"
+        )
+        self.notify(f"{row.run_id} is {row.state} and has no report: {hint}")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_report":
+            row = self.selected_row()
+            return True if row is not None and "REPORT.md" in row.files else None
+        return True
+
+    def action_open_report(self) -> None:
+        if (row := self.highlighted()) is not None:
+            self.open_report(row)
+
+    def highlighted(self) -> RunRow | None:
+        """The row under the cursor, painting the list first if a key came before its
+        first paint (the table's own enter used to wait for it)."""
+        if not self.rows:
+            self.index.refresh()
+            self.show()
+        return self.selected_row()
 
     def action_new_run(self) -> None:
         open_launch_form(self, self.horde_dir)
 
     def action_open_run(self) -> None:
-        row = self.selected_row()
+        row = self.highlighted()
         if row is not None:
             self.open_run(row)
 

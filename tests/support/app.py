@@ -77,14 +77,27 @@ async def wait_for(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: fl
         await pilot.pause(0.02)
 
 
+async def stop_clean(pilot: Pilot[Any]) -> None:
+    """`s` on the run screen, then the dialog's Stop clean button (`s` asks first)."""
+    from horde_tui.screens.modals import ChoiceScreen
+
+    screen = pilot.app.screen
+    await pilot.press("s")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ChoiceScreen))
+    await pilot.click("#stop-clean")
+    await wait_for(pilot, lambda: pilot.app.screen is screen)
+
+
 class FakeSupervisor(HostedRun):
     """A supervisor that does only what the test scripts; see the module docstring."""
 
-    def __init__(self, workdir: Path, count: int = 6, model: str = "stub/demo-model") -> None:
+    def __init__(
+        self, workdir: Path, count: int = 6, model: str = "stub/demo-model", demo: bool = True
+    ) -> None:
         self.run_id = RUN_ID
         self.run_dir = workdir / ".horde" / "runs" / RUN_ID
         self.run_dir.mkdir(parents=True)
-        self.request = RunRequest("Review the sample target for injection bugs", count, demo=True)
+        self.request = RunRequest("Review the sample target for injection bugs", count, demo=demo)
         self.settings = SimpleNamespace(model=model)
         self.members = {
             spec.name: MemberState(spec.name, spec.role, spec.layers)
