@@ -77,7 +77,9 @@ async def test_json_twins_carry_what_the_pages_show(server: HttpServer, horde: P
     assert len(page["entries"]) == 50 and page["pages"] == 3
     assert FAKE_KEY not in json.dumps(page) and "[masked]" in json.dumps(page)
     status, mmd, headers = await _get(f"{base}/runs/{RUN_ID}/graph.mmd")
-    assert headers["Content-Type"].startswith("text/plain") and "a --> b" in mmd
+    assert headers["Content-Type"].startswith("text/plain") and "flowchart LR" in mmd
+    # served, each node clicks through to its page by an absolute path
+    assert f'click f1 href "/runs/{RUN_ID}/findings.html#F1"' in mmd
     assert (await _get(f"{base}/runs/nope/index.html"))[0] == 404
     assert _tree(horde) == before  # nothing under .horde/ written
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.graph import Node, mermaid_source
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
 from horde_tui.store.runs import (
@@ -44,10 +45,11 @@ from horde_tui.view.ledgers import KINDS, LedgerView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
-from horde_tui.view.swimlane import SwimlaneView
+from horde_tui.view.swimlane import Mark, SwimlaneView, mark_of
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
+from horde_tui.web.graphsvg import swimlane_svg
 from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
 from horde_tui.web.style import CSS
@@ -173,6 +175,9 @@ class Site:
         """What every link of the page being rendered carries (`?refresh=0`)."""
         self._fresh: set[str] = set()
         """Swarms caught up for the page being rendered."""
+        self.served = False
+        """Set by the server: `graph.mmd` links absolute (`/runs/...`), as served; an
+        export's are relative."""
 
     # -- scope -----------------------------------------------------------------------------
 
@@ -348,13 +353,18 @@ class Site:
             return self._swarm_page(parts[1], parts[2:])
         return None
 
-    def link(self, target: str, text: str, cls: str = "") -> str:
-        """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
+    def href(self, target: str) -> str:
+        """`target` (a site path, `#anchor` allowed) relative to this page; "" stays ""."""
+        if not target:
+            return ""
         path, _, frag = target.partition("#")
         rel = _relative(path, posixpath.dirname(self._at) or ".") + self._query if path else ""
-        href = rel + (f"#{frag}" if frag else "")
+        return rel + (f"#{frag}" if frag else "")
+
+    def link(self, target: str, text: str, cls: str = "") -> str:
+        """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
         klass = f' class="{cls}"' if cls else ""
-        return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
+        return f'<a href="{esc(self.href(target))}"{klass}>{esc(text)}</a>'
 
     def html(self, page: Page, refresh: bool = False) -> str:
         """The whole document of `page`, masked; `refresh`: reload every three seconds
@@ -703,7 +713,9 @@ class Site:
         data = {"page": n, "pages": pages, "events": [t for _, t in lines]}
         return Page("", f"Event audit · run {run_id} · page {n}", body, data)
 
-    def _graph(self, run: _Run, run_id: str) -> Page:
+    def _swimlane(self, run: _Run) -> SwimlaneView:
+        """The run's graph, kept between pages and caught up (reads what was appended)."""
+        confined(self.horde_dir, run.run_dir / "events.jsonl")
         members = [(m.name, m.role) for m in run.view.members()]
         if run.swimlane is None or run.swimlane.members != members:
             if run.swimlane is not None:
@@ -711,78 +723,31 @@ class Site:
             run.swimlane = SwimlaneView(run.run_dir, members)
         run.swimlane.refresh()
         run.swimlane.close()
-        lay = run.swimlane.layout()
-        svg = self._svg(run, run_id, lay)
-        data: dict[str, Any] = {
-            "lanes": [
-                {
-                    "name": ln.name,
-                    "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks],
-                }
-                for ln in lay.lanes
-            ],
-            "dropped": lay.dropped,
-        }
-        base = f"runs/{run_id}/"
-        body = (
-            f"<p>One lane per member plus the parent; every mark links to its entry. "
-            f"{self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
-            f'<div class="graph">{svg}</div>'
-        )
-        if lay.dropped:
-            body += f"<p class=warn>{lay.dropped} events left out (node cap).</p>"
-        return Page("", f"Graph · run {run_id}", body, data)
+        return run.swimlane
 
-    def _svg(self, run: _Run, run_id: str, lay: Any) -> str:
-        cell, lane_h, label_w = 7.4, 24, 160
-        width = int(label_w + (lay.width + 2) * cell)
-        height = lane_h * (len(lay.lanes) + 1)
-        out = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="group" aria-label="swimlane of run {esc(run_id)}">'
-        ]
-        starts: dict[str, int] = {}
-        for ln in lay.lanes:  # phase bands, from the parent lane's phase marks
-            for m in ln.marks:
-                if m.kind != "phase":
-                    continue
-                if m.text.startswith("["):
-                    starts[m.text[1:]] = m.x
-                else:
-                    name = m.text.rstrip("]")
-                    start = starts.pop(name, 0)
-                    out.append(self._band(name, start, m.x + len(m.text), cell, label_w, height))
-        for name, start in starts.items():
-            out.append(self._band(name, start, lay.width, cell, label_w, height))
+    def _graph(self, run: _Run, run_id: str) -> Page:
+        graph = self._swimlane(run).graph()
         entries = entry_pages(run.ledgers, run_id, LEDGERS)
         events = run.event_index()
-        for row, ln in enumerate(lay.lanes):
-            y = lane_h * (row + 1)
-            out.append(
-                f'<g class="lane" data-lane="{esc(ln.name)}">'
-                f'<line x1="0" y1="{y + 6}" x2="{width}" y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
-                f'<text class="lane-label" x="4" y="{y}">{esc(ln.label)}</text>'
+        try:
+            svg, data = swimlane_svg(
+                graph,
+                f"swimlane of run {run_id}",
+                lambda mark: self.href(self._mark_target(run_id, mark, entries, events)),
             )
-            for m in ln.marks:
-                href = self._mark_target(run_id, m, entries, events)
-                x = label_w + m.x * cell
-                text = f'<text class="k-{esc(m.kind)}" x="{x:.1f}" y="{y}">{esc(m.text)}</text>'
-                if href:
-                    rel = self.link(href, "").removeprefix("<a ").split(">", 1)[0]
-                    text = f"<a {rel}>{text}</a>"
-                out.append(text)
-            out.append("</g>")
-        events.close()
-        out.append("</svg>")
-        return "".join(out)
-
-    @staticmethod
-    def _band(name: str, start: int, stop: int, cell: float, label_w: int, height: int) -> str:
-        x, w = label_w + start * cell, max(cell, (stop - start) * cell)
-        return (
-            f'<rect class="phase" x="{x:.1f}" y="2" width="{w:.1f}" height="{height - 4}"/>'
-            f'<text class="phase-label" x="{x + 2:.1f}" y="12">{esc(name)}</text>'
+        finally:
+            events.close()
+        base = f"runs/{run_id}/"
+        body = (
+            "<p>One lane per member plus the parent, on a real-time axis with the phases as "
+            "bands; arrows are reviews, challenges and what answered them, findings under "
+            "their idea, deltas and supersessions (hover one for its label); every mark "
+            f"links to its entry. {self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
+            f'<div class="graph">{svg}</div>'
         )
+        if graph.dropped:
+            body += f"<p class=warn>{graph.dropped} events left out (node cap).</p>"
+        return Page("", f"Graph · run {run_id}", body, data)
 
     def _mark_target(
         self, run_id: str, mark: Any, entries: dict[str, str], events: LineIndex
@@ -801,13 +766,23 @@ class Site:
         return f"{base}{event_page(line)}#{anchor(mark.event)}"
 
     def _mermaid(self, run: _Run, run_id: str) -> Page:
+        """The run's graph as Mermaid, every node a `click` link to its page: absolute
+        (`/runs/<id>/...`) when served, relative to this file in an export."""
+        graph = self._swimlane(run).graph()
+        entries = entry_pages(run.ledgers, run_id, LEDGERS)
+        events = run.event_index()
+        root = f"/runs/{run_id}/" if self.served else ""
+        base = f"runs/{run_id}/"
+
+        def href(node: Node) -> str | None:
+            text, kind = mark_of(node)
+            found = self._mark_target(run_id, Mark(0, text, kind, node.event), entries, events)
+            return root + found.removeprefix(base) if found else None
+
         try:
-            graph = confined(self.horde_dir, run.run_dir / "GRAPH.md")
-            text = graph.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = "%% GRAPH.md is written when the run finalizes\n"
-        match = re.search(r"```mermaid\n(.*?)```", text, re.S)
-        source = match.group(1) if match else text
+            source = mermaid_source(graph, href)
+        finally:
+            events.close()
         return Page("", f"graph.mmd · run {run_id}", data={"mermaid": source}, text=source)
 
     def _document(self, folder: Path, name: str, scope: str) -> Page | None:
@@ -991,8 +966,7 @@ class Site:
                     if lane in runs
                     else f"swarms/{swarm_id}/index.html"
                 )
-                href = self.link(target, "").removeprefix("<a ").split(">", 1)[0]
-                out.append(f"<a {href}>{mark}</a>")
+                out.append(f'<a href="{esc(self.href(target))}">{mark}</a>')
             out.append("</g>")
         out.append("</svg>")
         data = {

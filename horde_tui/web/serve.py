@@ -55,6 +55,7 @@ class Pages:
 
     def __init__(self, horde_dir: Path) -> None:
         self.site = Site(horde_dir)
+        self.site.served = True
         self.url = f"http://{HOST}:{DEFAULT_PORT}"
         """Where the server listens, once it does."""
 
