@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.graph import Node, mermaid_source
@@ -52,6 +53,7 @@ from horde_tui.web.confine import Outside, confined
 from horde_tui.web.graphsvg import swimlane_svg
 from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
+from horde_tui.web.project import PROJECT_PAGES, citers, concern_rows, entry_runs
 from horde_tui.web.style import CSS
 
 PAGE_ENTRIES = 50
@@ -63,6 +65,8 @@ LONG_ENTRY = 600
 LEDGERS = tuple(k for k in KINDS if k != "threads")
 """The six ledgers; threads are on the collaboration page."""
 SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
+LIVE = frozenset({"active", "finalizing"})
+"""Run states in which its members still write."""
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
 """Every page's Content-Security-Policy: no script, no request off the page's own site.
 The server sends it as a header; each page carries it as a meta tag too, so a page
@@ -175,6 +179,9 @@ class Site:
         """What every link of the page being rendered carries (`?refresh=0`)."""
         self._fresh: set[str] = set()
         """Swarms caught up for the page being rendered."""
+        self._args: dict[str, str] = {}
+        """The query of the page being rendered (`?run=` narrows a project page)."""
+        self._project: LedgerView | None = None
         self.served = False
         """Set by the server: `graph.mmd` links absolute (`/runs/...`), as served; an
         export's are relative."""
@@ -232,9 +239,16 @@ class Site:
 
     # -- the page list ---------------------------------------------------------------------
 
+    @property
+    def _whole(self) -> bool:
+        """Every run and swarm is in scope: the project's pages are too."""
+        return self._runs_only is None and self._swarms_only is None
+
     def paths(self) -> Iterator[str]:
         """Every page of the scope, in an order that keeps one run's readers warm."""
         yield "index.html"
+        if self._whole:
+            yield from (f"{kind}.html" for kind in PROJECT_PAGES)
         for swarm in self.swarm_list():
             yield from self._swarm_paths(swarm)
         for run_id in self.run_list():
@@ -319,13 +333,16 @@ class Site:
 
     # -- rendering -------------------------------------------------------------------------
 
-    def render(self, path: str, *, still: bool = False) -> Page:
+    def render(
+        self, path: str, *, still: bool = False, query: dict[str, str] | None = None
+    ) -> Page:
         """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
         does not exist is a 404 page (the export never links to one), one that fails to
         read its files an error page (exported as such, so no link dangles). `still`:
         its links keep `?refresh=0` (the server's; an export never sets it)."""
         self._at = path
         self._query = "?refresh=0" if still else ""
+        self._args = dict(query or {})
         self._fresh.clear()
         parts = path.split("/")
         try:
@@ -346,6 +363,8 @@ class Site:
     def _route(self, parts: list[str]) -> Page | None:
         if parts == ["index.html"]:
             return self._index_page()
+        if len(parts) == 1 and parts[0].removesuffix(".html") in PROJECT_PAGES:
+            return self._project_page(parts[0].removesuffix(".html")) if self._whole else None
         if len(parts) >= 3 and parts[0] == "runs":
             run = self._run(parts[1])
             return None if run is None else self._run_page(run, parts[1], parts[2:])
@@ -425,7 +444,99 @@ class Site:
         cols = ("id", "kind", "state", "started", "count", "model", "outcome", "prompt", "files")
         body = table(cols, cells, "runs") if rows else "<p>No runs yet.</p>"
         live = any(d["state"] in ("active", "finalizing", "pending") for d in data)
-        return Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+        page = Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+        page.nav = self._project_nav("") if self._whole else ""
+        return page
+
+    # -- the project -----------------------------------------------------------------------
+
+    def _project_nav(self, current: str) -> str:
+        links = " ".join(
+            self.link(f"{k}.html", k, "current" if k == current else "") for k in PROJECT_PAGES
+        )
+        return f'<div class="scope">project</div><nav>{links}</nav>'
+
+    def _project_page(self, kind: str) -> Page:
+        """One project ledger across every single run, each row tagged with its run;
+        `?run=` keeps one run's rows."""
+        if self._project is None:
+            self._project = LedgerView(self.horde_dir)
+        self._project.refresh()
+        state = self._project.state
+        self._index.refresh()
+        singles = set(run_ids(self.horde_dir))
+        live = [r.run_id for r in self._index.rows() if r.run_id in singles and r.state in LIVE]
+        only = self._args.get("run") or None
+        runs = entry_runs(state, kind)
+        if kind == "concerns":
+            rows = [(c[0], (c[1], c[3]), c[2]) for c in concern_rows(state)]
+            columns: tuple[str, ...] = ("concern", "by", "definition")
+        else:
+            rows = [
+                (r.id, tuple(r.cells())[1:], runs.get(r.key, ""))
+                for r in self._project.rows(kind, "newest")
+            ]
+            columns = self._project.columns(kind)
+        rows = [r for r in rows if only is None or r[2] == only]
+        cited = citers(state, live) if kind == "resources" else {}
+        data: dict[str, Any] = {
+            "ledger": kind,
+            "run": only,
+            "columns": ["run", *columns],
+            "rows": [{"id": i, "run": run, "cells": [i, *cells]} for i, cells, run in rows],
+        }
+        cells = []
+        for ident, rest, run in rows:
+            tag = self.link(f"runs/{run}/index.html", run) if run in singles else esc(run)
+            at = self.link(f"runs/{run}/{kind}.html#{anchor(ident)}", ident)
+            line = [tag, at if run in singles and kind != "concerns" else esc(ident)]
+            line += [esc(c) for c in rest]
+            if kind == "resources":
+                line.append(
+                    esc("; ".join(f"{r}: {', '.join(m)}" for r, m in cited.get(ident, {}).items()))
+                )
+            cells.append(line)
+        if kind == "resources":
+            data["columns"].append("cited in a live run")
+            for row in data["rows"]:
+                row["cited_in_live_runs"] = cited.get(row["id"], {})
+        parts = [
+            self._swarm_pointer(kind),
+            self._run_filter(kind, only, sorted(set(runs.values()))),
+        ]
+        parts.append(
+            table(data["columns"], cells, f"ledger {kind}")
+            if cells
+            else f"<p>No {esc(kind)} yet.</p>"
+        )
+        title = f"{kind.capitalize()} · project" + (f" · run {only}" if only else "")
+        return Page("", title, "".join(parts), data, live=bool(live), nav=self._project_nav(kind))
+
+    def _swarm_pointer(self, kind: str) -> str:
+        """While a swarm runs, its hordes write their own ledgers: say where to look."""
+        out = []
+        for swarm in self.swarm_list():
+            view = self._swarm(swarm)
+            if view.live:
+                page = f"{kind}.html" if kind in LEDGERS else "index.html"
+                out.append(
+                    f'<p class="warn">Swarm {esc(swarm)} is running: its hordes write ledgers of '
+                    f"their own and leave these ledgers untouched; see "
+                    f"{self.link(f'swarms/{swarm}/{page}', f'its {kind}')}.</p>"
+                )
+        return "".join(out)
+
+    def _run_filter(self, kind: str, only: str | None, runs: list[str]) -> str:
+        """`runs: all | <id> ...` (served only: an exported page takes no query)."""
+        if not self.served or not runs:
+            return ""
+        joiner = "&" if self._query else "?"
+        tabs = [self.link(f"{kind}.html", "all", "" if only else "current")]
+        for run in runs:
+            href = esc(self.href(f"{kind}.html") + f"{joiner}run={quote(run)}")
+            cls = ' class="current"' if run == only else ""
+            tabs.append(f'<a href="{href}"{cls}>{esc(run)}</a>')
+        return f'<p class="pager">runs: {" | ".join(tabs)}</p>'
 
     def _prompt(self, run_dir: Path | None, prompt: str) -> str:
         """A run's prompt, read from its TASK.md, or the line saying why not when that

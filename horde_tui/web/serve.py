@@ -76,7 +76,7 @@ class Pages:
         if rel == "" or rel.endswith("/"):
             rel += "index.html"
         still = request.query.get("refresh") == "0"
-        page = self.site.render(rel, still=still)
+        page = self.site.render(rel, still=still, query=dict(request.query))
         if api:
             body = self.site.json(page).encode()
             kind = "application/json"

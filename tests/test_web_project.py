@@ -1,0 +1,80 @@
+"""The project scope of the browser pages: the project ledgers (what single runs share)
+across every run, each row tagged with its run and narrowed by `?run=`, with the scope
+line and page row of the run scope, a pointer to the same page of a running swarm, and
+who cited each resource in a live run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import Horde
+from support.web_scene import RUN_ID, SWARM_ID, web_scene
+
+from horde_tui.store.runs import mark_live
+from horde_tui.web.pages import Site
+
+LIVE = "20250102-090000-cafe"
+PAGES = ("ideas", "board", "findings", "facts", "claims", "resources", "concerns")
+
+
+@pytest.fixture
+def horde(tmp_path: Path) -> Path:
+    """The web scene plus a second single run, live (this process supervises it), whose
+    member-2 cites the scene's resource R1."""
+    root = web_scene(tmp_path / "project")
+    scene = Horde(root.parent)
+    run = root / "runs" / LIVE
+    scene.store("parent").ensure_run(LIVE)
+    (run / "TASK.md").write_text("# Task\n\nA second look\n")
+    (run / "MANIFEST.json").write_text(json.dumps({"run": LIVE, "members": []}))
+    mark_live(run)
+    assert scene("member-1", "idea", run=LIVE, text="Recheck the seed data").ok
+    assert scene("member-2", "post", run=LIVE, text="using R1 for the recheck").ok
+    assert scene("member-3", "post", run=LIVE, text="nothing cited here").ok
+    return root
+
+
+def test_project_pages_list_every_run_tagged_and_narrowed_by_run(horde: Path) -> None:
+    site = Site(horde)
+    assert {f"{p}.html" for p in PAGES} <= set(site.paths())
+    page = site.render("ideas.html")
+    assert page.status == 200
+    runs = {row["run"] for row in page.data["rows"]}
+    assert runs == {RUN_ID, LIVE}
+    assert re.search(rf'<td><a href="runs/{RUN_ID}/index.html">{RUN_ID}</a></td>', page.body)
+    mine = site.render("ideas.html", query={"run": LIVE})
+    assert [r["id"] for r in mine.data["rows"]] == ["#4"]
+    assert mine.data["run"] == LIVE
+    board = site.render("board.html", query={"run": RUN_ID})
+    assert board.data["rows"] and {r["run"] for r in board.data["rows"]} == {RUN_ID}
+    concerns = site.render("concerns.html")
+    assert {r["id"] for r in concerns.data["rows"]} >= {"sql-injection", "rate-limit"}
+    # the scope line and the page row, as in the run scope
+    assert '<div class="scope">project</div>' in page.nav
+    for name in PAGES:
+        assert f'href="{name}.html"' in page.nav
+    assert 'class="current">ideas</a>' in page.nav
+    # the index leads to them
+    assert 'href="findings.html"' in site.html(site.render("index.html"))
+
+
+def test_a_project_page_points_to_the_same_page_of_a_running_swarm(horde: Path) -> None:
+    page = Site(horde).render("findings.html")
+    assert f'<a href="swarms/{SWARM_ID}/findings.html">' in page.body
+    assert "leave these ledgers untouched" in page.body
+    assert page.live  # a single run is live: the project ledgers can change
+
+
+def test_resources_name_who_cited_each_in_a_live_run(horde: Path) -> None:
+    page = Site(horde).render("resources.html")
+    r1 = next(row for row in page.data["rows"] if row["id"] == "R1")
+    assert r1["cited_in_live_runs"] == {LIVE: ["member-2"]}
+    assert f"{LIVE}: member-2" in page.body
+
+
+def test_a_scoped_export_has_no_project_pages(horde: Path) -> None:
+    assert "ideas.html" not in set(Site(horde, runs=[RUN_ID]).paths())
+    assert Site(horde, runs=[RUN_ID]).render("ideas.html").status == 404
