@@ -78,3 +78,23 @@ def test_resources_name_who_cited_each_in_a_live_run(horde: Path) -> None:
 def test_a_scoped_export_has_no_project_pages(horde: Path) -> None:
     assert "ideas.html" not in set(Site(horde, runs=[RUN_ID]).paths())
     assert Site(horde, runs=[RUN_ID]).render("ideas.html").status == 404
+
+
+def test_the_member_log_takes_a_tail_and_has_a_whole_log_view(horde: Path) -> None:
+    log = horde / "runs" / RUN_ID / "member-1.log"
+    log.write_text("".join(f"log line {n:05d} of the member\n" for n in range(1, 4001)))
+    site = Site(horde)
+    base = f"runs/{RUN_ID}/members/member-1/"
+    assert f"{base}log-all.html" in set(site.paths())
+    default = site.render(f"{base}log.html")
+    assert "log line 04000" in default.body and "log line 00001" not in default.body
+    five = site.render(f"{base}log.html", query={"tail": "5"})
+    assert five.data["tail"].splitlines() == [
+        f"log line {n:05d} of the member" for n in range(3996, 4001)
+    ]
+    whole = site.render(f"{base}log-all.html")
+    assert whole.data["tail"].count("\n") == 4000 and "log line 00001" in whole.body
+    assert site.render(f"{base}log.html", query={"tail": "0"}).data == whole.data
+    assert 'href="log-all.html"' in default.body
+    member = site.render(f"{base}index.html").body
+    assert 'href="log.html"' in member and 'href="log-all.html"' in member

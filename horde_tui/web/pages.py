@@ -60,6 +60,8 @@ PAGE_ENTRIES = 50
 """Transcript entries per page (the reference's)."""
 LOG_TAIL_BYTES = 64 * 1024
 """What a member page shows of its log: the end, where an exit is explained."""
+LOG_WHOLE_BYTES = 1024 * 1024
+"""The whole-log view's cap (`log-all.html`, `log.html?tail=0`): its last MiB."""
 LONG_ENTRY = 600
 """An entry longer than this (characters) is folded into `<details>`."""
 LEDGERS = tuple(k for k in KINDS if k != "threads")
@@ -291,6 +293,7 @@ class Site:
             mbase = f"{base}members/{member.name}/"
             yield mbase + "index.html"
             yield mbase + "log.html"
+            yield mbase + "log-all.html"
             for s, session in enumerate(sessions(run.run_dir, member.name), 1):
                 entries = self._entry_count(session) or 0
                 for p in range(1, max(1, -(-entries // PAGE_ENTRIES)) + 1):
@@ -949,9 +952,8 @@ class Site:
                     else "<p>none yet</p>"
                 )
             )
-            parts.append(
-                f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
-            )
+            logs = f"{self.link(base + 'log.html', 'log tail')} · {self.link(base + 'log-all.html', 'whole log')}"
+            parts.append(f"<p>{logs}</p><h2>Transcripts</h2><ul>")
             for s, path in enumerate(found, 1):
                 n = self._entry_count(path)
                 count = "refused: outside the horde directory" if n is None else f"{n} entries"
@@ -960,14 +962,29 @@ class Site:
                 )
             parts.append("</ul>")
             return Page("", f"{name} · run {run_id}", "".join(parts), data)
-        if page == "log.html":
-            tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), LOG_TAIL_BYTES)
-            body = f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
-            return Page("", f"{name}.log · run {run_id}", body, {"tail": tail})
+        if page in ("log.html", "log-all.html"):
+            return self._log(run, run_id, name, page)
         match = re.fullmatch(r"transcript-(\d+)-(\d+)\.html", page)
         if match is None or not 1 <= int(match.group(1)) <= len(found):
             return None
         return self._transcript(run_id, name, found, int(match.group(1)), int(match.group(2)))
+
+    def _log(self, run: _Run, run_id: str, name: str, page: str) -> Page:
+        """The end of a member's log (64 KiB; `?tail=N`: its last N lines), or the whole
+        log up to its last MiB (`log-all.html`, `?tail=0`)."""
+        lines = self._args.get("tail", "") if page == "log.html" else "0"
+        whole = lines.strip() == "0"
+        size = LOG_WHOLE_BYTES if whole or lines.strip().isdigit() else LOG_TAIL_BYTES
+        tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), size)
+        if lines.strip().isdigit() and not whole:
+            kept = tail.splitlines(keepends=True)[-int(lines) :]
+            tail = "".join(kept)
+        base = f"runs/{run_id}/members/{name}/"
+        views = f"{self.link(base + 'log.html', 'tail')} · {self.link(base + 'log-all.html', 'whole log')}"
+        shown = "whole log (its last MiB)" if whole else "tail"
+        body = f'<p class="pager">{shown}: {views}</p>'
+        body += f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
+        return Page("", f"{name}.log · run {run_id}", body, {"tail": tail, "whole": whole})
 
     def _transcript(self, run_id: str, name: str, found: list[Path], s: int, p: int) -> Page | None:
         reader = self._reader(found[s - 1])
