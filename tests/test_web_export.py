@@ -219,7 +219,7 @@ def test_the_graph_axis_is_real_time(tmp_path: Path) -> None:
     span = max(m["t"] for m in marks.values())
     assert marks["#2"]["t"] >= 1.0 and marks["#1"]["t"] < 0.5
     for mark in ("#1", "#2"):  # alone in their lanes: exactly at their times
-        assert marks[mark]["x"] == pytest.approx(left + marks[mark]["t"] / span * width, abs=0.2)
+        assert marks[mark]["x"] == pytest.approx(left + marks[mark]["t"] / span * width, abs=1.0)
     band = re.search(
         r'<rect class="phase" data-phase="discovery" x="([\d.]+)" y="2" width="([\d.]+)"', page.body
     )
