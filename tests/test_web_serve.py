@@ -133,6 +133,46 @@ def test_a_busy_port_is_one_line(horde: Path) -> None:
     )
 
 
+def _serve_on_busy_port(
+    horde: Path, variable: str | None, config: str | None = None
+) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """`horde-tui serve` without --port while a port is taken; `variable` and `config`
+    (HORDE_DASHBOARD_PORT and the config's serve_port; `{port}` is the busy one) say
+    which port to use, and the refusal names the port it tried."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "HORDE_DASHBOARD_PORT"}
+        if variable is not None:
+            env["HORDE_DASHBOARD_PORT"] = variable.format(port=port)
+        if config is not None:
+            (horde / "config.toml").write_text(
+                f"[horde]\nserve_port = {config.format(port=port)}\n"
+            )
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "serve"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**env, "HORDE_DIR": str(horde)},
+        )
+    return port, done
+
+
+def test_the_default_port_comes_from_the_variable_or_the_config(horde: Path) -> None:
+    port, done = _serve_on_busy_port(horde, "{port}")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr, done.stderr
+    port, done = _serve_on_busy_port(horde, "{port}", config="1")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr  # the variable wins
+    port, done = _serve_on_busy_port(horde, None, config="{port}")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr, done.stderr
+    port, done = _serve_on_busy_port(horde, "seventy", config="{port}")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "HORDE_DASHBOARD_PORT" in done.stderr, done.stderr
+
+
 async def test_the_command_serves_until_interrupted(horde: Path) -> None:
     """The real process: it says where it listens, answers, and a Ctrl-C ends it cleanly."""
     proc = subprocess.Popen(
