@@ -14,6 +14,7 @@ from conftest import Horde
 from support.web_scene import RUN_ID, SWARM_ID, web_scene
 
 from horde_tui.store.runs import mark_live
+from horde_tui.web.footer import build_footer, footer_html, repository_url
 from horde_tui.web.pages import Site
 
 LIVE = "20250102-090000-cafe"
@@ -98,3 +99,24 @@ def test_the_member_log_takes_a_tail_and_has_a_whole_log_view(horde: Path) -> No
     assert 'href="log-all.html"' in default.body
     member = site.render(f"{base}index.html").body
     assert 'href="log.html"' in member and 'href="log-all.html"' in member
+
+
+def test_the_footer_links_the_commit_when_the_repository_is_known(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        '[project]\nname = "horde-tui"\n[project.urls]\n'
+        'Repository = "https://github.com/example/horde-tui.git"\n'
+    )
+    repo = repository_url(pyproject)
+    assert repo == "https://github.com/example/horde-tui"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert footer_html("0.1.0", sha + "-dirty", repo) == (
+        "horde-tui 0.1.0 · commit "
+        f'<a href="https://github.com/example/horde-tui/commit/{sha}">0123456789ab-dirty</a>'
+    )
+    pyproject.write_text('[project]\nname = "horde-tui"\n')
+    assert repository_url(pyproject) is None
+    assert footer_html("0.1.0", sha, None) == "horde-tui 0.1.0 · commit 0123456789ab"
+    assert footer_html("0.1.0", None, repo) == "horde-tui 0.1.0"
+    page = Site(tmp_path).html(Site(tmp_path).render("index.html"))
+    assert f"<footer>{build_footer()}</footer>" in page

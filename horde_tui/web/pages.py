@@ -38,7 +38,6 @@ from horde_tui.store.runs import (
     run_ids,
     swarm_ids,
 )
-from horde_tui.supervisor.setup import code_version
 from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
@@ -50,6 +49,7 @@ from horde_tui.view.swimlane import Mark, SwimlaneView, mark_of
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
+from horde_tui.web.footer import build_footer
 from horde_tui.web.graphsvg import swimlane_svg
 from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
@@ -73,18 +73,6 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
 """Every page's Content-Security-Policy: no script, no request off the page's own site.
 The server sends it as a header; each page carries it as a meta tag too, so a page
 opened from an export's folder is held to it alike."""
-
-
-@functools.cache
-def build_info() -> str:
-    """`horde-tui 0.1.0`, plus the commit (`-dirty` with uncommitted changes) when the
-    package runs from a git checkout: the MANIFEST's `code_version`, shortened."""
-    info = code_version()
-    commit = info["commit"]
-    if not commit:
-        return f"horde-tui {info['version']}"
-    short = commit.removesuffix("-dirty")[:12] + ("-dirty" if commit.endswith("-dirty") else "")
-    return f"horde-tui {info['version']} · commit {short}"
 
 
 @dataclass
@@ -399,7 +387,7 @@ class Site:
             f"{reload}<title>{esc(page.title)}</title><style>{CSS}</style></head><body>"
             f"<header>{self.link('index.html', 'runs')} {page.nav}</header>"
             f"<main><h1>{esc(page.title)}</h1>{page.body}</main>"
-            f"<footer>{esc(build_info())}</footer></body></html>"
+            f"<footer>{build_footer()}</footer></body></html>"
         )
         return self.mask(doc)
 
