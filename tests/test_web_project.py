@@ -120,3 +120,17 @@ def test_the_footer_links_the_commit_when_the_repository_is_known(tmp_path: Path
     assert footer_html("0.1.0", None, repo) == "horde-tui 0.1.0"
     page = Site(tmp_path).html(Site(tmp_path).render("index.html"))
     assert f"<footer>{build_footer()}</footer>" in page
+
+
+def test_the_swarm_collaboration_page_shows_each_hordes_acceptance_and_reviews(
+    horde: Path,
+) -> None:
+    page = Site(horde).render(f"swarms/{SWARM_ID}/threads.html")
+    h1 = page.data["hordes"]["h1"]
+    assert "A1" in [a["target"] for a in h1["acceptance"]]
+    assert [(v["id"], v["target"], v["by"]) for v in h1["reviews"]] == [("V1", "A1", "member-2")]
+    assert page.data["hordes"]["h3"] is None  # pending: no run yet
+    body = page.body
+    assert "<h2>h1: acceptance and reviews</h2>" in body
+    assert f'href="../../runs/{SWARM_ID}-h1/collaboration.html#A1"' in body
+    assert "h3: not started yet" in body

@@ -31,6 +31,7 @@ from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.graph import Node, mermaid_source
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
+from horde_tui.store.pagelinks import entry_page
 from horde_tui.store.runs import (
     READING_ORDER,
     existing_swarm,
@@ -733,9 +734,26 @@ class Site:
         )
         parts += [self._entry(run, "threads", r.key, r.id) for r in threads]
         parts.append("<h2>Artifact acceptance and review scope</h2>")
-        arows = [
+        parts.append(self._acceptance_table(run_id, accepted, anchored=True))
+        parts.append("<h2>Resources</h2>")
+        rrows = [[esc(c) for c in r.cells()] for r in resources]
+        parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
+        pages = " ".join(
+            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        )
+        parts.append(
+            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
+        )
+        return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+
+    def _acceptance_table(self, run_id: str, accepted: list[Any], anchored: bool) -> str:
+        """Each target's acceptance; `anchored`: this is the run's collaboration page,
+        which anchors its artifacts (elsewhere they link to it)."""
+        rows = [
             (
-                self._acceptance_target(run_id, a.target),
+                self._acceptance_target(run_id, a.target)
+                if anchored
+                else self._entity_link(run_id, a.target),
                 esc(f"r{a.revision}"),
                 esc(a.owner),
                 esc(a.label),
@@ -754,17 +772,63 @@ class Site:
             "deciding reviews",
             "left unchecked",
         )
-        parts.append(table(cols, arows, "acceptance") if arows else "<p>Nothing under review.</p>")
-        parts.append("<h2>Resources</h2>")
-        rrows = [[esc(c) for c in r.cells()] for r in resources]
-        parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
-        pages = " ".join(
-            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        return table(cols, rows, "acceptance") if rows else "<p>Nothing under review.</p>"
+
+    def _reviews(self, run: _Run, run_id: str) -> tuple[str, list[dict[str, Any]]]:
+        """The run's V# reviews, oldest first: a table and its data."""
+        found = sorted(
+            (v for v in run.ledgers.state.reviews.values() if v.run == run_id), key=lambda v: v.seq
         )
-        parts.append(
-            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
-        )
-        return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+        data = [
+            {
+                "id": v.id,
+                "by": v.by,
+                "target": v.target,
+                "revision": v.revision,
+                "verdict": v.verdict,
+                "support": v.support,
+                "checked": v.checked,
+            }
+            for v in found
+        ]
+        rows = [
+            (
+                esc(v["id"]),
+                esc(v["by"]),
+                self._entity_link(run_id, v["target"]),
+                esc(f"r{v['revision']}"),
+                esc(v["verdict"]),
+                esc(v["support"]),
+                esc(v["checked"]),
+            )
+            for v in data
+        ]
+        cols = ("review", "by", "target", "revision", "verdict", "support", "checked")
+        return (table(cols, rows, "reviews") if rows else "<p>No reviews.</p>"), data
+
+    def _swarm_collaboration(self, swarm_id: str, view: SwarmView) -> Page:
+        """Every horde's threads, then each horde's acceptance and reviews under its own
+        heading (each horde's event audit stays on its run page)."""
+        text = view.ledgers_markdown("threads")
+        parts = [markdown(text)]
+        hordes: dict[str, Any] = {}
+        for line in view.lines():
+            run = self._run(line.run_dir.name) if line.run_dir is not None else None
+            if run is None or line.run_dir is None:
+                hordes[line.horde] = None
+                parts.append(f"<h2>{esc(line.horde)}: not started yet</h2>")
+                continue
+            run_id = line.run_dir.name
+            accepted = acceptance_all(run.ledgers.state, run_id)
+            reviews, data = self._reviews(run, run_id)
+            hordes[line.horde] = {"acceptance": [a.as_json() for a in accepted], "reviews": data}
+            parts += [
+                f"<h2>{esc(line.horde)}: acceptance and reviews</h2>",
+                self._acceptance_table(run_id, accepted, anchored=False),
+                reviews,
+            ]
+        data_all = {"ledger": "threads", "markdown": text, "hordes": hordes}
+        return Page("", f"Collaboration · swarm {swarm_id}", "".join(parts), data_all)
 
     def _acceptance_target(self, run_id: str, ident: str) -> str:
         """A finding links to its entry; an artifact, which has no ledger page, is
@@ -774,18 +838,8 @@ class Site:
         return self._entity_link(run_id, ident)
 
     def _entity_link(self, run_id: str, ident: str) -> str:
-        kind = {
-            "#": "ideas",
-            "F": "findings",
-            "T": "facts",
-            "C": "claims",
-            "R": "resources",
-            "Q": "collaboration",
-        }.get(ident[:1])
-        if kind is None:
-            return esc(ident)
-        page = "collaboration.html" if kind == "collaboration" else f"{kind}.html"
-        return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
+        found = entry_page(ident)
+        return self.link(f"runs/{run_id}/{found}", ident) if found else esc(ident)
 
     def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
         confined(self.horde_dir, run.run_dir / "events.jsonl")
@@ -1031,6 +1085,8 @@ class Site:
             page = self._swarm_overview(swarm_id, view)
         elif rest == ["graph.html"]:
             page = self._swarm_graph(swarm_id, view)
+        elif rest == ["threads.html"]:
+            page = self._swarm_collaboration(swarm_id, view)
         elif len(rest) == 1 and name.removesuffix(".html") in (*LEDGERS, "threads"):
             kind = name.removesuffix(".html")
             text = view.ledgers_markdown(kind)
