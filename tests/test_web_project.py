@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,25 @@ def test_the_swarm_collaboration_page_shows_each_hordes_acceptance_and_reviews(
     assert "<h2>h1: acceptance and reviews</h2>" in body
     assert f'href="../../runs/{SWARM_ID}-h1/collaboration.html#A1"' in body
     assert "h3: not started yet" in body
+
+
+def test_the_index_refreshes_while_anything_is_live_and_stops_after(tmp_path: Path) -> None:
+    """A real process hosts the swarm and supervises a run; once it is gone (no file
+    changes), the same Site's index stops refreshing."""
+    root = web_scene(tmp_path / "project")
+    host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        swarm_json = next((root / "swarms").rglob("SWARM.json"))
+        info = json.loads(swarm_json.read_text())
+        info["parent_pid"] = host.pid
+        swarm_json.write_text(json.dumps(info))
+        for live in root.rglob(".live"):
+            live.write_text(f"{host.pid}\n")
+        site = Site(root)
+        assert site.render("index.html").live
+        assert 'http-equiv="refresh"' in site.html(site.render("index.html"), refresh=True)
+    finally:
+        host.kill()
+        host.wait()
+    index = site.render("index.html")
+    assert not index.live, [(r["id"], r["state"]) for r in index.data["runs"]]
