@@ -93,6 +93,15 @@ def place(graph: RunGraph) -> tuple[list[str], list[Placed], TimeAxis]:
     return lanes, placed, axis
 
 
+def lane_open(name: str, label: str, y: float, width: int) -> str:
+    """A lane's group with its rule and label; its marks follow, then `</g>`."""
+    return (
+        f'<g class="lane" data-lane="{esc(name)}"><line x1="0" y1="{y + 6}" x2="{width}" '
+        f'y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
+        f'<text class="lane-label" x="4" y="{y}">{esc(label)}</text>'
+    )
+
+
 def _bands(placed: list[Placed], axis: TimeAxis, height: int) -> list[str]:
     """Phase bands at their real times, from the phase-start/-end marks."""
     out, starts = [], {}
@@ -147,11 +156,7 @@ def swimlane_svg(
     out.append("</g>")
     for row, name in enumerate(lanes):
         y = LANE_H * (row + 1)
-        out.append(
-            f'<g class="lane" data-lane="{esc(name)}">'
-            f'<line x1="0" y1="{y + 6}" x2="{width}" y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
-            f'<text class="lane-label" x="4" y="{y}">{esc(graph.lane_labels[name])}</text>'
-        )
+        out.append(lane_open(name, graph.lane_labels[name], y, width))
         for p in placed:
             if p.lane != row:
                 continue

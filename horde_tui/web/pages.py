@@ -51,7 +51,7 @@ from horde_tui.view.transcript import TranscriptReader
 from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
 from horde_tui.web.footer import build_footer
-from horde_tui.web.graphsvg import swimlane_svg
+from horde_tui.web.graphsvg import CELL, PLOT_MIN, TimeAxis, lane_open, swimlane_svg
 from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
 from horde_tui.web.project import PROJECT_PAGES, citers, concern_rows, entry_runs
@@ -460,6 +460,7 @@ class Site:
         live = [r.run_id for r in self._index.rows() if r.run_id in singles and r.state in LIVE]
         only = self._args.get("run") or None
         runs = entry_runs(state, kind)
+        rows: list[tuple[str, tuple[str, ...], str]]
         if kind == "concerns":
             rows = [(c[0], (c[1], c[3]), c[2]) for c in concern_rows(state)]
             columns: tuple[str, ...] = ("concern", "by", "definition")
@@ -795,7 +796,7 @@ class Site:
             (
                 esc(v["id"]),
                 esc(v["by"]),
-                self._entity_link(run_id, v["target"]),
+                self._entity_link(run_id, str(v["target"])),
                 esc(f"r{v['revision']}"),
                 esc(v["verdict"]),
                 esc(v["support"]),
@@ -1111,27 +1112,20 @@ class Site:
         steps = list(info.timeline) if info else []
         lanes = ["swarm", *(info.horde_names() if info else [])]
         runs = {ln.horde: ln.run_dir.name for ln in view.lines() if ln.run_dir is not None}
-        t0 = min((t for t, _, _ in steps), default=0.0)
-        span = max((t for t, _, _ in steps), default=0.0) - t0 or 1.0
-        cell, lane_h, label_w, plot = 7.4, 24, 90, 900
-        width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
+        axis = TimeAxis([t for t, _, _ in steps], 90, PLOT_MIN)
+        lane_h = 24
+        width, height = int(axis.left + axis.plot + 160), lane_h * (len(lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="group" aria-label="hordes of swarm {esc(swarm_id)}">'
         ]
         for row, lane in enumerate(lanes):
             y = lane_h * (row + 1)
-            out.append(
-                f'<g class="lane" data-lane="{esc(lane)}"><line x1="0" y1="{y + 6}" x2="{width}" '
-                f'y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
-                f'<text class="lane-label" x="4" y="{y}">{esc(lane)}</text>'
-            )
-            last = -1.0
+            out.append(lane_open(lane, lane, y, width))
             for ts, kind, horde in steps:
                 if (horde or "swarm") != lane:
                     continue
-                x = max(label_w + (ts - t0) / span * plot, last + cell)
-                last = x + cell * (len(kind) + 1)
+                x = axis.place(lane, ts, CELL * (len(kind) + 1))
                 mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
                 target = (
                     f"runs/{runs[lane]}/graph.html"
