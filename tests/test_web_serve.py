@@ -234,3 +234,17 @@ async def test_refresh_0_survives_clicks(server: HttpServer) -> None:
     assert 'http-equiv="refresh"' not in page and 'findings-oldest.html?refresh=0"' in page
     _, bare, _ = await _get(live)
     assert "refresh=0" not in bare
+
+
+async def test_served_project_pages_and_logs_take_their_query(server: HttpServer) -> None:
+    base = server.url
+    status, page, _ = await _get(f"{base}/ideas.html?refresh=0")
+    assert status == 200 and '<div class="scope">project</div>' in page
+    assert f'href="ideas.html?refresh=0&amp;run={RUN_ID}"' in page  # the run filter
+    data = json.loads((await _get(f"{base}/api/ideas.html?run={RUN_ID}"))[1])
+    assert data["run"] == RUN_ID and data["rows"]
+    assert {row["run"] for row in data["rows"]} == {RUN_ID}
+    nothing = json.loads((await _get(f"{base}/api/ideas.html?run=nope"))[1])
+    assert nothing["rows"] == []
+    log = f"{base}/api/runs/{RUN_ID}/members/member-1/log.html?tail=1"
+    assert json.loads((await _get(log))[1])["tail"] == "exit completed after 60 turns\n"
