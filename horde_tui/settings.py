@@ -218,6 +218,12 @@ class Settings(BaseModel):
         default=None,
         description="role presets: give the members personas (`horde-tui presets` lists them).",
     )
+    serve_port: int = Field(
+        default=7433,
+        ge=0,
+        le=65535,
+        description="serve: the port `horde-tui serve` listens on when --port names none (0: any free port).",
+    )
 
     @field_validator("member_models", mode="before")
     @classmethod
@@ -458,8 +464,12 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
 """Every `HORDE_*` variable that is not a `Settings` field (those are `env_name(field)`)."""
 
 
+ENV_NAMES = {"serve_port": "HORDE_DASHBOARD_PORT"}
+"""Settings whose variable keeps the reference's name rather than the field's."""
+
+
 def env_name(field: str) -> str:
-    return ENV_PREFIX + field.upper()
+    return ENV_NAMES.get(field) or ENV_PREFIX + field.upper()
 
 
 def flag_name(field: str) -> str:

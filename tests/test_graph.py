@@ -141,3 +141,62 @@ def test_a_long_run_is_cut_at_the_node_cap_with_a_note() -> None:
     assert render_graph(posts, SUMMARY).endswith(
         f"```\n\n_Cut at {MAX_NODES} nodes: 100 more events are in events.jsonl._\n"
     )
+
+
+def _story(horde: Horde) -> list[dict[str, Any]]:
+    """An idea, a finding under it, a review of it, a refuting review (which opens a
+    challenge) answered and resolved, an artifact and a refuting review of it."""
+    (horde.workdir / "src").mkdir()
+    (horde.workdir / "src" / "a.py").write_text("x = 1\n")
+    horde.store("parent").ensure_run("r1")
+    assert horde("member-1", "idea", text="check tokens").ok
+    assert horde("member-1", "claim", id="#1").ok
+    assert horde(
+        "member-1", "finding", text="Token check skipped", concern="auth", concernDef="authn"
+    ).ok
+    review = {"support": "reproduced", "checked": "ran it", "evidence": "src/a.py:1"}
+    assert horde("member-2", "review", target="F1", verdict="supports", **review).ok
+    assert horde("member-2", "artifact", path="src/a.py", text="the fix", criteria="runs").ok
+    assert horde("member-3", "review", target="F1", verdict="refutes", **review).ok  # Q1
+    assert horde("member-1", "respond", id="Q1", text="fixed").ok
+    assert horde("member-3", "resolve", id="Q1", text="ok").ok
+    assert horde("member-3", "review", target="A1", verdict="refutes", **review).ok  # Q2
+    return horde.events("r1")
+
+
+def test_reviews_challenges_and_findings_under_ideas_are_edges(horde: Horde) -> None:
+    events = _story(horde)
+    lines = _mermaid(render_graph(events, SUMMARY))
+    respond = _event_id(events, type="outcome", action="respond")
+    resolve = _event_id(events, type="outcome", action="resolve")
+    for edge in (
+        "  f1 -.->|under| i1",  # the finding, filed under its idea
+        "  v1 -->|supports| f1",
+        "  v2 -->|refutes| f1",
+        "  v3 -->|refutes| a1",  # an artifact's review
+        "  v2 -->|opens| q1",
+        "  q1 -->|challenge| f1",
+        f"  {respond} -->|responded| q1",
+        f"  {resolve} -->|resolved| q1",
+        "  q2 -->|challenge| a1",
+    ):
+        assert edge in lines, (edge, [x for x in lines if "--" in x])
+    assert '    a1["A1 artifact: src/a.py"]' in lines
+
+
+def test_graph_nodes_click_through_to_the_dashboard(horde: Horde) -> None:
+    events = _story(horde)
+    lines = _mermaid(render_graph(events, SUMMARY))
+    base = "/runs/r1/"
+    assert f'  click f1 href "{base}findings.html#F1"' in lines
+    assert f'  click i1 href "{base}ideas.html#idea-1"' in lines
+    assert f'  click q1 href "{base}collaboration.html#Q1"' in lines
+    assert f'  click a1 href "{base}collaboration.html#A1"' in lines
+    resolve = next(e for e in events if e.get("action") == "resolve" and e["type"] == "outcome")
+    line = events.index(resolve)
+    node = "e" + resolve["id"][1:]
+    assert f'  click {node} href "{base}events-1.html#{resolve["id"]}"' in lines
+    assert line < 1000
+    # the export's copy links relative to the run's folder
+    relative = _mermaid(render_graph(events, SUMMARY, base=""))
+    assert '  click f1 href "findings.html#F1"' in relative

@@ -83,6 +83,7 @@ class Dom(HTMLParser):
         super().__init__()
         self.tables: dict[str, list[str]] = {}
         self.lanes: list[str] = []
+        self.edges: list[tuple[str, str]] = []
         self.ids: set[str] = set()
         self.details = 0
         self.tags: set[str] = set()
@@ -103,6 +104,8 @@ class Dom(HTMLParser):
             self.tables[self._table].append("")
         if tag == "g" and a.get("class") == "lane":
             self.lanes.append(str(a.get("data-lane")))
+        if tag == "path" and str(a.get("class") or "").startswith("edge"):
+            self.edges.append((str(a.get("data-src")), str(a.get("data-dst"))))
         self.details += tag == "details"
 
     def handle_endtag(self, tag: str) -> None:
@@ -142,6 +145,7 @@ def test_chromium_reads_the_export_from_disk_and_a_served_page(
     graph = Dom(dump_dom((run / "graph.html").as_uri(), profile))
     assert "svg" in graph.tags
     assert graph.lanes == ["parent", "member-1", "member-2", "member-3"]
+    assert ("f1", "i1") in graph.edges and len(graph.edges) > 6  # the picture's arrows
 
     async def served() -> str:
         server, pages = await start(horde, 0)

@@ -10,12 +10,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from conftest import Horde
 from support.processes import wait_until
 from support.web_scene import (
     FAKE_KEY,
@@ -180,6 +182,58 @@ def test_a_page_names_the_version_and_the_graph_links_each_mark(horde: Path) -> 
     assert re.search(r'class="phase".*discovery', graph.body)
     doc = site.html(graph)
     assert "horde-tui 0.1.0" in doc and 'http-equiv="refresh"' not in doc
+
+
+def test_the_graph_draws_reviews_challenges_and_ideas_as_edges(horde: Path) -> None:
+    page = Site(horde).render(f"runs/{RUN_ID}/graph.html")
+    edges = {(e["src"][:1], e["dst"], e["label"]) for e in page.data["edges"]}
+    assert ("v", "f1", "supports") in edges and ("v", "f3", "refutes") in edges
+    assert ("f", "i1", "under") in edges  # F1 filed under #1
+    assert ("q", "f3", "challenge") in edges  # the refuting review's challenge ...
+    assert ("e", "q2", "resolved") in edges  # ... and the question it answered, resolved
+    drawn = re.findall(r'<path class="edge[^"]*" data-src="(\w+)" data-dst="(\w+)"', page.body)
+    assert len(drawn) == len(page.data["edges"]) > 6
+    assert "<title>refutes</title>" in page.body
+
+
+def test_the_graph_axis_is_real_time(tmp_path: Path) -> None:
+    """Marks sit at their events' times: one event after a pause is drawn far right,
+    though many events come after it in the file; phase bands span their real times."""
+    horde = Horde(tmp_path)
+    parent = horde.store("parent")
+    parent.ensure_run("r1")
+
+    def life(kind: str, **data: str) -> None:
+        parent.append_event("r1", {"type": "lifecycle", "kind": kind, **data})
+
+    life("run-start")
+    life("phase-start", phase="discovery")
+    assert horde("member-1", "idea", text="first").ok
+    time.sleep(1.0)
+    assert horde("member-2", "idea", text="after a pause").ok
+    for n in range(8):
+        assert horde("member-3", "post", text=f"busy {n}").ok
+    life("phase-end", phase="discovery")
+    page = Site(horde.root).render("runs/r1/graph.html")
+    marks = {m["text"]: m for lane in page.data["lanes"] for m in lane["marks"]}
+    left, width = page.data["plot"]["left"], page.data["plot"]["width"]
+    span = max(m["t"] for m in marks.values())
+    assert marks["#2"]["t"] >= 1.0 and marks["#1"]["t"] < 0.5
+    for mark in ("#1", "#2"):  # alone in their lanes: exactly at their times
+        assert marks[mark]["x"] == pytest.approx(left + marks[mark]["t"] / span * width, abs=1.0)
+    band = re.search(
+        r'<rect class="phase" data-phase="discovery" x="([\d.]+)" y="2" width="([\d.]+)"', page.body
+    )
+    assert band and float(band.group(1)) <= marks["#1"]["x"]
+    assert float(band.group(1)) + float(band.group(2)) >= marks["#2"]["x"]
+
+
+def test_graph_mmd_clicks_through_relative_in_an_export(horde: Path, tmp_path: Path) -> None:
+    where = export(horde, RUN_ID, tmp_path / "out")
+    mmd = (where / "runs" / RUN_ID / "graph.mmd").read_text()
+    assert 'click f1 href "findings.html#F1"' in mmd
+    assert re.search(r'click e\d+ href "events-1\.html#E\d+"', mmd)
+    assert "/runs/" not in mmd
 
 
 def test_an_unknown_target_is_one_line(horde: Path, tmp_path: Path) -> None:

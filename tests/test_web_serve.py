@@ -77,7 +77,9 @@ async def test_json_twins_carry_what_the_pages_show(server: HttpServer, horde: P
     assert len(page["entries"]) == 50 and page["pages"] == 3
     assert FAKE_KEY not in json.dumps(page) and "[masked]" in json.dumps(page)
     status, mmd, headers = await _get(f"{base}/runs/{RUN_ID}/graph.mmd")
-    assert headers["Content-Type"].startswith("text/plain") and "a --> b" in mmd
+    assert headers["Content-Type"].startswith("text/plain") and "flowchart LR" in mmd
+    # served, each node clicks through to its page by an absolute path
+    assert f'click f1 href "/runs/{RUN_ID}/findings.html#F1"' in mmd
     assert (await _get(f"{base}/runs/nope/index.html"))[0] == 404
     assert _tree(horde) == before  # nothing under .horde/ written
 
@@ -129,6 +131,46 @@ def test_a_busy_port_is_one_line(horde: Path) -> None:
     assert done.stderr.strip() == (
         f"horde-tui serve: refused: port {port} on 127.0.0.1 is in use; pick another with --port N"
     )
+
+
+def _serve_on_busy_port(
+    horde: Path, variable: str | None, config: str | None = None
+) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """`horde-tui serve` without --port while a port is taken; `variable` and `config`
+    (HORDE_DASHBOARD_PORT and the config's serve_port; `{port}` is the busy one) say
+    which port to use, and the refusal names the port it tried."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "HORDE_DASHBOARD_PORT"}
+        if variable is not None:
+            env["HORDE_DASHBOARD_PORT"] = variable.format(port=port)
+        if config is not None:
+            (horde / "config.toml").write_text(
+                f"[horde]\nserve_port = {config.format(port=port)}\n"
+            )
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "serve"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**env, "HORDE_DIR": str(horde)},
+        )
+    return port, done
+
+
+def test_the_default_port_comes_from_the_variable_or_the_config(horde: Path) -> None:
+    port, done = _serve_on_busy_port(horde, "{port}")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr, done.stderr
+    port, done = _serve_on_busy_port(horde, "{port}", config="1")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr  # the variable wins
+    port, done = _serve_on_busy_port(horde, None, config="{port}")
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr, done.stderr
+    port, done = _serve_on_busy_port(horde, "seventy", config="{port}")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "HORDE_DASHBOARD_PORT" in done.stderr, done.stderr
 
 
 async def test_the_command_serves_until_interrupted(horde: Path) -> None:
@@ -192,3 +234,17 @@ async def test_refresh_0_survives_clicks(server: HttpServer) -> None:
     assert 'http-equiv="refresh"' not in page and 'findings-oldest.html?refresh=0"' in page
     _, bare, _ = await _get(live)
     assert "refresh=0" not in bare
+
+
+async def test_served_project_pages_and_logs_take_their_query(server: HttpServer) -> None:
+    base = server.url
+    status, page, _ = await _get(f"{base}/ideas.html?refresh=0")
+    assert status == 200 and '<div class="scope">project</div>' in page
+    assert f'href="ideas.html?refresh=0&amp;run={RUN_ID}"' in page  # the run filter
+    data = json.loads((await _get(f"{base}/api/ideas.html?run={RUN_ID}"))[1])
+    assert data["run"] == RUN_ID and data["rows"]
+    assert {row["run"] for row in data["rows"]} == {RUN_ID}
+    nothing = json.loads((await _get(f"{base}/api/ideas.html?run=nope"))[1])
+    assert nothing["rows"] == []
+    log = f"{base}/api/runs/{RUN_ID}/members/member-1/log.html?tail=1"
+    assert json.loads((await _get(log))[1])["tail"] == "exit completed after 60 turns\n"

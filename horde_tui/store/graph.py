@@ -18,12 +18,13 @@ takes a finished copy (`graph_so_far()`) whenever it repaints.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any, Protocol
 
 from horde_tui.store.ledgers.common import one_line
+from horde_tui.store.pagelinks import entry_page, event_page
 from horde_tui.store.state import normalize_id
 
 MAX_NODES = 300
@@ -56,8 +57,8 @@ class GraphRun(Protocol):
     def members(self) -> Sequence[LaneOwner]: ...
 
 
-_ENTITY = re.compile(r"^(#|[FTCRV])(\d+)$")
-_NODE_PREFIX = {"#": "i", "F": "f", "T": "t", "C": "c", "R": "r", "V": "v"}
+_ENTITY = re.compile(r"^(#|[FTCRVAQ])(\d+)$")
+_NODE_PREFIX = {"#": "i", "F": "f", "T": "t", "C": "c", "R": "r", "V": "v", "A": "a", "Q": "q"}
 CREATES = {
     "idea": "idea",
     "finding": "finding",
@@ -66,6 +67,8 @@ CREATES = {
     "supersede": "claim",
     "resource": "resource",
     "review": "review",
+    "artifact": "artifact",
+    "message": "thread",
 }
 """Actions whose successful outcome creates the entry named by `entry`."""
 MEMBER_KINDS = frozenset({"member-spawn", "member-exit", "member-reset"})
@@ -94,6 +97,10 @@ _SHAPES = {
     "ghost": '["{}"]',
 }
 _ARROWS = {"solid": "-->", "dotted": "-.->", "thick": "==>"}
+THREAD_NOTES = frozenset({"ack", "respond", "defer", "resolve"})
+"""Actions that move a thread (Q#): an edge to it, labelled with where it led."""
+_FILED_UNDER = re.compile(r"\bfiled under (#\d+)")
+_CHALLENGE = re.compile(r"\b(Q\d+) challenge opened")
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,8 @@ class Node:
     """entity, action, refusal, phase, lifecycle or ghost."""
     event: str = ""
     ts: str = ""
+    line: int = -1
+    """The event's line in `events.jsonl` (its page of the event audit), -1 if none."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +229,7 @@ class GraphBuilder:
             detail = f"{member} {detail}".strip()
         shape = "phase" if what.startswith("phase-") else "lifecycle"
         label = f"{what} {detail}".strip()
-        self.add(Node(_event_node(ev), lane, label, shape, str(ev.get("id", "")), ev_ts(ev)))
+        self.add(Node(_event_node(ev), lane, label, shape, *_at(ev)))
 
     def outcome(self, ev: dict[str, Any], actor: str, params: dict[str, Any]) -> None:
         action = str(ev.get("action", "?"))
@@ -228,7 +237,7 @@ class GraphBuilder:
         if not ev.get("ok"):
             target = params.get("id") or params.get("target") or ""
             label = f"✗ {action} {target}".strip()
-            self.add(Node(eid, actor, label, "refusal", str(ev.get("id", "")), ev_ts(ev)))
+            self.add(Node(eid, actor, label, "refusal", *_at(ev)))
             return
         entry = ev.get("entry")
         created = entity_node(entry) if action in CREATES else None
@@ -248,6 +257,10 @@ class GraphBuilder:
         text = params.get("name") if action == "resource" else params.get("text", "")
         if action == "review":
             text = f"{params.get('verdict', '')} {params.get('target', '')}"
+        elif action == "artifact":
+            text = params.get("path", "")
+        elif action == "message":
+            text = f"{params.get('kind', '')} to {params.get('to', '')}"
         label = f"{ev['entry']} {CREATES[action]}: {one_line(str(text or ''))}"
         if not self.add(Node(node, actor, label, "entity", *_at(ev))):
             return
@@ -256,8 +269,25 @@ class GraphBuilder:
         old_prefix = "C" if action == "supersede" else "F"
         old = params.get("id") if action == "supersede" else params.get("supersedes")
         self.edge(node, _ref(old, old_prefix), "supersedes", "thick")
-        if action == "review":
-            self.edge(node, _ref(params.get("target"), "F"), str(params.get("verdict", "")))
+        outcome_text = str(ev.get("text", ""))
+        if action == "finding" and (under := _FILED_UNDER.search(outcome_text)):
+            self.edge(node, entity_node(under.group(1)), "under", "dotted")
+        if action in ("review", "message"):
+            target = _target(params.get("target"))
+            label = str(params.get("verdict" if action == "review" else "kind", ""))
+            self.edge(node, target, label)
+            if action == "review" and (opened := _CHALLENGE.search(outcome_text)):
+                self._challenge(ev, actor, opened.group(1), node, target)
+
+    def _challenge(
+        self, ev: dict[str, Any], actor: str, thread: str, review: str, target: str | None
+    ) -> None:
+        """A refuting review opens a challenge thread to the target's owner: drawn as its
+        own node, so the answers and the resolution have something to point at."""
+        node = entity_node(thread)
+        if node and self.add(Node(node, actor, f"{thread} challenge", "entity", *_at(ev))):
+            self.edge(review, node, "opens")
+            self.edge(node, target, "challenge")
 
     def _action(
         self, ev: dict[str, Any], actor: str, params: dict[str, Any], action: str, entry: Any
@@ -276,8 +306,9 @@ class GraphBuilder:
         if action in ("confirm-solved", "contest-solved") and self.answers:
             self.edge(node, f"ans{self.answers}", label)
         targets = [entity_node(entry)] + [_ref(i, "#") for i in _as_list(params.get("ids"))]
+        note = str(ev.get("outcome") or action) if action in THREAD_NOTES else ""
         for target in dict.fromkeys(t for t in targets if t):
-            self.edge(node, target)
+            self.edge(node, target, note)
 
     def graph_so_far(self) -> RunGraph:
         """The graph of the events fed so far, finished: entries of earlier runs that
@@ -302,6 +333,12 @@ class GraphBuilder:
         return graph
 
 
+def _target(raw: Any) -> str | None:
+    """A review's or a message's target (`F2`, `A1`, `2`: a bare number is a finding)."""
+    text = str(raw or "").strip()
+    return _ref(text, text[:1].upper() if text[:1].isalpha() else "F")
+
+
 def _as_list(value: Any) -> list[Any]:
     """A list parameter as recorded; a hand-written string is split like the tool does."""
     if isinstance(value, str):
@@ -313,8 +350,9 @@ def ev_ts(ev: dict[str, Any]) -> str:
     return str(ev.get("ts", ""))
 
 
-def _at(ev: dict[str, Any]) -> tuple[str, str]:
-    return str(ev.get("id", "")), ev_ts(ev)
+def _at(ev: dict[str, Any]) -> tuple[str, str, int]:
+    """A node's event fields: its E#, its time and its line."""
+    return str(ev.get("id", "")), ev_ts(ev), int(ev.get("_pos", -1))
 
 
 def _event_node(ev: dict[str, Any]) -> str:
@@ -324,7 +362,7 @@ def _event_node(ev: dict[str, Any]) -> str:
 
 
 def _is_entity(node_id: str) -> bool:
-    return bool(re.match(r"^[iftcrv]\d+$", node_id))
+    return bool(re.match(r"^[iftcrvaq]\d+$", node_id))
 
 
 def _entity_label(node_id: str) -> str:
@@ -354,7 +392,20 @@ def swimlane_rows(events: Iterable[dict[str, Any]], summary: GraphRun) -> list[S
     ]
 
 
-def _mermaid(graph: RunGraph) -> list[str]:
+def node_target(node: Node) -> str | None:
+    """Where a node opens in the run's pages (relative to the run's folder): an entry of
+    this run its ledger entry, anything else its event in the audit; None for an entry
+    of an earlier run and an event whose line is unknown."""
+    if node.lane is not None and _is_entity(node.id):
+        found = entry_page(_entity_label(node.id))
+        if found:
+            return found
+    if node.event and node.line >= 0:
+        return f"{event_page(node.line)}#{node.event}"
+    return None
+
+
+def _mermaid(graph: RunGraph, href: Callable[[Node], str | None] | None = None) -> list[str]:
     lines = ["flowchart LR"]
     for index, lane in enumerate(graph.lanes):
         nodes = [n for n in graph.nodes if n.lane == lane]
@@ -373,6 +424,9 @@ def _mermaid(graph: RunGraph) -> list[str]:
     for e in graph.edges:
         label = f"|{escape(e.label, 24)}|" if e.label else ""
         lines.append(f"  {e.src} {_ARROWS[e.style]}{label} {e.dst}")
+    if href is not None:
+        links = ((n.id, href(n)) for n in graph.nodes)
+        lines += [f'  click {i} href "{url.replace(chr(34), "%22")}"' for i, url in links if url]
     lines += [
         "  classDef refusal fill:#fde2e2,stroke:#c0392b,font-size:10px",
         "  classDef phase fill:#e8eaf6,stroke:#3949ab",
@@ -385,18 +439,34 @@ def _mermaid(graph: RunGraph) -> list[str]:
     return lines
 
 
-def render_graph(events: list[dict[str, Any]], summary: GraphRun) -> str:
-    """GRAPH.md: a short legend and the Mermaid flowchart, with a note when it was cut."""
+def mermaid_source(graph: RunGraph, href: Callable[[Node], str | None] | None = None) -> str:
+    """The flowchart alone (the browser view's `graph.mmd`); `href` gives each node's
+    `click` link, None for a node without one."""
+    return "\n".join(_mermaid(graph, href)) + "\n"
+
+
+def render_graph(events: list[dict[str, Any]], summary: GraphRun, base: str | None = None) -> str:
+    """GRAPH.md: a short legend and the Mermaid flowchart, with a note when it was cut.
+    Each node clicks through to its page of the dashboard (`horde-tui serve`): under
+    `base`, `/runs/<id>/` unless given (`""`: relative to the run's folder)."""
     graph = build_graph(events, summary)
+    root = f"/runs/{summary.run_id}/" if base is None else base
+
+    def href(node: Node) -> str | None:
+        found = node_target(node)
+        return root + found if found else None
+
     lines = [
         f"# Run {summary.run_id} graph",
         "",
         f"Outcome: {summary.outcome}. One lane per member plus the parent, in event order; "
-        "phase marks in the parent's lane; ✗ marks a refused action; dotted arrows are "
-        "deltas and citations, thick arrows supersessions.",
+        "phase marks in the parent's lane; ✗ marks a refused action; arrows are reviews "
+        "(with their verdict), challenges and what answered them; dotted arrows are "
+        "deltas, citations and findings under their idea, thick arrows supersessions. "
+        "Each node opens its page of the dashboard (`horde-tui serve`).",
         "",
         "```mermaid",
-        *_mermaid(graph),
+        *_mermaid(graph, href),
         "```",
         "",
     ]

@@ -119,6 +119,7 @@ class SwimlaneView:
         self._generation = self.index.generation
         self._fed = 0
         self._layout: SwimlaneLayout | None = None
+        self._graph: RunGraph | None = None
 
     def refresh(self) -> bool:
         """Feed the events appended since the last call; return whether any were."""
@@ -126,19 +127,25 @@ class SwimlaneView:
         if self.index.generation != self._generation:  # the file was replaced: start over
             self._generation, self._fed = self.index.generation, 0
             self._builder = GraphBuilder(self.members)
-            self._layout = None
+            self._layout = self._graph = None
         stop = len(self.index)
         if stop == self._fed and self._layout is not None:
             return False
         self._builder.feed(self.index.record(i) or {} for i in range(self._fed, stop))
         self._fed = stop
-        self._layout = None
+        self._layout = self._graph = None
         return True
+
+    def graph(self) -> RunGraph:
+        """The graph so far (the browser view draws it on a time axis, with its edges)."""
+        if self._graph is None:
+            self._graph = self._builder.graph_so_far()
+        return self._graph
 
     def layout(self) -> SwimlaneLayout:
         """The current layout (recomputed only after a refresh that fed events)."""
         if self._layout is None:
-            self._layout = layout(self._builder.graph_so_far())
+            self._layout = layout(self.graph())
         return self._layout
 
     def close(self) -> None:

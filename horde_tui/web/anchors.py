@@ -10,16 +10,11 @@ from typing import Any
 
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.linefile import LineIndex
+from horde_tui.store.pagelinks import EVENTS_PER_PAGE, anchor, event_page
 
-EVENTS_PER_PAGE = 1000
-"""Event-audit lines per page: a 200,000-event run is 200 pages, none of them large."""
+__all__ = ["EVENTS_PER_PAGE", "anchor", "entry_pages", "event_line", "event_page"]
 _EVENT_ID = re.compile(rb'"id":"E([0-9]{1,18})"\}\s*$')
 """An event line's own E#: `id` is its last key (`EventLog.append` writes it so)."""
-
-
-def anchor(key: str) -> str:
-    """The stable anchor of a ledger entry: `F3`, `idea-3` for `#3`, `Q2`."""
-    return re.sub(r"[^A-Za-z0-9_-]", "", key.replace("#", "idea-")) or "entry"
 
 
 def entry_pages(ledgers: Any, run_id: str, kinds: tuple[str, ...]) -> dict[str, str]:
@@ -65,8 +60,3 @@ def event_line(index: LineIndex, ident: str) -> int | None:
         else:
             lo = at + 1
     return None
-
-
-def event_page(line: int) -> str:
-    """The audit page that shows line `line` (0-based) of `events.jsonl`."""
-    return f"events-{line // EVENTS_PER_PAGE + 1}.html"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,19 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from horde_tui.settings import SettingsError, load_settings
     from horde_tui.web.serve import cmd_serve
 
-    return cmd_serve(default_horde_dir(), args.port)
+    horde_dir = default_horde_dir()
+    port = args.port
+    if port is None:  # HORDE_DASHBOARD_PORT, else serve_port in .horde/config.toml
+        config = horde_dir / "config.toml"
+        try:
+            port = load_settings(config if config.is_file() else None).serve_port
+        except SettingsError as exc:
+            print(f"horde-tui serve: refused: {exc}", file=sys.stderr)
+            return 1
+    return cmd_serve(horde_dir, port)
 
 
 def add_web_commands(sub: Any) -> None:
@@ -40,5 +51,10 @@ def add_web_commands(sub: Any) -> None:
         "HEAD only); live pages reload every 3 s (?refresh=0 stops it); /api/<page> is the "
         "page's JSON.",
     )
-    s.add_argument("--port", type=int, default=7433, help="default 7433")
+    s.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="default: HORDE_DASHBOARD_PORT, else serve_port in .horde/config.toml, else 7433",
+    )
     s.set_defaults(func=_serve)

@@ -25,10 +25,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.graph import Node, mermaid_source
 from horde_tui.store.jsonl import parse_record
 from horde_tui.store.linefile import LineIndex
+from horde_tui.store.pagelinks import entry_page
 from horde_tui.store.runs import (
     READING_ORDER,
     existing_swarm,
@@ -37,7 +40,6 @@ from horde_tui.store.runs import (
     swarm_ids,
 )
 from horde_tui.store.secretfiles import is_secret
-from horde_tui.supervisor.setup import code_version
 from horde_tui.supervisor.summary import DEMO_MODEL
 from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
@@ -45,39 +47,34 @@ from horde_tui.view.ledgers import KINDS, LedgerView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.run import RunView
 from horde_tui.view.swarm import RunsAndSwarms, SwarmView
-from horde_tui.view.swimlane import SwimlaneView
+from horde_tui.view.swimlane import Mark, SwimlaneView, mark_of
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.web.anchors import EVENTS_PER_PAGE, anchor, entry_pages, event_line, event_page
 from horde_tui.web.confine import Outside, confined
+from horde_tui.web.footer import build_footer
+from horde_tui.web.graphsvg import CELL, PLOT_MIN, TimeAxis, lane_open, swimlane_svg
 from horde_tui.web.markup import markdown, markdown_line
 from horde_tui.web.mask import Masker
+from horde_tui.web.project import PROJECT_PAGES, citers, concern_rows, entry_runs
 from horde_tui.web.style import CSS
 
 PAGE_ENTRIES = 50
 """Transcript entries per page (the reference's)."""
 LOG_TAIL_BYTES = 64 * 1024
 """What a member page shows of its log: the end, where an exit is explained."""
+LOG_WHOLE_BYTES = 1024 * 1024
+"""The whole-log view's cap (`log-all.html`, `log.html?tail=0`): its last MiB."""
 LONG_ENTRY = 600
 """An entry longer than this (characters) is folded into `<details>`."""
 LEDGERS = tuple(k for k in KINDS if k != "threads")
 """The six ledgers; threads are on the collaboration page."""
 SWARM_DOCS = ("SWARM.md", "REPORT.md", "DELIVERABLE.md")
+LIVE = frozenset({"active", "finalizing"})
+"""Run states in which its members still write."""
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
 """Every page's Content-Security-Policy: no script, no request off the page's own site.
 The server sends it as a header; each page carries it as a meta tag too, so a page
 opened from an export's folder is held to it alike."""
-
-
-@functools.cache
-def build_info() -> str:
-    """`horde-tui 0.1.0`, plus the commit (`-dirty` with uncommitted changes) when the
-    package runs from a git checkout: the MANIFEST's `code_version`, shortened."""
-    info = code_version()
-    commit = info["commit"]
-    if not commit:
-        return f"horde-tui {info['version']}"
-    short = commit.removesuffix("-dirty")[:12] + ("-dirty" if commit.endswith("-dirty") else "")
-    return f"horde-tui {info['version']} · commit {short}"
 
 
 @dataclass
@@ -175,6 +172,12 @@ class Site:
         """What every link of the page being rendered carries (`?refresh=0`)."""
         self._fresh: set[str] = set()
         """Swarms caught up for the page being rendered."""
+        self._args: dict[str, str] = {}
+        """The query of the page being rendered (`?run=` narrows a project page)."""
+        self._project: LedgerView | None = None
+        self.served = False
+        """Set by the server: `graph.mmd` links absolute (`/runs/...`), as served; an
+        export's are relative."""
 
     # -- scope -----------------------------------------------------------------------------
 
@@ -229,9 +232,16 @@ class Site:
 
     # -- the page list ---------------------------------------------------------------------
 
+    @property
+    def _whole(self) -> bool:
+        """Every run and swarm is in scope: the project's pages are too."""
+        return self._runs_only is None and self._swarms_only is None
+
     def paths(self) -> Iterator[str]:
         """Every page of the scope, in an order that keeps one run's readers warm."""
         yield "index.html"
+        if self._whole:
+            yield from (f"{kind}.html" for kind in PROJECT_PAGES)
         for swarm in self.swarm_list():
             yield from self._swarm_paths(swarm)
         for run_id in self.run_list():
@@ -274,6 +284,7 @@ class Site:
             mbase = f"{base}members/{member.name}/"
             yield mbase + "index.html"
             yield mbase + "log.html"
+            yield mbase + "log-all.html"
             for s, session in enumerate(sessions(run.run_dir, member.name), 1):
                 entries = self._entry_count(session) or 0
                 for p in range(1, max(1, -(-entries // PAGE_ENTRIES)) + 1):
@@ -316,13 +327,16 @@ class Site:
 
     # -- rendering -------------------------------------------------------------------------
 
-    def render(self, path: str, *, still: bool = False) -> Page:
+    def render(
+        self, path: str, *, still: bool = False, query: dict[str, str] | None = None
+    ) -> Page:
         """The page at `path` (relative, e.g. `runs/<id>/findings.html`); a page that
         does not exist is a 404 page (the export never links to one), one that fails to
         read its files an error page (exported as such, so no link dangles). `still`:
         its links keep `?refresh=0` (the server's; an export never sets it)."""
         self._at = path
         self._query = "?refresh=0" if still else ""
+        self._args = dict(query or {})
         self._fresh.clear()
         parts = path.split("/")
         try:
@@ -343,6 +357,8 @@ class Site:
     def _route(self, parts: list[str]) -> Page | None:
         if parts == ["index.html"]:
             return self._index_page()
+        if len(parts) == 1 and parts[0].removesuffix(".html") in PROJECT_PAGES:
+            return self._project_page(parts[0].removesuffix(".html")) if self._whole else None
         if len(parts) >= 3 and parts[0] == "runs":
             run = self._run(parts[1])
             return None if run is None else self._run_page(run, parts[1], parts[2:])
@@ -350,13 +366,18 @@ class Site:
             return self._swarm_page(parts[1], parts[2:])
         return None
 
-    def link(self, target: str, text: str, cls: str = "") -> str:
-        """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
+    def href(self, target: str) -> str:
+        """`target` (a site path, `#anchor` allowed) relative to this page; "" stays ""."""
+        if not target:
+            return ""
         path, _, frag = target.partition("#")
         rel = _relative(path, posixpath.dirname(self._at) or ".") + self._query if path else ""
-        href = rel + (f"#{frag}" if frag else "")
+        return rel + (f"#{frag}" if frag else "")
+
+    def link(self, target: str, text: str, cls: str = "") -> str:
+        """`<a>` to `target` (a site path, `#anchor` allowed) relative to this page."""
         klass = f' class="{cls}"' if cls else ""
-        return f'<a href="{esc(href)}"{klass}>{esc(text)}</a>'
+        return f'<a href="{esc(self.href(target))}"{klass}>{esc(text)}</a>'
 
     def html(self, page: Page, refresh: bool = False) -> str:
         """The whole document of `page`, masked; `refresh`: reload every three seconds
@@ -369,7 +390,7 @@ class Site:
             f"{reload}<title>{esc(page.title)}</title><style>{CSS}</style></head><body>"
             f"<header>{self.link('index.html', 'runs')} {page.nav}</header>"
             f"<main><h1>{esc(page.title)}</h1>{page.body}</main>"
-            f"<footer>{esc(build_info())}</footer></body></html>"
+            f"<footer>{build_footer()}</footer></body></html>"
         )
         return self.mask(doc)
 
@@ -417,7 +438,100 @@ class Site:
         cols = ("id", "kind", "state", "started", "count", "model", "outcome", "prompt", "files")
         body = table(cols, cells, "runs") if rows else "<p>No runs yet.</p>"
         live = any(d["state"] in ("active", "finalizing", "pending") for d in data)
-        return Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+        page = Page("index.html", "Runs and swarms", body, {"runs": data}, live=live)
+        page.nav = self._project_nav("") if self._whole else ""
+        return page
+
+    # -- the project -----------------------------------------------------------------------
+
+    def _project_nav(self, current: str) -> str:
+        links = " ".join(
+            self.link(f"{k}.html", k, "current" if k == current else "") for k in PROJECT_PAGES
+        )
+        return f'<div class="scope">project</div><nav>{links}</nav>'
+
+    def _project_page(self, kind: str) -> Page:
+        """One project ledger across every single run, each row tagged with its run;
+        `?run=` keeps one run's rows."""
+        if self._project is None:
+            self._project = LedgerView(self.horde_dir)
+        self._project.refresh()
+        state = self._project.state
+        self._index.refresh()
+        singles = set(run_ids(self.horde_dir))
+        live = [r.run_id for r in self._index.rows() if r.run_id in singles and r.state in LIVE]
+        only = self._args.get("run") or None
+        runs = entry_runs(state, kind)
+        rows: list[tuple[str, tuple[str, ...], str]]
+        if kind == "concerns":
+            rows = [(c[0], (c[1], c[3]), c[2]) for c in concern_rows(state)]
+            columns: tuple[str, ...] = ("concern", "by", "definition")
+        else:
+            rows = [
+                (r.id, tuple(r.cells())[1:], runs.get(r.key, ""))
+                for r in self._project.rows(kind, "newest")
+            ]
+            columns = self._project.columns(kind)
+        rows = [r for r in rows if only is None or r[2] == only]
+        cited = citers(state, live) if kind == "resources" else {}
+        data: dict[str, Any] = {
+            "ledger": kind,
+            "run": only,
+            "columns": ["run", *columns],
+            "rows": [{"id": i, "run": run, "cells": [i, *cells]} for i, cells, run in rows],
+        }
+        cells = []
+        for ident, rest, run in rows:
+            tag = self.link(f"runs/{run}/index.html", run) if run in singles else esc(run)
+            at = self.link(f"runs/{run}/{kind}.html#{anchor(ident)}", ident)
+            line = [tag, at if run in singles and kind != "concerns" else esc(ident)]
+            line += [esc(c) for c in rest]
+            if kind == "resources":
+                line.append(
+                    esc("; ".join(f"{r}: {', '.join(m)}" for r, m in cited.get(ident, {}).items()))
+                )
+            cells.append(line)
+        if kind == "resources":
+            data["columns"].append("cited in a live run")
+            for row in data["rows"]:
+                row["cited_in_live_runs"] = cited.get(row["id"], {})
+        parts = [
+            self._swarm_pointer(kind),
+            self._run_filter(kind, only, sorted(set(runs.values()))),
+        ]
+        parts.append(
+            table(data["columns"], cells, f"ledger {kind}")
+            if cells
+            else f"<p>No {esc(kind)} yet.</p>"
+        )
+        title = f"{kind.capitalize()} · project" + (f" · run {only}" if only else "")
+        return Page("", title, "".join(parts), data, live=bool(live), nav=self._project_nav(kind))
+
+    def _swarm_pointer(self, kind: str) -> str:
+        """While a swarm runs, its hordes write their own ledgers: say where to look."""
+        out = []
+        for swarm in self.swarm_list():
+            view = self._swarm(swarm)
+            if view.live:
+                page = f"{kind}.html" if kind in LEDGERS else "index.html"
+                out.append(
+                    f'<p class="warn">Swarm {esc(swarm)} is running: its hordes write ledgers of '
+                    f"their own and leave these ledgers untouched; see "
+                    f"{self.link(f'swarms/{swarm}/{page}', f'its {kind}')}.</p>"
+                )
+        return "".join(out)
+
+    def _run_filter(self, kind: str, only: str | None, runs: list[str]) -> str:
+        """`runs: all | <id> ...` (served only: an exported page takes no query)."""
+        if not self.served or not runs:
+            return ""
+        joiner = "&" if self._query else "?"
+        tabs = [self.link(f"{kind}.html", "all", "" if only else "current")]
+        for run in runs:
+            href = esc(self.href(f"{kind}.html") + f"{joiner}run={quote(run)}")
+            cls = ' class="current"' if run == only else ""
+            tabs.append(f'<a href="{href}"{cls}>{esc(run)}</a>')
+        return f'<p class="pager">runs: {" | ".join(tabs)}</p>'
 
     def _prompt(self, run_dir: Path | None, prompt: str) -> str:
         """A run's prompt, read from its TASK.md, or the line saying why not when that
@@ -623,9 +737,26 @@ class Site:
         )
         parts += [self._entry(run, "threads", r.key, r.id) for r in threads]
         parts.append("<h2>Artifact acceptance and review scope</h2>")
-        arows = [
+        parts.append(self._acceptance_table(run_id, accepted, anchored=True))
+        parts.append("<h2>Resources</h2>")
+        rrows = [[esc(c) for c in r.cells()] for r in resources]
+        parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
+        pages = " ".join(
+            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        )
+        parts.append(
+            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
+        )
+        return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+
+    def _acceptance_table(self, run_id: str, accepted: list[Any], anchored: bool) -> str:
+        """Each target's acceptance; `anchored`: this is the run's collaboration page,
+        which anchors its artifacts (elsewhere they link to it)."""
+        rows = [
             (
-                self._acceptance_target(run_id, a.target),
+                self._acceptance_target(run_id, a.target)
+                if anchored
+                else self._entity_link(run_id, a.target),
                 esc(f"r{a.revision}"),
                 esc(a.owner),
                 esc(a.label),
@@ -644,17 +775,63 @@ class Site:
             "deciding reviews",
             "left unchecked",
         )
-        parts.append(table(cols, arows, "acceptance") if arows else "<p>Nothing under review.</p>")
-        parts.append("<h2>Resources</h2>")
-        rrows = [[esc(c) for c in r.cells()] for r in resources]
-        parts.append(table(run.ledgers.columns("resources"), rrows) if rrows else "<p>None.</p>")
-        pages = " ".join(
-            self.link(f"{base}events-{n}.html", str(n)) for n in range(1, data["event_pages"] + 1)
+        return table(cols, rows, "acceptance") if rows else "<p>Nothing under review.</p>"
+
+    def _reviews(self, run: _Run, run_id: str) -> tuple[str, list[dict[str, Any]]]:
+        """The run's V# reviews, oldest first: a table and its data."""
+        found = sorted(
+            (v for v in run.ledgers.state.reviews.values() if v.run == run_id), key=lambda v: v.seq
         )
-        parts.append(
-            f'<h2>Event audit</h2><p class="pager">pages of {EVENTS_PER_PAGE}: {pages}</p>'
-        )
-        return Page("", f"Collaboration · run {run_id}", "".join(parts), data)
+        data = [
+            {
+                "id": v.id,
+                "by": v.by,
+                "target": v.target,
+                "revision": v.revision,
+                "verdict": v.verdict,
+                "support": v.support,
+                "checked": v.checked,
+            }
+            for v in found
+        ]
+        rows = [
+            (
+                esc(v["id"]),
+                esc(v["by"]),
+                self._entity_link(run_id, str(v["target"])),
+                esc(f"r{v['revision']}"),
+                esc(v["verdict"]),
+                esc(v["support"]),
+                esc(v["checked"]),
+            )
+            for v in data
+        ]
+        cols = ("review", "by", "target", "revision", "verdict", "support", "checked")
+        return (table(cols, rows, "reviews") if rows else "<p>No reviews.</p>"), data
+
+    def _swarm_collaboration(self, swarm_id: str, view: SwarmView) -> Page:
+        """Every horde's threads, then each horde's acceptance and reviews under its own
+        heading (each horde's event audit stays on its run page)."""
+        text = view.ledgers_markdown("threads")
+        parts = [markdown(text)]
+        hordes: dict[str, Any] = {}
+        for line in view.lines():
+            run = self._run(line.run_dir.name) if line.run_dir is not None else None
+            if run is None or line.run_dir is None:
+                hordes[line.horde] = None
+                parts.append(f"<h2>{esc(line.horde)}: not started yet</h2>")
+                continue
+            run_id = line.run_dir.name
+            accepted = acceptance_all(run.ledgers.state, run_id)
+            reviews, data = self._reviews(run, run_id)
+            hordes[line.horde] = {"acceptance": [a.as_json() for a in accepted], "reviews": data}
+            parts += [
+                f"<h2>{esc(line.horde)}: acceptance and reviews</h2>",
+                self._acceptance_table(run_id, accepted, anchored=False),
+                reviews,
+            ]
+        data_all = {"ledger": "threads", "markdown": text, "hordes": hordes}
+        return Page("", f"Collaboration · swarm {swarm_id}", "".join(parts), data_all)
 
     def _acceptance_target(self, run_id: str, ident: str) -> str:
         """A finding links to its entry; an artifact, which has no ledger page, is
@@ -664,18 +841,8 @@ class Site:
         return self._entity_link(run_id, ident)
 
     def _entity_link(self, run_id: str, ident: str) -> str:
-        kind = {
-            "#": "ideas",
-            "F": "findings",
-            "T": "facts",
-            "C": "claims",
-            "R": "resources",
-            "Q": "collaboration",
-        }.get(ident[:1])
-        if kind is None:
-            return esc(ident)
-        page = "collaboration.html" if kind == "collaboration" else f"{kind}.html"
-        return self.link(f"runs/{run_id}/{page}#{anchor(ident)}", ident)
+        found = entry_page(ident)
+        return self.link(f"runs/{run_id}/{found}", ident) if found else esc(ident)
 
     def _events(self, run: _Run, run_id: str, n: int) -> Page | None:
         confined(self.horde_dir, run.run_dir / "events.jsonl")
@@ -705,7 +872,9 @@ class Site:
         data = {"page": n, "pages": pages, "events": [t for _, t in lines]}
         return Page("", f"Event audit · run {run_id} · page {n}", body, data)
 
-    def _graph(self, run: _Run, run_id: str) -> Page:
+    def _swimlane(self, run: _Run) -> SwimlaneView:
+        """The run's graph, kept between pages and caught up (reads what was appended)."""
+        confined(self.horde_dir, run.run_dir / "events.jsonl")
         members = [(m.name, m.role) for m in run.view.members()]
         if run.swimlane is None or run.swimlane.members != members:
             if run.swimlane is not None:
@@ -713,78 +882,31 @@ class Site:
             run.swimlane = SwimlaneView(run.run_dir, members)
         run.swimlane.refresh()
         run.swimlane.close()
-        lay = run.swimlane.layout()
-        svg = self._svg(run, run_id, lay)
-        data: dict[str, Any] = {
-            "lanes": [
-                {
-                    "name": ln.name,
-                    "marks": [{"x": m.x, "text": m.text, "kind": m.kind} for m in ln.marks],
-                }
-                for ln in lay.lanes
-            ],
-            "dropped": lay.dropped,
-        }
-        base = f"runs/{run_id}/"
-        body = (
-            f"<p>One lane per member plus the parent; every mark links to its entry. "
-            f"{self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
-            f'<div class="graph">{svg}</div>'
-        )
-        if lay.dropped:
-            body += f"<p class=warn>{lay.dropped} events left out (node cap).</p>"
-        return Page("", f"Graph · run {run_id}", body, data)
+        return run.swimlane
 
-    def _svg(self, run: _Run, run_id: str, lay: Any) -> str:
-        cell, lane_h, label_w = 7.4, 24, 160
-        width = int(label_w + (lay.width + 2) * cell)
-        height = lane_h * (len(lay.lanes) + 1)
-        out = [
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="group" aria-label="swimlane of run {esc(run_id)}">'
-        ]
-        starts: dict[str, int] = {}
-        for ln in lay.lanes:  # phase bands, from the parent lane's phase marks
-            for m in ln.marks:
-                if m.kind != "phase":
-                    continue
-                if m.text.startswith("["):
-                    starts[m.text[1:]] = m.x
-                else:
-                    name = m.text.rstrip("]")
-                    start = starts.pop(name, 0)
-                    out.append(self._band(name, start, m.x + len(m.text), cell, label_w, height))
-        for name, start in starts.items():
-            out.append(self._band(name, start, lay.width, cell, label_w, height))
+    def _graph(self, run: _Run, run_id: str) -> Page:
+        graph = self._swimlane(run).graph()
         entries = entry_pages(run.ledgers, run_id, LEDGERS)
         events = run.event_index()
-        for row, ln in enumerate(lay.lanes):
-            y = lane_h * (row + 1)
-            out.append(
-                f'<g class="lane" data-lane="{esc(ln.name)}">'
-                f'<line x1="0" y1="{y + 6}" x2="{width}" y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
-                f'<text class="lane-label" x="4" y="{y}">{esc(ln.label)}</text>'
+        try:
+            svg, data = swimlane_svg(
+                graph,
+                f"swimlane of run {run_id}",
+                lambda mark: self.href(self._mark_target(run_id, mark, entries, events)),
             )
-            for m in ln.marks:
-                href = self._mark_target(run_id, m, entries, events)
-                x = label_w + m.x * cell
-                text = f'<text class="k-{esc(m.kind)}" x="{x:.1f}" y="{y}">{esc(m.text)}</text>'
-                if href:
-                    rel = self.link(href, "").removeprefix("<a ").split(">", 1)[0]
-                    text = f"<a {rel}>{text}</a>"
-                out.append(text)
-            out.append("</g>")
-        events.close()
-        out.append("</svg>")
-        return "".join(out)
-
-    @staticmethod
-    def _band(name: str, start: int, stop: int, cell: float, label_w: int, height: int) -> str:
-        x, w = label_w + start * cell, max(cell, (stop - start) * cell)
-        return (
-            f'<rect class="phase" x="{x:.1f}" y="2" width="{w:.1f}" height="{height - 4}"/>'
-            f'<text class="phase-label" x="{x + 2:.1f}" y="12">{esc(name)}</text>'
+        finally:
+            events.close()
+        base = f"runs/{run_id}/"
+        body = (
+            "<p>One lane per member plus the parent, on a real-time axis with the phases as "
+            "bands; arrows are reviews, challenges and what answered them, findings under "
+            "their idea, deltas and supersessions (hover one for its label); every mark "
+            f"links to its entry. {self.link(base + 'graph.mmd', 'Mermaid source (GRAPH.md)')}</p>"
+            f'<div class="graph">{svg}</div>'
         )
+        if graph.dropped:
+            body += f"<p class=warn>{graph.dropped} events left out (node cap).</p>"
+        return Page("", f"Graph · run {run_id}", body, data)
 
     def _mark_target(
         self, run_id: str, mark: Any, entries: dict[str, str], events: LineIndex
@@ -803,13 +925,23 @@ class Site:
         return f"{base}{event_page(line)}#{anchor(mark.event)}"
 
     def _mermaid(self, run: _Run, run_id: str) -> Page:
+        """The run's graph as Mermaid, every node a `click` link to its page: absolute
+        (`/runs/<id>/...`) when served, relative to this file in an export."""
+        graph = self._swimlane(run).graph()
+        entries = entry_pages(run.ledgers, run_id, LEDGERS)
+        events = run.event_index()
+        root = f"/runs/{run_id}/" if self.served else ""
+        base = f"runs/{run_id}/"
+
+        def href(node: Node) -> str | None:
+            text, kind = mark_of(node)
+            found = self._mark_target(run_id, Mark(0, text, kind, node.event), entries, events)
+            return root + found.removeprefix(base) if found else None
+
         try:
-            graph = confined(self.horde_dir, run.run_dir / "GRAPH.md")
-            text = graph.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = "%% GRAPH.md is written when the run finalizes\n"
-        match = re.search(r"```mermaid\n(.*?)```", text, re.S)
-        source = match.group(1) if match else text
+            source = mermaid_source(graph, href)
+        finally:
+            events.close()
         return Page("", f"graph.mmd · run {run_id}", data={"mermaid": source}, text=source)
 
     def _document(self, folder: Path, name: str, scope: str) -> Page | None:
@@ -865,9 +997,8 @@ class Site:
                     else "<p>none yet</p>"
                 )
             )
-            parts.append(
-                f"<p>{self.link(base + 'log.html', 'log tail')}</p><h2>Transcripts</h2><ul>"
-            )
+            logs = f"{self.link(base + 'log.html', 'log tail')} · {self.link(base + 'log-all.html', 'whole log')}"
+            parts.append(f"<p>{logs}</p><h2>Transcripts</h2><ul>")
             for s, path in enumerate(found, 1):
                 n = self._entry_count(path)
                 count = "refused: outside the horde directory" if n is None else f"{n} entries"
@@ -876,14 +1007,29 @@ class Site:
                 )
             parts.append("</ul>")
             return Page("", f"{name} · run {run_id}", "".join(parts), data)
-        if page == "log.html":
-            tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), LOG_TAIL_BYTES)
-            body = f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
-            return Page("", f"{name}.log · run {run_id}", body, {"tail": tail})
+        if page in ("log.html", "log-all.html"):
+            return self._log(run, run_id, name, page)
         match = re.fullmatch(r"transcript-(\d+)-(\d+)\.html", page)
         if match is None or not 1 <= int(match.group(1)) <= len(found):
             return None
         return self._transcript(run_id, name, found, int(match.group(1)), int(match.group(2)))
+
+    def _log(self, run: _Run, run_id: str, name: str, page: str) -> Page:
+        """The end of a member's log (64 KiB; `?tail=N`: its last N lines), or the whole
+        log up to its last MiB (`log-all.html`, `?tail=0`)."""
+        lines = self._args.get("tail", "") if page == "log.html" else "0"
+        whole = lines.strip() == "0"
+        size = LOG_WHOLE_BYTES if whole or lines.strip().isdigit() else LOG_TAIL_BYTES
+        tail = _tail(confined(self.horde_dir, run.run_dir / f"{name}.log"), size)
+        if lines.strip().isdigit() and not whole:
+            kept = tail.splitlines(keepends=True)[-int(lines) :]
+            tail = "".join(kept)
+        base = f"runs/{run_id}/members/{name}/"
+        views = f"{self.link(base + 'log.html', 'tail')} · {self.link(base + 'log-all.html', 'whole log')}"
+        shown = "whole log (its last MiB)" if whole else "tail"
+        body = f'<p class="pager">{shown}: {views}</p>'
+        body += f"<pre>{esc(tail)}</pre>" if tail else "<p>No log.</p>"
+        return Page("", f"{name}.log · run {run_id}", body, {"tail": tail, "whole": whole})
 
     def _transcript(self, run_id: str, name: str, found: list[Path], s: int, p: int) -> Page | None:
         reader = self._reader(found[s - 1])
@@ -942,6 +1088,8 @@ class Site:
             page = self._swarm_overview(swarm_id, view)
         elif rest == ["graph.html"]:
             page = self._swarm_graph(swarm_id, view)
+        elif rest == ["threads.html"]:
+            page = self._swarm_collaboration(swarm_id, view)
         elif len(rest) == 1 and name.removesuffix(".html") in (*LEDGERS, "threads"):
             kind = name.removesuffix(".html")
             text = view.ledgers_markdown(kind)
@@ -966,35 +1114,27 @@ class Site:
         steps = list(info.timeline) if info else []
         lanes = ["swarm", *(info.horde_names() if info else [])]
         runs = {ln.horde: ln.run_dir.name for ln in view.lines() if ln.run_dir is not None}
-        t0 = min((t for t, _, _ in steps), default=0.0)
-        span = max((t for t, _, _ in steps), default=0.0) - t0 or 1.0
-        cell, lane_h, label_w, plot = 7.4, 24, 90, 900
-        width, height = label_w + plot + 160, lane_h * (len(lanes) + 1)
+        axis = TimeAxis([t for t, _, _ in steps], 90, PLOT_MIN)
+        lane_h = 24
+        width, height = int(axis.left + axis.plot + 160), lane_h * (len(lanes) + 1)
         out = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="group" aria-label="hordes of swarm {esc(swarm_id)}">'
         ]
         for row, lane in enumerate(lanes):
             y = lane_h * (row + 1)
-            out.append(
-                f'<g class="lane" data-lane="{esc(lane)}"><line x1="0" y1="{y + 6}" x2="{width}" '
-                f'y2="{y + 6}" stroke="currentColor" stroke-opacity=".12"/>'
-                f'<text class="lane-label" x="4" y="{y}">{esc(lane)}</text>'
-            )
-            last = -1.0
+            out.append(lane_open(lane, lane, y, width))
             for ts, kind, horde in steps:
                 if (horde or "swarm") != lane:
                     continue
-                x = max(label_w + (ts - t0) / span * plot, last + cell)
-                last = x + cell * (len(kind) + 1)
+                x = axis.place(lane, ts, CELL * (len(kind) + 1))
                 mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
                 target = (
                     f"runs/{runs[lane]}/graph.html"
                     if lane in runs
                     else f"swarms/{swarm_id}/index.html"
                 )
-                href = self.link(target, "").removeprefix("<a ").split(">", 1)[0]
-                out.append(f"<a {href}>{mark}</a>")
+                out.append(f'<a href="{esc(self.href(target))}">{mark}</a>')
             out.append("</g>")
         out.append("</svg>")
         data = {

@@ -55,6 +55,7 @@ class Pages:
 
     def __init__(self, horde_dir: Path) -> None:
         self.site = Site(horde_dir)
+        self.site.served = True
         self.url = f"http://{HOST}:{DEFAULT_PORT}"
         """Where the server listens, once it does."""
 
@@ -75,7 +76,7 @@ class Pages:
         if rel == "" or rel.endswith("/"):
             rel += "index.html"
         still = request.query.get("refresh") == "0"
-        page = self.site.render(rel, still=still)
+        page = self.site.render(rel, still=still, query=dict(request.query))
         if api:
             body = self.site.json(page).encode()
             kind = "application/json"

@@ -35,5 +35,9 @@ details { margin: .2rem 0; } summary { cursor: pointer; }
 .graph .phase { fill: rgba(42,109,176,.08); } .graph .phase-label { fill: var(--dim); }
 .graph .k-finding { fill: var(--good); } .graph .k-refuted, .graph .k-refusal { fill: var(--bad); }
 .graph .k-review { fill: var(--accent); } .graph .k-lifecycle { fill: var(--dim); }
+.graph .edge { fill: none; stroke: var(--accent); stroke-opacity: .55; stroke-width: 1.2; }
+.graph .e-dotted { stroke: var(--dim); stroke-dasharray: 3 3; }
+.graph .e-thick { stroke-width: 2.4; }
+.graph marker path { fill: var(--accent); }
 .pager a { margin-right: .6rem; }
 """

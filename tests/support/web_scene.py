@@ -96,7 +96,7 @@ def plant_symlinks(horde: Path, elsewhere: Path) -> list[str]:
         f"{base}files/REPORT.md.html",
         f"{base}files/TASK.md.html",
         f"{base}members/member-1/log.html",
-        f"{base}graph.mmd",
+        f"{base}files/GRAPH.md.html",
         f"{base}members/member-1/transcript-2-1.html",
     ]
 
