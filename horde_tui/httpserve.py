@@ -30,6 +30,7 @@ the gateway and the stub know nothing of aiohttp.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import resource
@@ -122,9 +123,44 @@ Authorize = Callable[[Request], Response | None]
 """Sees the head (no body yet); a Response refuses the request, None lets it through."""
 
 
-def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
-    """An OpenAI-style error object, the shape every OpenAI-compatible client parses."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+def error_body(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """An OpenAI-style error object, the shape every OpenAI-compatible client parses;
+    `param` names the request field refused, when one is."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def bearer_token(headers: dict[str, str]) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, or None.
+
+    The scheme is case-insensitive (RFC 7235 section 2.1: `bearer` is `Bearer`), so a
+    client that lower-cases it is not refused for that.
+    """
+    scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def token_matches(given: str | None, expected: str) -> bool:
+    """`given` is `expected`, compared in constant time."""
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def unauthorized(reason: str, realm: str) -> Response:
+    """A 401 with the reason in an OpenAI-style JSON body and a plain Bearer challenge.
+
+    The challenge names no `resource_metadata` and no authorization server (RFC 6750 and
+    RFC 9728): the token is handed out by the person running the server, so an OAuth
+    client has no login flow to start and shows the reason instead of a browser.
+    """
+    said = reason.replace("\\", "/").replace('"', "'")
+    challenge = f'Bearer realm="{realm}", error="invalid_token", error_description="{said}"'
+    return Response(
+        401,
+        error_body(reason, "auth_error", "invalid_token"),
+        {"WWW-Authenticate": challenge},
+    )
 
 
 def raise_descriptor_limit() -> int:

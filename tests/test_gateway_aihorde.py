@@ -246,7 +246,7 @@ def test_a_member_gets_a_tool_call_from_the_models_json_under_the_anonymous_cap(
 ) -> None:
     gw, served = horde_gateway
     long_task = "Review app.py for secrets. " * 200  # far over the anonymous 512 tokens
-    body = {"model": "x", "messages": [{"role": "user", "content": long_task}], "tools": [BASH]}
+    body = {"model": "horde", "messages": [{"role": "user", "content": long_task}], "tools": [BASH]}
     served.fake.answer = lambda prompt, params: '{"tool": "bash", "command": "grep -n PASS app.py"}'
     resp = post(gw, "member-a", body)
     assert resp.status_code == 200, resp.text
@@ -268,7 +268,7 @@ def test_a_429_burst_is_retried_through_the_shared_limiter(
 ) -> None:
     gw, served = horde_gateway
     served.fake.burst_429 = 2
-    resp = post(gw, "member-b", {"model": "x", "messages": HELLO})
+    resp = post(gw, "member-b", {"model": "horde", "messages": HELLO})
     assert resp.status_code == 200, resp.text
     statuses = [s.status for s in served.fake.submits]
     assert statuses[:3] == [429, 429, 202]
@@ -282,7 +282,7 @@ def test_kudos_upfront_reaches_the_member_as_one_line(
 ) -> None:
     gw, served = horde_gateway
     served.fake.anon_cap = 50
-    resp = post(gw, "member-c", {"model": "x", "messages": HELLO})
+    resp = post(gw, "member-c", {"model": "horde", "messages": HELLO})
     assert resp.status_code == 403
     message = error_of(resp)
     assert "KudosUpfront" in message and "registered key" in message and "\n" not in message
@@ -298,7 +298,7 @@ def test_a_model_with_no_worker_is_a_model_error(stub_model: StubThread, tmp_pat
             HORDE_API_KEY="",
         )
         try:
-            resp = post(gw, "member-d", {"model": "x", "messages": HELLO})
+            resp = post(gw, "member-d", {"model": "horde", "messages": HELLO})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -310,7 +310,13 @@ def test_a_streamed_request_is_answered_as_one_stream_once_done(
 ) -> None:
     gw, served = horde_gateway
     served.fake.answer = lambda prompt, params: '{"answer": "all good", "done": true}'
-    body = {"model": "x", "messages": HELLO, "tools": [BASH], "stream": True}
+    body = {
+        "model": "horde",
+        "messages": HELLO,
+        "tools": [BASH],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     with httpx.stream(
         "POST",
         gw.url + "/v1/chat/completions",
@@ -338,7 +344,7 @@ def test_a_stopping_gateway_cancels_the_jobs_in_flight(
         pending = client.build_request(
             "POST",
             gw.url + "/v1/chat/completions",
-            json={"model": "x", "messages": HELLO},
+            json={"model": "horde", "messages": HELLO},
             headers={"Authorization": f"Bearer {gw.token}", "X-Horde-Member": "member-f"},
         )
         import threading
@@ -379,7 +385,7 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
             HORDE_API_KEY="registered-key",
         )
         try:
-            short = post(gw, "member-g", {"model": "x", "messages": HELLO, "tools": [BASH]})
+            short = post(gw, "member-g", {"model": "horde", "messages": HELLO, "tools": [BASH]})
             history: list[dict[str, Any]] = [{"role": "user", "content": "Review app.py"}]
             for i in range(12):
                 call = {
@@ -391,7 +397,7 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
                     {"role": "assistant", "content": None, "tool_calls": [call]},
                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 600},
                 ]
-            long = post(gw, "member-g", {"model": "x", "messages": history, "tools": [BASH]})
+            long = post(gw, "member-g", {"model": "horde", "messages": history, "tools": [BASH]})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -428,7 +434,7 @@ def test_a_member_that_gives_up_mid_call_cancels_its_job_at_once(
 
     gw, served = horde_gateway
     # A first call waits out litellm's import, so the member's 3 s are the job's alone.
-    assert post(gw, "member-h", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-h", {"model": "horde", "messages": HELLO}).status_code == 200
     served.fake.polls_to_done = 10_000
     timeout = "600" if how == "killed" else "3"
     member = subprocess.Popen(
@@ -449,7 +455,7 @@ def test_a_member_that_gives_up_mid_call_cancels_its_job_at_once(
     assert served.fake.unfinished() == []
     assert gw.proc.poll() is None  # the gateway serves on
     served.fake.polls_to_done = 1
-    assert post(gw, "member-i", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-i", {"model": "horde", "messages": HELLO}).status_code == 200
 
 
 def test_an_expired_deadline_is_one_error_and_not_retried(
@@ -467,7 +473,7 @@ def test_an_expired_deadline_is_one_error_and_not_retried(
             HORDE_AIHORDE_DEADLINE_S="1",
         )
         try:
-            resp = post(gw, "member-j", {"model": "x", "messages": HELLO})
+            resp = post(gw, "member-j", {"model": "horde", "messages": HELLO})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -499,7 +505,7 @@ def test_a_fetch_cut_at_max_length_is_asked_again_never_fetched(
     )
     served.fake.answer = lambda prompt, params: next(replies)
     tools = [d for d in TOOL_DEFINITIONS if d["function"]["name"] == tool]
-    resp = post(gw, "member-k", {"model": "x", "messages": HELLO, "tools": tools})
+    resp = post(gw, "member-k", {"model": "horde", "messages": HELLO, "tools": tools})
     assert resp.status_code == 200, resp.text
     call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
     assert call["name"] == tool

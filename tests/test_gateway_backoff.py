@@ -35,7 +35,7 @@ def test_a_backed_off_call_is_noted_for_its_member_until_it_ends(
     answer: dict[str, Any] = {}
 
     def call() -> None:
-        body = {"model": "any", "messages": HELLO}
+        body = {"model": "horde", "messages": HELLO}
         resp = httpx.post(
             gateway.url + "/v1/chat/completions", json=body, headers=headers, timeout=60
         )
@@ -102,6 +102,6 @@ def test_a_call_queued_under_the_providers_limit_is_noted_until_it_gets_a_slot(
 
 def post(gw: GatewayProcess, member: str) -> int:
     headers = {"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member}
-    body = {"model": "any", "messages": HELLO}
+    body = {"model": "horde", "messages": HELLO}
     resp = httpx.post(gw.url + "/v1/chat/completions", json=body, headers=headers, timeout=60)
     return resp.status_code
