@@ -30,6 +30,7 @@ the gateway and the stub know nothing of aiohttp.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import json
 import logging
@@ -161,6 +162,14 @@ def unauthorized(reason: str, realm: str) -> Response:
         error_body(reason, "auth_error", "invalid_token"),
         {"WWW-Authenticate": challenge},
     )
+
+
+def listen_failure(exc: OSError, host: str, port: int) -> str:
+    """Why a server could not listen on host:port, for the one line its command prints
+    (`serve`, `gateway` and `mcp --http` alike); never a traceback."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} on {host} is in use"
+    return f"port {port} on {host} cannot be used ({exc.strerror or exc})"
 
 
 def raise_descriptor_limit() -> int:

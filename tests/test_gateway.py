@@ -475,3 +475,29 @@ def test_the_readme_form_with_separated_option_values_starts_the_gateway(
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_busy_port_is_one_line_without_a_traceback(tmp_path: Path) -> None:
+    """As `serve` and `mcp` say it: what was refused, why, and what to do."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    model = ["--model", "openai/stub", "--run-dir", str(tmp_path)]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "gateway", "--port", str(port), *model],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+        )
+
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        f"horde-tui gateway: refused: port {port} on 127.0.0.1 is in use; pick another with "
+        "--port N (0 takes a free one)"
+    )
+    assert not (tmp_path / "gateway.json").exists()
