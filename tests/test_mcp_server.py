@@ -42,6 +42,29 @@ async def test_the_listed_tool_is_the_members_horde_tool(horde: Any) -> None:
     assert tools[0].description.startswith(definition["description"])
 
 
+def test_the_schema_types_each_field_one_way_for_strict_clients() -> None:
+    """Gemini's schema subset takes one `type` per field: no lists of types, no unions.
+    The whole numbers are integers (strings still pass validation, as models send)."""
+    properties = tool_schema()["function"]["parameters"]["properties"]
+    for name, prop in properties.items():
+        assert isinstance(prop.get("type"), str), (name, prop)
+        assert not {"anyOf", "oneOf", "allOf"} & set(prop), (name, prop)
+    assert {properties[n]["type"] for n in ("page", "limit", "revision")} == {"integer"}
+
+
+async def test_an_id_sent_as_a_json_number_is_taken(horde: Any) -> None:
+    """The MCP Inspector sends `id=3` as the number 3; the field says the bare number works."""
+    horde("member-1", "idea", text="Audit app/db/query.py")
+
+    async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
+        claimed = await session.call_tool("horde", {"action": "claim", "id": 1})
+        done = await session.call_tool("horde", {"action": "done", "id": 1, "result": "clean"})
+
+    assert not claimed.is_error, claimed.content
+    assert not done.is_error, done.content
+    assert horde.state("reader").ideas["#1"].status == "done"
+
+
 async def test_every_action_family_writes_as_the_member_the_server_was_started_for(
     horde: Any,
 ) -> None:
@@ -149,7 +172,8 @@ async def test_the_ledgers_are_resources_and_the_protocol_a_prompt(horde: Any) -
     horde("member-1", "idea", text="Audit app/db/query.py")
 
     async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
-        uris = [str(r.uri) for r in (await session.list_resources()).resources]
+        listed = (await session.list_resources()).resources
+        uris = [str(r.uri) for r in listed]
         ideas = await session.read_resource("horde://ledger/IDEAS.md")
         prompts = [p.name for p in (await session.list_prompts()).prompts]
         prompt = await session.get_prompt("horde-member")
@@ -160,6 +184,10 @@ async def test_the_ledgers_are_resources_and_the_protocol_a_prompt(horde: Any) -
     text = ideas.contents[0]
     assert "Audit app/db/query.py" in getattr(text, "text", "")
     assert prompts == ["horde-member"]
+    # Remote members read these: no absolute path of the serving machine.
+    for resource in listed:
+        assert str(horde.workdir) not in (resource.description or ""), resource
+        assert " /" not in f" {resource.description}", resource
     body = prompt.messages[0].content
     assert body.type == "text"
     assert SYSTEM_PROMPT.splitlines()[0] in body.text

@@ -93,10 +93,16 @@ class HordeServer:
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        root = self.store.paths.root
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
-                    uri=uri, name=path.name, mime_type="text/markdown", description=str(path)
+                    uri=uri,
+                    name=path.name,
+                    mime_type="text/markdown",
+                    # Relative to the horde directory: remote members read the listing,
+                    # and the serving machine's paths are none of their business.
+                    description=f"{path.relative_to(root)} in the horde directory",
                 )
                 for uri, path in self._resource_paths().items()
             ]
