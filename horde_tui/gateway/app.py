@@ -202,14 +202,14 @@ class Gateway:
         so a process without the token cannot make the gateway buffer one."""
         if req.path == "/health" or self._caller(req) is not None:
             return None
-        return unauthorized(UNAUTHORIZED, "horde-gateway")
+        return unauthorized(UNAUTHORIZED, "horde-gateway", req.headers)
 
     async def handle(self, req: Request) -> Response | StreamResponse:
         if req.path == "/health":
             return Response(200, {"ok": True, "litellm_ready": self.litellm.ready})
         account = self._caller(req)
         if account is None:
-            return unauthorized(UNAUTHORIZED, "horde-gateway")
+            return unauthorized(UNAUTHORIZED, "horde-gateway", req.headers)
         if req.method == "GET" and req.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in self.models]
             return Response(200, {"object": "list", "data": data})
