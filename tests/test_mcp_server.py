@@ -298,3 +298,40 @@ async def test_a_finished_runs_own_member_writes_on_without_becoming_external(
 
     assert posted[0] is False
     assert not [e for e in events(horde.workdir, RUN) if e.get("kind") == "member-join"]
+
+
+def finish(run_dir: Path) -> None:
+    """The files of a run the supervisor finished: its task, manifest and report."""
+    (run_dir / "TASK.md").write_text("Audit the app.\n")
+    (run_dir / "MANIFEST.json").write_text('{"members": [{"name": "member-1"}]}')
+    (run_dir / "REPORT.md").write_text("# Report\n")
+
+
+def test_a_finished_run_refuses_a_join_in_one_line(horde: Any) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+    finish(horde.root / "runs" / RUN)
+
+    done = mcp_process(horde.workdir, "--member", "auto", "--run", RUN)
+
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"horde-tui mcp: refused: run {RUN} is finished")
+    assert not [e for e in events(horde.workdir, RUN) if e.get("kind") == "member-join"]
+
+
+async def test_a_run_that_finishes_under_the_server_refuses_writes_in_one_line(
+    horde: Any,
+) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+
+    async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
+        finish(horde.root / "runs" / RUN)
+        wrote = await call(session, "idea", text="Audit app/web/login.py")
+        read = await call(session, "list")
+
+    assert wrote[0] is True
+    assert wrote[1].startswith(f"refused: run {RUN} is finished")
+    assert "\n" not in wrote[1]
+    assert read[0] is False and "Audit app/db/query.py" in read[1]
+    assert len(horde.state("reader").ideas) == 1
