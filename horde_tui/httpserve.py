@@ -30,13 +30,17 @@ the gateway and the stub know nothing of aiohttp.
 from __future__ import annotations
 
 import asyncio
+import errno
+import hmac
 import json
 import logging
 import resource
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, cast
+from urllib.parse import urlencode
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -65,7 +69,12 @@ class Limits:
 
 
 RESERVED_DESCRIPTORS = 256
-"""Descriptors kept out of the connection cap: provider calls, log and usage files."""
+"""Descriptors kept out of the connection cap: provider calls, log and usage files, and
+one burst of accepts (`BACKLOG`)."""
+BACKLOG = 128
+"""The listen backlog. asyncio accepts up to this many connections in one go before the
+cap can close any, so it must fit in `RESERVED_DESCRIPTORS` with room to spare: at 512,
+1,100 idle sockets against a 1,024-descriptor limit ran the server out (EMFILE)."""
 LINGER_S = 1.0
 """After refusing a request whose body was not read, how long aiohttp reads and drops what
 is still coming before closing: closing at once would reset the connection and could
@@ -122,9 +131,55 @@ Authorize = Callable[[Request], Response | None]
 """Sees the head (no body yet); a Response refuses the request, None lets it through."""
 
 
-def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
-    """An OpenAI-style error object, the shape every OpenAI-compatible client parses."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+def error_body(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """An OpenAI-style error object, the shape every OpenAI-compatible client parses;
+    `param` names the request field refused, when one is."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def bearer_token(headers: dict[str, str]) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, or None.
+
+    The scheme is case-insensitive (RFC 7235 section 2.1: `bearer` is `Bearer`), so a
+    client that lower-cases it is not refused for that.
+    """
+    scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def token_matches(given: str | None, expected: str) -> bool:
+    """`given` is `expected`, compared in constant time."""
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def unauthorized(reason: str, realm: str, headers: dict[str, str]) -> Response:
+    """A 401 with the reason in an OpenAI-style JSON body and a plain Bearer challenge.
+
+    The challenge names no `resource_metadata` and no authorization server (RFC 6750 and
+    RFC 9728): the token is handed out by the person running the server, so an OAuth
+    client has no login flow to start and shows the reason instead of a browser. The
+    error code is sent only when a token was (RFC 6750 section 3.1).
+    """
+    challenge = f'Bearer realm="{realm}"'
+    if "authorization" in headers:
+        said = reason.replace("\\", "/").replace('"', "'")
+        challenge += f', error="invalid_token", error_description="{said}"'
+    return Response(
+        401,
+        error_body(reason, "auth_error", "invalid_token"),
+        {"WWW-Authenticate": challenge},
+    )
+
+
+def listen_failure(exc: OSError, host: str, port: int) -> str:
+    """Why a server could not listen on host:port, for the one line its command prints
+    (`serve`, `gateway` and `mcp --http` alike); never a traceback."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} on {host} is in use"
+    return f"port {port} on {host} cannot be used ({exc.strerror or exc})"
 
 
 def raise_descriptor_limit() -> int:
@@ -318,8 +373,9 @@ class HttpServer:
         """Connections open now (for tests and benchmarks)."""
         return 0 if self._server is None else len(self._server.connections)
 
-    async def start(self, host: str, port: int) -> None:
-        """Bind and listen; port 0 picks a free port, read back from `.port`."""
+    async def start(self, host: str, port: int, sock: socket.socket | None = None) -> None:
+        """Bind and listen; port 0 picks a free port, read back from `.port`. A bound
+        `sock` is listened on instead (a command that must say its port before serving)."""
         self._server = _Server(
             self._dispatch,
             self.limits,
@@ -328,7 +384,12 @@ class HttpServer:
             access_log=None,
         )
         loop = asyncio.get_running_loop()
-        self._listener = await loop.create_server(self._server, host, port, backlog=512)
+        if sock is not None:
+            self._listener = await loop.create_server(self._server, sock=sock, backlog=BACKLOG)
+        else:
+            self._listener = await loop.create_server(
+                self._server, host, port, backlog=BACKLOG
+            )
         self.host, self.port = self._listener.sockets[0].getsockname()[:2]
 
     async def close(self) -> None:
@@ -405,11 +466,101 @@ async def serve(
     *,
     authorize: Authorize | None = None,
     limits: Limits | None = None,
+    sock: socket.socket | None = None,
 ) -> HttpServer:
-    """Start serving `handler` on host:port (0: a free port) and return the server."""
+    """Start serving `handler` on host:port (0: a free port), or on the bound `sock`, and
+    return the server."""
     server = HttpServer(handler, authorize, limits)
-    await server.start(host, port)
+    await server.start(host, port, sock)
     return server
+
+
+_HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
+"""An ASGI app's response headers this server sets itself."""
+
+
+def asgi(app: Callable[..., Awaitable[None]], server: tuple[str, int]) -> Handler:
+    """A handler that runs an ASGI 3 HTTP application (`horde-tui mcp --http`'s, from the
+    MCP SDK) behind this server's guards: the head check, the caps and the timeouts.
+
+    The app gets the request's body at once, then `http.disconnect` when the client's
+    connection closes (`Request.gone`). A reply whose body comes in one piece is sent
+    whole; one in several pieces (server-sent events) is streamed as it comes, and the
+    app is cancelled if the client leaves first.
+    """
+
+    async def handle(req: Request) -> Response | StreamResponse:
+        out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        delivered = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": req.body, "more_body": False}
+            await (req.gone or asyncio.Event()).wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            await out.put(message)
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": req.method,
+            "scheme": "http",
+            "path": req.path,
+            "raw_path": req.path.encode(),
+            "query_string": urlencode(req.query).encode(),
+            "root_path": "",
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in req.headers.items()],
+            "client": None,
+            "server": server,
+        }
+
+        async def run() -> None:
+            try:
+                await app(scope, receive, send)
+            finally:
+                await out.put(None)
+
+        task = asyncio.ensure_future(run())
+        start = await out.get()
+        if start is None or start.get("type") != "http.response.start":
+            if task.done() and task.exception() is not None:
+                log.error("the app failed on %s %s", req.method, req.path, exc_info=task.exception())
+            task.cancel()
+            return Response(500, error_body("internal server error", "server_error"))
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in start.get("headers") or []:
+            name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
+            if name.lower() not in _HOP_HEADERS:
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        status = int(start.get("status", 200))
+        first = await out.get()
+        if first is None or not first.get("more_body"):
+            body = b"" if first is None else bytes(first.get("body", b""))
+            return Response(status, body, headers)
+
+        async def pieces() -> AsyncIterator[bytes]:
+            message: dict[str, Any] | None = first
+            ended = False
+            try:
+                while message is not None:
+                    yield bytes(message.get("body", b""))
+                    if not message.get("more_body"):
+                        ended = True
+                        return
+                    message = await out.get()
+                ended = True
+            finally:
+                if not ended:
+                    task.cancel()  # the client left mid-stream
+
+        return StreamResponse(pieces(), status, headers)
+
+    return handle
 
 
 def _encode(body: bytes | str | dict[str, Any] | list[Any]) -> tuple[bytes, str | None]:

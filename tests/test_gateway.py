@@ -65,7 +65,7 @@ def test_native_tool_call_round_trip_is_accounted_with_unknown_cost(
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": call["id"], "content": "a.py\nb.py"},
     ]
-    second = post(gateway, member, {"model": "any", "messages": history, "tools": [BASH]})
+    second = post(gateway, member, {"model": "horde", "messages": history, "tools": [BASH]})
     assert second.status_code == 200, second.text
     assert second.json()["choices"][0]["message"]["content"] == "Two files."
 
@@ -142,7 +142,13 @@ def test_streaming_through_the_openai_sdk_delivers_deltas_and_accounts_usage(
         default_headers={"X-Horde-Member": member},
     )
     chunks = list(
-        client.chat.completions.create(model="any", messages=HELLO, tools=[BASH], stream=True)
+        client.chat.completions.create(
+            model="horde",
+            messages=HELLO,
+            tools=[BASH],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
     )
     with_choices = [c for c in chunks if c.choices]
     contents = [c.choices[0].delta.content for c in with_choices if c.choices[0].delta.content]
@@ -176,7 +182,7 @@ def test_streaming_retries_a_429_before_the_first_chunk(gateway: GatewayProcess)
         max_retries=0,
         default_headers={"X-Horde-Member": member},
     )
-    chunks = list(client.chat.completions.create(model="any", messages=HELLO, stream=True))
+    chunks = list(client.chat.completions.create(model="horde", messages=HELLO, stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "after the wait"
     assert len(gateway.stub.stub.requests_for(member)) == 2
@@ -192,7 +198,7 @@ def test_streaming_error_before_any_chunk_is_an_http_error(gateway: GatewayProce
         default_headers={"X-Horde-Member": member},
     )
     with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="any", messages=HELLO, stream=True)
+        client.chat.completions.create(model="horde", messages=HELLO, stream=True)
     assert "bad field x" in str(caught.value)
 
 
@@ -258,7 +264,7 @@ async def test_a_timeout_is_retried_in_process() -> None:
         )
         gw = Gateway(config)
         gw.litellm.start_import()
-        body = json.dumps({"model": "any", "messages": HELLO}).encode()
+        body = json.dumps({"model": "horde", "messages": HELLO}).encode()
         headers = {"authorization": "Bearer t", "x-horde-member": "gw-timeout"}
         resp = await gw.handle(Request("POST", "/v1/chat/completions", {}, headers, body))
         assert isinstance(resp, Response) and resp.status == 200, resp.body
@@ -305,12 +311,12 @@ def test_a_body_that_is_not_json_is_one_clear_400(gateway: GatewayProcess) -> No
 @pytest.mark.parametrize(
     "body",
     [
-        {"model": "any"},
-        {"model": "any", "messages": "hello"},
+        {"model": "horde"},
+        {"model": "horde", "messages": "hello"},
         [{"role": "user", "content": "hi"}],
-        {"model": "any", "messages": ["hello"]},
-        {"model": "any", "messages": HELLO, "tools": "bash"},
-        {"model": "any", "messages": HELLO, "tools": ["bash"]},
+        {"model": "horde", "messages": ["hello"]},
+        {"model": "horde", "messages": HELLO, "tools": "bash"},
+        {"model": "horde", "messages": HELLO, "tools": ["bash"]},
     ],
     ids=[
         "no-messages",
@@ -390,7 +396,7 @@ def test_sigterm_ends_the_gateway_promptly_with_usage_on_disk(
     try:
         member = "gw-sigterm"
         stub_model.stub.set_scripts({member: [{"content": "bye", "prompt_tokens": 9}]})
-        assert post(gw, member, {"model": "any", "messages": HELLO}).status_code == 200
+        assert post(gw, member, {"model": "horde", "messages": HELLO}).status_code == 200
         signalled = time.monotonic()
         gw.proc.send_signal(signal.SIGTERM)
         gw.proc.wait(30)
@@ -469,3 +475,29 @@ def test_the_readme_form_with_separated_option_values_starts_the_gateway(
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_busy_port_is_one_line_without_a_traceback(tmp_path: Path) -> None:
+    """As `serve` and `mcp` say it: what was refused, why, and what to do."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
+    model = ["--model", "openai/stub", "--run-dir", str(tmp_path)]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "horde_tui", "gateway", "--port", str(port), *model],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+        )
+
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    assert done.stderr.strip() == (
+        f"horde-tui gateway: refused: port {port} on 127.0.0.1 is in use; pick another with "
+        "--port N (0 takes a free one)"
+    )
+    assert not (tmp_path / "gateway.json").exists()

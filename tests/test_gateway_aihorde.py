@@ -371,7 +371,7 @@ def test_a_member_gets_a_tool_call_from_the_models_json_under_the_anonymous_cap(
     capped, and the workers take 4096 tokens of context."""
     gw, served = horde_gateway
     long_task = "Review app.py for secrets. " * 200  # ~1,200 tokens
-    body = {"model": "x", "messages": [{"role": "user", "content": long_task}], "tools": [BASH]}
+    body = {"model": "horde", "messages": [{"role": "user", "content": long_task}], "tools": [BASH]}
     served.fake.answer = lambda prompt, params: '{"tool": "bash", "command": "grep -n PASS app.py"}'
     resp = post(gw, "member-a", body)
     assert resp.status_code == 200, resp.text
@@ -398,7 +398,7 @@ def test_a_prompt_is_never_sent_over_the_context_it_asks_for(
     served.fake.models[0].max_length = 256
     digits = " ".join(str(i % 10) for i in range(2000))  # 2,000 tokens: 1,000 at 4 chars
     content = f"HEAD {digits} TAIL"
-    resp = post(gw, "member-l", {"model": "x", "messages": [{"role": "user", "content": content}]})
+    resp = post(gw, "member-l", {"model": "horde", "messages": [{"role": "user", "content": content}]})
     assert resp.status_code == 200, resp.text
     submit = served.fake.accepted()[-1]
     prompt, params = submit.body["prompt"], submit.body["params"]
@@ -413,7 +413,7 @@ def test_a_429_burst_is_retried_through_the_shared_limiter(
 ) -> None:
     gw, served = horde_gateway
     served.fake.burst_429 = 2
-    resp = post(gw, "member-b", {"model": "x", "messages": HELLO})
+    resp = post(gw, "member-b", {"model": "horde", "messages": HELLO})
     assert resp.status_code == 200, resp.text
     statuses = [s.status for s in served.fake.submits]
     assert statuses[:3] == [429, 429, 202]
@@ -430,11 +430,11 @@ def test_members_calling_at_once_share_one_submit_pace(
     from concurrent.futures import ThreadPoolExecutor
 
     gw, served = horde_gateway
-    assert post(gw, "member-m0", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-m0", {"model": "horde", "messages": HELLO}).status_code == 200
     with ThreadPoolExecutor(4) as pool:
         answers = list(
             pool.map(
-                lambda i: post(gw, f"member-m{i}", {"model": "x", "messages": HELLO}),
+                lambda i: post(gw, f"member-m{i}", {"model": "horde", "messages": HELLO}),
                 range(1, 5),
             )
         )
@@ -449,13 +449,13 @@ def test_kudos_upfront_reaches_the_member_as_one_line(
     """The queue grew past the cap the gateway last read: one refusal, one line saying
     what helps, and the next call fits the cap the refusal named."""
     gw, served = horde_gateway
-    assert post(gw, "member-c", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-c", {"model": "horde", "messages": HELLO}).status_code == 200
     served.fake.queued_text_requests = 300  # the cap falls from 512 to 256
-    resp = post(gw, "member-c", {"model": "x", "messages": HELLO})
+    resp = post(gw, "member-c", {"model": "horde", "messages": HELLO})
     assert resp.status_code == 403
     message = error_of(resp)
     assert "KudosUpfront" in message and "registered key" in message and "\n" not in message
-    assert post(gw, "member-c", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-c", {"model": "horde", "messages": HELLO}).status_code == 200
     assert served.fake.accepted()[-1].body["params"]["max_length"] == 256
 
 
@@ -469,7 +469,7 @@ def test_a_model_with_no_worker_is_a_model_error(stub_model: StubThread, tmp_pat
             HORDE_API_KEY="",
         )
         try:
-            resp = post(gw, "member-d", {"model": "x", "messages": HELLO})
+            resp = post(gw, "member-d", {"model": "horde", "messages": HELLO})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -481,7 +481,13 @@ def test_a_streamed_request_is_answered_as_one_stream_once_done(
 ) -> None:
     gw, served = horde_gateway
     served.fake.answer = lambda prompt, params: '{"answer": "all good", "done": true}'
-    body = {"model": "x", "messages": HELLO, "tools": [BASH], "stream": True}
+    body = {
+        "model": "horde",
+        "messages": HELLO,
+        "tools": [BASH],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     with httpx.stream(
         "POST",
         gw.url + "/v1/chat/completions",
@@ -509,7 +515,7 @@ def test_a_stopping_gateway_cancels_the_jobs_in_flight(
         pending = client.build_request(
             "POST",
             gw.url + "/v1/chat/completions",
-            json={"model": "x", "messages": HELLO},
+            json={"model": "horde", "messages": HELLO},
             headers={"Authorization": f"Bearer {gw.token}", "X-Horde-Member": "member-f"},
         )
         import threading
@@ -550,7 +556,7 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
             HORDE_API_KEY="registered-key",
         )
         try:
-            short = post(gw, "member-g", {"model": "x", "messages": HELLO, "tools": [BASH]})
+            short = post(gw, "member-g", {"model": "horde", "messages": HELLO, "tools": [BASH]})
             history: list[dict[str, Any]] = [{"role": "user", "content": "Review app.py"}]
             for i in range(12):
                 call = {
@@ -562,7 +568,7 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
                     {"role": "assistant", "content": None, "tool_calls": [call]},
                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i}\n" * 600},
                 ]
-            long = post(gw, "member-g", {"model": "x", "messages": history, "tools": [BASH]})
+            long = post(gw, "member-g", {"model": "horde", "messages": history, "tools": [BASH]})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -599,7 +605,7 @@ def test_a_member_that_gives_up_mid_call_cancels_its_job_at_once(
 
     gw, served = horde_gateway
     # A first call waits out litellm's import, so the member's 3 s are the job's alone.
-    assert post(gw, "member-h", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-h", {"model": "horde", "messages": HELLO}).status_code == 200
     served.fake.polls_to_done = 10_000
     timeout = "600" if how == "killed" else "3"
     member = subprocess.Popen(
@@ -620,7 +626,7 @@ def test_a_member_that_gives_up_mid_call_cancels_its_job_at_once(
     assert served.fake.unfinished() == []
     assert gw.proc.poll() is None  # the gateway serves on
     served.fake.polls_to_done = 1
-    assert post(gw, "member-i", {"model": "x", "messages": HELLO}).status_code == 200
+    assert post(gw, "member-i", {"model": "horde", "messages": HELLO}).status_code == 200
 
 
 def test_an_expired_deadline_is_one_error_and_not_retried(
@@ -638,7 +644,7 @@ def test_an_expired_deadline_is_one_error_and_not_retried(
             HORDE_AIHORDE_DEADLINE_S="1",
         )
         try:
-            resp = post(gw, "member-j", {"model": "x", "messages": HELLO})
+            resp = post(gw, "member-j", {"model": "horde", "messages": HELLO})
         finally:
             gw.proc.terminate()
             gw.proc.wait(10)
@@ -670,7 +676,7 @@ def test_a_fetch_cut_at_max_length_is_asked_again_never_fetched(
     )
     served.fake.answer = lambda prompt, params: next(replies)
     tools = [d for d in TOOL_DEFINITIONS if d["function"]["name"] == tool]
-    resp = post(gw, "member-k", {"model": "x", "messages": HELLO, "tools": tools})
+    resp = post(gw, "member-k", {"model": "horde", "messages": HELLO, "tools": tools})
     assert resp.status_code == 200, resp.text
     call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
     assert call["name"] == tool

@@ -35,7 +35,7 @@ def test_a_backed_off_call_is_noted_for_its_member_until_it_ends(
     answer: dict[str, Any] = {}
 
     def call() -> None:
-        body = {"model": "any", "messages": HELLO}
+        body = {"model": "horde", "messages": HELLO}
         resp = httpx.post(
             gateway.url + "/v1/chat/completions", json=body, headers=headers, timeout=60
         )
@@ -102,7 +102,7 @@ def test_a_call_queued_under_the_providers_limit_is_noted_until_it_gets_a_slot(
 
 def post(gw: GatewayProcess, member: str) -> int:
     headers = {"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member}
-    body = {"model": "any", "messages": HELLO}
+    body = {"model": "horde", "messages": HELLO}
     resp = httpx.post(gw.url + "/v1/chat/completions", json=body, headers=headers, timeout=60)
     return resp.status_code
 
@@ -118,7 +118,7 @@ def test_a_missing_key_is_one_line_naming_the_variable_to_set(
         headers = {"Authorization": f"Bearer {gateway.token}", "X-Horde-Member": "member-1"}
         resp = httpx.post(
             gateway.url + "/v1/chat/completions",
-            json={"model": "any", "messages": HELLO},
+            json={"model": "horde", "messages": HELLO},
             headers=headers,
             timeout=60,
         )

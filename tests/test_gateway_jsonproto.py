@@ -19,6 +19,7 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.gateway import usage as gw_usage
 
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.stubmodel import RecordedRequest, StubThread
@@ -106,7 +107,7 @@ def ask(
     gw: GatewayProcess, member: str, messages: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     body = {
-        "model": "any",
+        "model": "horde",
         "messages": messages or CONVERSATION,
         "tools": TOOLS,
         "tool_choice": "auto",
@@ -339,10 +340,11 @@ def test_streaming_in_json_mode_synthesizes_the_chunks(gw: GatewayProcess) -> No
         default_headers={"X-Horde-Member": member},
     )
     stream = client.chat.completions.create(
-        model="any",
+        model="horde",
         messages=CONVERSATION,
         tools=TOOLS,
         stream=True,
+        stream_options={"include_usage": True},
     )
     chunks = list(stream)
     calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []]
@@ -385,3 +387,24 @@ def test_compact_mode_fits_a_long_conversation_in_the_cap(gateways: Gateways) ->
     assert TASK in text, "the task survives compaction"
     assert "Reply with exactly one JSON object" in text
     assert "cat part7.py" in text, "the newest call is listed"
+
+
+def test_the_quickstart_loop_reads_every_chunk_of_a_json_protocol_stream(
+    gw: GatewayProcess,
+) -> None:
+    """Synthesized chunks too: no chunk without choices unless usage was asked for."""
+    member = "js-stream-quickstart"
+    play(gw, member, '{"answer": "All read."}', prompt_tokens=30)
+    client = openai.OpenAI(
+        base_url=gw.url + "/v1",
+        api_key=gw.token,
+        max_retries=0,
+        default_headers={"X-Horde-Member": member},
+    )
+    stream = client.chat.completions.create(
+        model="horde", messages=CONVERSATION, tools=TOOLS, stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream)
+
+    assert text == "All read."
+    assert gw_usage(gw)["members"][member]["prompt_tokens"] == 30

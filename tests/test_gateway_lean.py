@@ -138,7 +138,7 @@ def chat_both_ways(gw: GatewayProcess, member: str, tokens: tuple[int, int]) -> 
     gw.stub.stub.set_scripts({member: [step, step]})
     plain = httpx.post(
         gw.url + "/v1/chat/completions",
-        json={"model": "any", "messages": HELLO},
+        json={"model": "horde", "messages": HELLO},
         headers={"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member},
         timeout=60,
     )
@@ -149,7 +149,14 @@ def chat_both_ways(gw: GatewayProcess, member: str, tokens: tuple[int, int]) -> 
         max_retries=0,
         default_headers={"X-Horde-Member": member},
     )
-    chunks = list(client.chat.completions.create(model="any", messages=HELLO, stream=True))
+    chunks = list(
+        client.chat.completions.create(
+            model="horde",
+            messages=HELLO,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok"
     streamed = chunks[-1].usage
     assert streamed is not None

@@ -93,7 +93,7 @@ def gw(recorder: Recorder, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def post(gw: GatewayProcess, member: str, body: dict[str, Any] | None = None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member}
-    body = body or {"model": "any", "messages": HELLO, "tools": [BASH]}
+    body = body or {"model": "horde", "messages": HELLO, "tools": [BASH]}
     return httpx.post(gw.url + "/v1/chat/completions", json=body, headers=headers, timeout=60)
 
 
@@ -112,7 +112,7 @@ def only_limiter(gw: GatewayProcess) -> dict[str, Any]:
 
 def burst(gw: GatewayProcess, members: list[str]) -> list[httpx.Response]:
     with ThreadPoolExecutor(len(members)) as pool:
-        return list(pool.map(lambda m: post(gw, m, {"model": "any", "messages": HELLO}), members))
+        return list(pool.map(lambda m: post(gw, m, {"model": "horde", "messages": HELLO}), members))
 
 
 def test_concurrent_members_share_one_limit_then_a_429_lowers_it(
@@ -125,7 +125,7 @@ def test_concurrent_members_share_one_limit_then_a_429_lowers_it(
             "gw-rl": [{"status": 429, "repeat": 3}, {"content": "ok"}],
         }
     )
-    post(gw, "gw-warm", {"model": "any", "messages": HELLO})  # waits out litellm's import
+    post(gw, "gw-warm", {"model": "horde", "messages": HELLO})  # waits out litellm's import
     before = only_limiter(gw)
     assert before["in_flight"] == 0
     capacity = int(before["limit"])
@@ -155,7 +155,7 @@ def test_concurrent_members_share_one_limit_then_a_429_lowers_it(
     # Three 429s in a row (each retried at once: the stub says retry-after: 0). Each retry
     # is sent after the previous cut, so each is a window of its own: three halvings, to
     # the floor of 1; the final success adds 1/limit.
-    resp = post(gw, "gw-rl", {"model": "any", "messages": HELLO})
+    resp = post(gw, "gw-rl", {"model": "horde", "messages": HELLO})
     assert resp.status_code == 200
     assert len(gw.stub.stub.requests_for("gw-rl")) == 4
     lowered = only_limiter(gw)
@@ -213,7 +213,7 @@ def test_a_streamed_request_refused_for_tools_switches_too(gw: GatewayProcess) -
         default_headers={"X-Horde-Member": member},
     )
     stream = client.chat.completions.create(
-        model="any",
+        model="horde",
         messages=HELLO,
         tools=[BASH],
         stream=True,
@@ -264,7 +264,7 @@ def test_429s_from_calls_in_flight_together_halve_the_limit_once(
 ) -> None:
     """The module's first test on `fresh`: its numbers assume the limit is untouched."""
     refusal_ms = 1000
-    post(fresh, "gw-warm", {"model": "any", "messages": HELLO})  # waits out litellm's import
+    post(fresh, "gw-warm", {"model": "horde", "messages": HELLO})  # waits out litellm's import
     assert only_limiter(fresh)["limit"] == pytest.approx(4.25)
     members = [f"gw-s{i}" for i in range(4)]
     fresh.stub.stub.set_scripts(
@@ -287,7 +287,7 @@ def test_a_long_retry_after_is_capped(fresh: GatewayProcess, fresh_recorder: Rec
     fresh.stub.stub.set_scripts(
         {member: [{"status": 429, "retry_after": "3600"}, {"content": "after the cap"}]}
     )
-    resp = post(fresh, member, {"model": "any", "messages": HELLO})
+    resp = post(fresh, member, {"model": "horde", "messages": HELLO})
     assert resp.status_code == 200, resp.text
     assert resp.json()["choices"][0]["message"]["content"] == "after the cap"
     first, second = fresh_recorder.times(member)

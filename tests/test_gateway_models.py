@@ -50,7 +50,7 @@ def gw(
 def chat(gw: GatewayProcess, member: str) -> dict[str, Any]:
     resp = httpx.post(
         gw.url + "/v1/chat/completions",
-        json={"model": "any", "messages": [{"role": "user", "content": "Go."}]},
+        json={"model": "horde", "messages": [{"role": "user", "content": "Go."}]},
         headers={"Authorization": f"Bearer {gw.token}", "X-Horde-Member": member},
         timeout=60,
     )

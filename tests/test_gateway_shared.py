@@ -57,7 +57,7 @@ def join(gw: GatewayProcess, folder: Path, budget: float | None, **extra: Any) -
 def chat(gw: GatewayProcess, token: str, member: str = "shared-1") -> httpx.Response:
     return httpx.post(
         gw.url + "/v1/chat/completions",
-        json={"model": "any", "messages": [{"role": "user", "content": "Go."}]},
+        json={"model": "horde", "messages": [{"role": "user", "content": "Go."}]},
         headers={"Authorization": f"Bearer {token}", "X-Horde-Member": member},
         timeout=60,
     )

@@ -9,7 +9,11 @@ printed.
 
 from __future__ import annotations
 
+import json
+import resource
+import socket
 import stat
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -24,7 +28,8 @@ INIT = (
 )
 
 
-def post(url: str, headers: dict[str, str]) -> tuple[int, str]:
+def post(url: str, headers: dict[str, str]) -> tuple[int, str, str]:
+    """POST an `initialize`: the status, the body and any `WWW-Authenticate` challenge."""
     request = urllib.request.Request(
         url,
         data=INIT,
@@ -37,9 +42,9 @@ def post(url: str, headers: dict[str, str]) -> tuple[int, str]:
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read().decode()
+            return response.status, response.read().decode(), ""
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+        return exc.code, exc.read().decode(), exc.headers.get("WWW-Authenticate", "")
 
 
 async def test_without_the_token_refused_with_it_the_tool_works(horde: Any) -> None:
@@ -55,9 +60,13 @@ async def test_without_the_token_refused_with_it_the_tool_works(horde: Any) -> N
             added = await call(session, "idea", text="Audit app/web/login.py")
 
     assert server.url.startswith("http://127.0.0.1:")
-    for status, body in (missing, wrong):
+    for status, body, challenge in (missing, wrong):
         assert status == 401
-        assert body.startswith("refused: no valid bearer token")
+        error = json.loads(body)["error"]
+        assert error["message"].startswith("refused: no valid bearer token")
+        # A plain Bearer challenge: no resource_metadata, so no OAuth discovery starts.
+        assert challenge.startswith('Bearer realm="horde"')
+        assert "resource_metadata" not in challenge
     assert tools == ["horde"]
     assert added[0] is False and added[1].startswith("ok #2 added")
     assert horde.state("reader").ideas["#2"].by == "ext-1"
@@ -104,3 +113,92 @@ def test_a_weak_token_from_the_environment_is_refused_in_one_line(horde: Any, to
     assert done.returncode == 1
     assert done.stderr.startswith("horde-tui mcp: HORDE_MCP_TOKEN must be at least 16")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_the_bearer_scheme_is_case_insensitive(horde: Any) -> None:
+    """RFC 7235: `bearer` names the same scheme as `Bearer`."""
+    token = "a-long-enough-shared-secret-0123"
+
+    with http_server(
+        horde.workdir, "--member", "ext-1", "--run", RUN, HORDE_MCP_TOKEN=token
+    ) as server:
+        lower = post(server.url, {"Authorization": f"bearer {token}"})
+        wrong = post(server.url, {"Authorization": "bearer not-it-but-long-enough"})
+
+    assert lower[0] == 200, lower
+    assert wrong[0] == 401
+
+
+def test_oauth_discovery_finds_no_authorization_server(horde: Any) -> None:
+    """An OAuth client's discovery gets a 404 with the reason, not a login flow."""
+    with http_server(horde.workdir, "--member", "ext-1", "--run", RUN) as server:
+        base = server.url.removesuffix("/mcp")
+        answers = []
+        for path in ("oauth-protected-resource/mcp", "oauth-authorization-server"):
+            try:
+                urllib.request.urlopen(f"{base}/.well-known/{path}", timeout=30)
+            except urllib.error.HTTPError as exc:
+                answers.append((exc.code, json.loads(exc.read())["error"]["message"]))
+
+    assert [code for code, _ in answers] == [404, 404]
+    assert all("bearer token" in message for _, message in answers)
+
+
+def fixed_descriptor_limit() -> None:
+    """In the server's child: 1,024 descriptors, soft and hard, so it cannot raise them."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def lowered_soft_limit() -> None:
+    """In the server's child: the common 1,024 soft limit, the hard one kept."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_the_server_raises_its_descriptor_limit_at_start(horde: Any) -> None:
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] <= 1024:
+        pytest.skip("the hard descriptor limit is too low to show the raise")
+    with http_server(
+        horde.workdir, "--member", "ext-1", "--run", RUN, preexec_fn=lowered_soft_limit
+    ) as server:
+        limits = f"/proc/{server.proc.pid}/limits"
+        with open(limits) as fh:
+            line = next(x for x in fh if x.startswith("Max open files"))
+    soft, hard = line.split()[3:5]
+    assert soft == hard, line
+
+
+async def test_idle_connections_past_the_descriptor_limit_leave_it_answering(
+    horde: Any,
+) -> None:
+    """1,100 idle unauthenticated connections against 1,024 descriptors wedged the old
+    server for good (CLOSE_WAIT, every call timed out). Now the per-client cap closes the
+    oldest idle ones; once they are released an authorised call answers within 2 s."""
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1300:
+        pytest.skip("this process cannot hold 1,100 sockets")
+    token = "a-long-enough-shared-secret-0123"
+    with http_server(
+        horde.workdir,
+        "--member",
+        "ext-1",
+        "--run",
+        RUN,
+        preexec_fn=fixed_descriptor_limit,
+        HORDE_MCP_TOKEN=token,
+    ) as server:
+        host, port = server.url.removeprefix("http://").removesuffix("/mcp").split(":")
+        idle = []
+        try:
+            for _ in range(1100):
+                idle.append(socket.create_connection((host, int(port)), timeout=5))
+        finally:
+            for sock in idle:
+                sock.close()
+        started = time.monotonic()
+        async with http_session(server.url, token) as session:
+            added = await call(session, "idea", text="Audit app/web/login.py")
+        took = time.monotonic() - started
+        alive = server.proc.poll()
+
+    assert alive is None
+    assert added[0] is False and added[1].startswith("ok #1 added")
+    assert took < 2.0, f"{took:.1f} s"

@@ -43,6 +43,29 @@ async def test_the_listed_tool_is_the_members_horde_tool(horde: Any) -> None:
     assert tools[0].description.startswith(definition["description"])
 
 
+def test_the_schema_types_each_field_one_way_for_strict_clients() -> None:
+    """Gemini's schema subset takes one `type` per field: no lists of types, no unions.
+    The whole numbers are integers (strings still pass validation, as models send)."""
+    properties = tool_schema()["function"]["parameters"]["properties"]
+    for name, prop in properties.items():
+        assert isinstance(prop.get("type"), str), (name, prop)
+        assert not {"anyOf", "oneOf", "allOf"} & set(prop), (name, prop)
+    assert {properties[n]["type"] for n in ("page", "limit", "revision")} == {"integer"}
+
+
+async def test_an_id_sent_as_a_json_number_is_taken(horde: Any) -> None:
+    """The MCP Inspector sends `id=3` as the number 3; the field says the bare number works."""
+    horde("member-1", "idea", text="Audit app/db/query.py")
+
+    async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
+        claimed = await session.call_tool("horde", {"action": "claim", "id": 1})
+        done = await session.call_tool("horde", {"action": "done", "id": 1, "result": "clean"})
+
+    assert not claimed.is_error, claimed.content
+    assert not done.is_error, done.content
+    assert horde.state("reader").ideas["#1"].status == "done"
+
+
 async def test_every_action_family_writes_as_the_member_the_server_was_started_for(
     horde: Any,
 ) -> None:
@@ -152,7 +175,8 @@ async def test_the_ledgers_are_resources_and_the_protocol_a_prompt(horde: Any) -
     horde("member-1", "idea", text="Audit app/db/query.py")
 
     async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
-        uris = [str(r.uri) for r in (await session.list_resources()).resources]
+        listed = (await session.list_resources()).resources
+        uris = [str(r.uri) for r in listed]
         ideas = await session.read_resource("horde://ledger/IDEAS.md")
         prompts = [p.name for p in (await session.list_prompts()).prompts]
         prompt = await session.get_prompt("horde-member")
@@ -163,6 +187,10 @@ async def test_the_ledgers_are_resources_and_the_protocol_a_prompt(horde: Any) -
     text = ideas.contents[0]
     assert "Audit app/db/query.py" in getattr(text, "text", "")
     assert prompts == ["horde-member"]
+    # Remote members read these: no absolute path of the serving machine.
+    for resource in listed:
+        assert str(horde.workdir) not in (resource.description or ""), resource
+        assert " /" not in f" {resource.description}", resource
     body = prompt.messages[0].content
     assert body.type == "text"
     assert SYSTEM_PROMPT.splitlines()[0] in body.text
@@ -273,3 +301,40 @@ async def test_a_finished_runs_own_member_writes_on_without_becoming_external(
 
     assert posted[0] is False
     assert not [e for e in events(horde.workdir, RUN) if e.get("kind") == "member-join"]
+
+
+def finish(run_dir: Path) -> None:
+    """The files of a run the supervisor finished: its task, manifest and report."""
+    (run_dir / "TASK.md").write_text("Audit the app.\n")
+    (run_dir / "MANIFEST.json").write_text('{"members": [{"name": "member-1"}]}')
+    (run_dir / "REPORT.md").write_text("# Report\n")
+
+
+def test_a_finished_run_refuses_a_join_in_one_line(horde: Any) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+    finish(horde.root / "runs" / RUN)
+
+    done = mcp_process(horde.workdir, "--member", "auto", "--run", RUN)
+
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"horde-tui mcp: refused: run {RUN} is finished")
+    assert not [e for e in events(horde.workdir, RUN) if e.get("kind") == "member-join"]
+
+
+async def test_a_run_that_finishes_under_the_server_refuses_writes_in_one_line(
+    horde: Any,
+) -> None:
+    horde("member-1", "idea", text="Audit app/db/query.py")
+
+    async with stdio_session(horde.workdir, "--member", "ext-1", "--run", RUN) as session:
+        finish(horde.root / "runs" / RUN)
+        wrote = await call(session, "idea", text="Audit app/web/login.py")
+        read = await call(session, "list")
+
+    assert wrote[0] is True
+    assert wrote[1].startswith(f"refused: run {RUN} is finished")
+    assert "\n" not in wrote[1]
+    assert read[0] is False and "Audit app/db/query.py" in read[1]
+    assert len(horde.state("reader").ideas) == 1

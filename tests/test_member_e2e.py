@@ -245,7 +245,7 @@ def test_budget_refuses_calls_once_spent(tmp_path: Path) -> None:
             def post() -> tuple[int, dict[str, Any]]:
                 port = int(gw.url.rsplit(":", 1)[1])
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-                body = json.dumps({"model": "x", "messages": [{"role": "user", "content": "hi"}]})
+                body = json.dumps({"model": "horde", "messages": [{"role": "user", "content": "hi"}]})
                 conn.request(
                     "POST",
                     "/v1/chat/completions",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from horde_tui.protocol.dispatch import parse_params
 from horde_tui.protocol.params import ACTION_MODELS
-from horde_tui.protocol.schema import tool_schema
+from horde_tui.protocol.schema import NUMBER_FIELDS, tool_schema
 from horde_tui.store import textmatch as tm
 from horde_tui.store.textmatch import (
     SIMILAR_OVERLAP,
@@ -257,7 +257,10 @@ def params_of(model: type[BaseModel]) -> st.SearchStrategy[BaseModel]:
     def build(draw: st.DrawFn) -> BaseModel:
         raw: dict[str, Any] = {}
         for name, info in model.model_fields.items():
-            if info.is_required() or draw(st.booleans()):
+            if name in NUMBER_FIELDS:  # optional whole numbers, the schema's `integer`
+                if draw(st.booleans()):
+                    raw[name] = draw(st.integers(1, 10**6))
+            elif info.is_required() or draw(st.booleans()):
                 raw[name] = draw(_value(info.annotation, info.metadata))
         try:
             return model.model_validate(raw)
@@ -288,6 +291,8 @@ EMPTY_TEXT_ACTIONS = ["confirm", "confirm-solved", "resource", "retract", "verif
 @given(ALL_PARAMS)
 def test_the_flat_tool_schema_accepts_every_valid_call(params: BaseModel) -> None:
     wire = json.loads(json.dumps(params.model_dump(exclude_none=True)))
+    for name in NUMBER_FIELDS & set(wire):  # kept as text by the model, sent as integers
+        wire[name] = int(wire[name])
     jsonschema.validate(wire, SCHEMA)
 
 

@@ -27,7 +27,7 @@ from horde_tui import keypipe
 from horde_tui.gateway import aihorde, backend
 from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
-from horde_tui.httpserve import raise_descriptor_limit, serve
+from horde_tui.httpserve import listen_failure, raise_descriptor_limit, serve
 from horde_tui.reaper import end_run
 from horde_tui.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
 from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
@@ -175,7 +175,15 @@ async def run(args: argparse.Namespace) -> int:
             print(f"horde-tui gateway: {refusal}", file=sys.stderr)
             return 2
     raise_descriptor_limit()  # idle local sockets must not use up a member's descriptor
-    server = await serve(gateway.handle, "127.0.0.1", args.port, authorize=gateway.authorize)
+    try:
+        server = await serve(gateway.handle, "127.0.0.1", args.port, authorize=gateway.authorize)
+    except OSError as exc:
+        print(
+            f"horde-tui gateway: refused: {listen_failure(exc, '127.0.0.1', args.port)}; "
+            "pick another with --port N (0 takes a free one)",
+            file=sys.stderr,
+        )
+        return 1
     if args.run_dir:
         args.run_dir.mkdir(parents=True, exist_ok=True)
         if not config.shared:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import math
 import os
@@ -30,7 +29,15 @@ from horde_tui.gateway import aihorde, backend, jsonproto
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
 from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
-from horde_tui.httpserve import Request, Response, StreamResponse, error_body
+from horde_tui.httpserve import (
+    Request,
+    Response,
+    StreamResponse,
+    bearer_token,
+    error_body,
+    token_matches,
+    unauthorized,
+)
 from horde_tui.store.activity import Backoff, clear_backoff, write_backoff
 
 FETCH_TOOLS = frozenset({"links", "sitemap"})
@@ -89,6 +96,17 @@ class GatewayConfig:
 
 
 MIN_RUN_TOKEN = 16
+MODEL_ALIAS = "horde"
+"""The model name members send (README, "The gateway"): whichever model the gateway
+serves the calling member (`--member-model`, else the run's model)."""
+AIHORDE_PARAMS = frozenset({"max_tokens", "max_completion_tokens", "stop", "temperature"})
+"""The request parameters the AI Horde provider sends on (`aihorde`'s call reads these);
+any other is refused by name rather than dropped."""
+JSON_PROTOCOL_REFUSES = ("n", "logprobs", "top_logprobs", "response_format")
+"""Parameters the JSON tool protocol cannot honour: it reads one text reply as a tool
+call or an answer and rebuilds the message, so more choices, token logprobs or a reply
+format of the client's would not survive it."""
+UNAUTHORIZED = "missing or wrong bearer token for this run's gateway"
 """The shortest token a joining run may bring (the supervisor's are 43 characters)."""
 
 
@@ -187,17 +205,16 @@ class Gateway:
         so a process without the token cannot make the gateway buffer one."""
         if req.path == "/health" or self._caller(req) is not None:
             return None
-        return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
+        return unauthorized(UNAUTHORIZED, "horde-gateway", req.headers)
 
     async def handle(self, req: Request) -> Response | StreamResponse:
         if req.path == "/health":
             return Response(200, {"ok": True, "litellm_ready": self.litellm.ready})
         account = self._caller(req)
         if account is None:
-            return _error(401, "missing or wrong bearer token for this run's gateway", "auth_error")
+            return unauthorized(UNAUTHORIZED, "horde-gateway", req.headers)
         if req.method == "GET" and req.path == "/v1/models":
-            models = sorted({self.config.model, *self.config.member_models.values()})
-            data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in models]
+            data = [{"id": m, "object": "model", "owned_by": "horde-tui"} for m in self.models]
             return Response(200, {"object": "list", "data": data})
         if req.method == "GET" and req.path == "/v1/usage":
             summary = account.summary()
@@ -216,13 +233,41 @@ class Gateway:
     def _caller(self, req: Request) -> Accounting | None:
         """The accounting of the run whose token the request carries: the gateway's own,
         or (shared) a run that joined it; None for any other token."""
-        given = req.headers.get("authorization", "").encode()
-        if hmac.compare_digest(given, f"Bearer {self.config.token}".encode()):
+        given = bearer_token(req.headers)
+        if token_matches(given, self.config.token):
             return self.accounting
         for token, account in self.runs.items():
-            if hmac.compare_digest(given, f"Bearer {token}".encode()):
+            if token_matches(given, token):
                 return account
         return None
+
+    @property
+    def models(self) -> list[str]:
+        """The models this gateway serves, as `/v1/models` lists them."""
+        return sorted({self.config.model, *self.config.member_models.values()})
+
+    def _model(self, asked: Any, member: str) -> str | Response:
+        """The model a request names: the alias (or none) is the member's own; any other
+        must be one the gateway serves, else an OpenAI-shaped 404 `model_not_found`."""
+        if asked is None or asked == MODEL_ALIAS:
+            return self.config.member_models.get(member, self.config.model)
+        if not isinstance(asked, str):
+            return _error(400, "'model' must be a string", "invalid_request_error", "model")
+        if asked in self.models:
+            return asked
+        if aihorde.aihorde_model(asked) in self.models:
+            return aihorde.aihorde_model(asked)
+        served = ", ".join(self.models)
+        return Response(
+            404,
+            error_body(
+                f"The model `{asked[:200]}` is not served by this gateway; it serves "
+                f"{served} (or `{MODEL_ALIAS}` for the member's own model)",
+                "invalid_request_error",
+                "model_not_found",
+                "model",
+            ),
+        )
 
     # -- runs joining a shared gateway ---------------------------------------------------
 
@@ -335,10 +380,13 @@ class Gateway:
         ):
             return _error(400, "'tools' must be a list of objects", "invalid_request_error")
         member = req.headers.get("x-horde-member") or str(body.get("user") or "unknown")
+        model = self._model(body.get("model"), member)
+        if isinstance(model, Response):
+            return model
         if account.budget_reached:
             return _error(402, account.budget_message(), "budget_exceeded")
         notes = self._backoffs(account)
-        opts = self._options(member, notes)
+        opts = replace(self._options(member, notes), model=model)
         work = self._answer(body, member, opts, account, notes)
         if aihorde.is_aihorde(opts.model) and req.gone is not None:
             # An AI Horde job nobody will read spends a volunteer worker's time and the
@@ -348,7 +396,7 @@ class Gateway:
         try:
             return await work
         except ProviderError as exc:
-            return _error(exc.status, exc.message, exc.kind)
+            return _error(exc.status, exc.message, exc.kind, exc.param)
         finally:
             notes.done(member)
 
@@ -368,11 +416,23 @@ class Gateway:
         notes: BackoffNotes,
     ) -> Response | StreamResponse:
         litellm = await self.litellm.module()
+        own = AIHORDE_PARAMS if aihorde.is_aihorde(opts.model) else None
+        refused = backend.refused_param(litellm, opts.model, body, own)
+        if refused is not None:
+            known = refused in backend.PROVIDER_PARAMS
+            why = f"{opts.model} does not take it" if known else "the gateway does not know it"
+            raise ProviderError(
+                400,
+                f"unsupported parameter '{refused[:100]}': {why}, and the gateway passes "
+                "every parameter on or refuses it; leave it out",
+                "invalid_request_error",
+                refused[:100],
+            )
         if body.get("stream") and not self._json_mode(litellm, opts.model):
             return await self._stream_native(litellm, body, member, opts, account, notes)
         result = await self._complete(litellm, body, member, opts, account, notes)
         if body.get("stream"):
-            return StreamResponse(_sse(_as_chunks(result)))
+            return StreamResponse(_sse(_as_chunks(result, _wants_usage(body))))
         return Response(200, result)
 
     def _options(self, member: str, notes: BackoffNotes) -> CallOptions:
@@ -449,6 +509,7 @@ class Gateway:
         cost = self._account(litellm, account, member, opts.model, prompt, completion, started)
         # Members report cost in their status lines without knowing any price map.
         result["usage"] = {**(result.get("usage") or {}), "horde_cost_usd": cost}
+        result["model"] = opts.model  # the id /v1/models lists, not the provider's spelling
         return result
 
     async def _json_protocol(
@@ -460,6 +521,17 @@ class Gateway:
         limiter: AdaptiveLimiter,
     ) -> tuple[dict[str, Any], int, int]:
         """Translate tools to a text protocol and the model's JSON reply back to a tool call."""
+        refused = next((p for p in JSON_PROTOCOL_REFUSES if p in body), None)
+        if refused is None and body.get("tool_choice") not in (None, "auto"):
+            refused = "tool_choice"
+        if refused is not None:
+            raise ProviderError(
+                400,
+                f"unsupported parameter '{refused}': {opts.model}'s tools go through the "
+                "JSON text protocol, which cannot honour it; leave it out",
+                "invalid_request_error",
+                refused,
+            )
         tools = body.get("tools") or []
         names = {t.get("function", {}).get("name", "") for t in tools} - {""}
         messages = body["messages"]
@@ -563,19 +635,28 @@ class Gateway:
         limiter = self.limiters.for_provider(self._limiter_key(opts))
         kwargs = backend.call_kwargs(litellm, opts, body, member)
         started = time.perf_counter()
+        wants_usage = _wants_usage(body)
 
         async def chunks() -> AsyncIterator[dict[str, Any]]:
             prompt = completion = 0
             async with limiter.slot():
                 async for chunk in backend.stream(litellm, kwargs, opts, limiter):
-                    usage = chunk.get("usage")
+                    chunk = {**chunk, "model": opts.model}
+                    usage = chunk.pop("usage", None)
                     if usage:
                         prompt = int(usage.get("prompt_tokens") or 0)
                         completion = int(usage.get("completion_tokens") or 0)
                         # The same field a non-streamed reply carries (priced on the
                         # spot; the usage chunk is the last one with data).
                         cost = backend.price(litellm, opts.model, prompt, completion)
-                        chunk = {**chunk, "usage": {**usage, "horde_cost_usd": cost}}
+                        usage = {**usage, "horde_cost_usd": cost}
+                    if wants_usage:
+                        chunk["usage"] = usage
+                    elif not chunk.get("choices"):
+                        # Usage nobody asked for: the budget has it; a client reading
+                        # `choices[0]` of every chunk (OpenAI's quickstart) must not
+                        # meet a chunk without choices.
+                        continue
                     yield chunk
                 limiter.succeeded()
             self._account(litellm, account, member, opts.model, prompt, completion, started)
@@ -592,7 +673,7 @@ class Gateway:
             # the JSON protocol, whose finished reply is sent as synthesized chunks.
             self.json_models.add(opts.model)
             result = await self._complete(litellm, body, member, opts, account, notes)
-            return StreamResponse(_sse(_as_chunks(result)))
+            return StreamResponse(_sse(_as_chunks(result, wants_usage)))
         return StreamResponse(_sse(_prepend(first, agen)))
 
     def _account(
@@ -640,8 +721,14 @@ async def _until_gone(
     return _error(499, "the member closed its request; the call was cancelled", "client_gone")
 
 
-def _error(status: int, message: str, kind: str) -> Response:
-    return Response(status, error_body(message, kind, str(status)))
+def _error(status: int, message: str, kind: str, param: str | None = None) -> Response:
+    return Response(status, error_body(message, kind, str(status), param))
+
+
+def _wants_usage(body: dict[str, Any]) -> bool:
+    """The client asked for a streamed reply's usage (`stream_options.include_usage`)."""
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _content(response: dict[str, Any]) -> str:
@@ -668,8 +755,9 @@ def _completion(
     }
 
 
-def _as_chunks(result: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    """A finished completion re-sent as stream chunks (for the JSON protocol path)."""
+def _as_chunks(result: dict[str, Any], with_usage: bool) -> AsyncIterator[dict[str, Any]]:
+    """A finished completion re-sent as stream chunks (for the JSON protocol path), each
+    choice in its own chunks; the usage chunk only when the client asked for it."""
 
     async def gen() -> AsyncIterator[dict[str, Any]]:
         base = {
@@ -678,19 +766,23 @@ def _as_chunks(result: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
             "created": result.get("created"),
             "model": result.get("model"),
         }
-        choice = (result.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        delta: dict[str, Any] = {"role": "assistant"}
-        if message.get("content"):
-            delta["content"] = message["content"]
-        if message.get("tool_calls"):
-            delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(message["tool_calls"])]
-        yield {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-        yield {
-            **base,
-            "choices": [{"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason")}],
-        }
-        yield {**base, "choices": [], "usage": result.get("usage")}
+        for n, choice in enumerate(result.get("choices") or [{}]):
+            index = choice.get("index", n)
+            message = choice.get("message") or {}
+            delta: dict[str, Any] = {"role": "assistant"}
+            if message.get("content"):
+                delta["content"] = message["content"]
+            if message.get("tool_calls"):
+                calls = message["tool_calls"]
+                delta["tool_calls"] = [{"index": i, **tc} for i, tc in enumerate(calls)]
+            opening = {"index": index, "delta": delta, "finish_reason": None}
+            if choice.get("logprobs") is not None:
+                opening["logprobs"] = choice["logprobs"]
+            yield {**base, "choices": [opening]}
+            closing = {"index": index, "delta": {}, "finish_reason": choice.get("finish_reason")}
+            yield {**base, "choices": [closing]}
+        if with_usage:
+            yield {**base, "choices": [], "usage": result.get("usage")}
 
     return gen()
 

@@ -44,11 +44,15 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 class ProviderError(Exception):
     """A provider call failed for good; carries what the member should see."""
 
-    def __init__(self, status: int, message: str, kind: str = "provider_error") -> None:
+    def __init__(
+        self, status: int, message: str, kind: str = "provider_error", param: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.kind = kind
+        self.param = param
+        """The request field refused, when the error is about one."""
 
 
 @dataclass
@@ -292,12 +296,64 @@ class CallOptions:
     waited out, so the gateway can tell whose call it holds (`store.activity`)."""
 
 
+GATEWAY_FIELDS = frozenset({"model", "messages", "tools", "stream", "stream_options", "user"})
+"""Request fields the gateway acts on itself: the model it resolves, the conversation, the
+tools (native or through the JSON protocol), streaming and whether a streamed reply ends
+with usage (the provider is always asked for usage: the budget counts every call), and
+`user` (the member, when no `X-Horde-Member` header names it)."""
+PROVIDER_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "frequency_penalty",
+    "presence_penalty",
+    "logprobs",
+    "top_logprobs",
+    "logit_bias",
+    "n",
+)
+"""Chat-completions parameters passed to the provider as given. Any other field of a
+request is refused by name (`refused_param`): litellm runs with `drop_params` (the
+gateway's own additions must not fail a call), so a parameter it was handed and the
+provider does not take would otherwise vanish without a word."""
+
+
+def refused_param(litellm: Any, model: str, body: dict[str, Any], own: Any = None) -> str | None:
+    """The first field of `body` that would not reach `model`'s provider, or None.
+
+    A field the gateway does not know is refused; so is a known parameter the provider
+    does not take, by litellm's list for its provider (`own` replaces that list for a
+    provider the gateway serves itself, AI Horde). A provider litellm has no list for
+    gets every known parameter as sent.
+    """
+    for name in body:
+        if name not in GATEWAY_FIELDS and name not in PROVIDER_PARAMS:
+            return name
+    asked = [name for name in PROVIDER_PARAMS if name in body]
+    if not asked:
+        return None
+    supported = own
+    if supported is None:
+        try:
+            supported = litellm.get_supported_openai_params(model=model)
+        except Exception:
+            supported = None
+    if supported is None:
+        return None
+    return next((name for name in asked if name not in supported), None)
+
+
 def call_kwargs(
     litellm: Any, opts: CallOptions, body: dict[str, Any], member: str
 ) -> dict[str, Any]:
     """Arguments for `litellm.acompletion` from a member's OpenAI request body."""
-    passthrough = ("temperature", "top_p", "max_tokens", "stop", "seed", "tool_choice")
-    kwargs: dict[str, Any] = {k: body[k] for k in passthrough if k in body}
+    kwargs: dict[str, Any] = {k: body[k] for k in PROVIDER_PARAMS if k in body}
     kwargs.update(
         model=opts.model,
         messages=body.get("messages", []),

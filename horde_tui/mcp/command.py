@@ -114,13 +114,16 @@ def _http(seat: Seat, args: argparse.Namespace) -> Callable[[], Awaitable[None]]
         raise SeatRefused(str(exc)) from None
     except OSError as exc:
         raise SeatRefused(f"cannot keep the token: {exc}") from None
+    from horde_tui.httpserve import listen_failure, raise_descriptor_limit
+
     try:
         sock = remote.listen(args.bind, args.port)
     except OSError as exc:
         raise SeatRefused(
-            f"cannot listen on {args.bind}:{args.port} ({exc.strerror or exc}); pick another "
-            "--port (0 takes a free one) or --bind"
+            f"refused: {listen_failure(exc, args.bind, args.port)}; pick another with "
+            "--port N (0 takes a free one) or --bind"
         ) from None
+    raise_descriptor_limit()  # idle sockets must not use up an agent's descriptor
     remote.announce(seat, sock, path)
     return functools.partial(remote.serve_http, seat, sock, token)
 

@@ -6,20 +6,25 @@ is `HORDE_MCP_TOKEN`, or one generated once per run and kept 0600 in the run's
 directory (`mcp-token`): the server prints that path, never the value. Writes stay
 serialized by the one store lock of the machine that holds `.horde/`, so a remote member
 needs no shared filesystem.
+
+It is served by the gateway's server (`horde_tui.httpserve`): the token checked on the
+head before a body is read, the descriptor limit raised at start, a connection cap per
+client and in all (the oldest idle connection goes first), head, body and idle
+timeouts. The SDK's streamable HTTP app runs behind it as an ASGI app.
 """
 
 from __future__ import annotations
 
-import hmac
 import os
 import secrets
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import anyio
 
+from horde_tui import httpserve
+from horde_tui.httpserve import Limits, Request, Response, error_body
 from horde_tui.mcp.seat import Seat
 from horde_tui.mcp.server import HordeServer
 from horde_tui.store.store import HordeStore
@@ -68,34 +73,35 @@ def bearer_token(seat: Seat, environ: dict[str, str] | None = None) -> tuple[str
     return token, path
 
 
+LIMITS = Limits(max_body_bytes=4 * 1024 * 1024)
+"""A `horde` call is a few KB (evidence is capped at 20,000 characters); the gateway's
+timeouts and connection caps as they are."""
+UNAUTHORIZED = (
+    "refused: no valid bearer token (horde mcp rule); send 'Authorization: Bearer <token>' "
+    "with the run's token"
+)
+NO_OAUTH = (
+    "no OAuth here: this server takes the bearer token its operator hands out (the run's "
+    "mcp-token file or HORDE_MCP_TOKEN); send it as 'Authorization: Bearer <token>'"
+)
+WELL_KNOWN = "/.well-known/"
+"""Where OAuth clients look for an authorization server: answered 404 with `NO_OAUTH`,
+token or not, so their discovery ends there instead of in a login flow."""
+
+
 class BearerGuard:
-    """Answers 401 to any HTTP request without the run's bearer token."""
+    """The head check: 401 (with the reason and a plain Bearer challenge) for any request
+    without the run's token, before its body is read."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
+    def __init__(self, token: str) -> None:
+        self.token = token
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = (
-                    b"refused: no valid bearer token (horde mcp rule); send "
-                    b"'Authorization: Bearer <token>' with the run's token\n"
-                )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                            (b"www-authenticate", b'Bearer realm="horde"'),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+    def authorize(self, req: Request) -> Response | None:
+        if req.path.startswith(WELL_KNOWN):
+            return Response(404, error_body(NO_OAUTH, "not_found", "no_oauth"))
+        if httpserve.token_matches(httpserve.bearer_token(req.headers), self.token):
+            return None
+        return httpserve.unauthorized(UNAUTHORIZED, "horde", req.headers)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -111,15 +117,24 @@ def listen(host: str, port: int) -> socket.socket:
 
 async def serve_http(seat: Seat, sock: socket.socket, token: str) -> None:
     """Serve the seat's server on `sock` until interrupted."""
-    import uvicorn
-
-    host = sock.getsockname()[0]
+    host, port = sock.getsockname()[:2]
     server = HordeServer(seat).server()
-    app: Any = server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=PATH, host="127.0.0.1" if host in LOOPBACK else host
     )
-    config = uvicorn.Config(BearerGuard(app, token), log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    guard = BearerGuard(token)
+    async with app.router.lifespan_context(app):  # the SDK's session manager
+        http = await httpserve.serve(
+            httpserve.asgi(app, (host, port)),
+            authorize=guard.authorize,
+            limits=LIMITS,
+            sock=sock,
+        )
+        try:
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await http.close()
 
 
 def url_of(sock: socket.socket) -> str:

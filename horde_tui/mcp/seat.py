@@ -27,7 +27,7 @@ from horde_tui.store.paths import (
     valid_actor_name,
     valid_run_id,
 )
-from horde_tui.store.runs import find_run, resolve_run
+from horde_tui.store.runs import find_run, resolve_run, run_state
 from horde_tui.store.store import HordeStore
 
 AUTO = "auto"
@@ -69,6 +69,18 @@ def pick_run(horde_dir: Path, run: str | None) -> tuple[Path, str]:
     return horde_dir, named or MANUAL_RUN
 
 
+def finished_refusal(horde_dir: Path, run: str) -> str | None:
+    """One line when `run` is finished (its report written, no supervisor): it takes no
+    more members and no more writes; reading it still works."""
+    run_dir = HordeStore(horde_dir, "reader").paths.run_dir(run)
+    if run_state(run_dir) != "finished":
+        return None
+    return (
+        f"refused: run {run} is finished (its REPORT.md is written) and takes no more "
+        f"members or writes (run rule); read it, or continue it with `horde-tui fork {run}`"
+    )
+
+
 def take_seat(horde_dir: Path, run: str | None, member: str) -> Seat:
     """Resolve the run and the name, refuse a name the identity rule keeps for its
     owner, and register the seat with an existing run."""
@@ -76,6 +88,9 @@ def take_seat(horde_dir: Path, run: str | None, member: str) -> Seat:
     if place is not None:
         raise SeatRefused(f"refused: {place[0]}; {place[1]}")
     root, run_id = pick_run(horde_dir, run)
+    finished = finished_refusal(root, run_id)
+    if finished:
+        raise SeatRefused(finished)
     if member == AUTO:
         return _auto_seat(root, run_id)
     if not valid_actor_name(member):

@@ -21,8 +21,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from horde_tui import __version__, prompts
-from horde_tui.mcp.seat import Seat
+from horde_tui.mcp.seat import Seat, finished_refusal
 from horde_tui.protocol import run_action
+from horde_tui.protocol.params import ACTION_MODELS, ReadParams
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.store.paths import LEDGER_FILES
 from horde_tui.store.store import HordeStore
@@ -57,7 +58,13 @@ class HordeServer:
     # -- the horde tool ---------------------------------------------------------------------
 
     def call(self, arguments: dict[str, Any]) -> tuple[bool, str]:
-        """One `horde` call through the one dispatcher: (ok, its text)."""
+        """One `horde` call through the one dispatcher: (ok, its text). A write in a run
+        that finished while the server ran is refused in one line; reads still answer."""
+        model = ACTION_MODELS.get(str(arguments.get("action")))
+        if model is not None and not issubclass(model, ReadParams):
+            finished = finished_refusal(self.seat.horde_dir, self.seat.run)
+            if finished:
+                return False, finished
         result = run_action(self.store, arguments, run=self.seat.run, role="member")
         return result.ok, result.text
 
@@ -93,10 +100,16 @@ class HordeServer:
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        root = self.store.paths.root
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
-                    uri=uri, name=path.name, mime_type="text/markdown", description=str(path)
+                    uri=uri,
+                    name=path.name,
+                    mime_type="text/markdown",
+                    # Relative to the horde directory: remote members read the listing,
+                    # and the serving machine's paths are none of their business.
+                    description=f"{path.relative_to(root)} in the horde directory",
                 )
                 for uri, path in self._resource_paths().items()
             ]

@@ -20,9 +20,11 @@ from horde_tui.protocol.fields import (
     TEXT_CAP,
     Number,
     NumberList,
+    OptRef,
     OptRefList,
     Params,
     ReadParams,
+    Ref,
     Text,
 )
 
@@ -48,20 +50,20 @@ class InboxParams(ReadParams):
 
 class AckParams(Params):
     action: Literal["ack"]
-    id: str
+    id: Ref
     text: str = ""
 
 
 class RespondParams(Params):
     action: Literal["respond"]
-    id: str
+    id: Ref
     text: Text
     evidence: str = ""
 
 
 class ResolveParams(Params):
     action: Literal["resolve"]
-    id: str
+    id: Ref
     text: Text
     evidence: str = ""
     evidenceText: str = ""
@@ -69,7 +71,7 @@ class ResolveParams(Params):
 
 class DeferParams(Params):
     action: Literal["defer"]
-    id: str
+    id: Ref
     text: Text
 
 
@@ -96,7 +98,7 @@ class ReviewParams(Params):
 class ReattestParams(Params):
     action: Literal["reattest"]
     target: str | None = None
-    id: str | None = None
+    id: OptRef = None
     text: str = ""
     evidence: str = ""
     evidenceText: str = ""
@@ -115,7 +117,7 @@ class ResourceStateParams(Params):
     action: Literal["resource-state"]
     state: ResourceState
     name: str | None = None
-    id: str | None = None
+    id: OptRef = None
     lease: str = ""
     ports: NumberList = None
     evidence: str = ""

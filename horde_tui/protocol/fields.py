@@ -52,6 +52,10 @@ def _number_as_text(value: Any) -> Any:
     return value
 
 
+Ref = Annotated[str, BeforeValidator(_number_as_text)]
+"""An entry's id (`#3`, `F2`), also sent as a bare number: the MCP Inspector sends
+`id=3` as the JSON number 3, and the field's description says the number works."""
+OptRef = Annotated[str | None, BeforeValidator(_number_as_text)]
 NumberList = Annotated[list[str] | None, BeforeValidator(_as_text_list)]
 """Whole numbers as a list (`ports`), sent as integers or strings."""
 Number = Annotated[str | None, BeforeValidator(_number_as_text)]

@@ -19,8 +19,10 @@ from horde_tui.protocol.fields import (
     TEXT_CAP,
     Confidence,
     Importance,
+    OptRef,
     Params,
     ReadParams,
+    Ref,
     RefList,
     Support,
     Text,
@@ -73,31 +75,31 @@ class IdeaParams(Params):
 
 class ClaimParams(Params):
     action: Literal["claim"]
-    id: str
+    id: Ref
 
 
 class DoneParams(Params):
     action: Literal["done"]
-    id: str
+    id: Ref
     result: Text
 
 
 class DropParams(Params):
     action: Literal["drop"]
-    id: str
+    id: Ref
     reason: str = ""
 
 
 class RuleOutParams(Params):
     action: Literal["rule-out"]
-    id: str
+    id: Ref
     reason: Text
 
 
 class FindingParams(Params):
     action: Literal["finding"]
     text: Text
-    idea: str | None = None
+    idea: OptRef = None
     concern: str | None = None
     concernDef: str | None = None
     concernNew: bool = False
@@ -111,14 +113,14 @@ class FindingParams(Params):
 
 class VerifyParams(Params):
     action: Literal["verify"]
-    id: str
+    id: Ref
     support: Support
     text: str = ""
 
 
 class AmendParams(Params):
     action: Literal["amend"]
-    id: str
+    id: Ref
     text: Text
     note: Text
 
@@ -136,25 +138,25 @@ class AssertParams(Params):
 
 class ConfirmParams(Params):
     action: Literal["confirm"]
-    id: str
+    id: Ref
     text: str = ""
 
 
 class ContestParams(Params):
     action: Literal["contest"]
-    id: str
+    id: Ref
     text: Text
 
 
 class RetractParams(Params):
     action: Literal["retract"]
-    id: str
+    id: Ref
     text: str = ""
 
 
 class SupersedeParams(Params):
     action: Literal["supersede"]
-    id: str
+    id: Ref
     text: Text
 
 

@@ -24,7 +24,9 @@ TOOL_DOC = (
 """The first line is all the text tool protocol shows; the caps reach models that read
 full tool definitions, and every refusal states the cap it applied."""
 NUMBER_FIELDS = frozenset({"revision", "page", "limit"})
-"""Whole numbers a model may send as JSON integers or strings."""
+"""Whole numbers, typed `integer` and nothing else: strict clients (Gemini's schema
+subset) refuse a list of types. A model that sends one as a string (`"2"`, `"r2"`) is
+still understood (`fields.Number`)."""
 
 FIELD_DOCS: dict[str, str] = {
     "action": "",
@@ -111,7 +113,7 @@ def tool_schema() -> dict[str, Any]:
             for bound in ("minLength", "maxLength"):
                 prop.pop(bound, None)
             if name in NUMBER_FIELDS:
-                prop["type"] = ["integer", "string"]
+                prop["type"] = "integer"
             doc = FIELD_DOCS.get(name, prop.get("description", name))
             if doc:
                 prop["description"] = doc

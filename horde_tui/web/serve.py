@@ -13,13 +13,20 @@ named without its slash (`/runs/<id>`) redirects to it.
 from __future__ import annotations
 
 import asyncio
-import errno
 import signal
 import sys
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from horde_tui.httpserve import HttpServer, Limits, Request, Response, error_body, serve
+from horde_tui.httpserve import (
+    HttpServer,
+    Limits,
+    Request,
+    Response,
+    error_body,
+    listen_failure,
+    serve,
+)
 from horde_tui.web.pages import CSP, Site
 
 DEFAULT_PORT = 7433
@@ -110,13 +117,9 @@ async def _run(horde_dir: Path, port: int) -> int:
     try:
         server, pages = await start(horde_dir, port)
     except OSError as exc:
-        why = (
-            "is in use"
-            if exc.errno == errno.EADDRINUSE
-            else f"cannot be used ({exc.strerror or exc})"
-        )
         print(
-            f"horde-tui serve: refused: port {port} on {HOST} {why}; pick another with --port N",
+            f"horde-tui serve: refused: {listen_failure(exc, HOST, port)}; pick another with "
+            "--port N",
             file=sys.stderr,
         )
         return 1

@@ -52,7 +52,7 @@ def main() -> None:
             HORDE_API_KEY="",
         )
         try:
-            hello = {"model": "x", "messages": [{"role": "user", "content": "hi"}]}
+            hello = {"model": "horde", "messages": [{"role": "user", "content": "hi"}]}
             assert post(gw, "warm-up", hello).status_code == 200  # litellm imported
             fake.polls_to_done = 10**9
             for _ in range(args.trials):

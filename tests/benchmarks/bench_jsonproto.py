@@ -53,7 +53,7 @@ def parse_cpu() -> float:
 def latencies(gw: Any, member: str, reply: str) -> list[float]:
     gw.stub.stub.set_scripts({member: [{"content": reply}] * 3})
     body = {
-        "model": "any",
+        "model": "horde",
         "messages": [{"role": "user", "content": "go"}],
         "tools": [BASH],
     }

@@ -52,7 +52,7 @@ def post(
     if headers is not None:
         sent = headers
     if content is None and body is None:
-        body = {"model": "any", "messages": HELLO, "tools": [BASH]}
+        body = {"model": "horde", "messages": HELLO, "tools": [BASH]}
     return httpx.post(
         gw.url + "/v1/chat/completions", json=body, content=content, headers=sent, timeout=60
     )

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,8 +82,14 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(workdir: Path, *args: str, **env: str) -> Iterator[HttpServer]:
-    """`horde-tui mcp --http --port 0 ARGS` in `workdir`, ended with SIGTERM on exit."""
+def http_server(
+    workdir: Path,
+    *args: str,
+    preexec_fn: Callable[[], None] | None = None,
+    **env: str,
+) -> Iterator[HttpServer]:
+    """`horde-tui mcp --http --port 0 ARGS` in `workdir`, ended with SIGTERM on exit;
+    `preexec_fn` runs in the child before it starts (a lowered descriptor limit)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "horde_tui", "mcp", "--http", "--port", "0", *args],
         cwd=workdir,
@@ -92,6 +98,7 @@ def http_server(workdir: Path, *args: str, **env: str) -> Iterator[HttpServer]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
     try:
         assert proc.stderr is not None
