@@ -249,6 +249,24 @@ def test_typed_filter_words_pick_actors_and_kinds_exactly_or_by_part(path):
     assert [view.line_no(r) for r in range(len(view))] == [4, 5]
 
 
+@pytest.mark.parametrize(
+    ("outcome", "level"),
+    [
+        ("finished", "good"),
+        ("solved", "good"),
+        ("failed", "error"),
+        ("canary failed", "error"),
+        ("finished with failures", "warn"),
+        ("stopped by user", "warn"),
+        ("interrupted", "warn"),
+    ],
+)
+def test_a_runs_end_is_painted_by_its_outcome(outcome: str, level: str) -> None:
+    """A failed run's last line is not painted good (issue 28: an honest end)."""
+    end = line(actor="parent", type="lifecycle", kind="run-end", outcome=outcome, id="E40")
+    assert event_parts(json.loads(end), 39).level == level
+
+
 def test_event_parts_put_a_lifecycle_event_under_its_member_and_grade_it():
     parts = event_parts(json.loads(spawn(7, "member-3")), 6)
     assert (parts.ident, parts.actor, parts.who, parts.label, parts.text, parts.level) == (

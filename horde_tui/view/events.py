@@ -436,7 +436,6 @@ class EventParts:
 
 LEVELS = {
     "run-start": "good",
-    "run-end": "good",
     "solved": "good",
     "member-reset": "warn",
     "pause": "warn",
@@ -449,6 +448,16 @@ LEVELS = {
 """Lifecycle kinds painted other than `info`; exits take their level from the cause."""
 
 
+def _end_level(record: dict[str, Any]) -> str:
+    """A run's end is painted by its outcome (`supervisor/outcome.py`'s table): finished
+    and solved are good, a failure (`failed`, `canary failed`) an error, every other end
+    (a stop, interrupted, unvalidated, finished with failures) a warning."""
+    outcome = str(record.get("outcome", ""))
+    if outcome in ("finished", "solved"):
+        return "good"
+    return "error" if outcome.endswith("failed") else "warn"
+
+
 def _level(record: dict[str, Any]) -> str:
     typ = record.get("type")
     if typ == "outcome":
@@ -458,6 +467,8 @@ def _level(record: dict[str, Any]) -> str:
         if kind == "member-exit":
             cause = record.get("cause")
             return exit_level(cause if isinstance(cause, str) else None)
+        if kind == "run-end":
+            return _end_level(record)
         return LEVELS.get(kind, "info")
     return "info"
 
