@@ -862,6 +862,11 @@ def register(litellm: Any, models: Iterable[str], client: Client = CLIENT) -> No
         litellm.register_model(entries)
 
 
+SENT_PARAMS = frozenset({"max_tokens", "max_completion_tokens", "stop", "temperature"})
+"""The request parameters a job carries (`_generate` reads them); the gateway refuses
+any other by name for an AI Horde model rather than drop it."""
+
+
 async def _generate(client: Client, kwargs: dict[str, Any]) -> Generation:
     """The job for one litellm call, from the arguments litellm hands a custom handler."""
     params = kwargs.get("optional_params") or {}

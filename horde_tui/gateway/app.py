@@ -99,9 +99,6 @@ MIN_RUN_TOKEN = 16
 MODEL_ALIAS = "horde"
 """The model name members send (README, "The gateway"): whichever model the gateway
 serves the calling member (`--member-model`, else the run's model)."""
-AIHORDE_PARAMS = frozenset({"max_tokens", "max_completion_tokens", "stop", "temperature"})
-"""The request parameters the AI Horde provider sends on (`aihorde`'s call reads these);
-any other is refused by name rather than dropped."""
 JSON_PROTOCOL_REFUSES = ("n", "logprobs", "top_logprobs", "response_format")
 """Parameters the JSON tool protocol cannot honour: it reads one text reply as a tool
 call or an answer and rebuilds the message, so more choices, token logprobs or a reply
@@ -416,7 +413,7 @@ class Gateway:
         notes: BackoffNotes,
     ) -> Response | StreamResponse:
         litellm = await self.litellm.module()
-        own = AIHORDE_PARAMS if aihorde.is_aihorde(opts.model) else None
+        own = aihorde.SENT_PARAMS if aihorde.is_aihorde(opts.model) else None
         refused = backend.refused_param(litellm, opts.model, body, own)
         if refused is not None:
             known = refused in backend.PROVIDER_PARAMS
