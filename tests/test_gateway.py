@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
-from support.gateway import BASH, HELLO, error_of, post, usage, usage_lines
+from support.gateway import BASH, HELLO, error_of, post, sdk_client, usage, usage_lines
 
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.app import Gateway, GatewayConfig
@@ -135,12 +135,7 @@ def test_streaming_through_the_openai_sdk_delivers_deltas_and_accounts_usage(
             ]
         }
     )
-    client = openai.OpenAI(
-        base_url=gateway.url + "/v1",
-        api_key=gateway.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gateway, member)
     chunks = list(
         client.chat.completions.create(
             model="horde",
@@ -176,12 +171,7 @@ def test_streaming_through_the_openai_sdk_delivers_deltas_and_accounts_usage(
 def test_streaming_retries_a_429_before_the_first_chunk(gateway: GatewayProcess) -> None:
     member = "gw-stream-429"
     gateway.stub.stub.set_scripts({member: [{"status": 429}, {"content": "after the wait"}]})
-    client = openai.OpenAI(
-        base_url=gateway.url + "/v1",
-        api_key=gateway.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gateway, member)
     chunks = list(client.chat.completions.create(model="horde", messages=HELLO, stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "after the wait"
@@ -191,12 +181,7 @@ def test_streaming_retries_a_429_before_the_first_chunk(gateway: GatewayProcess)
 def test_streaming_error_before_any_chunk_is_an_http_error(gateway: GatewayProcess) -> None:
     member = "gw-stream-400"
     gateway.stub.stub.set_scripts({member: [{"status": 400, "error_message": "bad field x"}]})
-    client = openai.OpenAI(
-        base_url=gateway.url + "/v1",
-        api_key=gateway.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gateway, member)
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="horde", messages=HELLO, stream=True)
     assert "bad field x" in str(caught.value)

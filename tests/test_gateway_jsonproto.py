@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.gateway import READ, sdk_client
 from support.gateway import usage as gw_usage
 
 from horde_tui.protocol.schema import tool_schema
@@ -33,18 +33,6 @@ BASH = {
             "type": "object",
             "properties": {"command": {"type": "string"}},
             "required": ["command"],
-        },
-    },
-}
-READ = {
-    "type": "function",
-    "function": {
-        "name": "read",
-        "description": "Read a file.",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
         },
     },
 }
@@ -333,12 +321,7 @@ def test_an_answer_object_is_plain_content_that_stops(gw: GatewayProcess) -> Non
 def test_streaming_in_json_mode_synthesizes_the_chunks(gw: GatewayProcess) -> None:
     member = "js-stream"
     play(gw, member, '{"tool": "bash", "args": {"command": "cat app.py"}}', prompt_tokens=77)
-    client = openai.OpenAI(
-        base_url=gw.url + "/v1",
-        api_key=gw.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gw, member)
     stream = client.chat.completions.create(
         model="horde",
         messages=CONVERSATION,
@@ -395,12 +378,7 @@ def test_the_quickstart_loop_reads_every_chunk_of_a_json_protocol_stream(
     """Synthesized chunks too: no chunk without choices unless usage was asked for."""
     member = "js-stream-quickstart"
     play(gw, member, '{"answer": "All read."}', prompt_tokens=30)
-    client = openai.OpenAI(
-        base_url=gw.url + "/v1",
-        api_key=gw.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gw, member)
     stream = client.chat.completions.create(
         model="horde", messages=CONVERSATION, tools=TOOLS, stream=True
     )

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
-from support.gateway import price_map_entry
+from support.gateway import price_map_entry, sdk_client
 
 from horde_tui.stubmodel import StubThread
 
@@ -143,12 +142,7 @@ def chat_both_ways(gw: GatewayProcess, member: str, tokens: tuple[int, int]) -> 
         timeout=60,
     )
     assert plain.status_code == 200, plain.text
-    client = openai.OpenAI(
-        base_url=gw.url + "/v1",
-        api_key=gw.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gw, member)
     chunks = list(
         client.chat.completions.create(
             model="horde",

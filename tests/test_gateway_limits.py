@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.gateway import sdk_client
 
 from horde_tui.gateway.backend import CallOptions, retry_after_s
 from horde_tui.settings import load_settings
@@ -206,12 +206,7 @@ def test_a_streamed_request_refused_for_tools_switches_too(gw: GatewayProcess) -
     member = "gw-switch-stream"
     reply = json.dumps({"tool": "bash", "args": {"command": "pwd"}})
     gw.stub.stub.set_scripts({member: [{"content": reply}]})
-    client = openai.OpenAI(
-        base_url=gw.url + "/v1",
-        api_key=gw.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+    client = sdk_client(gw, member)
     stream = client.chat.completions.create(
         model="horde",
         messages=HELLO,

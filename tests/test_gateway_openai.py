@@ -16,33 +16,11 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess
-from support.gateway import BASH, HELLO, usage, usage_lines
-
-READ = {
-    "type": "function",
-    "function": {
-        "name": "read",
-        "description": "Read a file.",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
-        },
-    },
-}
-
-
-def client(gw: GatewayProcess, member: str, key: str | None = None) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=gw.url + "/v1",
-        api_key=key or gw.token,
-        max_retries=0,
-        default_headers={"X-Horde-Member": member},
-    )
+from support.gateway import BASH, HELLO, READ, sdk_client, usage, usage_lines
 
 
 def listed_model(gw: GatewayProcess) -> str:
-    (model,) = [m.id for m in client(gw, "lister").models.list()]
+    (model,) = [m.id for m in sdk_client(gw, "lister").models.list()]
     return model
 
 
@@ -53,7 +31,7 @@ def test_the_quickstart_streaming_loop_reads_every_chunk_and_usage_is_still_coun
     gateway.stub.stub.set_scripts(
         {member: [{"content": "Hello there.", "prompt_tokens": 9, "completion_tokens": 3}]}
     )
-    stream = client(gateway, member).chat.completions.create(
+    stream = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
         messages=[{"role": "user", "content": "Say hello"}],
         stream=True,
@@ -75,7 +53,7 @@ def test_the_usage_chunk_comes_when_the_client_asks_for_it(gateway: GatewayProce
         {member: [{"content": "Counted.", "prompt_tokens": 7, "completion_tokens": 2}]}
     )
     chunks = list(
-        client(gateway, member).chat.completions.create(
+        sdk_client(gateway, member).chat.completions.create(
             model=listed_model(gateway),
             messages=HELLO,
             stream=True,
@@ -94,7 +72,7 @@ def test_one_tool_call_and_the_reply_names_the_listed_model(gateway: GatewayProc
         {member: [{"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]}]}
     )
     model = listed_model(gateway)
-    reply = client(gateway, member).chat.completions.create(
+    reply = sdk_client(gateway, member).chat.completions.create(
         model=model, messages=HELLO, tools=[BASH]  # type: ignore[list-item]
     )
 
@@ -121,7 +99,7 @@ def test_parallel_tool_calls_come_back_together(gateway: GatewayProcess) -> None
             ]
         }
     )
-    reply = client(gateway, member).chat.completions.create(
+    reply = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
         messages=HELLO,
         tools=[READ],  # type: ignore[list-item]
@@ -149,7 +127,7 @@ def test_streamed_parallel_tool_calls_assemble_from_their_deltas(gateway: Gatewa
             ]
         }
     )
-    stream = client(gateway, member).chat.completions.create(
+    stream = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
         messages=HELLO,
         tools=[READ, BASH],  # type: ignore[list-item]
@@ -176,7 +154,7 @@ def test_streamed_parallel_tool_calls_assemble_from_their_deltas(gateway: Gatewa
 def test_json_mode_and_the_sampling_parameters_reach_the_provider(gateway: GatewayProcess) -> None:
     member = "sdk-json-mode"
     gateway.stub.stub.set_scripts({member: [{"content": '{"files": 2}'}]})
-    reply = client(gateway, member).chat.completions.create(
+    reply = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
         messages=[{"role": "user", "content": "Count the files; answer in JSON."}],
         response_format={"type": "json_object"},
@@ -205,7 +183,7 @@ def test_a_parameter_the_gateway_cannot_pass_on_is_refused_by_name(
 ) -> None:
     member = "sdk-unknown-param"
     with pytest.raises(openai.BadRequestError) as caught:
-        client(gateway, member).chat.completions.create(
+        sdk_client(gateway, member).chat.completions.create(
             model=listed_model(gateway), messages=HELLO, extra_body={"temprature": 0.2}
         )
 
@@ -218,7 +196,7 @@ def test_a_parameter_the_gateway_cannot_pass_on_is_refused_by_name(
 
 def test_a_bad_key_is_an_authentication_error(gateway: GatewayProcess) -> None:
     with pytest.raises(openai.AuthenticationError) as caught:
-        client(gateway, "sdk-bad-key", key="sk-not-this-runs-token").chat.completions.create(
+        sdk_client(gateway, "sdk-bad-key", key="sk-not-this-runs-token").chat.completions.create(
             model=listed_model(gateway), messages=HELLO
         )
 
@@ -231,7 +209,7 @@ def test_an_unknown_model_is_model_not_found_and_reaches_no_provider(
 ) -> None:
     member = "sdk-unknown-model"
     with pytest.raises(openai.NotFoundError) as caught:
-        client(gateway, member).chat.completions.create(model="gpt-4o-mini", messages=HELLO)
+        sdk_client(gateway, member).chat.completions.create(model="gpt-4o-mini", messages=HELLO)
 
     body: Any = caught.value.body
     assert body["code"] == "model_not_found" and body["param"] == "model"
@@ -242,7 +220,7 @@ def test_an_unknown_model_is_model_not_found_and_reaches_no_provider(
 def test_the_documented_alias_horde_is_the_gateways_model(gateway: GatewayProcess) -> None:
     member = "sdk-alias"
     gateway.stub.stub.set_scripts({member: [{"content": "ok"}]})
-    reply = client(gateway, member).chat.completions.create(model="horde", messages=HELLO)
+    reply = sdk_client(gateway, member).chat.completions.create(model="horde", messages=HELLO)
 
     assert reply.model == listed_model(gateway)
     assert reply.choices[0].message.content == "ok"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 if TYPE_CHECKING:
+    import openai
     from conftest import GatewayProcess
 
 
@@ -36,7 +37,32 @@ BASH = {
         },
     },
 }
+READ = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "description": "Read a file.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    },
+}
 HELLO = [{"role": "user", "content": "List the files."}]
+
+
+def sdk_client(gw: GatewayProcess, member: str, key: str | None = None) -> openai.OpenAI:
+    """The official OpenAI SDK pointed at a gateway process as `member`, with the run's
+    token unless `key` (no retries: a test sees the gateway's first answer)."""
+    import openai
+
+    return openai.OpenAI(
+        base_url=gw.url + "/v1",
+        api_key=key or gw.token,
+        max_retries=0,
+        default_headers={"X-Horde-Member": member},
+    )
 
 
 def post(
