@@ -183,6 +183,9 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 await pilot.press("enter")  # Detach
             assert app.return_value == 0
             assert run_state(run_dir) == "active", "quitting left the run going"
+            status = cli(tmp_path, "status")
+            reattach = f"re-attach: cd {tmp_path.resolve()} && horde-tui attach {run_dir.name}"
+            assert reattach in status.stdout, status.stdout + status.stderr
             stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
@@ -192,6 +195,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 os.killpg(pid, signal.SIGKILL)
     log = next((tmp_path / ".horde").glob("detached-*.log")).read_text()
     assert "[run-start]" in log, json.dumps(log[-2000:])
+    assert reattach in log, "the run's log says where to re-attach"
 
 
 def test_detached_argv_repeats_the_run_headless() -> None:
