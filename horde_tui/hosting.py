@@ -47,6 +47,9 @@ def print_event(event: Any) -> None:
         else:
             text = kind or "?"
         line = f"{time.strftime('%H:%M:%S')} {horde}{event.member}: {text}"
+    elif event.kind == "run-detached":  # the log of a background run: where to watch it
+        where = event.data["reattach"]
+        line = f"{time.strftime('%H:%M:%S')} {horde}[run-detached] re-attach: {where}"
     elif event.kind == "forecast" and event.data.get("text"):
         # The forecast's own sentence (`supervisor.forecast`), not its numbers as key=value.
         line = f"{time.strftime('%H:%M:%S')} {horde}[forecast] {event.data['text']}"

@@ -26,6 +26,7 @@ from horde_tui.presets import PresetError, find_preset, role_models
 from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths, unwritable
 from horde_tui.store.runs import (
+    DETACHED_LOG_ENV,
     existing_swarm,
     host_pid,
     is_swarm_dir,
@@ -427,6 +428,7 @@ def start_detached(
     before, swarms_before = set(run_ids(horde_dir)), set(swarm_ids(horde_dir))
     horde_dir.mkdir(parents=True, exist_ok=True)
     log = horde_dir / f"detached-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    env = {**(os.environ if env is None else env), DETACHED_LOG_ENV: str(log.resolve())}
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             argv,

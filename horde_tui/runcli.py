@@ -263,10 +263,15 @@ def _is_target(word: str) -> bool:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    """Open the app on a run hosted by another process (default: the live one)."""
+    """Open the app on a run hosted by another process (default: the only live one;
+    with several live, opening the newest could be the wrong one: it lists them)."""
     from horde_tui.app import attach_app
 
     horde_dir = default_horde_dir()
+    live = runs_by_state(horde_dir).get("active", [])
+    if not args.run and len(live) > 1:
+        listing = "\n".join(f"  horde-tui attach {run}" for run in reversed(live))
+        return _err(f"{len(live)} runs are live in {horde_dir}; name one:\n{listing}")
     run_dir = resolve_run(horde_dir, args.run) if args.run else find_run(horde_dir, None)
     if run_dir is None:
         return _err(f"no run is live in {horde_dir}; `horde-tui runs` lists the runs", 1)
@@ -623,7 +628,9 @@ def add_commands(sub: Any) -> None:
     replay.set_defaults(func=cmd_replay)
 
     attach = sub.add_parser("attach", help="open the app on a run hosted by another process")
-    attach.add_argument("run", nargs="?", help="the run id (default: the live run)")
+    attach.add_argument(
+        "run", nargs="?", help="the run id (default: the only live run; several are listed)"
+    )
     attach.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
     attach.set_defaults(func=cmd_attach)
 

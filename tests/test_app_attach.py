@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support.app import NOW, FakeRemote, stop_clean, wait_for
 from support.cli import HEADLESS_PLAN, cli, stub_env
-from support.processes import wait_until
+from support.processes import dead_pid, wait_until
 from support.rundir import RunDir
 from textual.widgets import Static
 
@@ -47,6 +47,36 @@ def live_run(tmp_path: Path) -> Iterator[RunDir]:
         run.event(2 + i, "member-spawn", f"member-{i}", attempt=1, pid=os.getpid())
     run.live(os.getpid())
     yield run
+
+
+def test_attach_with_no_id_opens_the_only_live_run_and_lists_several(
+    live_run: RunDir,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`horde-tui attach` with no id: the only live run (an ended one does not count);
+    with two live, opening the newest could be the wrong one, so it lists them, one
+    `horde-tui attach RUN` line each, and exits 2 (bad usage: name one)."""
+    from horde_tui import app as app_module
+    from horde_tui.cli import main
+
+    opened: list[Path] = []
+    monkeypatch.setattr(app_module, "attach_app", lambda run_dir, **_: opened.append(run_dir) or 0)
+    monkeypatch.delenv("HORDE_DIR", raising=False)
+    monkeypatch.chdir(live_run.path.parent.parent.parent)
+    ended = RunDir(live_run.path.parent.parent, "20260102-130000-bbbb")
+    ended.live(dead_pid())  # its host is gone: interrupted, not live
+    assert main(["attach"]) == 0 and opened == [live_run.path]
+
+    other = RunDir(live_run.path.parent.parent, "20260102-140000-cccc")
+    other.live(os.getpid())
+    assert main(["attach"]) == 2 and opened == [live_run.path], "no run opened"
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert "2 runs are live" in lines[0], err
+    assert [line.split()[-1] for line in lines[1:]] == [other.path.name, RUN]
+    assert all(f"horde-tui attach {line.split()[-1]}" in line for line in lines[1:])
 
 
 def log_texts(screen: RunScreen) -> str:
@@ -183,6 +213,9 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 await pilot.press("enter")  # Detach
             assert app.return_value == 0
             assert run_state(run_dir) == "active", "quitting left the run going"
+            status = cli(tmp_path, "status")
+            reattach = f"re-attach: cd {tmp_path.resolve()} && horde-tui attach {run_dir.name}"
+            assert reattach in status.stdout, status.stdout + status.stderr
             stopped = cli(tmp_path, "stop-hard")
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert wait_until(lambda: (run_dir / "REPORT.md").is_file(), 30), "no report"
@@ -192,6 +225,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
                 os.killpg(pid, signal.SIGKILL)
     log = next((tmp_path / ".horde").glob("detached-*.log")).read_text()
     assert "[run-start]" in log, json.dumps(log[-2000:])
+    assert reattach in log, "the run's log says where to re-attach"
 
 
 def test_detached_argv_repeats_the_run_headless() -> None:

@@ -77,6 +77,16 @@ async def test_detach_hands_a_hosted_run_to_a_detached_supervisor(
     exits = [r for r in records if r.get("kind") == "member-exit" and r.get("cause") == "handoff"]
     assert sorted(r["member"] for r in exits) == ["member-1", "member-2"]
     assert not [r for r in records if r.get("kind") == "member-reset"], "a handoff resets nobody"
+    # The terminal that read the detach message may be gone (a hang-up): the run's own
+    # events and the detached supervisor's log say where to re-attach.
+    reattach = f"cd {tmp_path.resolve()} && horde-tui attach {run_dir.name}"
+    detached = [r for r in records if r.get("kind") == "run-detached"]
+    assert [r["reattach"] for r in detached] == [reattach]
+    log = Path(detached[0]["log"])
+    assert (
+        log.parent == (tmp_path / ".horde").resolve()
+        and f"re-attach: {reattach}" in log.read_text()
+    )
     store = HordeStore(tmp_path / ".horde", "reader")
     store.refresh()
     assert sorted(store.state.findings) == ["F1", "F2"]

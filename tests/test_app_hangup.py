@@ -72,6 +72,10 @@ async def test_a_hangup_hands_the_hosted_run_off_and_attach_finds_it(tmp_path: P
             assert taken, "no background supervisor took the run"
             assert run_state(run_dir) == "active", "the hang-up ended the run"
             assert '"run-handoff"' in events.read_text()
+            reattach = f"re-attach: cd {tmp_path.resolve()} && horde-tui attach {run_dir.name}"
+            logs = list((tmp_path / ".horde").glob("detached-*.log"))
+            said = lambda: any(reattach in log.read_text() for log in logs)  # noqa: E731
+            assert wait_until(said, 30), "the run's log says where to re-attach"
 
             found = find_run(tmp_path / ".horde", None)
             assert found == run_dir, "attach with no id finds the only live run"

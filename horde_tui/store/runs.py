@@ -94,6 +94,18 @@ def sessions_dir(run_dir: Path, member: str | None = None) -> Path:
 # -- the live marker ---------------------------------------------------------------------------
 
 
+DETACHED_LOG_ENV = "HORDE_DETACHED_LOG"
+"""Set by `launch.start_detached` for the process it starts: the log its output goes to.
+A supervisor that finds it carries its run on in the background, with no terminal to
+tell where to re-attach, so it says so in the run's events and log (`reattach`)."""
+
+
+def reattach(folder: Path, run_id: str) -> str:
+    """The command that opens the app on `run_id` again: attach finds a run by the folder
+    it runs in (a demo's is a temporary one), so it names the folder."""
+    return f"cd {folder.resolve()} && horde-tui attach {run_id}"
+
+
 def live_file(run_dir: Path) -> Path:
     return run_dir / ".live"
 

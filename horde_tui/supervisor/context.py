@@ -84,6 +84,8 @@ class RunContext(HelperHost, HordeControls, Protocol):
     gateway: GatewayHandle | None
     started: float
     resumed_at: list[float]
+    reattach: str | None
+    """`cd FOLDER && horde-tui attach RUN` when a detached process carries the run."""
     canary: str
     """The canary's result as the report says it: `not run`, `ok`, `failed: ...`."""
     solved_seen: dict[str, float]

@@ -32,7 +32,7 @@ from horde_tui.store.causes import (
 )
 from horde_tui.store.ledgers.findings import pending_reviews
 from horde_tui.store.members import MemberState, external_members, fold_lifecycle
-from horde_tui.store.runs import clear_live, mark_live, run_dir
+from horde_tui.store.runs import DETACHED_LOG_ENV, clear_live, mark_live, reattach, run_dir
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.standing import standing
 from horde_tui.store.store import HordeStore
@@ -127,6 +127,8 @@ class Supervisor:
         """Set by `handoff`: the phases were ended to let another process carry on."""
         self.resumed_at: list[float] = []
         """When `horde-tui resume` carried this run on (its report says so)."""
+        self.reattach: str | None = None
+        """Where to re-attach, when a detached process carries the run (`carry_on`)."""
         mode, self.sandbox_note = resolve_sandbox(settings.sandbox, settings.sandbox_network)
         self.sandbox = SandboxPolicy(
             mode,
@@ -208,6 +210,11 @@ class Supervisor:
         identity.record_processes(self.run_dir, self.member_procs)
         self.parent = HordeStore(self.horde_dir, "parent")
         self.parent.ensure_run(self.run_id, None)
+        log = os.environ.get(DETACHED_LOG_ENV)
+        if log:  # no terminal saw the detach message (a hang-up): the events and log say it
+            # The detached process runs in the run's folder (`launch.start_detached`).
+            self.reattach = reattach(Path.cwd(), self.run_id)
+            self.emit("run-detached", reattach=self.reattach, log=log)
         # Members and `horde-tui tool` write through it: the fold is kept once, not once
         # per member (the supervisor's own writes stay direct: it folds for its view).
         # Not awaited: until it listens, calls are written directly.

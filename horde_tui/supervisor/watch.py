@@ -42,6 +42,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
         head += f", clean stop ({sup.stop.reason}): {left:.0f}s of grace left"
     canary = "pending" if sup.canary == "not run" else sup.canary[:80]
     lines = [f"{head}, canary {canary}"]
+    if sup.reattach:  # carried on in the background: the app opens again from its folder
+        lines.append(f"re-attach: {sup.reattach}")
     names = sup.select(parse_targets(target))
     if not names:
         lines.append(f"  no member matched {target!r}")
