@@ -96,6 +96,14 @@ def test_the_git_opt_in_reaches_the_members(
     assert SandboxPolicy.from_env(env).git_write is True
 
 
+def test_a_detached_runs_marker_does_not_reach_its_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `run` a member starts is not itself detached: it must not record `run-detached`."""
+    sup = _supervisor(tmp_path, {"HORDE_DETACHED_LOG": str(tmp_path / "d.log")}, monkeypatch)
+    assert "HORDE_DETACHED_LOG" not in sup.member_env(sup.specs[0], 1)
+
+
 @pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
 def test_auto_resolves_to_bwrap_where_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

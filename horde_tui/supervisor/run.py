@@ -320,6 +320,7 @@ class Supervisor:
         sandbox policy (with the variables the user let through to commands)."""
         assert self.gateway is not None
         env = scrubbed_env(os.environ)
+        env.pop(DETACHED_LOG_ENV, None)  # a `run` started inside a member is not detached
         env.update(passed_through(os.environ, self.sandbox.env_names))
         env.update(self.sandbox.as_env())
         env.update(
