@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support.app import wait_for
 from support.replay_scene import app_on, ended_scene, events_of, first
-from support.snapshots import snapshots_under_tests  # noqa: F401 (fixture)
+from support.snapshots import SIZES, snapshots_under_tests  # noqa: F401 (fixture)
 
 from horde_tui.screens.panes import LedgerPane
 
@@ -20,7 +20,8 @@ def scene(tmp_path: Path) -> Path:
     return ended_scene(tmp_path)
 
 
-def test_replay_screen(snap_compare: Any, scene: Path) -> None:
+@SIZES
+def test_replay_screen(snap_compare: Any, scene: Path, size: tuple[int, int]) -> None:
     review = first(events_of(scene), type="outcome", action="review")
 
     async def findings_tab(pilot: Any) -> None:
@@ -29,4 +30,4 @@ def test_replay_screen(snap_compare: Any, scene: Path) -> None:
         await wait_for(pilot, lambda: pane._rows is not None and pane.table.row_count == 3)
 
     app = app_on(scene, f"E{review}")
-    assert snap_compare(app, terminal_size=(120, 36), run_before=findings_tab)
+    assert snap_compare(app, terminal_size=size, run_before=findings_tab)

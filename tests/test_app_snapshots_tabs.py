@@ -92,13 +92,16 @@ def test_findings_clusters_view(snap_compare: Any, scene: FakeSupervisor) -> Non
     assert snap_compare(deterministic_app(scene), terminal_size=WIDE, run_before=before)
 
 
-def test_finding_entry_page(snap_compare: Any, scene: FakeSupervisor) -> None:
+@pytest.mark.parametrize("size", [WIDE, SMALL], ids=["120x36", "80x24"])
+def test_finding_entry_page(
+    snap_compare: Any, scene: FakeSupervisor, size: tuple[int, int]
+) -> None:
     """Enter on F2. A reviewer should see a dialog titled "findings: F2" with the
     finding as FINDINGS.md renders it (labels, idea #1, "delta of F1", evidence
     src/db/query.py:57), "Nothing attached to F2 and no thread about it yet.", then the
     review scope: V2 partially-supports r1 by member-3 with what it checked and left
-    unchecked, the Acceptance heading at the bottom edge (the page scrolls), and
-    "escape closes"."""
+    unchecked, the Acceptance heading at the bottom edge at 120x36 (the page scrolls),
+    and "escape closes"."""
 
     async def before(pilot: Pilot[Any]) -> None:
         await ledger_tab(scene, "3", "findings", 3)(pilot)
@@ -108,7 +111,7 @@ def test_finding_entry_page(snap_compare: Any, scene: FakeSupervisor) -> None:
         markdown = pilot.app.screen.query_one(Markdown)
         await wait_for(pilot, lambda: "Acceptance" in markdown.source)
 
-    assert snap_compare(deterministic_app(scene), terminal_size=WIDE, run_before=before)
+    assert snap_compare(deterministic_app(scene), terminal_size=size, run_before=before)
 
 
 def test_facts_tab(snap_compare: Any, scene: FakeSupervisor) -> None:
