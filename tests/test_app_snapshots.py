@@ -34,7 +34,7 @@ from textual.widgets import DataTable, Input, Static
 from horde_tui.app import AppConfig, HordeApp
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
-from horde_tui.screens.modals import ChoiceScreen
+from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.supervisor.forecast import Forecast
 from horde_tui.widgets.event_log import EventTail
@@ -266,3 +266,19 @@ def test_home_screen_with_no_runs(
     monkeypatch.chdir(tmp_path)  # the page names the folder relative to here
     app = HordeApp(horde_dir=tmp_path / ".horde", config=AppConfig.deterministic(NOW))
     assert snap_compare(app, terminal_size=size)
+
+
+@SIZES
+def test_help_screen(
+    snap_compare: Any, tmp_path: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """F1 on the home page. A reviewer should see the help dialog over the page: the
+    keys of the screen beneath it and how to leave (escape), readable at both sizes."""
+    monkeypatch.chdir(tmp_path)
+    app = HordeApp(horde_dir=tmp_path / ".horde", config=AppConfig.deterministic(NOW))
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
