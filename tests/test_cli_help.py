@@ -5,12 +5,10 @@ every target form, read from the real parser so it cannot drift; `help CMD` is `
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from support.cli import cli, heavy_imports
 
 from horde_tui.cli import build_parser
 
@@ -68,14 +66,4 @@ def test_an_unknown_topic_is_one_line_naming_the_nearest_commands(tmp_path: Path
 
 def test_help_imports_neither_textual_nor_litellm(tmp_path: Path) -> None:
     """`help gateway` walks every parser, the gateway's too, and stays a fast command."""
-    code = (
-        "import sys\n"
-        "from horde_tui.cli import main\n"
-        "code = main(['help', 'gateway'])\n"
-        "print(sorted(m for m in ('textual', 'litellm') if m in sys.modules), file=sys.stderr)\n"
-        "sys.exit(code)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0 and done.stderr == "[]\n", done.stderr
+    assert heavy_imports(tmp_path, "help", "gateway", heavy=("textual", "litellm")) == (0, [])
