@@ -232,6 +232,54 @@ def cmd_app(args: argparse.Namespace) -> int:
     return open_app(no_mouse=getattr(args, "no_mouse", False))
 
 
+def cmd_help(args: argparse.Namespace) -> int:
+    """`help TOPIC` is `TOPIC --help`; bare `help` is every command with its flags and
+    every target form, all read from the parser itself so none of it can drift."""
+    import difflib
+
+    from horde_tui.completion import command_parsers
+
+    parser = build_parser()
+    commands = command_parsers(parser)
+    if args.topic is not None:
+        if args.topic in commands:
+            commands[args.topic].print_help()
+            return 0
+        close = difflib.get_close_matches(args.topic, commands, n=3, cutoff=0.6)
+        near = close or difflib.get_close_matches(args.topic, commands, n=3, cutoff=0)
+        raise CliUsageError(
+            f"no command named {args.topic[:80]!r} (nearest: {', '.join(near)}); "
+            "`horde-tui help` lists every command"
+        )
+    from horde_tui.supervisor.targets import FORMS
+
+    blocks = [f"{parser.format_usage()}\n{parser.description}"]
+    blocks.append("Commands (`horde-tui help COMMAND` prints COMMAND --help):")
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for entry in subparsers._choices_actions:
+        name = entry.dest
+        sub = commands[name]
+        aliases = [n for n, p in subparsers.choices.items() if n != name and p is sub]
+        named = f"{name} (alias: {', '.join(aliases)})" if aliases else name
+        fmt = sub.formatter_class(prog=sub.prog)
+        fmt.add_usage(sub.usage, sub._actions, sub._mutually_exclusive_groups, prefix="")
+        fmt.add_arguments([a for a in sub._actions if not isinstance(a, argparse._HelpAction)])
+        lines = [f"  {line}".rstrip() for line in fmt.format_help().strip("\n").splitlines()]
+        blocks.append("\n".join([f"{named}: {entry.help}", *lines]))
+    width = max(len(form) for form, _ in FORMS)
+    blocks.append(
+        "\n".join(
+            [
+                "Targets (status, stop-hard, stop-clean, pause, resume, reset), or a comma or",
+                "space separated list of them:",
+                *(f"  {form:<{width}}  {meaning}" for form, meaning in FORMS),
+            ]
+        )
+    )
+    print("\n\n".join(blocks))
+    return 0
+
+
 def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     """The whole command line, or with `tool_only` just `tool` and `schema`: the other
     commands' options come from `runcli`, whose settings import (pydantic models, asyncio)
@@ -240,7 +288,7 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
         prog="horde-tui",
         description="Run a small swarm of LLM agents that coordinate through .horde/ ledgers.",
         epilog="Settings come from flags, HORDE_* variables and .horde/config.toml; "
-        "`horde-tui run --help` lists every one.",
+        "`horde-tui run --help` lists every one; `horde-tui help` lists every command and flag.",
     )
     parser.add_argument("--version", action="version", version=f"horde-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -322,6 +370,12 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
         "--no-mouse", action="store_true", help="leave the mouse to the terminal (select, copy)"
     )
     app.set_defaults(func=cmd_app)
+
+    topic = sub.add_parser(
+        "help", help="every command with its flags and every target form: help [COMMAND]"
+    )
+    topic.add_argument("topic", nargs="?", metavar="COMMAND", help="print COMMAND --help")
+    topic.set_defaults(func=cmd_help)
     return parser
 
 

@@ -92,21 +92,28 @@ BY_COMMAND: dict[tuple[str, str], Completer] = {
 """Where one command's argument of that name takes something else."""
 
 
-def attach_completers(parser: argparse.ArgumentParser) -> None:
-    """Give every subcommand's run, target, preset and action arguments their completers,
-    and `gateway` the gateway's own parser (the CLI passes its words through unparsed)."""
+def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Every command name (aliases too) with the parser that reads its words, `gateway`'s
+    swapped in place for the gateway's own (the CLI passes its words through unparsed):
+    what completion completes and `horde-tui help` prints."""
     for action in parser._actions:
-        if not isinstance(action, argparse._SubParsersAction):
-            continue
-        if "gateway" in action.choices:
-            from horde_tui.gateway.__main__ import build_parser
+        if isinstance(action, argparse._SubParsersAction):
+            if "gateway" in action.choices:
+                from horde_tui.gateway.__main__ import build_parser
 
-            action.choices["gateway"] = build_parser()
-        for name, sub in action.choices.items():
-            for arg in sub._actions:
-                completer = BY_COMMAND.get((name, arg.dest)) or BY_DEST.get(arg.dest)
-                if completer is not None:
-                    arg.completer = completer
+                action.choices["gateway"] = build_parser()
+            return dict(action.choices)
+    return {}
+
+
+def attach_completers(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand's run, target, preset and action arguments their completers
+    (`gateway`'s are its own parser's: `command_parsers`)."""
+    for name, sub in command_parsers(parser).items():
+        for arg in sub._actions:
+            completer = BY_COMMAND.get((name, arg.dest)) or BY_DEST.get(arg.dest)
+            if completer is not None:
+                arg.completer = completer
 
 
 def autocomplete(parser: argparse.ArgumentParser) -> None:

@@ -43,6 +43,7 @@ from horde_tui.store.runs import (
 )
 from horde_tui.store.usage import sum_cost
 from horde_tui.supervisor import controls
+from horde_tui.supervisor.targets import FORMS as TARGET_FORMS
 from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 
@@ -647,7 +648,7 @@ def add_commands(sub: Any) -> None:
         ("reset", "kill members' sessions and start fresh attempts: reset member-N"),
     ):
         p = sub.add_parser(name, help=text, aliases=["stop"] if name == "stop-hard" else [])
-        targets = "all, member-N, N, hN, hN:member-M, or a list"
+        targets = f"{', '.join(form for form, _ in TARGET_FORMS)}, or a list"
         p.add_argument(
             "words",
             nargs="*",

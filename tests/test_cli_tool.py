@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from support.cli import cli, heavy_imports
 
 horde = partial(cli, member="member-1")
 """The CLI as member-1, the actor these tests write as unless they say another."""
@@ -90,17 +90,8 @@ def test_env_selects_dir_and_run(tmp_path: Path) -> None:
 
 
 def test_tool_imports_neither_textual_nor_litellm_nor_aiohttp(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from horde_tui.cli import main\n"
-        "rc = main(['tool', 'list'])\n"
-        "heavy = [m for m in ('textual', 'litellm', 'json_repair', 'aiohttp') if m in sys.modules]\n"
-        "assert rc == 0 and not heavy, heavy\n"
-    )
-    r = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert r.returncode == 0, r.stderr
+    heavy = ("textual", "litellm", "json_repair", "aiohttp")
+    assert heavy_imports(tmp_path, "tool", "list", heavy=heavy) == (0, [])
 
 
 def test_a_tool_write_scans_no_installed_package_metadata(tmp_path: Path) -> None:

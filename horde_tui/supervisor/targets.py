@@ -15,6 +15,18 @@ _HORDE = re.compile(r"^h([0-9])$")
 _HORDE_MEMBER = re.compile(r"^h([0-9]):(?:member-)?([0-9]{1,2})$")
 
 
+FORMS = (
+    ("all", "every member (the default)"),
+    ("member-N", "member N; in a swarm, member N of every horde"),
+    ("N", "the same as member-N"),
+    ("hN", "every member of horde N of a swarm"),
+    ("hN:member-M", "member M of horde N"),
+    ("hN:M", "the same as hN:member-M"),
+)
+"""Every target form this module parses, with what it names: the controls' help and
+`horde-tui help` print these (a list of them, comma or space separated, is one too)."""
+
+
 class TargetError(ValueError):
     """A target that does not parse; the message says what is accepted."""
 
@@ -53,7 +65,7 @@ def parse_targets(text: str | None) -> tuple[Target, ...]:
             out.append(Target(_horde(m.group(1)), _member(m.group(2))))
         else:
             raise TargetError(
-                f"unknown target {part!r}; use all, member-N, N, hN, hN:member-M or a "
+                f"unknown target {part!r}; use {', '.join(form for form, _ in FORMS)} or a "
                 "comma-separated list"
             )
     return tuple(dict.fromkeys(out))

@@ -5,6 +5,7 @@ environment of a run on the scripted stub model (`stub_env`), a headless run on 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,6 +90,22 @@ def cli(
         text=True,
         timeout=60,
     )
+
+
+def heavy_imports(cwd: Path, *argv: str, heavy: tuple[str, ...]) -> tuple[int, list[str]]:
+    """Run the CLI on `argv` in a fresh interpreter in `cwd`: its exit status and which of
+    the `heavy` modules it imported (a command that must stay fast imports none)."""
+    code = (
+        "import json, sys\n"
+        "from horde_tui.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    return done.returncode, json.loads(done.stderr.strip().splitlines()[-1])
 
 
 def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
