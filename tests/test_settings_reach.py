@@ -65,6 +65,7 @@ MEMBER = [
     Case("sandbox_env", ["FOO_A", "FOO_B"], "FOO_A,FOO_B", None, ["FOO_A", "FOO_B"]),
     # `--confirm` is refused for a detached run (no terminal), so no flag ways here.
     Case("confirm", True, "on", None, True),
+    Case("sandbox_git_write", True, "on", None, True),
 ]
 GATEWAY = [
     Case("model", "openai/other", "openai/other", ("--model", "openai/other"), "openai/other"),
@@ -116,6 +117,9 @@ SUPERVISOR = [
     Case("continue_cooldown_ms", 14, "14", None, 14),
     Case("preset", "code-audit", "code-audit", ("--preset", "code-audit"), "code-audit"),
 ]
+SERVE = ["serve_port"]
+"""Read by `horde-tui serve` alone, no process of a run (tests/test_web_serve.py checks
+its variable, config key and refusal)."""
 SECRET = "api_key"
 """Checked apart (`test_the_api_key_reaches_the_gateway_alone`): never written down."""
 
@@ -126,7 +130,7 @@ def _cases(group: list[Case]) -> list[Any]:
 
 def test_every_setting_is_in_one_group() -> None:
     """A new field must say which process uses it, and so get its reach test here."""
-    named = [c.field for c in MEMBER + GATEWAY + SUPERVISOR] + [SECRET]
+    named = [c.field for c in MEMBER + GATEWAY + SUPERVISOR] + SERVE + [SECRET]
     assert sorted(named) == sorted(Settings.model_fields)
 
 
@@ -194,6 +198,7 @@ print(json.dumps({
     "max_turns": c.max_turns, "request_timeout_s": c.request_timeout_s,
     "sandbox": c.sandbox.mode, "sandbox_network": c.sandbox.network,
     "sandbox_env": list(c.sandbox.env_names), "confirm": c.confirm,
+    "sandbox_git_write": c.sandbox.git_write,
 }))
 """
 
