@@ -323,6 +323,13 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "you",
     ),
     ProcessVariable(
+        "HORDE_DETACHED_LOG",
+        "",
+        "The log of a supervisor started in the background (`d`, a hang-up, --detach): its"
+        " run records where to re-attach; kept out of the members' environment.",
+        ("horde_tui/store/runs.py",),
+    ),
+    ProcessVariable(
         "HORDE_LOCK_TIMEOUT_S",
         "10",
         "Seconds a writer waits for the .horde/.lock before it gives up with the holder named.",
