@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde_tui import __version__
-from horde_tui.gateway.jsonproto import content_text
+from horde_tui.gateway.jsonproto import CHARS_PER_TOKEN, content_text
 
 PROVIDER = "aihorde"
 PREFIX = PROVIDER + "/"
@@ -75,8 +75,6 @@ SUBMITS_PER_MINUTE = 80
 """Submits are limited per IP to 2 a second and 90 a minute (AI-Horde
 horde/apis/limiter_api.py): one gateway process spaces its submits to one API root
 under both, for every member of its run or, shared, of its swarm."""
-CHARS_PER_TOKEN = 4
-"""The JSON protocol's unit: its compact budget is in tokens of four characters."""
 TOKENIZER_MARGIN = 1.25
 """Counted tokens are raised by this much: litellm's tokenizer (tiktoken's cl100k) is
 not the workers' own (Llama and Mistral tokenizers split text finer); not measured here."""
