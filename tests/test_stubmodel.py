@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
@@ -25,6 +25,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 from pydantic import ValidationError
+from support.gateway import READ
 
 from horde_tui.stubmodel import (
     DONE,
@@ -37,18 +38,7 @@ from horde_tui.stubmodel import (
     start_stub,
 )
 
-READ_TOOL: ChatCompletionFunctionToolParam = {
-    "type": "function",
-    "function": {
-        "name": "read",
-        "description": "Read a file.",
-        "parameters": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
-        },
-    },
-}
+READ_TOOL = cast(ChatCompletionFunctionToolParam, READ)  # the gateway tests' read tool
 HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Find the bug."}]
 
 
