@@ -85,19 +85,18 @@ def test_one_tool_call_and_the_reply_names_the_listed_model(gateway: GatewayProc
     }
 
 
+def play_tool_calls(gateway: GatewayProcess, member: str, *calls: dict[str, Any]) -> None:
+    """The stub model answers `member`'s next call with these tool calls, all at once."""
+    gateway.stub.stub.set_scripts({member: [{"tool_calls": list(calls)}]})
+
+
 def test_parallel_tool_calls_come_back_together(gateway: GatewayProcess) -> None:
     member = "sdk-parallel"
-    gateway.stub.stub.set_scripts(
-        {
-            member: [
-                {
-                    "tool_calls": [
-                        {"name": "read", "arguments": {"path": "a.py"}},
-                        {"name": "read", "arguments": {"path": "b.py"}},
-                    ]
-                }
-            ]
-        }
+    play_tool_calls(
+        gateway,
+        member,
+        {"name": "read", "arguments": {"path": "a.py"}},
+        {"name": "read", "arguments": {"path": "b.py"}},
     )
     reply = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
@@ -115,17 +114,11 @@ def test_parallel_tool_calls_come_back_together(gateway: GatewayProcess) -> None
 
 def test_streamed_parallel_tool_calls_assemble_from_their_deltas(gateway: GatewayProcess) -> None:
     member = "sdk-stream-tools"
-    gateway.stub.stub.set_scripts(
-        {
-            member: [
-                {
-                    "tool_calls": [
-                        {"name": "read", "arguments": {"path": "a.py"}},
-                        {"name": "bash", "arguments": {"command": "grep -rn TODO ."}},
-                    ]
-                }
-            ]
-        }
+    play_tool_calls(
+        gateway,
+        member,
+        {"name": "read", "arguments": {"path": "a.py"}},
+        {"name": "bash", "arguments": {"command": "grep -rn TODO ."}},
     )
     stream = sdk_client(gateway, member).chat.completions.create(
         model=listed_model(gateway),
