@@ -22,6 +22,12 @@ import pytest
 from support.mcpclient import call, events, http_server, http_session
 
 RUN = "r1"
+
+
+@pytest.fixture(autouse=True)
+def run_exists(horde: Any) -> None:
+    """`mcp --run` names a run that exists (it creates none)."""
+    horde.store().ensure_run(RUN)
 INIT = (
     b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
     b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}'
@@ -77,7 +83,6 @@ async def test_without_the_token_refused_with_it_the_tool_works(horde: Any) -> N
 
 
 async def test_the_token_from_the_environment_is_used_and_never_written(horde: Any) -> None:
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     token = "a-long-enough-shared-secret-0123"
 
     with http_server(
@@ -95,7 +100,6 @@ async def test_the_token_from_the_environment_is_used_and_never_written(horde: A
 
 @pytest.mark.parametrize("token", ["short", "has a space in it, long enough"])
 def test_a_weak_token_from_the_environment_is_refused_in_one_line(horde: Any, token: str) -> None:
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     import subprocess
     import sys
 
@@ -117,7 +121,6 @@ def test_a_weak_token_from_the_environment_is_refused_in_one_line(horde: Any, to
 
 async def test_the_bearer_scheme_is_case_insensitive(horde: Any) -> None:
     """RFC 7235: `bearer` names the same scheme as `Bearer`."""
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     token = "a-long-enough-shared-secret-0123"
 
     with http_server(
@@ -132,7 +135,6 @@ async def test_the_bearer_scheme_is_case_insensitive(horde: Any) -> None:
 
 def test_oauth_discovery_finds_no_authorization_server(horde: Any) -> None:
     """An OAuth client's discovery gets a 404 with the reason, not a login flow."""
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     with http_server(horde.workdir, "--member", "ext-1", "--run", RUN) as server:
         base = server.url.removesuffix("/mcp")
         answers = []
@@ -157,7 +159,6 @@ def lowered_soft_limit() -> None:
 
 
 def test_the_server_raises_its_descriptor_limit_at_start(horde: Any) -> None:
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     if resource.getrlimit(resource.RLIMIT_NOFILE)[1] <= 1024:
         pytest.skip("the hard descriptor limit is too low to show the raise")
     with http_server(
@@ -176,7 +177,6 @@ async def test_idle_connections_past_the_descriptor_limit_leave_it_answering(
     """1,100 idle unauthenticated connections against 1,024 descriptors wedged the old
     server for good (CLOSE_WAIT, every call timed out). Now the per-client cap closes the
     oldest idle ones; once they are released an authorised call answers within 2 s."""
-    horde.store().ensure_run(RUN)  # `mcp --run` names a run that exists
     if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1300:
         pytest.skip("this process cannot hold 1,100 sockets")
     token = "a-long-enough-shared-secret-0123"
