@@ -19,6 +19,10 @@ from horde_tui.inputs import whole_number
 
 POLL_S = 2.0
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGTSTP, signal.SIGCONT}
+"""Blocked in the watchdog's thread, so the kernel hands them to the main thread even when
+that one has a signal pending (the SIGCONT sent before each SIGTERM)."""
+
 
 def pid_alive(pid: int) -> bool:
     """True while a process with `pid` exists (one we may not signal still exists)."""
@@ -57,6 +61,9 @@ def start_watchdog(
         return None
 
     def watch() -> None:
+        # The process's handlers run in its main thread: a stop signal the kernel gave
+        # this thread would wait there until the main thread's blocking call returned.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         stop = threading.Event()
         while not stop.wait(poll_s):
             if not parent_alive(parent_pid):
