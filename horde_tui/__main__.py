@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 
 raise SystemExit(main())

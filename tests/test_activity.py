@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from horde_tui.prompts import LOOPING_BRIEF, reset_brief
+from horde_tui.common.prompts import LOOPING_BRIEF, reset_brief
 from horde_tui.store import activity as act
 from horde_tui.store.activity import (
     Activity,

@@ -23,7 +23,7 @@ from support.processes import dead_pid, wait_until
 from support.rundir import RunDir
 from textual.widgets import Static
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
@@ -57,8 +57,8 @@ def test_attach_with_no_id_opens_the_only_live_run_and_lists_several(
     """`horde-tui attach` with no id: the only live run (an ended one does not count);
     with two live, opening the newest could be the wrong one, so it lists them, one
     `horde-tui attach RUN` line each, and exits 2 (bad usage: name one)."""
-    from horde_tui import app as app_module
-    from horde_tui.cli import main
+    from horde_tui.app.app import app as app_module
+    from horde_tui.commands.cli import main
 
     opened: list[Path] = []
     monkeypatch.setattr(app_module, "attach_app", lambda run_dir, **_: opened.append(run_dir) or 0)
@@ -229,8 +229,8 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
 
 
 def test_detached_argv_repeats_the_run_headless() -> None:
-    from horde_tui.cli import build_parser
-    from horde_tui.launch import detached_argv
+    from horde_tui.commands.cli import build_parser
+    from horde_tui.launch.launch import detached_argv
 
     args = build_parser().parse_args(
         ["run", "--detach", "--model", "m/x", "--no-verifier", "3", "Review app.py"]

@@ -21,12 +21,12 @@ from support.app import NOW, wait_for
 from support.swarm_scene import SWARM_ID, RecordingHorde, horde_run, write_swarm
 from textual.widgets import DataTable, Static, TabbedContent
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.common.settings import Settings
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.tools import ToolOutput, WorkspaceTools
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import SwarmScreen
-from horde_tui.settings import Settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.setup import RunRequest

@@ -19,7 +19,7 @@ from support.plans import HeldUntilReleased, lifecycle, settings
 from support.processes import wait_until
 from textual.widgets import Button
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.store import HordeStore

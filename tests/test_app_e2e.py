@@ -15,7 +15,7 @@ import pytest
 from support.app import wait_for
 from textual.widgets import Markdown
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.demo.run import prepare_demo
 from horde_tui.screens.report import ReportScreen
 from horde_tui.supervisor.run import Supervisor

@@ -21,13 +21,13 @@ from support.app import NOW, wait_for
 from support.cli import HEADLESS_PLAN, cli, stub_env
 from support.processes import wait_until
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.common.watchdog import pid_alive
 from horde_tui.screens.run import RunScreen
 from horde_tui.store.runs import find_run, run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.view.source import AttachedSource
-from horde_tui.watchdog import pid_alive
 
 TMUX = shutil.which("tmux")
 

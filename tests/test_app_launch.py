@@ -22,14 +22,14 @@ from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 
-from horde_tui.app import AppConfig, HordeApp
-from horde_tui.launch import check_launch, detached_argv
+from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.common.settings import THINKING_LEVELS
+from horde_tui.launch.launch import check_launch, detached_argv
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
-from horde_tui.settings import THINKING_LEVELS
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

@@ -11,14 +11,14 @@ from conftest import Horde
 from support.app import FakeSupervisor, deterministic_app, play_six, wait_for
 from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent
 
-from horde_tui.app import HordeApp
-from horde_tui.cli import build_parser
+from horde_tui.app.app import HordeApp
+from horde_tui.app.tui_bridge import SupervisorUpdate, TuiBridge
+from horde_tui.commands.cli import build_parser
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.tui_bridge import SupervisorUpdate, TuiBridge
 from horde_tui.widgets.member_table import MemberTable
 
 SIZE = (100, 30)

@@ -32,7 +32,7 @@ from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen

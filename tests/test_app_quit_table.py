@@ -1,6 +1,6 @@
 """The quit decision as a table: what `q` does for each combination of what is live, and
 what the app does when a hosted supervisor returns, and the status the shell gets
-(`horde_tui.quitting`).
+(`horde_tui.app.quitting`).
 
 The app's own tests (test_app_detach, test_app_attach, test_app_swarm) drive the same
 paths through a terminal; this table names every case, including the orders of
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from horde_tui.quitting import (
+from horde_tui.app.quitting import (
     EndStep,
     Leaving,
     QuitState,

@@ -12,7 +12,7 @@ import pytest
 from support.app import RUN_ID, wait_for
 from support.replay_scene import app_on, ended_scene, events_of, first
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 from horde_tui.screens.panes import GraphPane, LedgerPane
 from horde_tui.screens.replay import ReplayScreen
 from horde_tui.store.timestamps import epoch

@@ -15,7 +15,7 @@ from textual.command import CommandList
 from textual.widgets import Input, Static, TabbedContent
 from textual.widgets._footer import FooterKey
 
-from horde_tui.app import HordeApp
+from horde_tui.app.app import HordeApp
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.run import RunScreen

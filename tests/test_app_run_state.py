@@ -12,7 +12,7 @@ from support.app import FakeSupervisor, deterministic_app, wait_for
 from support.rundir import EPOCH_0, RunDir
 from textual.widgets import DataTable, Static
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 

@@ -15,7 +15,7 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Markdown
 from textual.widgets._footer import FooterKey
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.report import ReportScreen

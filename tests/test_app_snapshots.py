@@ -31,7 +31,7 @@ from support.snapshots import (  # noqa: F401 (fixtures)
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen

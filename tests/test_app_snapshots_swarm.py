@@ -21,7 +21,7 @@ from support.swarm_scene import swarm_scene, write_swarm
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Markdown
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.swarm import SwarmScreen
 
 

@@ -8,10 +8,10 @@ import ast
 from pathlib import Path
 
 import horde_tui
-from horde_tui.app import HordeApp
+from horde_tui.app.app import HordeApp
 from horde_tui.screens.base import HordeHost
 
-APP = Path(horde_tui.__file__).parent / "app.py"
+APP = Path(horde_tui.__file__).parent / "app" / "app.py"
 MAX_APP_LINES = 250
 """Issue 14's bound on the app class, counted as `wc -l` counts its lines (the `class`
 line to its last line, docstrings and blank lines included)."""

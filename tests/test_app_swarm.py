@@ -31,8 +31,9 @@ from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, TabbedContent
 
-from horde_tui.app import AppConfig, HordeApp
-from horde_tui.launch import DetachedStart, LaunchCheck, build_host
+from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.common.settings import Settings
+from horde_tui.launch.launch import DetachedStart, LaunchCheck, build_host
 from horde_tui.screens import launch as launch_screen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen
@@ -41,7 +42,6 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
-from horde_tui.settings import Settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.supervisor.outcome import RunSummary

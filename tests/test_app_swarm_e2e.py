@@ -15,7 +15,7 @@ import pytest
 from support.app import wait_for
 from textual.widgets import DataTable
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.demo.run import prepare_demo
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.panes import MarkdownFilePane

@@ -18,7 +18,7 @@ from support.ledger_scene import fake_run_with_ledgers, lifecycle
 from textual.pilot import Pilot
 from textual.widgets import Markdown, TabbedContent
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.screens.entry import EntryScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.panes import GraphPane, LedgerPane

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.cli import cli, heavy_imports
 
-from horde_tui.cli import build_parser
+from horde_tui.commands.cli import build_parser
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
 
+from horde_tui.common.settings import SettingsError
 from horde_tui.gateway.__main__ import build_config, parse_args
-from horde_tui.launch import LaunchCheck, RunOptions, aihorde_warnings, check_launch
-from horde_tui.settings import SettingsError
+from horde_tui.launch.launch import LaunchCheck, RunOptions, aihorde_warnings, check_launch
 
 SKYFALL = "aphrodite/TheDrummer/Skyfall-31B-v4.2"
 CYDONIA = "koboldcpp/Cydonia-24B"
@@ -37,7 +37,7 @@ def swarm() -> Iterator[FakeHordeThread]:
 def models_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     code = (
-        "import sys; from horde_tui.cli import main; code = main(sys.argv[1:]); "
+        "import sys; from horde_tui.commands.cli import main; code = main(sys.argv[1:]); "
         "print('litellm loaded' if 'litellm' in sys.modules else '', file=sys.stderr); "
         "sys.exit(code)"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.rundir import FINISHED, finished_run
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 
 TYPO = FINISHED[:-1] + "b"  # one letter off the run that exists
 

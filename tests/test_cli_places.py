@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.cli import host_env
 
-from horde_tui.launch import RunOptions, check_launch
+from horde_tui.launch.launch import RunOptions, check_launch
 
 
 @pytest.mark.parametrize("argv", [["status"], ["schema"]], ids=" ".join)

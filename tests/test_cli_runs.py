@@ -14,7 +14,7 @@ from support.cli import host_env
 from support.rundir import RunDir, several_runs
 from support.swarm_scene import SWARM_ID, swarm_scene, tool
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 
 DONE = "20260102-120000-aaaa"
 STOPPED = "20260102-115900-5709"

@@ -103,7 +103,7 @@ def test_a_tool_write_scans_no_installed_package_metadata(tmp_path: Path) -> Non
         "def scan(*a, **k):\n"
         "    raise SystemExit('entry points scanned')\n"
         "md.entry_points = scan\n"
-        "from horde_tui.cli import main\n"
+        "from horde_tui.commands.cli import main\n"
         "raise SystemExit(main(['tool', 'post', 'text=no scan']))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}

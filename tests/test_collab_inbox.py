@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from horde_tui.fence import Fence
+from horde_tui.common.fence import Fence
 from horde_tui.member.config import MemberConfig, load_member_config
 from horde_tui.member.loop import MemberLoop
 from horde_tui.member.session import StatusStream

@@ -17,7 +17,7 @@ import pytest
 from support.cli import cli, host_env
 from support.rundir import RunDir
 
-from horde_tui.completion import attach_completers, complete_presets
+from horde_tui.commands.completion import attach_completers, complete_presets
 
 OLD = "20260102-120000-aaaa"
 NEW = "20260103-090000-bbbb"
@@ -109,7 +109,7 @@ def test_preset_names_from_the_project_and_their_completer(
 def test_tool_never_imports_argcomplete(tmp_path: Path) -> None:
     """The member's hot path: argcomplete loads only while a shell completes."""
     code = (
-        "import sys; from horde_tui.cli import main; code = main(['tool', 'list']); "
+        "import sys; from horde_tui.commands.cli import main; code = main(['tool', 'list']); "
         "print('argcomplete' in sys.modules, file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run(

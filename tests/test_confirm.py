@@ -223,7 +223,7 @@ def test_resuming_a_confirm_run_without_a_terminal_is_refused_in_one_line(
     `run --confirm --headless` is, and nothing is started."""
     from support.rundir import RunDir
 
-    from horde_tui.cli import main
+    from horde_tui.commands.cli import main
 
     run = RunDir(in_dir / ".horde", "20260102-120000-aaaa")
     manifest = json.loads((run.path / "MANIFEST.json").read_text())

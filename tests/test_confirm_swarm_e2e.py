@@ -14,7 +14,7 @@ import pytest
 from support.cli import cli
 from support.processes import wait_until
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from horde_tui import prompts
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
+from horde_tui.common import prompts
 from horde_tui.demo.policy import (
     ANSWER,
     DEFECTS,

@@ -18,7 +18,7 @@ import pytest
 from support.cli import HEADLESS_PLAN, cli, stub_env
 from support.processes import wait_until
 
-from horde_tui.launch import RunOptions, detached_argv, detached_env
+from horde_tui.launch.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

@@ -26,9 +26,9 @@ from support.cli import cli, host_env, stub_env
 from support.processes import dead_pid
 from support.rundir import RunDir
 
-from horde_tui import doctor
-from horde_tui.doctor import Check, exit_code
-from horde_tui.settings import Settings
+from horde_tui.commands.doctor import checks as doctor
+from horde_tui.commands.doctor.checks import Check, exit_code
+from horde_tui.common.settings import Settings
 from horde_tui.stubmodel import Step, StubThread
 
 PRICED = "openai/gpt-4o-mini"
@@ -520,7 +520,7 @@ def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
 
 
 def test_the_brief_absent_still_the_template_or_written(tmp_path: Path) -> None:
-    from horde_tui.init import BRIEF
+    from horde_tui.commands.init import BRIEF
 
     assert only(doctor.check_brief(tmp_path), "brief").status == "ok"
     (tmp_path / "AGENTS.md").write_text(BRIEF)

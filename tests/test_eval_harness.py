@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.cli import build_parser, main
+from horde_tui.commands.cli import build_parser, main
+from horde_tui.common.settings import SettingsError, load_settings
 from horde_tui.eval import harness
 from horde_tui.eval.collect import read_run
 from horde_tui.eval.harness import (
@@ -27,8 +28,7 @@ from horde_tui.eval.harness import (
 )
 from horde_tui.eval.taskset import load_taskset
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
-from horde_tui.launch import RunOptions, detached_argv
-from horde_tui.settings import SettingsError, load_settings
+from horde_tui.launch.launch import RunOptions, detached_argv
 from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]

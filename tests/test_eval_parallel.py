@@ -25,7 +25,7 @@ from support.eval_plans import cite, finding
 from support.plans import horde
 from support.processes import describe, kill_all, wait_until
 
-from horde_tui import procfs
+from horde_tui.common import procfs
 from horde_tui.eval.taskset import load_taskset
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from horde_tui.hosting import print_event
+from horde_tui.app.hosting import print_event
 from horde_tui.store import causes
 from horde_tui.store.causes import (
     ABNORMAL_CAUSES,

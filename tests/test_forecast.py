@@ -62,7 +62,7 @@ def test_spend_is_divided_by_the_findings_and_the_accepted_ones() -> None:
 def test_the_forecast_matches_what_the_gateway_charged_the_canary(tmp_path: Path) -> None:
     from support.plans import APP, HELPERS, horde, worker
 
-    from horde_tui.settings import load_settings
+    from horde_tui.common.settings import load_settings
     from horde_tui.stubmodel import StubThread
     from horde_tui.stubmodel.agent import AgentPolicy
     from horde_tui.supervisor.run import Supervisor
@@ -117,7 +117,7 @@ def test_the_forecast_matches_what_the_gateway_charged_the_canary(tmp_path: Path
 def test_headless_output_prints_the_forecast_as_its_sentence(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from horde_tui.hosting import print_event
+    from horde_tui.app.hosting import print_event
     from horde_tui.supervisor.observe import SupervisorEvent
 
     forecast = canary_forecast(member("member-1", 900, 100, 0.002), 4, 1030.0, 60, None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.fork import ForkRefused, prepare
+from horde_tui.commands.fork import ForkRefused, prepare
 from horde_tui.store.runs import UnknownRun
 from horde_tui.store.state import RENDERERS
 from horde_tui.store.store import HordeStore
@@ -156,7 +156,7 @@ def test_a_demo_runs_fork_cannot_be_detached(
 ) -> None:
     """The demo model lives in the process that hosts the fork, so a detached fork would
     lose it: refused in one line before anything is copied."""
-    from horde_tui.cli import main
+    from horde_tui.commands.cli import main
 
     project = tmp_path / "project"
     run = _demo_run(project / ".horde")

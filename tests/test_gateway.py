@@ -24,9 +24,9 @@ import pytest
 from conftest import GatewayProcess, start_gateway
 from support.gateway import BASH, HELLO, error_of, post, sdk_client, usage, usage_lines
 
+from horde_tui.common.httpserve import Request, Response
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.app import Gateway, GatewayConfig
-from horde_tui.httpserve import Request, Response
 from horde_tui.stubmodel import StubThread, start_stub
 
 # -- a native round trip ----------------------------------------------------------------------

@@ -23,8 +23,8 @@ import pytest
 from conftest import GatewayProcess, start_gateway
 from support.gateway import sdk_client
 
+from horde_tui.common.settings import load_settings
 from horde_tui.gateway.backend import CallOptions, retry_after_s
-from horde_tui.settings import load_settings
 from horde_tui.stubmodel import Step, StubThread
 
 BASH = {

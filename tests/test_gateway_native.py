@@ -6,9 +6,9 @@ import asyncio
 import json
 from typing import Any
 
+from horde_tui.common.httpserve import Request
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.gateway.backend import LiteLLM
-from horde_tui.httpserve import Request
 
 
 class ToolsRefused(Exception):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.inputs import JSON_DEPTH_HINT, loads, whole_number
+from horde_tui.common.inputs import JSON_DEPTH_HINT, loads, whole_number
 
 
 def tool(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -253,8 +253,8 @@ def test_gateway_number_typo_is_usage_at_start(tmp_path: Path, name: str, value:
 
 def test_a_hand_edited_pid_file_or_variable_is_no_pid(tmp_path: Path) -> None:
     """`.live` and HORDE_PARENT_PID hold a pid; '²' there used to crash `status`."""
+    from horde_tui.common.watchdog import parent_pid_from_env
     from horde_tui.store.runs import live_file, supervisor_pid
-    from horde_tui.watchdog import parent_pid_from_env
 
     live_file(tmp_path).write_text("²\n")
     assert supervisor_pid(tmp_path) is None

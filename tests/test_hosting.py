@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.app import FakeSupervisor
 
-from horde_tui.hosting import host
+from horde_tui.app.hosting import host
 
 
 def test_headless_ends_with_the_outcome_then_the_report(

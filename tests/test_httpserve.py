@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from horde_tui.httpserve import HttpServer, Limits, Request, Response, StreamResponse, serve
+from horde_tui.common.httpserve import HttpServer, Limits, Request, Response, StreamResponse, serve
 
 SMALL = Limits(
     max_body_bytes=64 * 1024,
@@ -240,7 +240,7 @@ async def test_a_failing_handler_becomes_a_500_json_error_and_the_connection_sur
             conn.close()
             return result
 
-        with caplog.at_level(logging.ERROR, logger="horde_tui.httpserve"):
+        with caplog.at_level(logging.ERROR, logger="horde_tui.common.httpserve"):
             status, body, content_type, after = await asyncio.to_thread(two_requests)
         assert status == 500
         assert content_type == "application/json"
@@ -349,7 +349,7 @@ async def test_a_stream_that_fails_midway_is_cut_without_the_final_chunk(
 
     server = await serve(handler)
     try:
-        with caplog.at_level(logging.ERROR, logger="horde_tui.httpserve"):
+        with caplog.at_level(logging.ERROR, logger="horde_tui.common.httpserve"):
             raw = await raw_exchange(server, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert b"Content-Type: application/x-ndjson" in raw
         assert b"text/event-stream" not in raw
@@ -573,7 +573,7 @@ def test_raise_descriptor_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
     """In a child, so the test process keeps its own limit."""
     script = (
         "import resource\n"
-        "from horde_tui.httpserve import raise_descriptor_limit\n"
+        "from horde_tui.common.httpserve import raise_descriptor_limit\n"
         "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
         "print(raise_descriptor_limit() == hard == resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"

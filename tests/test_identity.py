@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from support.processes import wait_until
 
-from horde_tui import procfs
+from horde_tui.common import procfs
 from horde_tui.store import identity
 
 FAKE_SUPERVISOR = Path(__file__).parent / "helpers" / "fake_supervisor.py"
@@ -227,7 +227,7 @@ def test_start_time_tells_a_reused_pid_apart(tmp_path: Path) -> None:
 
 ADOPTER = r"""
 import json, os, subprocess, sys
-from horde_tui import procfs
+from horde_tui.common import procfs
 from horde_tui.store import identity
 
 adopted = identity.adopt_orphans()

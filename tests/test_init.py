@@ -10,8 +10,8 @@ from pathlib import Path
 
 from support.cli import cli
 
-from horde_tui.init import config_text
-from horde_tui.settings import Settings, env_name, load_settings
+from horde_tui.commands.init import config_text
+from horde_tui.common.settings import Settings, env_name, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 

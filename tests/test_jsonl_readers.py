@@ -10,7 +10,7 @@ from pathlib import Path
 
 from horde_tui.store.jsonl import JsonlTail, encode_records
 from horde_tui.store.linefile import LineIndex
-from horde_tui.transcript import TranscriptEntry, read_transcript
+from horde_tui.store.transcript import TranscriptEntry, read_transcript
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 

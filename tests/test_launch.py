@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support.rundir import RunDir
 
-from horde_tui.launch import RunOptions, check_launch, detached_argv
-from horde_tui.settings import THINKING_LEVELS
+from horde_tui.common.settings import THINKING_LEVELS
+from horde_tui.launch.launch import RunOptions, check_launch, detached_argv
 
 MODEL_ENV = {"HORDE_MODEL": "openai/stub"}
 
@@ -148,7 +148,7 @@ def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None
 def test_a_plan_with_its_own_prompt_survives_the_detached_command_line(tmp_path: Path) -> None:
     """The form takes a prompt and layers together; `plan --prompt` carries both to the
     detached process, which checks them into the same request."""
-    from horde_tui.cli import build_parser
+    from horde_tui.commands.cli import build_parser
 
     options = RunOptions("2", "Audit the compiler")
     argv = detached_argv(options, "parser; checker")
@@ -173,7 +173,7 @@ def test_one_line_says_where_a_detached_run_or_swarm_goes_on(tmp_path: Path) -> 
     """`run --detach`, `resume RUN --detach`, `resume SWARM --detach` and the app's
     handoff all tell the person the same thing, built by `in_background`: which run or
     swarm, how it got there, its pid and log, and how to watch and stop it."""
-    from horde_tui.launch import DetachedStart, in_background
+    from horde_tui.launch.launch import DetachedStart, in_background
     from horde_tui.store.runs import write_swarm_json
 
     horde_dir = tmp_path / ".horde"

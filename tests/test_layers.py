@@ -27,8 +27,8 @@ def test_the_graph_sees_lazy_and_type_checking_imports() -> None:
     """What hid the old app cycle must count: an import inside a function and one under
     `TYPE_CHECKING` (a cycle test blind to them passes vacuously)."""
     graph = package_graph()
-    assert graph.direct_import_exists(importer="horde_tui.cli", imported="horde_tui.runcli")
-    assert graph.direct_import_exists(importer="horde_tui.app", imported="horde_tui.settings")
+    assert graph.direct_import_exists(importer="horde_tui.commands.cli", imported="horde_tui.commands.runcli")
+    assert graph.direct_import_exists(importer="horde_tui.app.app", imported="horde_tui.common.settings")
 
 
 def test_no_import_cycle() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from support.mcpclient import call, cli_tool, events, server_env, stdio_session
 
-from horde_tui.prompts import SYSTEM_PROMPT
+from horde_tui.common.prompts import SYSTEM_PROMPT
 from horde_tui.protocol import run_action
 from horde_tui.protocol.schema import tool_schema
 from horde_tui.store.store import HordeStore

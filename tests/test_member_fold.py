@@ -132,7 +132,7 @@ def test_the_supervisor_folds_what_it_emits_as_the_readers_fold_the_file(tmp_pat
 
 
 def settings_for_no_model() -> Any:
-    from horde_tui.settings import load_settings
+    from horde_tui.common.settings import load_settings
 
     return load_settings(environ={"HORDE_MODEL": "openai/stub", "HORDE_API_KEY": "stub"})
 
@@ -198,7 +198,7 @@ def test_one_listing_orders_sessions_by_start_then_by_last_write(tmp_path: Path)
     session `horde-tui resume` carries on all come from this one listing."""
     import os
 
-    from horde_tui.transcript import sessions
+    from horde_tui.store.transcript import sessions
 
     run = RunDir(tmp_path / ".horde", RUN, members=1)
     folder = run.path / "sessions" / "member-1"

@@ -12,7 +12,7 @@ from typing import Any
 from conftest import GatewayProcess
 from support.member import prepare, run_member
 
-from horde_tui.fence import unfence
+from horde_tui.common.fence import unfence
 from horde_tui.store.activity import CYCLE_EXIT, CYCLE_WARN, LOOP_EXIT, LOOP_WARN
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from horde_tui.refusal import refusal_reason
+from horde_tui.common.refusal import refusal_reason
 
 DESTRUCTIVE = {
     # computed targets: a variable or a substitution the list cannot see through

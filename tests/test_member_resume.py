@@ -18,9 +18,9 @@ from conftest import GatewayProcess
 from support.member import RUN, call, prepare, run_member
 from support.processes import wait_until
 
-from horde_tui import prompts
+from horde_tui.common import prompts
 from horde_tui.member.session import load_conversation
-from horde_tui.transcript import print_transcript
+from horde_tui.store.transcript import print_transcript
 
 NAME = "member-7"
 """A name no other test of the session's shared stub uses, so its requests are ours."""

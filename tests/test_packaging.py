@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import horde_tui
-from horde_tui.app import styles_dir
+from horde_tui.app.app import styles_dir
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = Path(horde_tui.__file__).parent

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.cli import cli, stub_env
 
-from horde_tui.launch import RunOptions, check_launch
+from horde_tui.launch.launch import RunOptions, check_launch
 from horde_tui.presets import (
     PresetError,
     all_presets,
@@ -212,7 +212,7 @@ def test_presets_lists_bundled_and_project_presets_and_names_a_broken_file(tmp_p
 
 
 def test_the_run_files_carry_each_members_persona(tmp_path: Path) -> None:
-    from horde_tui.settings import Settings
+    from horde_tui.common.settings import Settings
 
     preset = find_preset("security-review", tmp_path)
     request = RunRequest("Review app.py", 4, preset=preset)

@@ -2,7 +2,7 @@
 a script types, the command answers with exit 0, 1 or 2 and no traceback, and
 `.horde/` holds only writes that obey the rules.
 
-The calls run in-process through `horde_tui.cli.main`, the entry the `horde-tui`
+The calls run in-process through `horde_tui.commands.cli.main`, the entry the `horde-tui`
 script runs (a process per example would be too slow), against one real `.horde/`
 that grows across examples, so later calls meet the entries earlier ones made.
 """
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 from horde_tui.protocol.bounds import _FORBIDDEN
 from horde_tui.protocol.fields import EVIDENCE_CAP
 from horde_tui.protocol.schema import tool_schema

@@ -4,7 +4,7 @@ have no review), next to the idle nudge; and the verifier's role text."""
 
 from __future__ import annotations
 
-from horde_tui import prompts
+from horde_tui.common import prompts
 from horde_tui.store.ledgers.findings import classify
 
 REVIEW = {"verdict": "supports", "support": "tested", "checked": "ran it", "evidenceText": "ok"}

@@ -12,7 +12,7 @@ import pytest
 from support.cli import cli, headless, wait_for_line
 from support.processes import member_pids
 
-from horde_tui import procfs
+from horde_tui.common import procfs
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.processes import alive, wait_until
 
-from horde_tui.reaper import end_run, end_session, run_members, session_pids
+from horde_tui.common.reaper import end_run, end_session, run_members, session_pids
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from support.app import RUN_ID
 from support.replay_scene import ended_scene
 
 import horde_tui.view.replay as replay_mod
-from horde_tui.fork import _lines, ledger_seq_at
+from horde_tui.commands.fork import _lines, ledger_seq_at
 from horde_tui.store.graph import GraphBuilder
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.state import LedgerState

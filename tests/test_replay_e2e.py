@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from support.cli import StoppedClean
 
-from horde_tui.fork import _lines, ledger_seq_at
-from horde_tui.replay import run_to_replay
+from horde_tui.app.replay import run_to_replay
+from horde_tui.commands.fork import _lines, ledger_seq_at
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.view.members import MemberFold
 from horde_tui.view.replay import Replay, fold_upto, tables

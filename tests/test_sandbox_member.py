@@ -17,9 +17,9 @@ from conftest import GatewayProcess
 from support.cli import stub_env
 from support.member import RUN, call, prepare, run_member
 
-from horde_tui.launch import RunOptions, check_launch
+from horde_tui.common.settings import SettingsError, load_settings
+from horde_tui.launch.launch import RunOptions, check_launch
 from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
-from horde_tui.settings import SettingsError, load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import GatewayHandle

@@ -1,11 +1,11 @@
 """`screenshots/` holds the snapshot tests' scenes, byte for byte (`python -m
-horde_tui.screenshots` copies them): a README picture never shows an unchecked screen."""
+horde_tui.commands.screenshots` copies them): a README picture never shows an unchecked screen."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from horde_tui import screenshots
+from horde_tui.commands import screenshots
 
 
 def test_scene_names_come_from_the_120x36_snapshots() -> None:
@@ -22,8 +22,8 @@ def test_every_120x36_snapshot_is_a_current_screenshot() -> None:
     }
     shots = {p.stem: p for p in screenshots.OUT.glob("*.svg")}
     assert snapshots, "no snapshots found"
-    assert set(shots) == set(snapshots), "run: python -m horde_tui.screenshots"
+    assert set(shots) == set(snapshots), "run: python -m horde_tui.commands.screenshots"
     for name, svg in snapshots.items():
         assert shots[name].read_bytes() == svg.read_bytes(), (
-            f"screenshots/{name}.svg is stale: python -m horde_tui.screenshots"
+            f"screenshots/{name}.svg is stale: python -m horde_tui.commands.screenshots"
         )

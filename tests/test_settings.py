@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.settings import SettingsError, load_settings
+from horde_tui.common.settings import SettingsError, load_settings
 
 
 def test_defaults_match_the_reference_table() -> None:
@@ -122,7 +122,7 @@ def test_the_members_on_off_words_are_the_settings_words() -> None:
     the settings model); it must accept and refuse exactly what pydantic's bool does."""
     from pydantic import TypeAdapter, ValidationError
 
-    from horde_tui.inputs import parse_bool
+    from horde_tui.common.inputs import parse_bool
 
     words = ["1", "0", "on", "OFF", "t", "F", "true", "False", "y", "NO", "yes", " on "]
     words += ["flase", "disabled", "nope", "2", "", "enable", "oui", "tru"]
@@ -138,7 +138,7 @@ def test_the_members_on_off_words_are_the_settings_words() -> None:
 def test_a_member_imports_neither_the_settings_model_nor_its_toml_reader() -> None:
     code = (
         "import sys; import horde_tui.member.__main__; "
-        "print([m for m in ('horde_tui.settings', 'tomllib') if m in sys.modules])"
+        "print([m for m in ('horde_tui.common.settings', 'tomllib') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -20,8 +20,13 @@ from typing import Any
 import pytest
 from support.cli import host_env
 
-from horde_tui.settings import ENVIRONMENT, FLAGS, Settings, env_name, literal_choices
-from horde_tui.settings_doc import README_END, README_START, readme_with_table, settings_markdown
+from horde_tui.commands.settings_doc import (
+    README_END,
+    README_START,
+    readme_with_table,
+    settings_markdown,
+)
+from horde_tui.common.settings import ENVIRONMENT, FLAGS, Settings, env_name, literal_choices
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "horde_tui"
@@ -77,7 +82,7 @@ def test_the_readme_table_is_the_models() -> None:
     assert README_START in readme and README_END in readme, "README has no settings table"
     assert readme_with_table(readme) == readme, (
         "README.md's settings table differs from the settings model; regenerate it with "
-        "`python -m horde_tui.settings_doc --write-readme`"
+        "`python -m horde_tui.commands.settings_doc --write-readme`"
     )
 
 
@@ -189,7 +194,7 @@ def test_a_settings_choices_are_the_models_everywhere() -> None:
     """`--tool-protocol auto` is the model's default, so every command that takes the flag
     (run, plan, demo, config, the gateway) offers exactly the model's values, and so does
     completion, which reads the parser's choices."""
-    from horde_tui.cli import build_parser
+    from horde_tui.commands.cli import build_parser
     from horde_tui.gateway.__main__ import parse_args
 
     choices = _option_choices(build_parser())

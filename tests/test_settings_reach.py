@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from horde_tui.cli import build_parser
-from horde_tui.launch import LaunchCheck, RunOptions, build_host, check_launch, detached_argv
-from horde_tui.settings import Settings, env_name
+from horde_tui.commands.cli import build_parser
+from horde_tui.common.settings import Settings, env_name
+from horde_tui.launch.launch import LaunchCheck, RunOptions, build_host, check_launch, detached_argv
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.run import Supervisor
 

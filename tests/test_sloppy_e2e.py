@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from support.cli import stub_env
 
+from horde_tui.common.fence import unfence
 from horde_tui.demo.policy import DEFECTS
 from horde_tui.demo.run import copy_tree, prepare_demo, sample_files
 from horde_tui.demo.sloppy import (
@@ -29,7 +30,6 @@ from horde_tui.demo.sloppy import (
     SLOPPY_PROMPT,
     sloppy_policy,
 )
-from horde_tui.fence import unfence
 from horde_tui.stubmodel import RecordedRequest, StubThread
 from horde_tui.stubmodel.agent import GATEWAY_REFUSAL, _text_results
 

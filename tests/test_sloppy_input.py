@@ -15,7 +15,7 @@ import pytest
 from conftest import GatewayProcess
 from support.member import prepare, run_member
 
-from horde_tui.fence import unfence
+from horde_tui.common.fence import unfence
 from horde_tui.member.loop import LOOP_EXIT, LOOP_WARN
 from horde_tui.protocol.dispatch import UsageError, parse_params
 from horde_tui.stubmodel.agent import AgentPolicy

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support.processes import dead_pid
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.store import runs
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.setup import RunRequest, assign_roles, write_run_files

@@ -69,7 +69,7 @@ def test_a_routed_tool_call_imports_no_pydantic(
 ) -> None:
     """The fast path is what makes a cold call cheap: nothing of the protocol is loaded."""
     script = (
-        "import sys\nfrom horde_tui.cli import main\n"
+        "import sys\nfrom horde_tui.commands.cli import main\n"
         "rc = main(['tool', 'post', 'text=hello'])\n"
         "print('loaded:', 'pydantic' in sys.modules, 'horde_tui.store.state' in sys.modules)\n"
         "sys.exit(rc)\n"

@@ -19,7 +19,7 @@ from support.cli import HEADLESS_PLAN, StoppedClean, cli, headless, wait_for_lin
 from support.plans import APP, HELPERS, horde, lifecycle, run_supervisor, settings, worker
 from support.processes import alive
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

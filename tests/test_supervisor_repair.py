@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.supervisor.repair import (
     blocks,
     budgets,

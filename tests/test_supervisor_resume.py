@@ -22,8 +22,8 @@ from support.cli import one_line_refusal, stub_env, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle
 from support.rundir import RunDir
 
-from horde_tui import prompts
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
+from horde_tui.common import prompts
 from horde_tui.store.runs import run_state
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread

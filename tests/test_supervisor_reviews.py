@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from horde_tui.common.settings import load_settings
 from horde_tui.protocol import run_action
-from horde_tui.settings import load_settings
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.reviews import STABLE_S, assign_reviews, pick_reviewer
 from horde_tui.supervisor.run import Supervisor, SupervisorEvent

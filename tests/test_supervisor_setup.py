@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import (

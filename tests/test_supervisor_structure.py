@@ -12,7 +12,7 @@ from pathlib import Path
 from support.imports import imports_from
 
 import horde_tui
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 
@@ -52,7 +52,7 @@ def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
 def test_the_supervisor_imports_no_view() -> None:
     """The layers run store < protocol < supervisor < view: what both draw (the graph,
     the finding clusters) sits in store/, a session's figures (`SessionStats`) in
-    `horde_tui/transcript.py`."""
+    `horde_tui/store/transcript.py`."""
     ui = ("horde_tui.view", "horde_tui.screens", "horde_tui.widgets")
     assert imports_from("horde_tui.supervisor", ui) == set()
 

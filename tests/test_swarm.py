@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support.swarm_scene import RecordingHorde
 
-from horde_tui.launch import RunOptions, build_host, check_launch
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
+from horde_tui.launch.launch import RunOptions, build_host, check_launch
 from horde_tui.store.runs import (
     SwarmInfo,
     live_swarm,

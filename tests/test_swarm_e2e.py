@@ -14,7 +14,7 @@ import pytest
 from support.cli import cli, host_env, stub_env, wait_for_line
 from support.processes import wait_until
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.observe import SupervisorEvent

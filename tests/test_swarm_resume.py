@@ -26,11 +26,11 @@ from support.processes import dead_pid, wait_until
 from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
 from textual.widgets import Button
 
-from horde_tui import prompts
-from horde_tui.app import AppConfig, HordeApp
-from horde_tui.cli import main
+from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.commands.cli import main
+from horde_tui.common import prompts
+from horde_tui.common.settings import load_settings
 from horde_tui.screens.modals import ChoiceScreen
-from horde_tui.settings import load_settings
 from horde_tui.store.runs import read_swarm, swarm_info, swarm_state
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy

@@ -12,9 +12,9 @@ import pytest
 
 from horde_tui.member.session import load_conversation
 from horde_tui.store.members import MemberState
+from horde_tui.store.transcript import SessionStats
 from horde_tui.store.usage import fold_record, sum_cost
 from horde_tui.supervisor.summary import total_cost
-from horde_tui.transcript import SessionStats
 
 PRICED = {"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.5}
 UNPRICED = {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": None}

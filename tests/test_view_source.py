@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from support.app import FakeSupervisor
 
-from horde_tui.settings import Settings
+from horde_tui.common.settings import Settings
 from horde_tui.supervisor import controls
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest

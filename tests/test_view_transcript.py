@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from horde_tui.fence import Fence
-from horde_tui.transcript import sessions
+from horde_tui.common.fence import Fence
+from horde_tui.store.transcript import sessions
 from horde_tui.view.transcript import TranscriptReader, describe
 
 

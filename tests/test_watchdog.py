@@ -17,7 +17,7 @@ import time
 
 PROGRAM = """
 import signal, socket, sys
-from horde_tui.watchdog import start_watchdog
+from horde_tui.common.watchdog import start_watchdog
 
 def on_term(signum, frame):
     raise KeyboardInterrupt

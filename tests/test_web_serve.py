@@ -20,7 +20,7 @@ from support.app import RUN_ID
 from support.ledger_scene import lifecycle
 from support.web_scene import FAKE_KEY, OUTSIDE, SWARM_ID, plant_symlinks, web_scene
 
-from horde_tui.httpserve import HttpServer
+from horde_tui.common.httpserve import HttpServer
 from horde_tui.web.serve import start
 
 

@@ -25,10 +25,10 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import NamedTuple
 
+from horde_tui.app.hosting import host
+from horde_tui.common.settings import Settings, load_settings
 from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
 from horde_tui.demo.sloppy import SLOPPY_MEMBERS, SLOPPY_PROMPT, sloppy_policy
-from horde_tui.hosting import host
-from horde_tui.settings import Settings, load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.summary import DEMO_MODEL

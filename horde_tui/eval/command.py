@@ -79,7 +79,7 @@ def _positive(name: str, value: int) -> str | None:
 def _budget_problem(args: argparse.Namespace) -> str | None:
     """`--max-cost-usd` and `--max-minutes` go to every run as `run`'s own flags, so the
     settings model that checks them there checks them here (one rule, e.g. on `inf`)."""
-    from horde_tui.settings import SettingsError, load_settings
+    from horde_tui.common.settings import SettingsError, load_settings
 
     budget = {"max_cost_usd": args.max_cost_usd, "max_minutes": args.max_minutes}
     try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.settings import SettingsError, load_settings
+from horde_tui.common.settings import SettingsError, load_settings
 from horde_tui.supervisor.processes import (
     SHARED_GATEWAY_TOKEN_ENV,
     SHARED_GATEWAY_URL_ENV,

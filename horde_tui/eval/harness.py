@@ -36,7 +36,7 @@ from horde_tui.eval.collect import read_run
 from horde_tui.eval.score import grade_answers, per_true, score_defects
 from horde_tui.eval.taskset import Task
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
-from horde_tui.launch import RunOptions, detached_argv, detached_env
+from horde_tui.launch.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 

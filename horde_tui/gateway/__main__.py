@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from horde_tui import keypipe
+from horde_tui.common import keypipe
+from horde_tui.common.httpserve import listen_failure, raise_descriptor_limit, serve
+from horde_tui.common.reaper import end_run
+from horde_tui.common.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
+from horde_tui.common.watchdog import exit_group, parent_pid_from_env, start_watchdog
 from horde_tui.gateway import aihorde, backend
 from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
-from horde_tui.httpserve import listen_failure, raise_descriptor_limit, serve
-from horde_tui.reaper import end_run
-from horde_tui.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
-from horde_tui.watchdog import exit_group, parent_pid_from_env, start_watchdog
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

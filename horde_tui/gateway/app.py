@@ -25,11 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from horde_tui.gateway import aihorde, backend, jsonproto
-from horde_tui.gateway.accounting import Accounting
-from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
-from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
-from horde_tui.httpserve import (
+from horde_tui.common.httpserve import (
     Request,
     Response,
     StreamResponse,
@@ -38,6 +34,10 @@ from horde_tui.httpserve import (
     token_matches,
     unauthorized,
 )
+from horde_tui.gateway import aihorde, backend, jsonproto
+from horde_tui.gateway.accounting import Accounting
+from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
+from horde_tui.gateway.limiter import AdaptiveLimiter, LimiterPool
 from horde_tui.store.activity import Backoff, clear_backoff, write_backoff
 
 FETCH_TOOLS = frozenset({"links", "sitemap"})

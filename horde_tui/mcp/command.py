@@ -114,7 +114,7 @@ def _http(seat: Seat, args: argparse.Namespace) -> Callable[[], Awaitable[None]]
         raise SeatRefused(str(exc)) from None
     except OSError as exc:
         raise SeatRefused(f"cannot keep the token: {exc}") from None
-    from horde_tui.httpserve import listen_failure, raise_descriptor_limit
+    from horde_tui.common.httpserve import listen_failure, raise_descriptor_limit
 
     try:
         sock = remote.listen(args.bind, args.port)

@@ -7,7 +7,7 @@ directory (`mcp-token`): the server prints that path, never the value. Writes st
 serialized by the one store lock of the machine that holds `.horde/`, so a remote member
 needs no shared filesystem.
 
-It is served by the gateway's server (`horde_tui.httpserve`): the token checked on the
+It is served by the gateway's server (`horde_tui.common.httpserve`): the token checked on the
 head before a body is read, the descriptor limit raised at start, a connection cap per
 client and in all (the oldest idle connection goes first), head, body and idle
 timeouts. The SDK's streamable HTTP app runs behind it as an ASGI app.
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import anyio
 
-from horde_tui import httpserve
-from horde_tui.httpserve import Limits, Request, Response, error_body
+from horde_tui.common import httpserve
+from horde_tui.common.httpserve import Limits, Request, Response, error_body
 from horde_tui.mcp.seat import Seat
 from horde_tui.mcp.server import HordeServer
 from horde_tui.store.store import HordeStore

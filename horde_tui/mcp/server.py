@@ -20,7 +20,8 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from horde_tui import __version__, prompts
+from horde_tui import __version__
+from horde_tui.common import prompts
 from horde_tui.mcp.seat import Seat, finished_refusal
 from horde_tui.protocol import run_action
 from horde_tui.protocol.params import ACTION_MODELS, ReadParams

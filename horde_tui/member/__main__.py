@@ -14,15 +14,15 @@ import traceback
 from collections.abc import Callable
 from types import FrameType
 
+from horde_tui.common.reaper import end_run, end_session
+from horde_tui.common.watchdog import exit_group, start_watchdog
 from horde_tui.member.client import GatewayClient
 from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
 from horde_tui.member.shell import signal_command_groups
-from horde_tui.reaper import end_run, end_session
 from horde_tui.store import identity
 from horde_tui.store.lock import when_unlocked
-from horde_tui.watchdog import exit_group, start_watchdog
 
 
 def _stop_self() -> None:

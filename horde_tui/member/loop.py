@@ -14,7 +14,7 @@ wanted a turn, to call tools or to read messages that arrived (`turns`: the repa
 phase's attempts run under such a cap). The loop guard (`store.activity.RepeatGuard`)
 also ends it as `looping` for the same call sent with the same result LOOP_EXIT times
 in a row, or the same cycle of two or three calls repeated CYCLE_EXIT times. Tool results and peer text enter the context
-between the session's fence markers (`horde_tui.fence`: a random nonce the text cannot
+between the session's fence markers (`horde_tui.common.fence`: a random nonce the text cannot
 know, so it cannot close the fence), labelled as data, never as instructions.
 """
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui import prompts
-from horde_tui.fence import Fence
-from horde_tui.inputs import loads
+from horde_tui.common import prompts
+from horde_tui.common.fence import Fence
+from horde_tui.common.inputs import loads
 from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
 from horde_tui.member.confirm import ConfirmGate
@@ -49,8 +49,8 @@ from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import HordePaths
 from horde_tui.store.runs import sessions_dir
 from horde_tui.store.store import HordeStore
+from horde_tui.store.transcript import summarize
 from horde_tui.store.usage import fold as usage_fold
-from horde_tui.transcript import summarize
 
 __all__ = ["LOOP_EXIT", "LOOP_WARN", "Exit", "MemberLoop"]
 _REFUSAL = ("refused:", "usage:")

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.inputs import BOOL_WORDS, parse_bool
+from horde_tui.common.inputs import BOOL_WORDS, parse_bool
 from horde_tui.store.secretfiles import masked_files
 
 SANDBOX_MODES = ("auto", "bwrap", "off")

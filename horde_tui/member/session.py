@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from horde_tui.prompts import INTERRUPTED_RESULT
+from horde_tui.common.prompts import INTERRUPTED_RESULT
+from horde_tui.store.transcript import read_transcript
 from horde_tui.store.usage import fold_record
-from horde_tui.transcript import read_transcript
 
 
 class StatusStream:

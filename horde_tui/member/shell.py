@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui import procfs
+from horde_tui.common import procfs
+from horde_tui.common.refusal import refusal_reason
 from horde_tui.member.sandbox import (
     NEVER_PASSED,
     SandboxPolicy,
@@ -40,7 +41,6 @@ from horde_tui.member.sandbox import (
     release_limit,
     resolve,
 )
-from horde_tui.refusal import refusal_reason
 
 # --- environment ----------------------------------------------------------------------
 
@@ -294,7 +294,7 @@ def run_command(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            process_group=0,  # its own group, in the member's session: see horde_tui/reaper.py
+            process_group=0,  # its own group, in the member's session: see horde_tui/common/reaper.py
         )
     except OSError as exc:
         release_limit(group)

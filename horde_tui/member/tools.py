@@ -25,11 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
+from horde_tui.common.refusal import refusal_reason
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.member.shell import run_command
-from horde_tui.refusal import refusal_reason
 from horde_tui.store import identity
 from horde_tui.store.secretfiles import is_secret
 

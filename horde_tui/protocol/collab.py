@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 from horde_tui.protocol.context import PARENT_ACTORS, ActionContext
 from horde_tui.store.ledgers import answers
 from horde_tui.store.model import Artifact, Finding, Thread

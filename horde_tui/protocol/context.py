@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 from horde_tui.store.state import LedgerState, normalize_id
 from horde_tui.store.store import ActionRefused, HordeStore
 

@@ -119,7 +119,7 @@ def check_cleanup(command: str, paths_to_protect: list[Path]) -> None:
         return
     # Imported here: its pattern tables cost a fresh `horde-tui tool` process tens of ms,
     # and only a resource with a cleanup command needs them.
-    from horde_tui.refusal import cleanup_refusal
+    from horde_tui.common.refusal import cleanup_refusal
 
     reason = cleanup_refusal(command)
     if reason:

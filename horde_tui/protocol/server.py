@@ -38,12 +38,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from horde_tui.common.watchdog import start_watchdog
 from horde_tui.protocol.dispatch import run_action
 from horde_tui.store import identity
 from horde_tui.store.client import MAX_LINE, PROTOCOL, SERVER_LOCK_NAME, socket_path
 from horde_tui.store.paths import valid_actor_name, valid_run_id
 from horde_tui.store.store import HordeStore
-from horde_tui.watchdog import start_watchdog
 
 LISTENING = "store server listening on"
 """The line the server prints once it accepts calls (what its starter waits for)."""

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from horde_tui.widgets.event_log import default_clock_text
 
 if TYPE_CHECKING:
-    from horde_tui.settings import Settings
+    from horde_tui.common.settings import Settings
     from horde_tui.supervisor.setup import RunRequest
 
 

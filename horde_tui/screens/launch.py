@@ -30,7 +30,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Footer, Header, Input, Label, Select, Static
 
-from horde_tui.launch import (
+from horde_tui.common.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
+from horde_tui.launch.launch import (
     LaunchCheck,
     RunOptions,
     check_launch,
@@ -42,7 +43,6 @@ from horde_tui.presets import NO_PRESET, preset_names
 from horde_tui.screens.base import HordeScreen, LaunchRun, LaunchSwarm, OpenRun, shown_path
 from horde_tui.screens.commands import ListedCommands
 from horde_tui.screens.swarm import SwarmScreen
-from horde_tui.settings import THINKING_LEVELS, Settings, SettingsError, load_settings
 from horde_tui.store.runs import is_swarm_dir
 
 FIELD_ERRORS = (

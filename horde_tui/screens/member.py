@@ -25,7 +25,7 @@ from horde_tui.store.activity import Activity, activity, last_write, next_step
 from horde_tui.store.causes import STATUS_CLASSES, status_class
 from horde_tui.store.linefile import LineIndex
 from horde_tui.store.members import MemberState
-from horde_tui.transcript import sessions
+from horde_tui.store.transcript import sessions
 from horde_tui.view.members import stall_rule
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.widgets.log_tail import LogTail

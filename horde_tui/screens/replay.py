@@ -1,6 +1,6 @@
 """The replay screen: the run screen on a finished run, as it was after event E#.
 
-`horde-tui replay RUN` opens it (`horde_tui.replay`). It is the run screen with a time
+`horde-tui replay RUN` opens it (`horde_tui.app.replay`). It is the run screen with a time
 cursor (`view.replay.Replay`): the member table, every ledger tab, the threads and the
 graph show the run after the cursor's event, the status line says where the cursor is
 (E#, its time, what it was, its position of the total). Keys move the cursor by one

@@ -64,7 +64,7 @@ from horde_tui.widgets.member_table import clip, format_cost
 from horde_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:  # the supervisor loads only when a swarm is hosted
-    from horde_tui.settings import Settings
+    from horde_tui.common.settings import Settings
     from horde_tui.supervisor.observe import Sink
     from horde_tui.supervisor.setup import RunRequest
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 from horde_tui.store.jsonl import (
     UNFLUSHED,
     AppendError,
@@ -29,6 +29,9 @@ from horde_tui.store.jsonl import (
 ERROR_OUTCOME = "error"
 """The outcome label of a write stopped by a full disk or an I/O error."""
 
+
+EVENT_ID = re.compile(r"E?([1-9][0-9]{0,11})")
+"""An event id as a person types it (`E12` or `12`): `fork --at`, `replay --at`."""
 
 _LAST_ID = re.compile(rb'"id":"E([0-9]{1,18})"\}$')
 """The E# of a line as `append` writes it: `id` is the last key, compact JSON."""

@@ -54,9 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui import procfs
+from horde_tui.common import procfs
+from horde_tui.common.watchdog import pid_alive
 from horde_tui.store.paths import atomic_write_text, valid_run_id
-from horde_tui.watchdog import pid_alive
 
 PARENT = "parent"
 """The supervisor's actor name."""

@@ -7,7 +7,7 @@ one small `inbox.deliver` receipt (the highest ledger seq handed over), so a fre
 session of the same member does not get the same messages twice.
 
 Delivery is a context insertion, not comprehension: the text is fenced as data with the
-session's nonce (`horde_tui.fence`), so a message body cannot end the fence and speak as
+session's nonce (`horde_tui.common.fence`), so a message body cannot end the fence and speak as
 the run, and message bodies are other members' words, never instructions to follow.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from horde_tui.fence import Fence
+from horde_tui.common.fence import Fence
 from horde_tui.store.ledgers.common import indented
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore, Receipt

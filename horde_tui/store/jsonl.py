@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
 from horde_tui.store.durable import forget_synced
 from horde_tui.store.paths import write_file
 

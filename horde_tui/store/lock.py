@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from horde_tui import procfs
+from horde_tui.common import procfs
 from horde_tui.store import identity
 from horde_tui.store.paths import HordePaths
 

@@ -5,7 +5,7 @@ Members coordinate through ledgers every member writes, so a board post that say
 wrap-up) also go to `runs/<id>/notices.jsonl`, which only the supervisor writes (the
 member's file tools refuse `.horde/`). A member session reads the notices written while
 it runs and inserts each at its next turn boundary as a message labelled as the
-supervisor's, outside any data fence (`horde_tui.fence`), where peer text never appears.
+supervisor's, outside any data fence (`horde_tui.common.fence`), where peer text never appears.
 A session started later is not told: the wrap-up of discovery is no news to a repair
 session that starts after it.
 """

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
+from horde_tui.common.watchdog import pid_alive
 from horde_tui.store.identity import clear_processes
 from horde_tui.store.paths import HordePaths, atomic_write_text, valid_run_id
-from horde_tui.watchdog import pid_alive
 
 RUN_STATES = ("active", "interrupted", "finished", "manual", "not started")
 """What `run_state` says of a run directory."""

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
 

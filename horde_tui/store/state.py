@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from horde_tui.inputs import DIGITS, MAX_DIGITS
+from horde_tui.common.inputs import DIGITS, MAX_DIGITS
 from horde_tui.store.ledgers import (
     answers,
     artifacts,

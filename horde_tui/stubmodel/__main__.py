@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from horde_tui.httpserve import raise_descriptor_limit, serve
+from horde_tui.common.httpserve import raise_descriptor_limit, serve
 from horde_tui.stubmodel.script import Scripts, load_scripts
 from horde_tui.stubmodel.server import StubModel
 

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from horde_tui.fence import find, unfence
+from horde_tui.common.fence import find, unfence
 from horde_tui.stubmodel.script import Step, ToolCallSpec
 
 _ID = re.compile(r"\b(?:ok|duplicate of|ok answer|ok verification of)\s+(#\d+|[FTCR]\d+)")
@@ -36,7 +36,7 @@ POLL_TRIES = 150
 
 def _result_text(message: Mapping[str, Any]) -> str:
     text = str(message.get("content") or "")
-    # Members fence results (`horde_tui.fence`); a bare label line is read past too.
+    # Members fence results (`horde_tui.common.fence`); a bare label line is read past too.
     body = unfence(text)
     if body is text and text.startswith("[") and "\n" in text:
         return text.split("\n", 1)[1]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from horde_tui.httpserve import Response, error_body
+from horde_tui.common.httpserve import Response, error_body
 from horde_tui.stubmodel.script import Step
 
 STREAM_PIECES = 3

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
-from horde_tui.httpserve import HttpServer, Request, Response, StreamResponse, serve
+from horde_tui.common.httpserve import HttpServer, Request, Response, StreamResponse, serve
 from horde_tui.stubmodel.replies import Reply, error_response
 from horde_tui.stubmodel.script import (
     DONE,

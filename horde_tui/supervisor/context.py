@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from horde_tui.common.settings import Settings
 from horde_tui.member.sandbox import SandboxPolicy
-from horde_tui.settings import Settings
 from horde_tui.store.members import MemberState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.confirm import ConfirmDesk

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
 from horde_tui.store import identity
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.supervisor.targets import TargetError, parse_targets

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from horde_tui import prompts
+from horde_tui.common import prompts
 from horde_tui.store import runs
 from horde_tui.store.causes import USER_STOP
 from horde_tui.store.jsonl import JsonlTail

@@ -35,7 +35,7 @@ from horde_tui.store.model import Thread
 from horde_tui.store.state import LedgerState
 
 if TYPE_CHECKING:
-    from horde_tui.settings import Settings
+    from horde_tui.common.settings import Settings
     from horde_tui.supervisor.context import RunContext
 
 REPAIR_BRIEF = """\

@@ -27,22 +27,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from horde_tui import prompts
-from horde_tui.reaper import end_session
-from horde_tui.settings import Settings, SettingsError, load_settings
+from horde_tui.common import prompts
+from horde_tui.common.reaper import end_session
+from horde_tui.common.settings import Settings, SettingsError, load_settings
+from horde_tui.common.watchdog import POLL_S, pid_alive
 from horde_tui.store import runs, usage
 from horde_tui.store.causes import HANDOFF
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.store.timestamps import epoch
+from horde_tui.store.transcript import SessionStats, sessions
 from horde_tui.supervisor.context import RunContext, StopState
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
-from horde_tui.transcript import SessionStats, sessions
-from horde_tui.watchdog import POLL_S, pid_alive
 
 OLD_MEMBERS_WAIT_S = 5 * POLL_S
 """How long a resume waits for the previous supervisor's members to notice it is gone

@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from horde_tui import prompts
+from horde_tui.common import prompts
+from horde_tui.common.settings import Settings, env_name, setting_text
 from horde_tui.member.sandbox import SandboxPolicy, passed_through
 from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import scrubbed_env
-from horde_tui.settings import Settings, env_name, setting_text
 from horde_tui.store import identity
 from horde_tui.store.causes import (
     FINISHED_CAUSES,

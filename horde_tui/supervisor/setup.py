@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui import __version__, prompts
+from horde_tui import __version__
+from horde_tui.common import prompts
+from horde_tui.common.settings import Settings
 from horde_tui.presets import Preset, Role, deal_roles, persona_text
-from horde_tui.settings import Settings
 from horde_tui.store import runs
 from horde_tui.store.paths import HordePaths, atomic_write_text, sha256_file
 from horde_tui.store.state import LedgerState

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui import prompts
+from horde_tui.common import prompts
+from horde_tui.common.settings import Settings
 from horde_tui.member.shell import scrubbed_env
-from horde_tui.settings import Settings
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.runs import Workstream, swarm_dir, write_swarm_json

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.fence import unfence
+from horde_tui.common.fence import unfence
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.linefile import LineIndex
-from horde_tui.transcript import message_text, summarize
+from horde_tui.store.transcript import message_text, summarize
 
 FOLDED_KINDS = frozenset({"system", "calls", "result"})
 """Kinds shown folded to their head line until expanded: the long system prompt, tool

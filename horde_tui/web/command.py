@@ -18,7 +18,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from horde_tui.settings import SettingsError, load_settings
+    from horde_tui.common.settings import SettingsError, load_settings
     from horde_tui.web.serve import cmd_serve
 
     horde_dir = default_horde_dir()

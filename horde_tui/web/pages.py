@@ -40,8 +40,8 @@ from horde_tui.store.runs import (
     swarm_ids,
 )
 from horde_tui.store.secretfiles import is_secret
+from horde_tui.store.transcript import sessions
 from horde_tui.supervisor.summary import DEMO_MODEL
-from horde_tui.transcript import sessions
 from horde_tui.view.events import format_event
 from horde_tui.view.ledgers import KINDS, LedgerView
 from horde_tui.view.phase import RunPhase

@@ -1,6 +1,6 @@
 """`horde-tui serve [--port 7433]`: the export's pages, live, on 127.0.0.1 only.
 
-Served by `horde_tui.httpserve` (aiohttp's server, as the gateway's), so there is one
+Served by `horde_tui.common.httpserve` (aiohttp's server, as the gateway's), so there is one
 HTTP stack. The server only reads: it answers GET and HEAD, refuses any other method
 (405) and any request a browser marks as coming from another site (403), and a Host
 that is not this machine (403, so a rebinding page cannot read it either). A page whose
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from horde_tui.httpserve import (
+from horde_tui.common.httpserve import (
     HttpServer,
     Limits,
     Request,

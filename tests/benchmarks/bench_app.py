@@ -86,7 +86,7 @@ def write_run(horde: Path, events: int) -> Path:
 
 def child(run_dir: Path, started: float) -> None:
     """Run the app attached to `run_dir`; report on stdout, take orders on stdin."""
-    from horde_tui.app import HordeApp
+    from horde_tui.app.app import HordeApp
     from horde_tui.widgets.event_log import EventTail
 
     def say(*words: object) -> None:

@@ -172,9 +172,9 @@ def serve_with_instant_litellm() -> None:
     the gateway's own code (HTTP, auth, routing, limiter, pricing lookup, usage.jsonl and
     the reply), since litellm's request building, provider round trip and logging are gone.
     """
+    from horde_tui.common.httpserve import serve
     from horde_tui.gateway.app import Gateway, GatewayConfig
     from horde_tui.gateway.backend import LiteLLM
-    from horde_tui.httpserve import serve
 
     async def main() -> None:
         litellm = LiteLLM()

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import _text
 from bench_tail import MEMBERS
 
-from horde_tui.replay import ReplayApp
+from horde_tui.app.replay import ReplayApp
 from horde_tui.screens.base import AppConfig
 from horde_tui.screens.replay import ReplayScreen
 from horde_tui.view.replay import Replay

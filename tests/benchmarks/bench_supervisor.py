@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_members import _clean_env, _start, members_through_gateway
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 

@@ -2,7 +2,7 @@
 
 No test may reach the real swarm, yet the provider's whole HTTP path (submit, poll, cancel,
 the model, worker and performance lists) must run for real. This fake implements the
-endpoints the provider uses, served by `horde_tui.httpserve` from a background thread like
+endpoints the provider uses, served by `horde_tui.common.httpserve` from a background thread like
 `StubThread`, with the real server's rules (Haidra-Org/AI-Horde; each rule's source file
 is noted where it is implemented):
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from horde_tui.httpserve import HttpServer, Request, Response, serve
+from horde_tui.common.httpserve import HttpServer, Request, Response, serve
 
 ANON_KEY = "0000000000"
 CHARS_PER_TOKEN = 4

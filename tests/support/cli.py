@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.cli import main
+from horde_tui.commands.cli import main
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from support.plans import HELPERS, horde
@@ -97,7 +97,7 @@ def heavy_imports(cwd: Path, *argv: str, heavy: tuple[str, ...]) -> tuple[int, l
     the `heavy` modules it imported (a command that must stay fast imports none)."""
     code = (
         "import json, sys\n"
-        "from horde_tui.cli import main\n"
+        "from horde_tui.commands.cli import main\n"
         "code = main(sys.argv[1:])\n"
         f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]), file=sys.stderr)\n"
         "sys.exit(code)\n"

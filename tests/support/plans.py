@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from horde_tui.settings import load_settings
+from horde_tui.common.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.stubmodel.script import Step

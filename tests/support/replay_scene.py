@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from horde_tui.replay import ReplayApp, open_replay
+from horde_tui.app.replay import ReplayApp, open_replay
 from horde_tui.screens.base import AppConfig
 from horde_tui.store.jsonl import JsonlTail
 from support.app import NOW, RUN_ID

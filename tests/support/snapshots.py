@@ -16,7 +16,7 @@ from textual.color import Color as TextualColor
 from textual.filter import LineFilter
 from textual.pilot import Pilot
 
-from horde_tui.app import AppConfig, HordeApp
+from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.widgets.member_table import MemberTable
 from support.app import NOW, FakeSupervisor, play_six, wait_for
 

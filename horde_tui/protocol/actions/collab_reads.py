@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 from horde_tui.protocol.collab import parse_revision
 from horde_tui.protocol.collab_params import CollaborationParams, InboxParams
 from horde_tui.protocol.context import ActionContext

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from horde_tui.inputs import loads, whole_number
+from horde_tui.common.inputs import loads, whole_number
 from horde_tui.protocol.actions import collab_reads
 from horde_tui.protocol.collab import lookup
 from horde_tui.protocol.context import ActionContext, resolve

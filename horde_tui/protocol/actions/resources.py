@@ -3,7 +3,7 @@ and publish its readiness (building, ready, broken, retired), lease, ports and h
 
 from __future__ import annotations
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 from horde_tui.protocol.collab_params import ResourceStateParams
 from horde_tui.protocol.context import ActionContext, resolve
 from horde_tui.protocol.params import ResourceParams

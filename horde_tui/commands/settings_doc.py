@@ -1,7 +1,7 @@
 """The settings reference, printed three ways from the one model in `settings.py`:
 `horde-tui config` (every setting), `horde-tui config --effective` (each value and where
 it came from: flag, variable, file or default) and the README's table
-(`horde-tui config --markdown`; `python -m horde_tui.settings_doc --write-readme`
+(`horde-tui config --markdown`; `python -m horde_tui.commands.settings_doc --write-readme`
 rewrites it in place, and a test fails when README.md and the model differ).
 
 Imported by `cli.py` for `config` only: `horde-tui tool` never loads it.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from horde_tui.settings import (
+from horde_tui.common.settings import (
     ENVIRONMENT,
     FLAGS,
     SECRET_SETTINGS,
@@ -31,7 +31,7 @@ from horde_tui.settings import (
 
 README_START = "<!-- settings-table:start -->"
 README_END = "<!-- settings-table:end -->"
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 """The checkout's README (the table is a checkout's concern; a wheel has none)."""
 PRECEDENCE = (
     "Precedence: flag > `HORDE_*` variable > `.horde/config.toml` key (in a `[horde]` "
@@ -158,7 +158,7 @@ def add_config_command(sub: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m horde_tui.settings_doc",
+        prog="python -m horde_tui.commands.settings_doc",
         description="Print the settings table, or rewrite it in README.md.",
     )
     parser.add_argument("--write-readme", action="store_true", help="rewrite README.md's table")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
 from horde_tui.store.activity import Repeat, warned_since
 from horde_tui.store.jsonl import NOT_OBJECT, parse_line, parse_record
 from horde_tui.store.ledgers.common import one_line

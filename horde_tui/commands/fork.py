@@ -17,17 +17,15 @@ are cut by time: the records stamped no later than E#.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from horde_tui.store.events import EVENT_ID
 from horde_tui.store.jsonl import JsonlTail, parse_record
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.store.runs import resolve_run
-
-EVENT_ID = re.compile(r"E?([1-9][0-9]{0,11})")
 
 
 class ForkRefused(Exception):

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from horde_tui.inputs import BOOL_WORDS
+from horde_tui.common.inputs import BOOL_WORDS
 
 
 class SettingsError(ValueError):
@@ -305,21 +305,21 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_RUN",
         "manual",
         "The run a `horde-tui tool` call writes to (created on demand).",
-        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        ("horde_tui/commands/cli.py", "horde_tui/member/config.py"),
         "you",
     ),
     ProcessVariable(
         "HORDE_MEMBER",
         "user",
         "The actor a `horde-tui tool` call writes as (a lower-case name such as member-1).",
-        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        ("horde_tui/commands/cli.py", "horde_tui/member/config.py"),
         "you",
     ),
     ProcessVariable(
         "HORDE_ROLE",
         "member",
         "The role of a `horde-tui tool` call's actor (member or verifier).",
-        ("horde_tui/cli.py", "horde_tui/member/config.py"),
+        ("horde_tui/commands/cli.py", "horde_tui/member/config.py"),
         "you",
     ),
     ProcessVariable(
@@ -347,7 +347,7 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_SECRETS_FD",
         "unset",
         "The pipe on which the gateway receives the provider key and its token at start (never in its environment).",
-        ("horde_tui/keypipe.py",),
+        ("horde_tui/common/keypipe.py",),
     ),
     ProcessVariable(
         "HORDE_LOCK_TRACE",
@@ -411,7 +411,7 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_PARENT_PID",
         "unset",
         "The supervisor's pid: a member or gateway whose parent is gone stops itself.",
-        ("horde_tui/member/config.py", "horde_tui/watchdog.py"),
+        ("horde_tui/member/config.py", "horde_tui/common/watchdog.py"),
     ),
     ProcessVariable(
         "HORDE_MCP_TOKEN",
@@ -465,7 +465,7 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_SIBLINGS",
         "unset",
         "In a swarm: the other hordes' directories as a JSON object, read but never written.",
-        ("horde_tui/member/config.py", "horde_tui/cli.py"),
+        ("horde_tui/member/config.py", "horde_tui/commands/cli.py"),
     ),
 )
 """Every `HORDE_*` variable that is not a `Settings` field (those are `env_name(field)`)."""

@@ -32,10 +32,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from horde_tui.settings import Settings, SettingsError, env_name, load_settings, read_config_file
+from horde_tui.common.settings import (
+    Settings,
+    SettingsError,
+    env_name,
+    load_settings,
+    read_config_file,
+)
+from horde_tui.common.watchdog import pid_alive
 from horde_tui.store.paths import unwritable
 from horde_tui.store.runs import live_file, run_ids, run_state, supervisor_pid, swarms_by_state
-from horde_tui.watchdog import pid_alive
 
 Status = Literal["ok", "warn", "FAIL"]
 
@@ -353,8 +359,8 @@ def check_aihorde(settings: Settings | None, timeout_s: float = 15.0) -> list[Ch
 def check_brief(workdir: Path) -> list[Check]:
     """AGENTS.md, which every member reads first: absent is fine, init's untouched
     template is not (members would study placeholders), past the cap it is cut."""
-    from horde_tui.init import BRIEF
-    from horde_tui.prompts import AGENTS_MD_CAP
+    from horde_tui.commands.init import BRIEF
+    from horde_tui.common.prompts import AGENTS_MD_CAP
 
     path = workdir / "AGENTS.md"
     try:

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from horde_tui.hosting import host
-from horde_tui.settings import (
+from horde_tui.app.hosting import host
+from horde_tui.common.settings import (
     FLAGS,
     THINKING_LEVELS,
     TOOL_PROTOCOLS,
@@ -111,7 +111,7 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
-    from horde_tui.launch import RunOptions, aihorde_warnings, build_host, check_launch
+    from horde_tui.launch.launch import RunOptions, aihorde_warnings, build_host, check_launch
     from horde_tui.member.sandbox import resolve as resolve_sandbox
 
     workdir = Path.cwd()
@@ -173,7 +173,7 @@ def host_here(sup: Any, args: argparse.Namespace, intro: str) -> int:
 def _detach(options: Any, horde_dir: Path, layers_text: str | None) -> int:
     """Start the run as its own session (it outlives this shell) and say how to watch and
     stop it."""
-    from horde_tui.launch import detached_argv, detached_env, in_background, start_detached
+    from horde_tui.launch.launch import detached_argv, detached_env, in_background, start_detached
 
     argv = detached_argv(options, layers_text)
     started = start_detached(argv, horde_dir, env=detached_env(options))
@@ -207,7 +207,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if point.settings.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("run", run))
     if args.detach:
-        from horde_tui.launch import in_background, resume_detached
+        from horde_tui.launch.launch import in_background, resume_detached
 
         started = resume_detached(horde_dir, run)
         if started.run_dir is None:
@@ -231,7 +231,7 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
     if swarm.settings.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("swarm", swarm_id))
     if args.detach:
-        from horde_tui.launch import in_background, resume_detached
+        from horde_tui.launch.launch import in_background, resume_detached
 
         started = resume_detached(horde_dir, swarm_id)
         if started.run_dir is None:
@@ -266,7 +266,7 @@ def _is_target(word: str) -> bool:
 def cmd_attach(args: argparse.Namespace) -> int:
     """Open the app on a run hosted by another process (default: the only live one;
     with several live, opening the newest could be the wrong one: it lists them)."""
-    from horde_tui.app import attach_app
+    from horde_tui.app.app import attach_app
 
     horde_dir = default_horde_dir()
     live = runs_by_state(horde_dir).get("active", [])
@@ -519,7 +519,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_fork(args: argparse.Namespace) -> int:
     """`fork RUN --at E#`: prepare the fork (`fork.prepare`), then start its run there as
     `run`/`plan` would, with the run's task, members and plan unless flags change them."""
-    from horde_tui.fork import ForkRefused, demo_model, prepare
+    from horde_tui.commands.fork import ForkRefused, demo_model, prepare
     from horde_tui.view.run import read_info
 
     demo = read_info(resolve_run(Path.cwd() / ".horde", args.run))[0].demo
@@ -560,8 +560,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """`replay RUN [--at E#]` (`horde_tui.replay`, which loads the app)."""
-    from horde_tui.replay import cmd_replay as replay
+    """`replay RUN [--at E#]` (`horde_tui.app.replay`, which loads the app)."""
+    from horde_tui.app.replay import cmd_replay as replay
 
     return replay(args)
 

@@ -45,7 +45,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from horde_tui.inputs import loads
+from horde_tui.common.inputs import loads
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class Request:
 
     def json(self) -> Any:
         """The body parsed as JSON; `ValueError` when it is empty, not JSON, or nested too
-        deeply to parse (`horde_tui.inputs.loads` turns the decoder's RecursionError into one)."""
+        deeply to parse (`horde_tui.common.inputs.loads` turns the decoder's RecursionError into one)."""
         return loads(self.body)
 
 

@@ -84,7 +84,7 @@ def _read_bounded(fh: BinaryIO, key: str, source: str) -> str:
 
 def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[str, Any]:
     """Merge `--json` and `key=value` pairs into one raw `horde` call."""
-    from horde_tui.inputs import loads
+    from horde_tui.common.inputs import loads
 
     fields: dict[str, Any] = {}
     if json_text:
@@ -192,7 +192,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_transcript(args: argparse.Namespace) -> int:
-    from horde_tui.transcript import print_transcript
+    from horde_tui.store.transcript import print_transcript
 
     path = Path(args.file)
     if not path.is_file():
@@ -227,7 +227,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    from horde_tui.app import open_app
+    from horde_tui.app.app import open_app
 
     return open_app(no_mouse=getattr(args, "no_mouse", False))
 
@@ -237,7 +237,7 @@ def cmd_help(args: argparse.Namespace) -> int:
     every target form, all read from the parser itself so none of it can drift."""
     import difflib
 
-    from horde_tui.completion import command_parsers
+    from horde_tui.commands.completion import command_parsers
 
     parser = build_parser()
     commands = command_parsers(parser)
@@ -311,22 +311,22 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     if tool_only:
         return parser
 
-    from horde_tui.runcli import add_commands
+    from horde_tui.commands.runcli import add_commands
 
     add_commands(sub)
     from horde_tui.eval.command import add_eval_command
 
     add_eval_command(sub)
-    from horde_tui.doctor import add_doctor_command
+    from horde_tui.commands.doctor.checks import add_doctor_command
 
     add_doctor_command(sub)
-    from horde_tui.init import add_init_command
+    from horde_tui.commands.init import add_init_command
 
     add_init_command(sub)
-    from horde_tui.completion import add_completion_command
+    from horde_tui.commands.completion import add_completion_command
 
     add_completion_command(sub)
-    from horde_tui.settings_doc import add_config_command
+    from horde_tui.commands.settings_doc import add_config_command
 
     add_config_command(sub)
     from horde_tui.presets import add_presets_command
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("_ARGCOMPLETE"):
         # A shell is completing a word: only then is argcomplete imported (never on
         # `tool`'s path); it answers on fd 8 and exits.
-        from horde_tui.completion import autocomplete
+        from horde_tui.commands.completion import autocomplete
 
         autocomplete(build_parser())
     words = sys.argv[1:] if argv is None else argv

@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Callable
 
-from horde_tui.inputs import whole_number
+from horde_tui.common.inputs import whole_number
 
 POLL_S = 2.0
 

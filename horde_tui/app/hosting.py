@@ -77,7 +77,7 @@ def host(sup: Any, intro: str, *, headless: bool, mouse: bool = True) -> int:
         sup.sink = print_event
         print(intro, flush=True)
         return asyncio.run(host_headless(sup))
-    from horde_tui.app import HordeApp
+    from horde_tui.app.app import HordeApp
 
     if is_swarm(sup):
         app = HordeApp(horde_dir=sup.swarm_dir.parent.parent, swarm=sup)

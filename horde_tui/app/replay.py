@@ -16,10 +16,10 @@ from pathlib import Path
 
 from textual.screen import Screen
 
-from horde_tui.app import HordeApp
-from horde_tui.fork import EVENT_ID
+from horde_tui.app.app import HordeApp
 from horde_tui.screens.base import AppConfig
 from horde_tui.screens.replay import ReplayScreen
+from horde_tui.store.events import EVENT_ID
 from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import UnknownRun, resolve_run
 from horde_tui.view.replay import Replay, ReplayRefused

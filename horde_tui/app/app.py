@@ -28,8 +28,10 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from horde_tui.leaving import QuitFlow
-from horde_tui.quitting import EndStep, Leaving, exit_status
+from horde_tui.app.leaving import QuitFlow
+from horde_tui.app.quitting import EndStep, Leaving, exit_status
+from horde_tui.app.tui_bridge import SupervisorUpdate, SwarmStep, TuiBridge, swarm_sink
+from horde_tui.app.watching import AttachedPoll, FileWatch
 from horde_tui.screens.base import AppConfig, LaunchRun, LaunchSwarm, OpenRun
 from horde_tui.screens.home import first_screen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
@@ -38,12 +40,10 @@ from horde_tui.screens.run import RunScreen, run_screen_of
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.store.runs import run_state
 from horde_tui.supervisor.outcome import RunSummary
-from horde_tui.tui_bridge import SupervisorUpdate, SwarmStep, TuiBridge, swarm_sink
 from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
-from horde_tui.watching import AttachedPoll, FileWatch
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted
-    from horde_tui.settings import Settings
+    from horde_tui.common.settings import Settings
     from horde_tui.supervisor.setup import RunRequest
 
 ENDED = (WorkerState.SUCCESS, WorkerState.ERROR)
@@ -54,7 +54,7 @@ __all__ = ["AppConfig", "HordeApp", "attach_app", "open_app", "styles_dir"]
 
 def styles_dir() -> Path:
     """The package's `styles/` folder (a link to the top-level one in a source checkout)."""
-    return Path(__file__).parent / "styles"
+    return Path(__file__).parent.parent / "styles"
 
 
 class HordeApp(App[int]):

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from horde_tui.common.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.presets import PresetError, find_preset, role_models
-from horde_tui.settings import Settings, SettingsError, flag_name, load_settings
 from horde_tui.store.paths import HordePaths, unwritable
 from horde_tui.store.runs import (
     DETACHED_LOG_ENV,

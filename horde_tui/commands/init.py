@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from horde_tui.prompts import AGENTS_MD_CAP
-from horde_tui.settings import FLAGS, Settings, env_name
+from horde_tui.common.prompts import AGENTS_MD_CAP
+from horde_tui.common.settings import FLAGS, Settings, env_name
 from horde_tui.store.paths import HordePaths, atomic_write_text, unwritable
 
 CONFIG_HEAD = """\

@@ -25,7 +25,7 @@ import os
 import signal
 import time
 
-from horde_tui.procfs import Stat, environ, processes
+from horde_tui.common.procfs import Stat, environ, processes
 
 _POLL_S = 0.05
 _KILL_ROUNDS_S = 2.0

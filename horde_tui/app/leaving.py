@@ -20,13 +20,13 @@ from typing import Any, NoReturn, Protocol
 
 from textual.screen import Screen
 
-from horde_tui.launch import HandoffFailed, hand_off
-from horde_tui.quitting import EndStep, Leaving, QuitState, QuitStep, end_step, quit_step
+from horde_tui.app.quitting import EndStep, Leaving, QuitState, QuitStep, end_step, quit_step
+from horde_tui.app.watching import AttachedPoll
+from horde_tui.launch.launch import HandoffFailed, hand_off
 from horde_tui.screens.modals import ChoiceScreen, quit_screen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.swarm import HostedSwarm, swarm_quit_screen
 from horde_tui.view.source import AttachedSource, HostedRun
-from horde_tui.watching import AttachedPoll
 
 DEMO_STAYS = (
     "refused: the demo cannot be detached: its model runs inside this app and ends with "

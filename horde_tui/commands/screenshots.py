@@ -1,4 +1,4 @@
-"""`python -m horde_tui.screenshots`: refresh `screenshots/` from the snapshot tests.
+"""`python -m horde_tui.commands.screenshots`: refresh `screenshots/` from the snapshot tests.
 
 The README's screenshots are the snapshot tests' own scenes (`tests/test_app_snapshots*.py`:
 the scripted run, frozen clock, no animation), so a screenshot can never show a screen
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 SIZE = "120x36"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODULES = (
     "test_app_snapshots",
     "test_app_snapshots_tabs",
