@@ -57,7 +57,7 @@ def test_attach_with_no_id_opens_the_only_live_run_and_lists_several(
     """`horde-tui attach` with no id: the only live run (an ended one does not count);
     with two live, opening the newest could be the wrong one, so it lists them, one
     `horde-tui attach RUN` line each, and exits 2 (bad usage: name one)."""
-    from horde_tui.app.app import app as app_module
+    from horde_tui.app import app as app_module
     from horde_tui.commands.cli import main
 
     opened: list[Path] = []
