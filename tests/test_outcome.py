@@ -1,6 +1,6 @@
 """A run's outcome follows how it ended: the rows of `OUTCOME_TABLE`, each met by a real
 run (a supervisor, its store server and members on the stub model, through one shared
-gateway so that litellm's import is paid once), and README's table is the code's. Two
+gateway so that litellm's import is paid once), and the docs' table is the code's. Two
 rows need a run of their own and have it in test_supervisor_e2e.py (slow): `interrupted`
 (the supervisor SIGKILLed, then `finalize`) and `stopped at budget` (a priced model).
 
@@ -36,7 +36,8 @@ from horde_tui.view.run import RunsIndex
 
 pytestmark = pytest.mark.e2e
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+RUNNING_PAGE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "running.md"
+"""The user guide's page that holds the outcome table."""
 
 REFUSED = Step(status=400, error_message="the provider refused the request: bad key")
 """A provider error the gateway does not retry: the member ends `model_error` at once."""
@@ -313,10 +314,10 @@ def test_a_provider_that_dies_after_the_canary_fails_the_run_and_says_why(
     assert f"Diagnosis: {summary.diagnosis}" in report
 
 
-def test_readme_outcome_table_is_the_codes() -> None:
-    """README's outcome table lists the rows of `OUTCOME_TABLE`, in order, with their
+def test_the_docs_outcome_table_is_the_codes() -> None:
+    """The docs' outcome table (Running a horde) lists the rows of `OUTCOME_TABLE`, in order, with their
     exit status and rule word for word."""
-    text = README.read_text(encoding="utf-8")
+    text = RUNNING_PAGE.read_text(encoding="utf-8")
     head = "| outcome | exit | when |"
     assert head in text
     table = text.split(head, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]

@@ -1,8 +1,8 @@
 """The settings reference: one source (the model and its table of process variables),
-printed by `horde-tui config`, written into README.md, and covering every `HORDE_*`
-variable the code reads.
+printed by `horde-tui config`, written into the docs' settings page
+(docs/reference/settings.md), and covering every `HORDE_*` variable the code reads.
 
-The README test fails when the table there and the model differ; the coverage test
+The docs test fails when the table there and the model differ; the coverage test
 reads the source itself (string constants and keyword names), so a new variable read
 anywhere without a line in the reference fails it.
 """
@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 from support.cli import host_env
 
+from horde_tui.commands import settings_doc
 from horde_tui.commands.settings_doc import (
-    README_END,
-    README_START,
-    readme_with_table,
+    SETTINGS_PAGE,
+    TABLE_END,
+    TABLE_START,
+    page_with_table,
     settings_markdown,
 )
 from horde_tui.common.settings import ENVIRONMENT, FLAGS, Settings, env_name, literal_choices
@@ -77,17 +79,34 @@ def test_every_setting_has_a_one_sentence_description() -> None:
         assert text.endswith(".") and text.count(". ") == 0 and len(text) > 15, (name, text)
 
 
-def test_the_readme_table_is_the_models() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert README_START in readme and README_END in readme, "README has no settings table"
-    assert readme_with_table(readme) == readme, (
-        "README.md's settings table differs from the settings model; regenerate it with "
-        "`python -m horde_tui.commands.settings_doc --write-readme`"
+def test_the_docs_table_is_the_models() -> None:
+    assert SETTINGS_PAGE == REPO / "docs" / "reference" / "settings.md"
+    page = SETTINGS_PAGE.read_text(encoding="utf-8")
+    assert TABLE_START in page and TABLE_END in page, "the settings page has no table"
+    assert page_with_table(page) == page, (
+        "docs/reference/settings.md's table differs from the settings model; regenerate it "
+        "with `python -m horde_tui.commands.settings_doc --write`"
     )
 
 
+def test_write_rewrites_only_the_pages_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--write` replaces what lies between the markers and keeps the prose around them."""
+    page = tmp_path / "settings.md"
+    page.write_text(f"# Settings\n\nprose\n\n{TABLE_START}\nstale\n{TABLE_END}\n\nafter\n")
+    monkeypatch.setattr(settings_doc, "SETTINGS_PAGE", page)
+    assert settings_doc.main(["--write"]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "stale" not in text and settings_markdown() in text
+    assert text.startswith("# Settings\n\nprose\n\n") and text.endswith(f"{TABLE_END}\n\nafter\n")
+    assert "rewritten" in capsys.readouterr().out
+    assert settings_doc.main(["--write"]) == 0 and page.read_text(encoding="utf-8") == text
+    assert "already current" in capsys.readouterr().out
+
+
 def test_the_table_changes_when_the_model_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README test can fail: a changed description gives another table."""
+    """The docs test can fail: a changed description gives another table."""
     before = settings_markdown()
     info = Settings.model_fields["reset_cap"]
     monkeypatch.setattr(info, "description", "Something else entirely.")
@@ -172,7 +191,7 @@ def test_config_effective_refuses_a_bad_value_in_one_line(tmp_path: Path) -> Non
     assert "HORDE_RESET_CAP: reset_cap" in done.stderr
 
 
-def test_config_markdown_is_the_readme_table(tmp_path: Path) -> None:
+def test_config_markdown_is_the_docs_table(tmp_path: Path) -> None:
     done = config(tmp_path, "--markdown")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == settings_markdown().strip()

@@ -1,8 +1,8 @@
 """The settings reference, printed three ways from the one model in `settings.py`:
 `horde-tui config` (every setting), `horde-tui config --effective` (each value and where
-it came from: flag, variable, file or default) and the README's table
-(`horde-tui config --markdown`; `python -m horde_tui.commands.settings_doc --write-readme`
-rewrites it in place, and a test fails when README.md and the model differ).
+it came from: flag, variable, file or default) and the docs' settings page
+(`horde-tui config --markdown`; `python -m horde_tui.commands.settings_doc --write`
+rewrites its table in place, and a test fails when the page and the model differ).
 
 Imported by `cli.py` for `config` only: `horde-tui tool` never loads it.
 """
@@ -29,10 +29,10 @@ from horde_tui.common.settings import (
     settings_help,
 )
 
-README_START = "<!-- settings-table:start -->"
-README_END = "<!-- settings-table:end -->"
-README = Path(__file__).resolve().parents[2] / "README.md"
-"""The checkout's README (the table is a checkout's concern; a wheel has none)."""
+TABLE_START = "<!-- settings-table:start -->"
+TABLE_END = "<!-- settings-table:end -->"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "settings.md"
+"""The checkout's settings page (the table is a checkout's concern; a wheel has none)."""
 PRECEDENCE = (
     "Precedence: flag > `HORDE_*` variable > `.horde/config.toml` key (in a `[horde]` "
     "table) > default; `horde-tui config --effective` shows where each value came from."
@@ -44,7 +44,7 @@ def _cell(text: str) -> str:
 
 
 def settings_markdown() -> str:
-    """The README's settings table, then the table of the other `HORDE_*` variables."""
+    """The docs' settings table, then the table of the other `HORDE_*` variables."""
     lines = [
         PRECEDENCE,
         "",
@@ -102,10 +102,10 @@ def effective_text(
     return "\n".join(lines)
 
 
-def readme_with_table(readme: str) -> str:
-    """`readme` with the text between the markers replaced by the generated table."""
-    start, end = readme.index(README_START), readme.index(README_END)
-    return readme[: start + len(README_START)] + "\n\n" + settings_markdown() + "\n" + readme[end:]
+def page_with_table(page: str) -> str:
+    """`page` with the text between the markers replaced by the generated table."""
+    start, end = page.index(TABLE_START), page.index(TABLE_END)
+    return page[: start + len(TABLE_START)] + "\n\n" + settings_markdown() + "\n" + page[end:]
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
@@ -150,7 +150,7 @@ def add_config_command(sub: Any) -> None:
         "file or default",
     )
     config.add_argument(
-        "--markdown", action="store_true", help="the reference as the README's Markdown table"
+        "--markdown", action="store_true", help="the reference as the docs' Markdown table"
     )
     add_setting_flags(config)
     config.set_defaults(func=cmd_config)
@@ -159,21 +159,22 @@ def add_config_command(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m horde_tui.commands.settings_doc",
-        description="Print the settings table, or rewrite it in README.md.",
+        description="Print the settings table, or rewrite it in docs/reference/settings.md.",
     )
-    parser.add_argument("--write-readme", action="store_true", help="rewrite README.md's table")
+    parser.add_argument("--write", action="store_true", help="rewrite the settings page's table")
     args = parser.parse_args(argv)
-    if not args.write_readme:
+    if not args.write:
         print(settings_markdown(), end="")
         return 0
-    text = README.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        print(f"{README}: no {README_START} / {README_END} markers", file=sys.stderr)
+    page = SETTINGS_PAGE
+    text = page.read_text(encoding="utf-8")
+    if TABLE_START not in text or TABLE_END not in text:
+        print(f"{page}: no {TABLE_START} / {TABLE_END} markers", file=sys.stderr)
         return 1
-    updated = readme_with_table(text)
+    updated = page_with_table(text)
     if updated != text:
-        README.write_text(updated, encoding="utf-8")
-    print(f"{README}: settings table {'rewritten' if updated != text else 'already current'}")
+        page.write_text(updated, encoding="utf-8")
+    print(f"{page}: settings table {'rewritten' if updated != text else 'already current'}")
     return 0
 
 
