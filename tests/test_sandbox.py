@@ -17,11 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Horde
+from conftest import PROBLEM, Horde, needs_bwrap
 from support.store_server import start_server, stop_server
 
 from horde_tui.member.sandbox import (
@@ -37,8 +36,6 @@ from horde_tui.member.tools import WorkspaceTools
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.store import HordeStore
 
-PROBLEM = bwrap_problem()
-needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
 BWRAP = SandboxPolicy(mode="bwrap")
 
 
@@ -417,15 +414,6 @@ def test_git_is_read_only_inside_unless_the_run_opts_in(work: Path) -> None:
 
 
 # -- without bubblewrap --------------------------------------------------------------------
-
-
-@pytest.fixture
-def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process believes bwrap is not installed (`HORDE_BWRAP` names a missing one)."""
-    monkeypatch.setenv("HORDE_BWRAP", "horde-no-such-bwrap")
-    bwrap_problem.cache_clear()
-    yield
-    bwrap_problem.cache_clear()
 
 
 def test_without_bwrap_a_command_gets_its_own_pid_namespace(work: Path, no_bwrap: None) -> None:
