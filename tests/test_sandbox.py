@@ -161,6 +161,31 @@ def test_ledgers_are_readable_but_not_writable(work: Path) -> None:
     assert (work / ".horde" / "ledger.jsonl").read_bytes() != ledger
 
 
+UNREAD = [
+    "X=.horde; rm -rf $X",
+    "rm -rf $(echo .horde)",
+    "echo 'rm -rf .horde' | sh",
+    "echo cm0gLXJmIC5ob3JkZQ== | base64 -d | sh",
+    "sh <<< 'truncate -s0 .horde/ledger.jsonl'",
+    "python3 -c \"open('.horde/ledger.jsonl', 'a').write('{}')\"",
+    "flock /tmp/lab.lock -c 'rm -rf .horde'",
+]
+"""Forms the refusal list stopped reading (issue 31 item 5): a variable, a pipe or a
+here-string into a shell, a one-line program, an exotic wrapper."""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", UNREAD)
+def test_what_the_refusal_list_does_not_read_the_kernel_stops(work: Path, command: str) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
+    result = tools.bash(command)
+    assert "Read-only file system" in result.text, result.text
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
+    assert (work / ".horde" / "IDEAS.md").is_file()
+
+
 @needs_bwrap
 def test_impersonating_another_member_through_the_cli_writes_nothing(work: Path) -> None:
     tools = _tools(work)

@@ -42,7 +42,7 @@ fork-bomb | is a fork bomb | run bounded commands
 too-deep | nests shells more than {_MAX_DEPTH} levels deep, past what the refusal list checks | run the inner command directly
 nested-horde | starts a nested horde, which members may not do | coordinate through the horde tool (or horde-tui tool) in the current run
 run-control | controls the running horde, which only the user and the supervisor do | post your concern on the board through the horde tool
-keep-files | changes files: cleanup commands may not delete, move or overwrite files | cleanup is for external runtime objects such as `docker rm -f NAME` or `kill PID`
+keep-files | changes files: cleanup commands may not delete, move or overwrite files | cleanup is for external runtime objects such as `docker rm -f NAME` (it runs in a PID namespace of its own, so `kill PID` reaches nothing)
 """.splitlines()
     )
 }
