@@ -248,9 +248,9 @@ def bwrap_argv(
     """`argv` wrapped in bwrap under `policy`, run in `cwd`.
 
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
-    the working directory read-write unless `policy.workdir_write` is off (it may lie
-    under either), then its `.git/` and
-    `.horde/` read-only inside it, then masks over the secret and lock files.
+    the working directory (it may lie under either), read-write unless
+    `policy.workdir_write` is off, then its `.git/` and `.horde/` read-only inside it,
+    then masks over the secret and lock files.
     """
     args = [_bwrap() or "bwrap", *_BASE, *_caps()]
     if not policy.network:
