@@ -66,6 +66,11 @@ DESTRUCTIVE = {
     "echo 1 > /proc/sys/kernel/panic": "device",
     "mv / /tmp/root": "rm-root",
     "mv ~ /tmp/gone": "rm-root",
+    # wrappers: their options that take a word, then a number
+    "sudo -n rm -rf /": "rm-root",
+    "nice -n 10 rm -rf /": "rm-root",
+    "timeout -s KILL 5 rm -rf /": "rm-root",
+    "xargs -n 1 rm -rf ~": "rm-root",
 }
 """Command -> the rule that refuses it (the rule's words appear in the line)."""
 

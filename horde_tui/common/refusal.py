@@ -2,11 +2,11 @@
 
 A prompt-injected model may try `rm -rf /` and its spellings, `mkfs`, a write to a disk,
 `shutdown`, `git push -f`, `kill -1`, a write to `.horde/` or a nested horde: each is
-refused with one line naming the rule and what to do instead. Commands are split as a shell
+refused in one line naming the rule and what to do instead. Commands are split as a shell
 splits them (separators, quotes, `sudo`/`env` prefixes, `bash -c`, `eval`, `$(...)`, a `cd`
-first), so `grep -r shutdown` or `echo "rm -rf /"` still run. It is not the boundary: a
-variable, a pipe into a shell, a script or a one-line program hides anything from it. The
-kernel is (`member/sandbox.py`; cleanup runs with the project read-only, `supervisor/cleanup.py`).
+first), so `grep -r shutdown` or `echo "rm -rf /"` still run. A variable, a pipe into a
+shell, a script or a one-line program hides anything from it: the kernel is the boundary
+(`member/sandbox.py`; cleanup runs with the project read-only, `supervisor/cleanup.py`).
 `cleanup_refusal` also refuses any simple command that deletes, moves or overwrites a file.
 """
 
@@ -66,9 +66,9 @@ _OWN_PIDS = ("$PPID", "${PPID}", "$HORDE_PARENT_PID", "${HORDE_PARENT_PID}")  # 
 
 _KEYWORDS = frozenset("! { } ( then do else elif if while until time nohup setsid".split())
 _WRAPPERS = frozenset("sudo doas env nice timeout xargs exec command".split())
-"""Prefixes that run the command after them (`timeout` after a duration)."""
-_VALUE_OPTIONS = frozenset("-u -g -C -D -p -n -s -k -a -d -I -L -P --user --signal".split())
-"""Options of those wrappers that take a value: `sudo -u root`, `nice -n 5`."""
+_VALUE_OPTIONS = frozenset("-u -g -C -D -p -s -k -a -d -I -L -P --user --signal".split())
+"""Prefixes that run the command after them, their options that take a word (`sudo -u
+root`), and then maybe a number (`nice -n 5`, `timeout 5`)."""
 _RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv"})  # `uv run CMD` runs CMD
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "su"})
 _POWER = frozenset("shutdown reboot halt poweroff kexec rescue emergency".split())
@@ -156,7 +156,8 @@ def _strip_prefixes(words: list[str]) -> list[str]:
         if rest[0] in _KEYWORDS or _ASSIGNMENT.match(rest[0]):
             rest = rest[1:]
         elif head in _WRAPPERS:
-            rest = _skip_options(rest[1:], _VALUE_OPTIONS)[int(head == "timeout") :]
+            rest = _skip_options(rest[1:], _VALUE_OPTIONS)
+            rest = rest[1:] if re.fullmatch(r"[\d.]+[smhd]?", (rest or [""])[0]) else rest
         elif head in _RUNNERS and rest[1:2] == ["run"]:
             rest = _skip_options(rest[2:], frozenset())
         else:
@@ -180,10 +181,8 @@ def _simple(words: list[str], redirects: list[str], depth: int, keep_files: bool
         rule = "keep-files" if keep else _written([target])
         if rule:
             return _message(rule, f"> {target}")
-    command = _strip_prefixes(words)
-    if not command:
-        return None
-    name, args = command[0].rsplit("/", 1)[-1], command[1:]
+    head, *args = _strip_prefixes(words) or [""]
+    name = head.rsplit("/", 1)[-1]
     if name in _SHELLS or name == "eval":  # `bash -c SCRIPT`, `-lc`, `su -c`, `eval ...`
         flag = next((i for i, a in enumerate(args) if _SHORT_OPTS.match(a) and "c" in a), len(args))
         script = " ".join(args) if name == "eval" else " ".join(args[flag + 1 : flag + 2])
