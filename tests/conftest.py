@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.protocol import ToolResult, run_action
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
@@ -81,6 +82,20 @@ class Horde:
 @pytest.fixture
 def horde(tmp_path: Path) -> Horde:
     return Horde(tmp_path)
+
+
+PROBLEM = bwrap_problem()
+"""Why bubblewrap cannot run here, or None."""
+needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process believes bwrap is not installed (`HORDE_BWRAP` names a missing one)."""
+    monkeypatch.setenv("HORDE_BWRAP", "horde-no-such-bwrap")
+    bwrap_problem.cache_clear()
+    yield
+    bwrap_problem.cache_clear()
 
 
 # -- a real gateway process in front of the scripted stub model ------------------------------

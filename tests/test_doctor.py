@@ -519,6 +519,15 @@ def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
         assert auto.status == "warn" and required.status == "FAIL"
 
 
+def test_without_bubblewrap_doctor_says_cleanup_commands_do_not_run(no_bwrap: None) -> None:
+    """Resource cleanup runs only inside bubblewrap, whatever the sandbox mode (issue 31
+    item 5), so a machine without it hears so before a run, not in its REPORT.md."""
+    for mode in ("auto", "off"):
+        check = only(doctor.check_sandbox(Settings(sandbox=mode)), "sandbox")
+        assert check.status == "warn", (mode, check)
+        assert "resource cleanup commands do not run" in check.text, (mode, check)
+
+
 def test_the_brief_absent_still_the_template_or_written(tmp_path: Path) -> None:
     from horde_tui.commands.init import BRIEF
 

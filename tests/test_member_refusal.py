@@ -1,6 +1,8 @@
-"""The refusal list widened (issue 12): destructive variants that passed it, and the
-harmless look-alikes that must still run. The list is a courtesy in front of the
-sandbox (tests/test_sandbox.py), so it refuses the obvious and says why in one line."""
+"""The refusal list's obvious forms beyond `rm -rf /` (issue 12), and the harmless
+look-alikes that must still run. The list is a courtesy in front of the sandbox: it
+refuses the obvious and says why in one line. What hides a command from it (a variable,
+a pipe into a shell, a one-line program, an exotic wrapper) is the kernel's to stop
+(issue 31 item 5: tests/test_sandbox.py, tests/test_resource_cleanup.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +11,6 @@ import pytest
 from horde_tui.common.refusal import refusal_reason
 
 DESTRUCTIVE = {
-    # computed targets: a variable or a substitution the list cannot see through
-    "X=/; rm -rf $X": "rm-root",
-    'X=/; rm -rf "$X"': "rm-root",
-    "X=/ && rm -rf ${X}": "rm-root",
-    "export T=/usr; rm -rf $T": "rm-root",
-    "rm -rf $(echo /)": "computed",
-    'rm -rf "$(echo /)"': "computed",
-    "rm -rf `echo /`": "computed",
-    "rm -rf $UNSET_DIR": "computed",
-    'rm -rf "${TARGET}"': "computed",
     "rm -rf ~/..": "rm-root",
     # the working directory itself, or its parent
     "rm -rf .": "rm-cwd",
@@ -46,28 +38,6 @@ DESTRUCTIVE = {
     "find . -delete": "rm-cwd",
     "find .horde -name '*.md' -delete": "ledger",
     "find .horde -exec truncate -s0 {} +": "ledger",
-    # text piped or fed into a shell
-    "echo 'rm -rf /' | sh": "rm-root",
-    'echo "rm -rf /" | bash': "rm-root",
-    "printf 'rm -rf ~\\n' | sh -s": "rm-root",
-    "echo rm -rf / | sudo bash": "rm-root",
-    "echo cm0gLXJmIC8K | base64 -d | sh": "hidden-script",
-    "base64 -d payload.b64 | bash": "hidden-script",
-    "sh <<< 'rm -rf /'": "rm-root",
-    'bash <<< "rm -rf ~"': "rm-root",
-    "echo / | xargs rm -rf": "rm-root",
-    "echo ~ | xargs rm -rf": "rm-root",
-    # interpreters
-    "python -c \"import shutil; shutil.rmtree('/')\"": "rm-root",
-    "python3 -c 'import shutil; shutil.rmtree(\"/usr\")'": "rm-root",
-    "python3 -c \"import os; os.system('rm -rf /')\"": "rm-root",
-    "python -c \"import subprocess; subprocess.run('rm -rf ~', shell=True)\"": "rm-root",
-    "python3 -c \"import shutil,os; shutil.rmtree(os.path.expanduser('~'))\"": "rm-root",
-    "perl -e 'system(\"rm -rf /\")'": "rm-root",
-    "perl -MFile::Path -e 'rmtree(\"/\")'": "rm-root",
-    'ruby -e \'require "fileutils"; FileUtils.rm_rf("/")\'': "rm-root",
-    "node -e \"require('fs').rmSync('/', {recursive: true})\"": "rm-root",
-    "python -c \"open('.horde/ledger.jsonl','a').write('{}')\"": "ledger",
     # substitutions are checked wherever they stand
     'cd "$(rm -rf /)"': "rm-root",
     "X=$(rm -rf ~)": "rm-root",
@@ -76,9 +46,6 @@ DESTRUCTIVE = {
     "kill $PPID": "kill-horde",
     'kill -TERM "$PPID"': "kill-horde",
     "kill -STOP -$PPID": "kill-horde",
-    "kill -9 $(pgrep -f horde)": "kill-horde",
-    "kill -9 $(pidof python3)": "kill-horde",
-    "pgrep -f horde_tui | xargs kill -9": "kill-horde",
     "kill -9 $HORDE_PARENT_PID": "kill-horde",
     # remote history
     "git push --mirror": "push-delete",
@@ -99,15 +66,11 @@ DESTRUCTIVE = {
     "echo 1 > /proc/sys/kernel/panic": "device",
     "mv / /tmp/root": "rm-root",
     "mv ~ /tmp/gone": "rm-root",
-    # wrappers that run the command after them (issue 13 item 3: both paths parse them)
-    "taskset -c 0 rm -rf /": "rm-root",
-    "chrt 5 rm -rf /": "rm-root",
-    "flock /tmp/lab.lock -c 'rm -rf ~'": "rm-root",
-    "setpriv --reuid 1000 rm -rf /": "rm-root",
-    "unshare -r rm -rf /": "rm-root",
-    "nsenter -t 1 rm -rf /": "rm-root",
-    "watch -n 1 rm -rf /": "rm-root",
-    "busybox rm -rf /": "rm-root",
+    # wrappers: their options that take a word, then a number
+    "sudo -n rm -rf /": "rm-root",
+    "nice -n 10 rm -rf /": "rm-root",
+    "timeout -s KILL 5 rm -rf /": "rm-root",
+    "xargs -n 1 rm -rf ~": "rm-root",
 }
 """Command -> the rule that refuses it (the rule's words appear in the line)."""
 
@@ -139,10 +102,8 @@ LOOKALIKES = [
 
 RULE_WORDS = {
     "rm-root": "deletes the filesystem root",
-    "computed": "computed when it runs",
     "rm-cwd": "the whole working directory",
     "ledger": "changes .horde/",
-    "hidden-script": "into a shell",
     "kill-horde": "horde's own processes",
     "push-delete": "deletes or mirrors remote",
     "mkfs": "formats or wipes",

@@ -1,7 +1,9 @@
 """Resource cleanup at finalize (issue 13 item 3): each cleanup command of the run runs
-once, after acceptance is frozen, in the working directory under the member shell's
-sandbox and a timeout; REPORT.md says what ran, its status and its output tail; a
-failure or a timeout is reported, never fatal; HORDE_CLEANUP=off skips with a line.
+once, after acceptance is frozen, in the working directory under a timeout; REPORT.md
+says what ran, its status and its output tail; a failure or a timeout is reported, never
+fatal; HORDE_CLEANUP=off skips with a line. The kernel keeps "cleanup never changes
+files" (issue 31 item 5): commands run in bubblewrap with the working directory and
+`.horde/` read-only, and without bubblewrap they do not run.
 
 Real supervisor, gateway, member processes and cleanup commands; the model is the stub.
 """
@@ -10,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Horde, needs_bwrap
 
 from horde_tui.common.settings import load_settings
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
+from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import cleanup
@@ -26,8 +30,7 @@ from horde_tui.supervisor.setup import RunRequest
 
 STOP_LAB = """\
 echo "lab stopped"
-printf 'stopped\\n' > lab/state
-touch .horde/cleanup-was-here 2>/dev/null || echo ".horde is read-only here"
+touch lab/stopped .horde/cleanup-was-here 2>/dev/null || echo "read-only here"
 """
 
 
@@ -87,6 +90,7 @@ def _resource_lines(report: str) -> list[str]:
     return [line for line in section.splitlines() if line.strip()]
 
 
+@needs_bwrap
 @pytest.mark.slow  # a long real-process run: `pytest -m slow`
 @pytest.mark.e2e
 def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
@@ -97,9 +101,8 @@ def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
 
     sup = _run(tmp_path)
 
-    assert (tmp_path / "lab" / "state").read_text() == "stopped\n"
-    if bwrap_problem() is None:  # the sandbox keeps .horde/ read-only, as for members
-        assert not (tmp_path / ".horde" / "cleanup-was-here").exists()
+    assert not (tmp_path / "lab" / "stopped").exists()
+    assert not (tmp_path / ".horde" / "cleanup-was-here").exists()
     kinds = [e["kind"] for e in _lifecycle(sup.run_dir)]
     ran = [e for e in _lifecycle(sup.run_dir) if e["kind"] == "resource-cleanup"]
     assert [e["resource"] for e in ran] == ["R1", "R2", "R3"]
@@ -111,7 +114,7 @@ def test_cleanups_run_at_finalize_after_the_freeze_and_are_reported(
     assert lines[r1].startswith(
         "- R1 `lab`: owner member-1; no reusers; path `lab`; cleanup `sh stop-lab.sh`: exit 0 in "
     )
-    assert lines[r1 + 1] == "    | lab stopped"
+    assert lines[r1 + 1 : r1 + 3] == ["    | lab stopped", "    | read-only here"]
     r2 = next(line for line in lines if line.startswith("- R2 "))
     assert "cleanup `sh -c 'echo broken lab >&2; exit 3'`: exit 3 in " in r2
     assert lines[lines.index(r2) + 1] == "    | broken lab"
@@ -134,7 +137,7 @@ def test_cleanup_off_skips_with_a_line_saying_so(tmp_path: Path) -> None:
         assert line.endswith(": skipped: cleanup is off (HORDE_CLEANUP=off)"), line
 
 
-def test_a_cleanup_recorded_past_the_rule_is_not_run(horde: Any) -> None:
+def test_a_cleanup_recorded_past_the_rule_is_not_run(horde: Horde) -> None:
     """A ledger record can predate the rule (or be written around the tool): finalize
     checks the command again and reports it instead of running it."""
     build = horde.workdir / "build"
@@ -156,21 +159,86 @@ def test_a_cleanup_recorded_past_the_rule_is_not_run(horde: Any) -> None:
     assert cleanup.results([{"kind": "resource-cleanup", **fields}]) == {"R1": fields["status"]}
 
 
-def test_finalize_from_disk_runs_the_cleanups_the_dead_supervisor_did_not(horde: Any) -> None:
-    """`horde-tui finalize` of an interrupted run tears down its resources too, with the
-    run's own settings (MANIFEST.json), and never runs one twice."""
+def _interrupted(horde: Horde, script: str, sandbox: str = "auto") -> Path:
+    """A run r1 whose supervisor died before finalize, with one resource R1 whose cleanup
+    runs `script`; its run directory."""
     _lab(horde.workdir)
-    (horde.workdir / "stop-lab.sh").write_text("echo stopping\necho stopped >> lab/log\n")
+    (horde.workdir / "stop-lab.sh").write_text(script)
     assert horde("member-1", "resource", name="lab", cleanup="sh stop-lab.sh").ok
     run_dir = horde.root / "runs" / "r1"
-    config = {"cleanup": True, "sandbox": "auto", "sandbox_network": True, "sandbox_env": []}
+    config = {"cleanup": True, "sandbox": sandbox, "sandbox_network": True, "sandbox_env": []}
     (run_dir / "MANIFEST.json").write_text(json.dumps({"created": 0, "config": config}))
+    return run_dir
+
+
+@needs_bwrap
+def test_finalize_from_disk_runs_the_cleanups_the_dead_supervisor_did_not(horde: Horde) -> None:
+    """`horde-tui finalize` of an interrupted run tears down its resources too, with the
+    run's own settings (MANIFEST.json), and never runs one twice."""
+    run_dir = _interrupted(horde, "echo stopping\n")
 
     finalize_from_disk(horde.root, "r1")
     finalize_from_disk(horde.root, "r1")
 
-    assert (horde.workdir / "lab" / "log").read_text() == "stopped\n"
+    assert [e["kind"] for e in _lifecycle(run_dir)].count("resource-cleanup") == 1
     lines = _resource_lines((run_dir / "REPORT.md").read_text())
     r1 = lines.index(next(line for line in lines if line.startswith("- R1 ")))
     assert "cleanup `sh stop-lab.sh`: exit 0 in " in lines[r1]
     assert lines[r1 + 1] == "    | stopping"
+
+
+TEARDOWNS = {
+    "rm -rf": "rm -rf lab .horde",
+    "find -delete": "find . -delete",
+    "python os.remove": "python3 -c 'import os; os.remove(\"lab/state\")'",
+    "redirect truncation": ": > lab/state",
+    "ledger append": "printf '{}\\n' >> .horde/ledger.jsonl",
+    "git clean": "git clean -fdx",
+    "mv": "mv lab lab.gone",
+}
+"""What a cleanup command may try, hidden in a script file the refusal list cannot read."""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("body", TEARDOWNS.values(), ids=list(TEARDOWNS))
+def test_the_kernel_keeps_every_file_whatever_a_cleanup_runs(horde: Horde, body: str) -> None:
+    """bwrap mounts the working directory and `.horde/` read-only for cleanup, even when
+    the run's members have no sandbox (`sandbox = off`): the command runs and fails, and
+    the files survive."""
+    subprocess.run(["git", "init", "-q"], cwd=horde.workdir, check=True)
+    _interrupted(horde, f"echo tearing down\n{body}\n", sandbox="off")
+    ledger = horde.ledger_bytes()
+
+    fields = cleanup.run_one(
+        horde.state().resources["R1"],
+        horde.workdir,
+        horde.root,
+        horde.root / "runs" / "r1",
+        SandboxPolicy("off"),
+    )
+
+    assert fields["exit"] not in (0, None), fields
+    assert "Read-only file system" in fields["tail"], fields
+    assert (horde.workdir / "lab" / "state").read_text() == "running\n"
+    assert (horde.workdir / "stop-lab.sh").is_file()
+    assert horde.ledger_bytes() == ledger
+
+
+def test_without_bubblewrap_cleanups_do_not_run_and_the_report_says_why(
+    horde: Horde, no_bwrap: None
+) -> None:
+    """No kernel boundary, no cleanup: the command is not run (not even in the PID
+    namespace members get without bwrap) and its REPORT.md line says why."""
+    run_dir = _interrupted(horde, "touch ran\n")
+
+    finalize_from_disk(horde.root, "r1")
+
+    assert not (horde.workdir / "ran").exists()
+    lines = _resource_lines((run_dir / "REPORT.md").read_text())
+    r1 = next(line for line in lines if line.startswith("- R1 "))
+    assert r1.endswith(
+        "cleanup `sh stop-lab.sh`: skipped: cleanup commands run only inside bubblewrap, "
+        "with the working directory read-only, and bwrap is not installed; install "
+        "bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+    ), r1
+    assert not any(line.startswith("    |") for line in lines)

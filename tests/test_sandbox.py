@@ -17,11 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Horde
+from conftest import PROBLEM, Horde, needs_bwrap
 from support.store_server import start_server, stop_server
 
 from horde_tui.member.sandbox import (
@@ -37,8 +36,6 @@ from horde_tui.member.tools import WorkspaceTools
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.store import HordeStore
 
-PROBLEM = bwrap_problem()
-needs_bwrap = pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
 BWRAP = SandboxPolicy(mode="bwrap")
 
 
@@ -162,6 +159,31 @@ def test_ledgers_are_readable_but_not_writable(work: Path) -> None:
     # The same file-borne forgery with no sandbox does write: the sandbox is what stops it.
     assert _tools(work, SandboxPolicy(mode="off")).bash(command).ok
     assert (work / ".horde" / "ledger.jsonl").read_bytes() != ledger
+
+
+UNREAD = [
+    "X=.horde; rm -rf $X",
+    "rm -rf $(echo .horde)",
+    "echo 'rm -rf .horde' | sh",
+    "echo cm0gLXJmIC5ob3JkZQ== | base64 -d | sh",
+    "sh <<< 'truncate -s0 .horde/ledger.jsonl'",
+    "python3 -c \"open('.horde/ledger.jsonl', 'a').write('{}')\"",
+    "flock /tmp/lab.lock -c 'rm -rf .horde'",
+]
+"""Forms the refusal list stopped reading (issue 31 item 5): a variable, a pipe or a
+here-string into a shell, a one-line program, an exotic wrapper."""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("command", UNREAD)
+def test_what_the_refusal_list_does_not_read_the_kernel_stops(work: Path, command: str) -> None:
+    tools = _tools(work)
+    _sandboxed(tools)
+    ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
+    result = tools.bash(command)
+    assert "Read-only file system" in result.text, result.text
+    assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
+    assert (work / ".horde" / "IDEAS.md").is_file()
 
 
 @needs_bwrap
@@ -417,15 +439,6 @@ def test_git_is_read_only_inside_unless_the_run_opts_in(work: Path) -> None:
 
 
 # -- without bubblewrap --------------------------------------------------------------------
-
-
-@pytest.fixture
-def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process believes bwrap is not installed (`HORDE_BWRAP` names a missing one)."""
-    monkeypatch.setenv("HORDE_BWRAP", "horde-no-such-bwrap")
-    bwrap_problem.cache_clear()
-    yield
-    bwrap_problem.cache_clear()
 
 
 def test_without_bwrap_a_command_gets_its_own_pid_namespace(work: Path, no_bwrap: None) -> None:

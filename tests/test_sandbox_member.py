@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GatewayProcess
+from conftest import GatewayProcess, needs_bwrap
 from support.cli import stub_env
 from support.member import RUN, call, prepare, run_member
 
@@ -24,8 +24,6 @@ from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.setup import RunRequest
-
-PROBLEM = bwrap_problem()
 
 
 def test_sandbox_settings_from_config_and_environment(tmp_path: Path) -> None:
@@ -104,7 +102,7 @@ def test_a_detached_runs_marker_does_not_reach_its_members(
     assert "HORDE_DETACHED_LOG" not in sup.member_env(sup.specs[0], 1)
 
 
-@pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
+@needs_bwrap
 def test_auto_resolves_to_bwrap_where_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,7 +126,7 @@ def test_report_says_once_when_commands_ran_without_a_sandbox() -> None:
 # -- a real member process ------------------------------------------------------------
 
 
-@pytest.mark.skipif(PROBLEM is not None, reason=f"no sandbox here: {PROBLEM}")
+@needs_bwrap
 def test_member_commands_cannot_reach_the_token_or_forge_records(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from horde_tui.common.inputs import BOOL_WORDS, parse_bool
@@ -48,7 +48,8 @@ class SandboxPolicy:
     `mode` is `auto`, `bwrap` or `off`; `network` False cuts the network (loopback
     only); `env_names` are extra variables the user lets through to commands;
     `readonly` are the `.horde/` directories a command may read but never write;
-    `git_write` lets commands write `.git/`.
+    `git_write` lets commands write `.git/`; `workdir_write` False makes the working
+    directory read-only too (`for_cleanup`).
     """
 
     mode: str = "off"
@@ -56,11 +57,19 @@ class SandboxPolicy:
     env_names: tuple[str, ...] = ()
     readonly: tuple[Path, ...] = ()
     git_write: bool = False
-    max_processes: int = 512
-    """Processes one command may have at once (`limit_processes`); a fork loop stops here."""
     """Whether commands may write the working directory's `.git/` (commits). Off by
     default: a hook or `core.fsmonitor` written there runs outside the sandbox, as the
     user, at their next `git status` (`sandbox_git_write`)."""
+    max_processes: int = 512
+    """Processes one command may have at once (`limit_processes`); a fork loop stops here."""
+    workdir_write: bool = True
+
+    def for_cleanup(self, horde_dirs: tuple[Path, ...]) -> SandboxPolicy:
+        """This policy for resource cleanup, which never changes files: bwrap whatever
+        the run's mode, with the working directory and `horde_dirs` read-only."""
+        return replace(
+            self, mode="bwrap", readonly=horde_dirs, git_write=False, workdir_write=False
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
@@ -239,8 +248,9 @@ def bwrap_argv(
     """`argv` wrapped in bwrap under `policy`, run in `cwd`.
 
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
-    the working directory read-write (it may lie under either), then its `.git/` and
-    `.horde/` read-only inside it, then masks over the secret and lock files.
+    the working directory (it may lie under either), read-write unless
+    `policy.workdir_write` is off, then its `.git/` and `.horde/` read-only inside it,
+    then masks over the secret and lock files.
     """
     args = [_bwrap() or "bwrap", *_BASE, *_caps()]
     if not policy.network:
@@ -258,7 +268,7 @@ def bwrap_argv(
     if home_dir is not None and private_home:
         passthrough = _passthrough(home_dir, cwd, config=True)  # cached: PATH does not change
         layers.append((home_dir, ["--tmpfs", str(home_dir), *passthrough]))
-    layers.append((cwd, ["--bind", str(cwd), str(cwd)]))
+    layers.append((cwd, ["--bind" if policy.workdir_write else "--ro-bind", str(cwd), str(cwd)]))
     for _path, words in sorted(layers, key=lambda layer: len(layer[0].parts)):
         args += words
     git = cwd / ".git"

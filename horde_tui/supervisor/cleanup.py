@@ -3,23 +3,24 @@ gets it run once, after acceptance is frozen and before REPORT.md is written.
 
 A cleanup command is text a member wrote, so it is treated like a member's command: the
 cleanup rule is checked again (a record may predate the rule or bypass the tool), then
-`run_command` runs it with the member shell's refusal list, sandbox (`.horde/` read-only),
-allow-listed environment and timeout, in the working directory, as `bash -c` on the text
-itself (never a string built around it). A refusal, a failure or a timeout is reported,
-never fatal: the run still writes its reports. Each outcome is a `resource-cleanup` event,
-so REPORT.md (also one rewritten from disk) says what ran, its status and its output tail.
+`run_command` runs it with the member shell's refusal list, allow-listed environment and
+timeout, in the working directory, as `bash -c` on the text itself (never a string built
+around it). "Cleanup never changes files" is the kernel's to keep, not the rule's: the
+command runs in bubblewrap whatever the run's sandbox mode, with the working directory and
+`.horde/` read-only (`SandboxPolicy.for_cleanup`), and where bubblewrap cannot run it is
+not run at all. A refusal, a skip, a failure or a timeout is reported, never fatal: the
+run still writes its reports. Each outcome is a `resource-cleanup` event, so REPORT.md
+(also one rewritten from disk) says what ran, its status and its output tail.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from horde_tui.member.sandbox import SandboxPolicy
-from horde_tui.member.sandbox import resolve as resolve_sandbox
+from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
 from horde_tui.member.shell import run_command
 from horde_tui.protocol.rules import check_cleanup
 from horde_tui.store.model import Resource
@@ -37,6 +38,9 @@ TAIL_LINES = 6
 _OUTPUT_LIMIT = 4_000
 EVENT = "resource-cleanup"
 SKIPPED = "skipped: cleanup is off (HORDE_CLEANUP=off)"
+NO_BWRAP = (
+    "skipped: cleanup commands run only inside bubblewrap, with the working directory read-only"
+)
 
 
 def owned_cleanups(resources: Iterable[Resource], run_id: str) -> list[Resource]:
@@ -52,14 +56,18 @@ def run_one(
     run_dir: Path,
     sandbox: SandboxPolicy,
 ) -> dict[str, Any]:
-    """Run `res.cleanup` within `TIMEOUT_S`; return the event fields: resource, command,
-    status, exit, tail."""
+    """Run `res.cleanup` within `TIMEOUT_S` in bubblewrap, with `sandbox`'s network and
+    environment but nothing writable of the project; return the event fields: resource,
+    command, status, exit, tail."""
     fields: dict[str, Any] = {"resource": res.id, "command": res.cleanup, "exit": None}
     try:
         check_cleanup(res.cleanup, [horde_dir, run_dir])
     except ActionRefused as exc:
         return {**fields, "status": f"not run, {exc}", "tail": ""}
-    policy = dataclasses.replace(sandbox, readonly=(horde_dir, workdir / ".horde"))
+    problem = bwrap_problem()
+    if problem:
+        return {**fields, "status": f"{NO_BWRAP}, and {problem}", "tail": ""}
+    policy = sandbox.for_cleanup((horde_dir, workdir / ".horde"))
     result = run_command(res.cleanup, workdir, TIMEOUT_S, _OUTPUT_LIMIT, sandbox=policy)
     if result.refused:
         return {**fields, "status": f"not run, {result.refused}", "tail": ""}
@@ -99,9 +107,8 @@ def run_from_disk(
     done = results(events)
     horde_dir = parent.paths.root
     run_dir = parent.paths.run_dir(run_id)
-    mode = resolve_sandbox(str(config.get("sandbox") or "auto"))[0]
     names = tuple(str(n) for n in config.get("sandbox_env") or ())
-    policy = SandboxPolicy(mode, config.get("sandbox_network") is not False, names)
+    policy = SandboxPolicy(network=config.get("sandbox_network") is not False, env_names=names)
     for res in owned_cleanups(parent.state.resources.values(), run_id):
         if res.id in done:
             continue

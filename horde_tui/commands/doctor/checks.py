@@ -405,18 +405,23 @@ def check_programs(environ: Mapping[str, str]) -> list[Check]:
 
 
 def check_sandbox(settings: Settings | None) -> list[Check]:
-    """Member commands in bubblewrap: required (FAIL without it), auto (warn) or off."""
+    """Member commands in bubblewrap: required (FAIL without it), auto (warn) or off.
+    Resource cleanup runs only in bubblewrap, whatever the mode: without it, none runs."""
     from horde_tui.member.sandbox import bwrap_problem
 
     mode = settings.sandbox if settings is not None else "auto"
-    if mode == "off":
-        return [Check("sandbox", "warn", "off: member commands run unsandboxed", "sandbox = auto")]
     problem = bwrap_problem()
+    no_cleanup = "; resource cleanup commands do not run" if problem else ""
+    if mode == "off":
+        text = f"off: member commands run unsandboxed{no_cleanup}"
+        return [Check("sandbox", "warn", text, "sandbox = auto")]
     if problem is None:
         return [Check("sandbox", "ok", "bubblewrap works: member commands run in it")]
     if mode == "bwrap":
         return [Check("sandbox", "FAIL", f"sandbox = bwrap but {problem}", "or set sandbox = auto")]
-    return [Check("sandbox", "warn", f"{problem}: member commands run unsandboxed", problem)]
+    return [
+        Check("sandbox", "warn", f"{problem}: member commands run unsandboxed{no_cleanup}", problem)
+    ]
 
 
 def check_terminal(environ: Mapping[str, str], size: tuple[int, int] | None) -> list[Check]:
