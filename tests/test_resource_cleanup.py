@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from horde_tui.common.settings import load_settings
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
+from horde_tui.sandbox.policy import SandboxPolicy, bwrap_problem
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import cleanup

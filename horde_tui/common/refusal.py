@@ -7,7 +7,7 @@ instead, while ordinary commands that merely mention a dangerous word (`grep -r
 shutdown`, `echo "rm -rf /"`) still run. It also follows what the line sets up before a
 command (`X=/; rm -rf $X`, `cd .horde && ...`), text piped into a shell, and one-line
 `python -c`/`perl -e` programs. It is a courtesy against the obvious, not the boundary:
-a script file hides anything from it, which is what the sandbox (`member/sandbox.py`) is for.
+a script file hides anything from it, which is what the sandbox (`sandbox/policy.py`) is for.
 
 `cleanup_refusal` walks a resource's `cleanup` command with the same parser and also
 refuses every simple command that deletes, moves or overwrites a file (`env rm`,

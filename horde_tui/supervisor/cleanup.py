@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from horde_tui.member.sandbox import SandboxPolicy
-from horde_tui.member.sandbox import resolve as resolve_sandbox
-from horde_tui.member.shell import run_command
 from horde_tui.protocol.rules import check_cleanup
+from horde_tui.sandbox.policy import SandboxPolicy
+from horde_tui.sandbox.policy import resolve as resolve_sandbox
+from horde_tui.sandbox.shell import run_command
 from horde_tui.store.model import Resource
 from horde_tui.store.store import ActionRefused, HordeStore
 from horde_tui.supervisor import lifecycle

@@ -406,7 +406,7 @@ def check_programs(environ: Mapping[str, str]) -> list[Check]:
 
 def check_sandbox(settings: Settings | None) -> list[Check]:
     """Member commands in bubblewrap: required (FAIL without it), auto (warn) or off."""
-    from horde_tui.member.sandbox import bwrap_problem
+    from horde_tui.sandbox.policy import bwrap_problem
 
     mode = settings.sandbox if settings is not None else "auto"
     if mode == "off":
