@@ -58,13 +58,14 @@ def test_no_import_cycle() -> None:
 
 # -- the contracts catch what README forbids ------------------------------------------------
 
-LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+NO_LAYER = "horde_tui/extra/__init__.py"
+"""A new package, placed in no layer."""
 LAZY = "\n\ndef _planted() -> None:\n    import {imported}\n"
 TYPED = "\n\nif TYPE_CHECKING:\n    import {imported}\n"
 TOP = "\nimport {imported}\n"
 
 PLANTS: tuple[tuple[str, str, str], ...] = (
-    # (importer, imported, how): each a real risk, each a rule README states.
+    # (importer, imported, how): each a real risk, each against a rule README states.
     # A member is small and reaches the gateway over HTTP only.
     ("member.loop", "horde_tui.gateway.backend", LAZY),
     ("member.tools", "horde_tui.supervisor.run", TOP),
@@ -100,62 +101,46 @@ PLANTS: tuple[tuple[str, str, str], ...] = (
 
 
 @pytest.fixture(scope="module")
-def package_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`horde_tui/` (its widgets and styles links followed) and pyproject.toml in a
-    scratch folder, where `lint-imports` finds this copy first on its path."""
+def lint_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]:
+    """Each plant's lint (exit status, report) on a scratch copy of `horde_tui/` (its
+    widgets and styles links followed) and pyproject.toml, where the copy comes first on
+    the path; all in one process (`lint_plants.py`). `""`: the copy as it is."""
     root = tmp_path_factory.mktemp("layers")
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "horde_tui", root / "horde_tui", ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", root)
-    return root
-
-
-def lint(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(LINT_IMPORTS), "--no-logo", "--no-cache"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def test_the_unplanted_copy_keeps_every_contract(package_copy: Path) -> None:
-    """The copy passes as the package does, so a plant's failure is the plant's."""
-    done = lint(package_copy)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert " BROKEN" not in done.stdout and " KEPT" in done.stdout
-
-
-@pytest.fixture(scope="module")
-def planted_reports(package_copy: Path) -> dict[str, tuple[int, str]]:
-    """Each plant's lint (exit status, report), all in one process (`lint_plants.py`)."""
-    plants = [
-        [
-            f"horde_tui/{importer.replace('.', '/')}.py",
-            plant_text(package_copy, importer, imported, how),
-        ]
+    plants = [["", ""], [NO_LAYER, '"""A package nobody placed."""\n']]
+    plants += [
+        [module_file(importer), plant_text(root, importer, imported, how)]
         for importer, imported, how in PLANTS
     ]
     done = subprocess.run(
         [sys.executable, str(HELPERS / "lint_plants.py")],
-        cwd=package_copy,
+        cwd=root,
         input=json.dumps(plants),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    results = json.loads(done.stdout)
-    return {
-        f"{a}->{b}": (code, report)
-        for (a, b, _), (code, report) in zip(PLANTS, results, strict=True)
-    }
+    names = ["", NO_LAYER] + [f"{a}->{b}" for a, b, _ in PLANTS]
+    return dict(zip(names, map(tuple, json.loads(done.stdout)), strict=True))
+
+
+def test_the_unplanted_copy_keeps_every_contract(lint_reports: dict[str, tuple[int, str]]) -> None:
+    """The copy passes as the package does, so a plant's failure is the plant's."""
+    code, report = lint_reports[""]
+    assert code == 0, report
+    assert " BROKEN" not in report and " KEPT" in report
+
+
+def module_file(module: str) -> str:
+    return f"horde_tui/{module.replace('.', '/')}.py"
 
 
 def plant_text(root: Path, importer: str, imported: str, how: str) -> str:
     """What to append to `importer` (with `TYPE_CHECKING` imported when it lacks it)."""
-    source = (root / "horde_tui" / f"{importer.replace('.', '/')}.py").read_text()
+    source = (root / module_file(importer)).read_text()
     typing = "\nfrom typing import TYPE_CHECKING\n" if "TYPE_CHECKING" not in source else ""
     return (typing if how == TYPED else "") + how.format(imported=imported)
 
@@ -166,23 +151,17 @@ def plant_text(root: Path, importer: str, imported: str, how: str) -> str:
     ids=[f"{a}->{b}" for a, b, _ in PLANTS],
 )
 def test_a_planted_bad_import_breaks_a_contract(
-    planted_reports: dict[str, tuple[int, str]], importer: str, imported: str
+    lint_reports: dict[str, tuple[int, str]], importer: str, imported: str
 ) -> None:
     """Issue 31: the layers read `:` siblings as free to import each other and placed
     18 packages in no layer; the contracts before it let 20 of these 26 through. Each
     one, planted at the top, inside a function or under `TYPE_CHECKING`, fails CI."""
-    code, report = planted_reports[f"{importer}->{imported}"]
+    code, report = lint_reports[f"{importer}->{imported}"]
     assert code == 1, report
     assert f"horde_tui.{importer} -> {imported}" in report, report
 
 
-def test_a_package_in_no_layer_breaks_the_layers(package_copy: Path) -> None:
+def test_a_package_in_no_layer_breaks_the_layers(lint_reports: dict[str, tuple[int, str]]) -> None:
     """Every child of horde_tui sits in a layer (`exhaustive`): a new one must be placed."""
-    extra = package_copy / "horde_tui" / "extra"
-    extra.mkdir()
-    (extra / "__init__.py").write_text('"""A package nobody placed."""\n')
-    try:
-        done = lint(package_copy)
-    finally:
-        shutil.rmtree(extra)
-    assert done.returncode == 1 and "horde_tui.extra" in done.stdout, done.stdout
+    code, report = lint_reports[NO_LAYER]
+    assert code == 1 and "horde_tui.extra" in report, report
