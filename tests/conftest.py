@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.protocol import ToolResult, run_action
+from horde_tui.sandbox.policy import bwrap_problem
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 from horde_tui.stubmodel import StubThread

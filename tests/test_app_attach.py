@@ -24,13 +24,13 @@ from support.rundir import RunDir
 from textual.widgets import Static
 
 from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.protocol import controls
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.supervisor import controls
 from horde_tui.view.source import AttachedSource
 from horde_tui.widgets.event_log import EventTail
 

@@ -25,9 +25,9 @@ from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.common.settings import Settings
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.tools import ToolOutput, WorkspaceTools
+from horde_tui.protocol import controls
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import SwarmScreen
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor

@@ -25,6 +25,7 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Select, Static
 from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.common.settings import THINKING_LEVELS
 from horde_tui.launch.launch import check_launch, detached_argv
+from horde_tui.protocol import controls
 from horde_tui.screens.home import HomeScreen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
@@ -33,7 +34,6 @@ from horde_tui.screens.runs import RunsScreen
 from horde_tui.store.runs import run_state, supervisor_pid
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.supervisor import controls
 from horde_tui.view.source import AttachedSource, HostedSource
 
 pytestmark = pytest.mark.usefixtures("no_horde_env")

@@ -34,6 +34,9 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Markdown, Tabbed
 from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.common.settings import Settings
 from horde_tui.launch.launch import DetachedStart, LaunchCheck, build_host
+from horde_tui.protocol import controls
+from horde_tui.protocol.outcome import RunSummary
+from horde_tui.protocol.targets import Count
 from horde_tui.screens import launch as launch_screen
 from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.modals import ChoiceScreen
@@ -42,12 +45,9 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen
 from horde_tui.screens.runs import RunsScreen
 from horde_tui.screens.swarm import MemberPickScreen, SwarmScreen
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor
-from horde_tui.supervisor.targets import Count
 from horde_tui.view.source import AttachedSource
 
 pytestmark = pytest.mark.usefixtures("no_horde_env")

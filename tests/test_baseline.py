@@ -145,8 +145,8 @@ def test_last_is_the_newest_finished_run_on_the_same_task(horde) -> None:
 
 
 def test_report_md_has_the_delta_section_or_says_the_baseline_is_missing(two_runs) -> None:
+    from horde_tui.protocol.outcome import RunSummary
     from horde_tui.supervisor.finalize import write_reports
-    from horde_tui.supervisor.outcome import RunSummary
 
     horde = two_runs
     (horde.root / "runs" / "r1" / "MANIFEST.json").write_text("{}")

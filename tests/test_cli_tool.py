@@ -118,20 +118,6 @@ def test_a_tool_write_scans_no_installed_package_metadata(tmp_path: Path) -> Non
     assert r.returncode == 0 and r.stdout.startswith("ok"), (r.stdout, r.stderr)
 
 
-def test_a_member_imports_none_of_the_gateways_dependencies(tmp_path: Path) -> None:
-    """litellm and json_repair (the JSON protocol's reply reader) are the gateway's."""
-    code = (
-        "import sys\n"
-        "import horde_tui.member.__main__\n"
-        "heavy = [m for m in ('textual', 'litellm', 'json_repair') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-    )
-    r = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert r.returncode == 0, r.stderr
-
-
 def test_schema_is_one_flat_horde_tool(tmp_path: Path) -> None:
     r = horde(tmp_path, "schema")
     schema = json.loads(r.stdout)

@@ -20,7 +20,7 @@ from support.processes import wait_until
 
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.tools import ToolOutput, WorkspaceTools
-from horde_tui.supervisor import controls
+from horde_tui.protocol import controls
 from horde_tui.supervisor.confirm import ConfirmDesk
 
 

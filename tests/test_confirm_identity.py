@@ -24,8 +24,8 @@ from support.rundir import RunDir
 
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.tools import ToolOutput, WorkspaceTools
+from horde_tui.protocol import controls
 from horde_tui.store import identity
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.confirm import ConfirmDesk
 
 pytestmark = pytest.mark.usefixtures("no_horde_env")

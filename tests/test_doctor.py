@@ -508,7 +508,7 @@ def test_probe_with_a_budget_on_an_unpriced_model_is_a_fail_and_no_call(tmp_path
 
 
 def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
-    from horde_tui.member.sandbox import bwrap_problem
+    from horde_tui.sandbox.policy import bwrap_problem
 
     assert statuses(doctor.check_sandbox(Settings(sandbox="off")), "sandbox") == ["warn"]
     auto = only(doctor.check_sandbox(Settings(sandbox="auto")), "sandbox")

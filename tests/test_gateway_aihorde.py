@@ -333,15 +333,6 @@ def test_models_are_sorted_by_availability_and_a_dead_model_warned() -> None:
     assert aihorde.no_worker_warning("aihorde/typo", live) is not None
 
 
-def test_importing_the_provider_does_not_import_litellm() -> None:
-    code = (
-        "import sys, horde_tui.gateway.aihorde; "
-        "print('litellm' in sys.modules, 'aiohttp' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
-
-
 # -- through a gateway process ----------------------------------------------------------------
 
 

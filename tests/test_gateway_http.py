@@ -13,8 +13,6 @@ import json
 import resource
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -221,14 +219,3 @@ def test_idle_sockets_past_a_low_descriptor_limit_do_not_starve_a_member(
     finally:
         gw.proc.kill()
         gw.proc.wait(10)
-
-
-def test_members_import_no_http_server_nor_litellm() -> None:
-    """Members stay light: their client is http.client; aiohttp is the gateway's."""
-    code = (
-        "import sys\n"
-        "import horde_tui.member.__main__, horde_tui.member.loop, horde_tui.member.client\n"
-        "print(sorted(m for m in ('aiohttp', 'litellm', 'httpx') if m in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "[]", done.stderr

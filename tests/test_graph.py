@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from conftest import Horde
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.graph import MAX_NODES, build_graph, render_graph, swimlane_rows
 from horde_tui.store.members import MemberState
-from horde_tui.supervisor.outcome import RunSummary
 
 SUMMARY = RunSummary(
     "r1",

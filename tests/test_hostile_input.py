@@ -299,7 +299,7 @@ def test_a_ledger_line_with_a_huge_number_is_skipped_not_a_crash(tmp_path: Path)
 )
 def test_member_count_takes_ascii_digits_only(count: str) -> None:
     """`horde-tui run COUNT`: '٣' was read as 3 and 5000 digits crashed int()."""
-    from horde_tui.supervisor.targets import TargetError, parse_count
+    from horde_tui.protocol.targets import TargetError, parse_count
 
     with pytest.raises(TargetError, match="is not M or H/M"):
         parse_count(count)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.member.shell import (
+from horde_tui.sandbox.shell import (
     refusal_reason,
     run_command,
     scrubbed_env,

@@ -5,8 +5,6 @@ failing URL as one line, the network policy and confirm mode, and a light import
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.sandbox.policy import SandboxPolicy
 
 PAGE = b"""<html><head><base href="/docs/"><link href="style.css" rel="stylesheet"></head>
 <body><a href="a.html">A</a> <a href="a.html#part">A again</a> <a href="#top">top</a>
@@ -133,17 +131,6 @@ def test_with_the_network_cut_only_loopback_is_fetched(tmp_path: Path, site: str
     assert not out.ok and "sandbox_network off" in out.text
     out = cut.dispatch("links", {"url": f"{site}/away"})
     assert not out.ok and "redirected to http://example.invalid/elsewhere" in out.text
-
-
-def test_the_member_imports_no_http_client_library_until_it_fetches() -> None:
-    code = (
-        "import sys\n"
-        "import horde_tui.member.__main__, horde_tui.member.loop, horde_tui.member.tools\n"
-        "heavy = ('urllib.request', 'html.parser', 'litellm', 'textual', 'aiohttp', 'httpx')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_horde_py_shorthands_sent_as_bash_commands_run_the_tools(tmp_path: Path, site: str) -> None:

@@ -26,10 +26,10 @@ from support.gateway import closed_port
 from support.plans import HELPERS, horde, lifecycle, settings, worker
 from support.processes import wait_until
 
+from horde_tui.protocol.outcome import OUTCOME_TABLE, RunSummary
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.stubmodel.script import Step
-from horde_tui.supervisor.outcome import OUTCOME_TABLE, RunSummary
 from horde_tui.supervisor.run import Supervisor, SupervisorEvent
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.view.run import RunsIndex

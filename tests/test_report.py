@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from conftest import Horde
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.clusters import build_clusters
 from horde_tui.store.ledgers.common import stamp
 from horde_tui.store.members import MemberState
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.report import render_report, render_summary
 from horde_tui.supervisor.summary import RunScope, current_findings
 

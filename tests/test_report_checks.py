@@ -7,11 +7,11 @@ from typing import Any
 
 from conftest import Horde
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.clusters import build_clusters
 from horde_tui.store.model import Finding
 from horde_tui.store.pathcite import path_citations
 from horde_tui.supervisor.citations import missing_paths
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.report import render_report
 from horde_tui.supervisor.summary import RunScope, current_findings
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import Horde, needs_bwrap
 
 from horde_tui.common.settings import load_settings
-from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.sandbox.policy import SandboxPolicy
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor import cleanup

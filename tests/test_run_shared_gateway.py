@@ -19,7 +19,7 @@ from support.cli import host_env
 from support.gateway import closed_port
 from support.plans import HELPERS, lifecycle, run_supervisor, settings, worker
 
-from horde_tui.member.shell import scrubbed_env
+from horde_tui.sandbox.shell import scrubbed_env
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest

@@ -23,7 +23,8 @@ import pytest
 from conftest import PROBLEM, Horde, needs_bwrap
 from support.store_server import start_server, stop_server
 
-from horde_tui.member.sandbox import (
+from horde_tui.member.tools import WorkspaceTools
+from horde_tui.sandbox.policy import (
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
@@ -31,8 +32,7 @@ from horde_tui.member.sandbox import (
     resolve,
     unshare_problem,
 )
-from horde_tui.member.shell import command_env, run_command
-from horde_tui.member.tools import WorkspaceTools
+from horde_tui.sandbox.shell import command_env, run_command
 from horde_tui.store.lock import HordeLock
 from horde_tui.store.store import HordeStore
 
@@ -357,7 +357,7 @@ def test_tools_installed_under_tmp_stay_usable_and_the_rest_of_tmp_private(
     """A PATH entry (a virtual environment, as CI's) under `/tmp` is bound back read-only
     over the private `/tmp`; its neighbours stay out of sight. Found in CI, whose venv lives
     under `/tmp`: `horde-tui tool` inside the sandbox had no interpreter."""
-    from horde_tui.member import sandbox
+    from horde_tui.sandbox import policy as sandbox
 
     toolbox = Path(tempfile.mkdtemp(prefix="horde-toolbox-", dir="/tmp"))
     other = Path(tempfile.mkdtemp(prefix="horde-neighbour-", dir="/tmp"))

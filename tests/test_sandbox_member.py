@@ -19,9 +19,9 @@ from support.member import RUN, call, prepare, run_member
 
 from horde_tui.common.settings import SettingsError, load_settings
 from horde_tui.launch.launch import RunOptions, check_launch
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
+from horde_tui.protocol.outcome import RunSummary
+from horde_tui.sandbox.policy import SandboxPolicy, bwrap_problem
 from horde_tui.stubmodel import StubThread
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.setup import RunRequest
 

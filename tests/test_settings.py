@@ -133,13 +133,3 @@ def test_the_members_on_off_words_are_the_settings_words() -> None:
         except ValidationError:
             expected = None
         assert parse_bool(word) is expected, word
-
-
-def test_a_member_imports_neither_the_settings_model_nor_its_toml_reader() -> None:
-    code = (
-        "import sys; import horde_tui.member.__main__; "
-        "print([m for m in ('horde_tui.common.settings', 'tomllib') if m in sys.modules])"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"

@@ -9,6 +9,14 @@ from pathlib import Path
 import pytest
 
 from horde_tui.common.settings import load_settings
+from horde_tui.protocol.targets import (
+    ALL,
+    Target,
+    TargetError,
+    parse_count,
+    parse_targets,
+    selects,
+)
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import (
@@ -17,14 +25,6 @@ from horde_tui.supervisor.setup import (
     parse_layers,
     seed_plan,
     write_run_files,
-)
-from horde_tui.supervisor.targets import (
-    ALL,
-    Target,
-    TargetError,
-    parse_count,
-    parse_targets,
-    selects,
 )
 
 

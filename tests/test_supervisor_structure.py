@@ -1,7 +1,7 @@
-"""The supervisor's structure: phases reach the run only through `RunContext`, the
-supervisor and the view import each other only as the layers allow (the import graph
-is `support.imports`'; `test_layers` forbids any cycle). The private-access scan reads
-the source (AST)."""
+"""The supervisor's structure: phases reach the run only through `RunContext`, and the
+view takes only the supervisor's vocabulary (the import graph is `support.imports`';
+the layers in pyproject.toml keep the supervisor off the view, `test_layers` forbids
+any cycle). The private-access scan reads the source (AST)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,9 @@ PHASES = ("cleanup", "finalize", "handoff", "repair", "resume", "reviews", "watc
 
 VOCABULARY = frozenset(
     {
-        "horde_tui.supervisor.context",  # HordeControls, the controls a supervisor takes
-        "horde_tui.supervisor.controls",  # the control client (control/ requests)
+        "horde_tui.supervisor.context",  # StopState, where a run stands in stopping
         "horde_tui.supervisor.observe",  # SupervisorEvent, what a run reports
-        "horde_tui.supervisor.outcome",  # RunSummary, how it ended
         "horde_tui.supervisor.processes",  # MemberState, the one member state type
-        "horde_tui.supervisor.targets",  # the member-target syntax a control takes
         # The figures REPORT.md prints and the run screen shows live: the cost per
         # finding (`finding_yield`, `Forecast`) and the baseline Delta. One copy for
         # both; they read the ledger and the files, never the run's processes.
@@ -38,8 +35,8 @@ VOCABULARY = frozenset(
     }
 )
 """What the view may take from the supervisor: the run's vocabulary (types a run source
-hands the screens, the control client), never its behaviour. Moving these below the
-supervisor is still open (see the issue 14 note)."""
+hands the screens), never its behaviour. The control files, their targets and the
+outcome table sit below, in `protocol/`, where the member reaches them too."""
 
 
 def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
@@ -47,14 +44,6 @@ def test_the_view_imports_neither_the_supervisor_nor_the_member() -> None:
     loop; only the supervisor's vocabulary (`VOCABULARY`)."""
     imports = imports_from("horde_tui.view", ("horde_tui.supervisor", "horde_tui.member"))
     assert {(name, dep) for name, dep in imports if dep not in VOCABULARY} == set()
-
-
-def test_the_supervisor_imports_no_view() -> None:
-    """The layers run store < protocol < supervisor < view: what both draw (the graph,
-    the finding clusters) sits in store/, a session's figures (`SessionStats`) in
-    `horde_tui/store/transcript.py`."""
-    ui = ("horde_tui.view", "horde_tui.screens", "horde_tui.widgets")
-    assert imports_from("horde_tui.supervisor", ui) == set()
 
 
 def private_reaches(path: Path) -> list[str]:

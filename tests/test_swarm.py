@@ -14,6 +14,9 @@ from support.swarm_scene import RecordingHorde
 
 from horde_tui.common.settings import load_settings
 from horde_tui.launch.launch import RunOptions, build_host, check_launch
+from horde_tui.protocol import controls
+from horde_tui.protocol.outcome import RunSummary
+from horde_tui.protocol.targets import TargetError, parse_targets, per_horde
 from horde_tui.store.runs import (
     SwarmInfo,
     live_swarm,
@@ -23,12 +26,9 @@ from horde_tui.store.runs import (
 )
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.supervisor import controls
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSummary, SwarmSupervisor, swarm_outcome
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
-from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 from horde_tui.view.source import send_control
 
 MODEL_ENV = {"HORDE_MODEL": "openai/stub"}

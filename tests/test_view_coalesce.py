@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -154,13 +152,3 @@ async def test_a_disabled_watch_yields_nothing_and_ends_with_the_stop_event(tmp_
     stop.set()
     await asyncio.wait_for(task, 1)
     assert seen == []
-
-
-def test_the_view_package_imports_no_textual():
-    code = (
-        "import sys, horde_tui.view.events, horde_tui.view.run, horde_tui.view.ledgers, "
-        "horde_tui.view.coalesce, horde_tui.view.source; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'litellm')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

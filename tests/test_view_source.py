@@ -20,7 +20,7 @@ import pytest
 from support.app import FakeSupervisor
 
 from horde_tui.common.settings import Settings
-from horde_tui.supervisor import controls
+from horde_tui.protocol import controls
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.swarm import SwarmSupervisor

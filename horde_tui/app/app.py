@@ -32,6 +32,7 @@ from horde_tui.app.leaving import QuitFlow
 from horde_tui.app.quitting import EndStep, Leaving, exit_status
 from horde_tui.app.tui_bridge import SupervisorUpdate, SwarmStep, TuiBridge, swarm_sink
 from horde_tui.app.watching import AttachedPoll, FileWatch
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.screens.base import AppConfig, LaunchRun, LaunchSwarm, OpenRun
 from horde_tui.screens.home import first_screen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
@@ -39,7 +40,6 @@ from horde_tui.screens.report import ReportScreen
 from horde_tui.screens.run import RunScreen, run_screen_of
 from horde_tui.screens.swarm import HostedSwarm, SwarmScreen
 from horde_tui.store.runs import run_state
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.view.source import AttachedSource, HostedRun, HostedSource
 
 if TYPE_CHECKING:  # the supervisor and its settings load only when a run is hosted

@@ -251,7 +251,7 @@ def cmd_help(args: argparse.Namespace) -> int:
             f"no command named {args.topic[:80]!r} (nearest: {', '.join(near)}); "
             "`horde-tui help` lists every command"
         )
-    from horde_tui.supervisor.targets import FORMS
+    from horde_tui.protocol.targets import FORMS
 
     blocks = [f"{parser.format_usage()}\n{parser.description}"]
     blocks.append("Commands (`horde-tui help COMMAND` prints COMMAND --help):")

@@ -29,6 +29,9 @@ from horde_tui.common.settings import (
     literal_choices,
     settings_help,
 )
+from horde_tui.protocol import controls
+from horde_tui.protocol.targets import FORMS as TARGET_FORMS
+from horde_tui.protocol.targets import TargetError, parse_targets, per_horde
 from horde_tui.store.paths import default_horde_dir
 from horde_tui.store.runs import (
     SWARM_LIVE_STATES,
@@ -42,9 +45,6 @@ from horde_tui.store.runs import (
     swarm_state,
 )
 from horde_tui.store.usage import sum_cost
-from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import FORMS as TARGET_FORMS
-from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -112,7 +112,7 @@ def _err(message: str, code: int = 2) -> int:
 
 def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     from horde_tui.launch.launch import RunOptions, aihorde_warnings, build_host, check_launch
-    from horde_tui.member.sandbox import resolve as resolve_sandbox
+    from horde_tui.sandbox.policy import resolve as resolve_sandbox
 
     workdir = Path.cwd()
     options = RunOptions.from_args(args)

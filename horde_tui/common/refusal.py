@@ -6,7 +6,7 @@ refused in one line naming the rule and what to do instead. Commands are split a
 splits them (separators, quotes, `sudo`/`env` prefixes, `bash -c`, `eval`, `$(...)`, a `cd`
 first), so `grep -r shutdown` or `echo "rm -rf /"` still run. A variable, a pipe into a
 shell, a script or a one-line program hides anything from it: the kernel is the boundary
-(`member/sandbox.py`; cleanup runs with the project read-only, `supervisor/cleanup.py`).
+(`sandbox/policy.py`; cleanup runs with the project read-only, `supervisor/cleanup.py`).
 `cleanup_refusal` also refuses any simple command that deletes, moves or overwrites a file.
 """
 

@@ -340,7 +340,7 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_BWRAP",
         "bwrap",
         "The bubblewrap to run member commands in (a name on PATH or a path); a missing one runs as without bubblewrap.",
-        ("horde_tui/member/sandbox.py",),
+        ("horde_tui/sandbox/policy.py",),
         "you",
     ),
     ProcessVariable(
@@ -459,7 +459,7 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "HORDE_HORDE",
         "unset",
         "In a swarm: which horde (hN) a member's commands belong to.",
-        ("horde_tui/member/shell.py", "horde_tui/supervisor/run.py"),
+        ("horde_tui/sandbox/shell.py", "horde_tui/supervisor/run.py"),
     ),
     ProcessVariable(
         "HORDE_SIBLINGS",

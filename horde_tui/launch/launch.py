@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.common.settings import Settings, SettingsError, flag_name, load_settings
-from horde_tui.member.sandbox import bwrap_problem
 from horde_tui.presets import PresetError, find_preset, role_models
+from horde_tui.protocol.targets import Count, TargetError, parse_count
+from horde_tui.sandbox.policy import bwrap_problem
 from horde_tui.store.paths import HordePaths, unwritable
 from horde_tui.store.runs import (
     DETACHED_LOG_ENV,
@@ -42,7 +43,6 @@ from horde_tui.store.runs import (
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, assign_roles, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
-from horde_tui.supervisor.targets import Count, TargetError, parse_count
 
 SETTING_OPTIONS = (
     "model",

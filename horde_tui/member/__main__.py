@@ -20,7 +20,7 @@ from horde_tui.member.client import GatewayClient
 from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream
-from horde_tui.member.shell import signal_command_groups
+from horde_tui.sandbox.shell import signal_command_groups
 from horde_tui.store import identity
 from horde_tui.store.lock import when_unlocked
 

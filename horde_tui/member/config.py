@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from horde_tui.common.inputs import BOOL_WORDS, parse_bool, whole_number
-from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.sandbox.policy import SandboxPolicy
 from horde_tui.store.activity import heartbeat_path
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, shown, valid_actor_name
 from horde_tui.store.siblings import parse_siblings

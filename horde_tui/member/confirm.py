@@ -2,7 +2,7 @@
 
 horde.py asks y/N before each command; here the person may be in the app, at the
 headless run's terminal or in another shell, so the question goes where every control
-goes: a `confirm` request in the run's `control/` folder (`supervisor/controls.py`),
+goes: a `confirm` request in the run's `control/` folder (`protocol/controls.py`),
 which the supervisor's `ConfirmDesk` queues, shows and answers with `allow`, `refuse`
 or `allow-all` (this member's commands for the rest of the run). The member blocks on
 the answer: a stop reaches it as a signal, and the supervisor does not count the wait
@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.supervisor import controls
+from horde_tui.protocol import controls
 
 ASK_SLICE_S = 0.1
 """How often the waiting member looks for the answer file."""

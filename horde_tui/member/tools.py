@@ -7,7 +7,7 @@ readable but written only through the `horde` tool, whose rules keep the ledgers
 Containment is a guard rail for the file tools: they open paths relative to the
 working directory one directory at a time without following symlinks, so a directory
 swapped for a symlink after the check cannot send a write outside. `bash` runs behind
-the refusal list and, where it can run, the bubblewrap sandbox (`sandbox.py`).
+the refusal list and, where it can run, the bubblewrap sandbox (`sandbox/policy.py`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any, BinaryIO
 from horde_tui.common.inputs import loads
 from horde_tui.common.refusal import refusal_reason
 from horde_tui.member.confirm import ConfirmGate
-from horde_tui.member.sandbox import SandboxPolicy
-from horde_tui.member.shell import run_command
+from horde_tui.sandbox.policy import SandboxPolicy
+from horde_tui.sandbox.shell import run_command
 from horde_tui.store import identity
 from horde_tui.store.secretfiles import is_secret
 

@@ -23,6 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.cost import CostLine
@@ -47,7 +48,6 @@ from horde_tui.screens.panes import (
 from horde_tui.screens.report import ReportScreen
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.view.events import EventView
 from horde_tui.view.phase import RunPhase
 from horde_tui.view.source import RunSource

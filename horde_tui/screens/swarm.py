@@ -49,12 +49,12 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from horde_tui.protocol.controls import HordeControls
 from horde_tui.screens.base import HordeScreen, OpenRun
 from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
-from horde_tui.supervisor.controls import HordeControls
 from horde_tui.view.confirms import WaitingCommand, swarm_waiting
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.source import send_control

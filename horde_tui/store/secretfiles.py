@@ -1,7 +1,7 @@
 """The one list of secret files under a `.horde/`, and of the locks a command must not hold.
 
 Every place that keeps a file out of sight reads it from here: the sandbox masks
-(`member/sandbox.py`), the member's `read` tool (`member/tools.py`), and `serve` and
+(`sandbox/policy.py`), the member's `read` tool (`member/tools.py`), and `serve` and
 `export` (`web/mask.py`, `web/pages.py`). Before, each had its own copy and they
 disagreed (`runs/<id>/mcp-token` was masked by none). `tests/test_secret_files.py` runs
 a gateway, a run and an MCP server, and fails on any file holding a secret that this

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
-from horde_tui.member.shell import run_command
 from horde_tui.protocol.rules import check_cleanup
+from horde_tui.sandbox.policy import SandboxPolicy, bwrap_problem
+from horde_tui.sandbox.shell import run_command
 from horde_tui.store.model import Resource
 from horde_tui.store.store import ActionRefused, HordeStore
 from horde_tui.supervisor import lifecycle

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from horde_tui.supervisor import controls
-from horde_tui.supervisor.targets import TargetError, parse_targets, selects
+from horde_tui.protocol import controls
+from horde_tui.protocol.targets import TargetError, parse_targets, selects
 
 DECISIONS = {"approve": "allow", "refuse": "refuse", "allow-all": "allow-all"}
 """Control action -> the decision it makes."""

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from horde_tui.common.settings import Settings
-from horde_tui.member.sandbox import SandboxPolicy
+from horde_tui.protocol.controls import HordeControls
+from horde_tui.protocol.targets import Target
+from horde_tui.sandbox.policy import SandboxPolicy
 from horde_tui.store.members import MemberState
 from horde_tui.store.store import HordeStore
 from horde_tui.supervisor.confirm import ConfirmDesk
-from horde_tui.supervisor.controls import HordeControls
 from horde_tui.supervisor.processes import GatewayHandle, MemberProcess
 from horde_tui.supervisor.setup import MemberSpec, RunRequest
-from horde_tui.supervisor.targets import Target
 
 
 @dataclass

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from horde_tui.common import prompts
+from horde_tui.protocol.outcome import STOPPED, RunSummary
 from horde_tui.store import runs
 from horde_tui.store.causes import USER_STOP
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.supervisor import acceptance_freeze, baseline, cleanup, lifecycle
-from horde_tui.supervisor.outcome import STOPPED, RunSummary
 from horde_tui.supervisor.processes import spawn_member
 from horde_tui.supervisor.setup import MemberSpec
 

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from horde_tui.common import keypipe
 from horde_tui.common.inputs import loads
 from horde_tui.common.reaper import end_session
-from horde_tui.member.shell import scrubbed_env
+from horde_tui.sandbox.shell import scrubbed_env
 from horde_tui.store.activity import StallClock
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import atomic_write_text

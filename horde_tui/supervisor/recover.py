@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store import runs
 from horde_tui.store.members import MemberState, external_members, fold_lifecycle
 from horde_tui.store.runs import clear_live, supervisor_pid
@@ -21,7 +22,6 @@ from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
-from horde_tui.supervisor.outcome import RunSummary
 
 
 def _parse_ts(value: object) -> float:

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from horde_tui.protocol.actions.collab_reads import acceptance_line
 from horde_tui.protocol.context import PARENT_ACTORS
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.acceptance import GROUPS as ACCEPTANCE_GROUPS
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.clusters import Cluster, build_clusters
@@ -29,7 +30,6 @@ from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.baseline import LAST, Delta, delta_lines
 from horde_tui.supervisor.citations import ConsistencyWarning, check_findings
 from horde_tui.supervisor.forecast import Forecast, finding_yield, spend_lines
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.summary import (
     RunScope,
     coverage_sentence,

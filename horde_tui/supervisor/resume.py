@@ -31,6 +31,7 @@ from horde_tui.common import prompts
 from horde_tui.common.reaper import end_session
 from horde_tui.common.settings import Settings, SettingsError, load_settings
 from horde_tui.common.watchdog import POLL_S, pid_alive
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store import runs, usage
 from horde_tui.store.causes import HANDOFF
 from horde_tui.store.members import MemberState, fold_lifecycle
@@ -40,7 +41,6 @@ from horde_tui.store.transcript import SessionStats, sessions
 from horde_tui.supervisor.context import RunContext, StopState
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.run import Supervisor
 from horde_tui.supervisor.setup import RunRequest
 

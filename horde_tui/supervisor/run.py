@@ -19,9 +19,12 @@ from typing import Any
 
 from horde_tui.common import prompts
 from horde_tui.common.settings import Settings, env_name, setting_text
-from horde_tui.member.sandbox import SandboxPolicy, passed_through
-from horde_tui.member.sandbox import resolve as resolve_sandbox
-from horde_tui.member.shell import scrubbed_env
+from horde_tui.protocol import controls
+from horde_tui.protocol.outcome import RunSummary, ending_of, outcome_of
+from horde_tui.protocol.targets import ALL, Target, parse_targets, selects
+from horde_tui.sandbox.policy import SandboxPolicy, passed_through
+from horde_tui.sandbox.policy import resolve as resolve_sandbox
+from horde_tui.sandbox.shell import scrubbed_env
 from horde_tui.store import identity
 from horde_tui.store.causes import (
     FINISHED_CAUSES,
@@ -36,12 +39,11 @@ from horde_tui.store.runs import DETACHED_LOG_ENV, clear_live, mark_live, reatta
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.standing import standing
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor import controls, finalize, handoff, lifecycle, repair, reviews, watch
+from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.forecast import canary_forecast
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary, ending_of, outcome_of
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -60,7 +62,6 @@ from horde_tui.supervisor.setup import (
     seed_plan,
     write_run_files,
 )
-from horde_tui.supervisor.targets import ALL, Target, parse_targets, selects
 
 TICK_S = 0.25
 SESSION_HANDLED = frozenset({"exited", "stopped", "waiting"})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.causes import ABNORMAL_CAUSES
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.ledgers.findings import classify
@@ -21,7 +22,6 @@ from horde_tui.store.members import MemberState
 from horde_tui.store.model import Entity, Finding, Post
 from horde_tui.store.state import LedgerState
 from horde_tui.store.usage import sum_cost
-from horde_tui.supervisor.outcome import RunSummary
 
 DEMO_MODEL = "demo model (scripted, not a real LLM)"
 

@@ -32,13 +32,15 @@ from typing import Any
 
 from horde_tui.common import prompts
 from horde_tui.common.settings import Settings
-from horde_tui.member.shell import scrubbed_env
+from horde_tui.protocol import controls
+from horde_tui.protocol.outcome import WITH_FAILURES, RunSummary, exit_code
+from horde_tui.protocol.targets import TargetError, parse_targets, per_horde
+from horde_tui.sandbox.shell import scrubbed_env
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
 from horde_tui.store.runs import Workstream, swarm_dir, write_swarm_json
-from horde_tui.supervisor import controls, finalize
+from horde_tui.supervisor import finalize
 from horde_tui.supervisor.observe import Sink, SupervisorEvent
-from horde_tui.supervisor.outcome import WITH_FAILURES, RunSummary, exit_code
 from horde_tui.supervisor.processes import (
     GatewayHandle,
     GatewayStartError,
@@ -49,7 +51,6 @@ from horde_tui.supervisor.run import Supervisor, gateway_env, member_settings_en
 from horde_tui.supervisor.setup import MemberSpec, RunRequest, new_run_id
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers, parse_partition
 from horde_tui.supervisor.swarm_report import render_report, render_swarm_md
-from horde_tui.supervisor.targets import TargetError, parse_targets, per_horde
 
 PLANNER = "planner"
 MERGE = "merge"

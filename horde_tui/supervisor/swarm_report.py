@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.members import MemberState
@@ -19,7 +20,6 @@ from horde_tui.store.model import Finding
 from horde_tui.store.runs import Workstream
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import HordeStore
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.summary import (
     RunScope,

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store import runs
 from horde_tui.store.runs import (
     SWARM_LIVE_STATES,
@@ -30,7 +31,6 @@ from horde_tui.store.runs import (
 from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor.finalize import read_events
 from horde_tui.supervisor.observe import Sink
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.recover import rebuild_members
 from horde_tui.supervisor.resume import (
     ResumePoint,

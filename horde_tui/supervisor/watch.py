@@ -11,6 +11,7 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
+from horde_tui.protocol.targets import parse_targets
 from horde_tui.store.activity import (
     activity,
     duration,
@@ -21,7 +22,6 @@ from horde_tui.store.activity import (
 )
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.findings import independent_reporters
-from horde_tui.supervisor.targets import parse_targets
 
 if TYPE_CHECKING:
     from horde_tui.store.members import MemberState

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from horde_tui.supervisor import controls
+from horde_tui.protocol import controls
 from horde_tui.view.source import send_control
 
 ACTIONS = {"allow": "approve", "refuse": "refuse", "allow-all": "allow-all"}

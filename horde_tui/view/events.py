@@ -449,7 +449,7 @@ LEVELS = {
 
 
 def _end_level(record: dict[str, Any]) -> str:
-    """A run's end is painted by its outcome (`supervisor/outcome.py`'s table): finished
+    """A run's end is painted by its outcome (`protocol/outcome.py`'s table): finished
     and solved are good, a failure (`failed`, `canary failed`) an error, every other end
     (a stop, interrupted, unvalidated, finished with failures) a warning."""
     outcome = str(record.get("outcome", ""))

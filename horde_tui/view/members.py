@@ -23,12 +23,12 @@ from typing import Any
 
 from horde_tui.common.settings import Settings
 from horde_tui.common.watchdog import pid_alive
+from horde_tui.protocol.controls import pending_requests
 from horde_tui.store import usage
 from horde_tui.store.activity import last_write, read_backoff
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.store.transcript import SessionStats, sessions
-from horde_tui.supervisor.controls import pending_requests
 
 _MID_CALL = frozenset({"running", "paused"})
 """A member whose newest answer's call is still going (a paused one is frozen in it)."""

@@ -32,13 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from horde_tui.protocol import controls
+from horde_tui.protocol.controls import HordeControls
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.members import MemberState
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import controls
 from horde_tui.supervisor.context import StopState
-from horde_tui.supervisor.controls import HordeControls
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.view.run import RunView
 
 REMOTE_ACTIONS = {

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from horde_tui.member.sandbox import SandboxPolicy, bwrap_problem
-from horde_tui.member.shell import run_command
+from horde_tui.sandbox.policy import SandboxPolicy, bwrap_problem
+from horde_tui.sandbox.shell import run_command
 
 
 def timed(work: Path, policy: SandboxPolicy, runs: int) -> list[float]:

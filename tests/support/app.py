@@ -34,13 +34,14 @@ from textual.pilot import Pilot
 
 from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.member.session import Transcript
+from horde_tui.protocol import controls
+from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.members import MemberState, fold_lifecycle
 from horde_tui.store.runs import sessions_dir
 from horde_tui.store.store import HordeStore
 from horde_tui.store.transcript import summarize
-from horde_tui.supervisor import controls, lifecycle
+from horde_tui.supervisor import lifecycle
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.outcome import RunSummary
 from horde_tui.supervisor.setup import RunRequest, assign_roles
 from horde_tui.view.source import HostedRun
 from support.rundir import RunDir

@@ -407,7 +407,7 @@ def check_programs(environ: Mapping[str, str]) -> list[Check]:
 def check_sandbox(settings: Settings | None) -> list[Check]:
     """Member commands in bubblewrap: required (FAIL without it), auto (warn) or off.
     Resource cleanup runs only in bubblewrap, whatever the mode: without it, none runs."""
-    from horde_tui.member.sandbox import bwrap_problem
+    from horde_tui.sandbox.policy import bwrap_problem
 
     mode = settings.sandbox if settings is not None else "auto"
     problem = bwrap_problem()

@@ -7,7 +7,7 @@ session, with stdin closed, and comes back as one bounded text the model can rea
 only: members are small processes.
 
 The refusal list is a guard rail against the obvious; the boundary is the sandbox
-(`sandbox.py`: bubblewrap, when it can run), without which anything the user can do, a
+(`policy.py`: bubblewrap, when it can run), without which anything the user can do, a
 determined command can still do. The list parses the command the way a shell splits it
 (separators, quotes, `sudo`/`env` prefixes, `bash -c "..."`, `$(...)`), so ordinary
 commands that merely mention a dangerous word (`grep -r shutdown`, `echo "rm -rf /"`)
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from horde_tui.common import procfs
 from horde_tui.common.refusal import refusal_reason
-from horde_tui.member.sandbox import (
+from horde_tui.sandbox.policy import (
     NEVER_PASSED,
     SandboxPolicy,
     bwrap_argv,
@@ -252,7 +252,7 @@ def run_command(
     """Run `command` with `bash -c` (or `/bin/sh`) in `cwd`, unless the refusal list forbids it.
 
     Under a `bwrap` policy (or `auto` where bwrap runs) the command runs inside the
-    sandbox (`sandbox.py`); a `bwrap` policy where bwrap cannot run refuses the command
+    sandbox (`policy.py`); a `bwrap` policy where bwrap cannot run refuses the command
     rather than run it bare. Either way its environment is `command_env`.
 
     stdout and stderr share one pipe so the model sees them interleaved as a terminal

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from horde_tui.common.inputs import loads
+from horde_tui.protocol.targets import TargetError, parse_targets
 from horde_tui.store import identity
 from horde_tui.store.paths import atomic_write_text
-from horde_tui.supervisor.targets import TargetError, parse_targets
 
 ACTIONS = ("status", "stop-hard", "stop-clean", "pause", "resume", "reset")
 CONFIRM_ACTIONS = ("confirm", "approve", "refuse", "allow-all")
@@ -137,7 +137,7 @@ def ask(
 
 class HordeControls(Protocol):
     """The controls a hosted supervisor takes, a run's `Supervisor` or a swarm's
-    `SwarmSupervisor` alike (targets in `supervisor/targets.py` syntax); each returns the
+    `SwarmSupervisor` alike (targets in `protocol/targets.py` syntax); each returns the
     line the person sees."""
 
     def pause(self, target: str = "all") -> str: ...
