@@ -384,7 +384,7 @@ async def test_activity_column_says_the_state_for_how_long_and_cost_has_one_nota
     """The activity column says what a running member does and since when: a tool and
     its call, then the model call its result went into; a member silent for a while is
     `idle`, dimmed. A member that has not called the model shows `-` for cost, not
-    `$0.000` beside `unknown`."""
+    `$0.0000` beside `unknown` (costs read as on the pages and in REPORT.md)."""
     fake = FakeSupervisor(tmp_path, count=4)
     app = deterministic_app(fake)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -402,7 +402,7 @@ async def test_activity_column_says_the_state_for_how_long_and_cost_has_one_nota
         fake.result("member-1", 195, "horde")
         await wait_for(pilot, lambda: cell(app, "member-1", "tool") == "waiting on model 5s")
         assert table._shown["member-1"]["tool"][1] == ""
-        assert cell(app, "member-1", "cost") == "$0.001"
+        assert cell(app, "member-1", "cost") == "$0.0012"
         assert cell(app, "member-2", "cost") == "unknown"
         assert cell(app, "member-3", "cost") == "-"
         assert cell(app, "member-3", "tool") == "idle 3m19s"  # spawned, silent since

@@ -99,7 +99,7 @@ def test_member_detail(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
     """member-2's detail screen with its transcript and log. A reviewer should see
     "member-2 · member · running" in green; one line of facts as its transcript tells
     them (attempt 1, resets 0, elapsed 3:08, turns 4, tokens 10.3k with the in/out
-    split, cost $0.016, pid 4002); "Now: running a tool: read src/api/users.py" (the
+    split, cost $0.0163, pid 4002); "Now: running a tool: read src/api/users.py" (the
     transcript carries no times, so no duration), "Supervisor: nothing: the member is at
     work" and "Said: Claimed #3:
     the users query builder. Reading it next."; the "Transcript" heading

@@ -85,8 +85,8 @@ def test_swarm_screen(
     """Enter on the live swarm. A reviewer should see the horde tabs line "[all] 1:h1
     2:h2 3:h3 · enter or 1-4: a horde's run screen" in the primary colour, the status
     line "swarm 20260102-121000-5a5a · active · 3/3 · openai/stub · merge pending", one
-    row per horde: h1 active (3 members, 1 finding, 1 accepted artifact, $0.500, "SQL
-    and shell injection ..."), h2 finished "completed" ($0.000), h3 pending with "-"
+    row per horde: h1 active (3 members, 1 finding, 1 accepted artifact, $0.5000, "SQL
+    and shell injection ..."), h2 finished "completed" ($0.0000), h3 pending with "-"
     for findings, accepted and cost; the tabs "a Overview", "l Ledgers", "w SWARM", "o
     REPORT", "d DELIVERABLE" with the overview showing the prompt in bold, the state line, "Merge:
     pending", the partition table (horde, workstream, acceptance criterion, layers) and

@@ -157,9 +157,9 @@ async def test_the_swarm_screen_shows_one_line_per_horde_from_its_run(horde: Pat
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_swarm(pilot)
         rows = table_rows(app, "#hordes")
-        assert rows["h1"][:7] == ["h1", "active", "-", "3", "1", "1", "$0.500"]
+        assert rows["h1"][:7] == ["h1", "active", "-", "3", "1", "1", "$0.5000"]
         assert rows["h1"][7].startswith("SQL and shell injection")
-        assert rows["h2"][:7] == ["h2", "finished", "completed", "3", "0", "0", "$0.000"]
+        assert rows["h2"][:7] == ["h2", "finished", "completed", "3", "0", "0", "$0.0000"]
         assert rows["h3"][:7] == ["h3", "pending", "-", "3", "-", "-", "-"]
         status = str(screen.query_one("#swarm-status").render())
         assert status == f"swarm {SWARM_ID} · active · 3/3 · openai/stub · merge pending"

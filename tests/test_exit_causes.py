@@ -23,9 +23,9 @@ from horde_tui.store.causes import (
     STATUS_CLASSES,
     status_class,
 )
+from horde_tui.store.display import end_label, is_partial
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
-from horde_tui.supervisor.summary import end_label, is_partial
 from horde_tui.view.events import event_parts
 
 EXPECTED = {

@@ -57,3 +57,25 @@ def test_the_stylesheet_is_found_by_package_path() -> None:
     assert styles_dir() == PACKAGE / "styles"
     assert (styles_dir() / "app.tcss").is_file()
     assert (PACKAGE / "styles").resolve() == REPO / "styles"
+
+
+def test_the_web_pages_are_drawn_from_packaged_autoescaped_templates() -> None:
+    """Issue 31 item 6: the browser view's markup lives in Jinja2 templates (package data,
+    so the wheel carries them: `.ci/run` renders a page from the installed wheel), with
+    autoescape on, and `pages.py` keeps the data builders only."""
+    from horde_tui.web import pages, render
+
+    templates = PACKAGE / "web" / "templates"
+    names = sorted(p.name for p in templates.glob("*.html"))
+    assert "document.html" in names and "_macros.html" in names, names
+    for name in names:  # each one parses, and escapes what it is given
+        render._ENV.get_template(name)
+    assert render._ENV.autoescape is True
+    shown = render._ENV.get_template("message.html").render(text="<script>x</script>", cls="")
+    assert "<script>" not in shown and "&lt;script&gt;" in shown
+    source = Path(pages.__file__).read_text(encoding="utf-8")
+    assert len(source.splitlines()) < 500, "pages.py holds the data builders, not the markup"
+    for name in ("pages", "render", "memberpages", "swarmpages", "project"):  # the builders
+        text = (PACKAGE / "web" / f"{name}.py").read_text(encoding="utf-8")
+        found = re.findall(r"<(?:a|p|h[1-6]|div|span|table|tr|td|pre|details|section)[ >]", text)
+        assert not found, f"markup in web/{name}.py: {found}"

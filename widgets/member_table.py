@@ -1,6 +1,7 @@
 """`MemberTable`: one row per member of a run, repainted cell by cell.
 
-The table renders `MemberRow`s it is handed and nothing else (no supervisor, no files).
+The table renders `MemberRow`s it is handed and nothing else (no supervisor, no files);
+the row model and its formatters are `store.display`'s, which the pages and REPORT.md share.
 It draws with the Line API (`render_line`) and keeps each row's rendered `Strip`.
 `show(rows)` formats each row's cells and compares them with what is on screen; for a
 row that differs it drops that row's strip and refreshes only the span of its line that
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -30,6 +30,7 @@ from textual.strip import Strip
 
 from horde_tui.store.activity import duration
 from horde_tui.store.causes import status_class
+from horde_tui.store.display import MemberRow, format_elapsed, format_tokens
 from horde_tui.view.cells import cell_len, clip, pad
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -63,63 +64,6 @@ MOVE = Binding.Group("member table")
 
 Cell = tuple[str, str]
 """A cell as drawn: its text (unpadded) and its component class ("" for the row's)."""
-
-
-@dataclass(frozen=True)
-class MemberRow:
-    """What one table row shows, as plain values; the table formats them."""
-
-    name: str
-    role: str
-    status: str
-    tool: str = ""
-    """The tool running now ("" between tools)."""
-    summary: str = ""
-    """The running tool's summary, or the last tool's once it ended (shown dimmed)."""
-    elapsed_s: float | None = None
-    turns: int = 0
-    tokens: int = 0
-    cost_usd: float | None = 0.0
-    """None means the provider did not say what a call cost: shown as `unknown`."""
-    resets: int = 0
-    exit_cause: str | None = None
-    activity: str = ""
-    """A running member's state and for how long (`store.activity`): `rate-limited 12s
-    (429, retry in 3s)`, `running a tool 40s: bash: pytest -q`; "" for the others."""
-    activity_short: str = ""
-    """The same in fewer words (`tool 40s: pytest -q`), for a column too narrow for it."""
-    activity_tone: str = ""
-    """`note` (held back or looping: painted as a warning), `quiet` (idle: dimmed) or ""."""
-    ledger_s: float | None = None
-    """Seconds since a running member last wrote the ledger (None: not running, or no
-    write yet: `-`). The stall rule resets a member after the stall time without one."""
-
-
-def format_elapsed(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def format_tokens(tokens: int) -> str:
-    if tokens < 1000:
-        return str(tokens)
-    if tokens < 1_000_000:
-        return f"{tokens / 1000:.1f}k"
-    return f"{tokens / 1_000_000:.1f}M"
-
-
-def format_cost(cost: float | None, called: bool = True) -> str:
-    """`$0.012`, `unknown` when the provider did not say, `-` before the first model call
-    (its cost is neither $0 nor unknown yet, like the time column before a start)."""
-    if not called:
-        return "-"
-    if cost is None:
-        return "unknown"
-    return f"${cost:.3f}" if cost < 10 else f"${cost:.2f}"
 
 
 class MemberTable(ScrollView, can_focus=True):
@@ -298,7 +242,6 @@ class MemberTable(ScrollView, can_focus=True):
             # what the member is doing rather than flicker empty.
             tool, tool_class = row.summary, "member-table--last" if row.summary else ""
         state = status_class(row.status, row.exit_cause)
-        called = bool(row.tokens or row.turns)
         cells = {
             "name": (row.name, ""),
             "role": (row.role, ""),
@@ -308,10 +251,7 @@ class MemberTable(ScrollView, can_focus=True):
             "ledger": ("-" if row.ledger_s is None else duration(row.ledger_s), ""),
             "turns": (str(row.turns), ""),
             "tokens": (format_tokens(row.tokens), ""),
-            "cost": (
-                format_cost(row.cost_usd, called),
-                "member-table--note" if row.cost_usd is None and called else "",
-            ),
+            "cost": (row.cost, "member-table--note" if row.cost_usd is None and row.called else ""),
             "resets": (str(row.resets), "member-table--note" if row.resets else ""),
         }
         return {key: cells[key] for key, _, _ in self._columns}  # a column left out: none

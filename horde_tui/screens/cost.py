@@ -17,10 +17,9 @@ from collections.abc import Iterable
 from rich.cells import cell_len
 
 from horde_tui.screens.panes import LedgerSource
+from horde_tui.store.display import format_cost, format_tokens
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.forecast import Forecast, Spend
-from horde_tui.supervisor.summary import fmt_cost
-from horde_tui.widgets.member_table import format_tokens
 from horde_tui.widgets.status_line import StatusLine
 
 
@@ -28,7 +27,7 @@ def _each(spend: Spend, what: str, n: int, none: str) -> str:
     each = spend.each(n)
     if each is None:
         return none
-    return f"per {what} ({n}): {fmt_cost(each[0])}, {format_tokens(round(each[1]))} tok"
+    return f"per {what} ({n}): {format_cost(each[0])}, {format_tokens(round(each[1]))} tok"
 
 
 def cost_text(spend: Spend, forecast: Forecast | None, width: int | None = None) -> str:
@@ -37,7 +36,7 @@ def cost_text(spend: Spend, forecast: Forecast | None, width: int | None = None)
     accepted yet`). Given a `width` the line fits it: what says least goes first (the
     cost per finding, then the forecast's horizon, then what the findings cost or that
     there are none), so the forecast is never the part cut off."""
-    spent = f"spent {fmt_cost(spend.cost_usd)}, {format_tokens(spend.tokens)} tok"
+    spent = f"spent {format_cost(spend.cost_usd)}, {format_tokens(spend.tokens)} tok"
     accepted = per_finding = pace = horizon = ""
     if not spend.findings:
         accepted = "no findings yet"
@@ -46,7 +45,7 @@ def cost_text(spend: Spend, forecast: Forecast | None, width: int | None = None)
         per_finding = _each(spend, "finding", spend.findings, "")
     if forecast is not None:
         toks, cost = forecast.per_10_min()
-        pace = f"forecast: {fmt_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
+        pace = f"forecast: {format_cost(cost)}, {format_tokens(round(toks))} tok per 10 min"
         horizon = forecast.horizon()
 
     full = f"{pace}; {horizon}" if pace and horizon else pace

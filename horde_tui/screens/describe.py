@@ -1,7 +1,7 @@
 """Turn what the supervisor knows into what the widgets show.
 
-The widgets take plain rows; this is the one place that knows what a `MemberState`
-field means on screen, so the table, the keys and the member detail screen agree.
+The widgets take plain rows (`store.display.MemberRow.of`, which the pages and REPORT.md
+share); this says which controls apply to whom, so the keys and the palette agree.
 (The Events tab reads `events.jsonl`; its columns come from `view.events.event_parts`.)
 """
 
@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from horde_tui.store import activity as activities
 from horde_tui.store.members import MemberState
 from horde_tui.view.run import LIVE_STATES
 from horde_tui.view.swarm import HordeLine
-from horde_tui.widgets.member_table import MemberRow
 
 LIVE_STATUSES = frozenset({"starting", "running"})
 """A member in one of these can be paused."""
@@ -40,44 +38,6 @@ def member_tally(states: Iterable[MemberState]) -> str:
     tally = ", ".join(f"{n} {status}" for status, n in counts.items())
     text = f"{sum(counts.values())} members: {tally}"
     return text + (f" · helpers: {', '.join(helpers)}" if helpers else "")
-
-
-def elapsed(state: MemberState, now: float) -> float | None:
-    """Seconds since the member's current session started (frozen once it ended)."""
-    if state.started is None:
-        return None
-    end = state.ended if state.status == "exited" and state.ended else now
-    return max(0.0, end - state.started)
-
-
-ACTIVITY_TONES = {
-    activities.RATE_LIMITED: "note",
-    activities.LOOPING: "note",
-    activities.BLOCKED: "note",
-    activities.IDLE: "quiet",
-}
-"""How the table paints a state: held back or looping stands out, idle recedes."""
-
-
-def member_row(state: MemberState, now: float) -> MemberRow:
-    doing = activities.activity(state, now)
-    return MemberRow(
-        name=state.name,
-        role=state.role,
-        status=state.status,
-        tool=state.current_tool,
-        summary=state.tool_summary,
-        elapsed_s=elapsed(state, now),
-        turns=state.turns,
-        tokens=state.prompt_tokens + state.completion_tokens,
-        cost_usd=state.cost_usd,
-        resets=state.resets,
-        exit_cause=state.exit_cause,
-        activity=doing.text(now) if doing else "",
-        activity_short=doing.text(now, short=True) if doing else "",
-        activity_tone=ACTIVITY_TONES.get(doing.state, "") if doing else "",
-        ledger_s=now - state.last_write if doing and state.last_write else None,
-    )
 
 
 def horde_applies(action: str, swarm_live: bool, line: HordeLine) -> bool:

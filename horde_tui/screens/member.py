@@ -20,16 +20,16 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, Static
 
 from horde_tui.screens.base import HordeScreen, shown_path
-from horde_tui.screens.describe import STOPPABLE_STATUSES, elapsed
+from horde_tui.screens.describe import STOPPABLE_STATUSES
 from horde_tui.store.activity import Activity, activity, last_write, next_step
 from horde_tui.store.causes import STATUS_CLASSES, status_class
+from horde_tui.store.display import MemberRow, format_elapsed, format_tokens
 from horde_tui.store.linefile import LineIndex
 from horde_tui.store.members import MemberState
 from horde_tui.store.transcript import sessions
 from horde_tui.view.members import stall_rule
 from horde_tui.view.transcript import TranscriptReader
 from horde_tui.widgets.log_tail import LogTail
-from horde_tui.widgets.member_table import format_cost, format_elapsed, format_tokens
 from horde_tui.widgets.transcript_view import TranscriptView
 
 if TYPE_CHECKING:
@@ -266,14 +266,14 @@ class MemberDetailScreen(HordeScreen):
         title.update(f"{state.name} · {state.role} · {state.status}")
 
         now = self.horde_app.config.clock()
-        tokens = state.prompt_tokens + state.completion_tokens
+        row = MemberRow.of(state, now)
         facts = [
             f"attempt {state.attempt} (resets {state.resets})",
-            f"elapsed {format_elapsed(elapsed(state, now))}",
+            f"elapsed {format_elapsed(row.elapsed_s)}",
             f"turns {state.turns}",
-            f"tokens {format_tokens(tokens)} ({state.prompt_tokens} in, "
+            f"tokens {format_tokens(row.tokens)} ({state.prompt_tokens} in, "
             f"{state.completion_tokens} out)",
-            f"cost {format_cost(state.cost_usd, bool(tokens or state.turns))}",
+            f"cost {row.cost}",
             f"pid {state.pid or '-'}",
         ]
         if state.layers:

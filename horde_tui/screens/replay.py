@@ -19,9 +19,10 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from horde_tui.screens.cost import CostLine
-from horde_tui.screens.describe import member_row, member_tally
+from horde_tui.screens.describe import member_tally
 from horde_tui.screens.panes import GraphPane, LedgerSource
 from horde_tui.screens.run import RunScreen
+from horde_tui.store.display import MemberRow
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.view.replay import Replay, ReplayLedgerView, ReplaySwimlane
@@ -161,7 +162,7 @@ class ReplayScreen(RunScreen):
         if not self._ready:
             return
         now = self.replay.cursor().time
-        rows = [member_row(state, now) for state in self.source.members.values()]
+        rows = [MemberRow.of(state, now) for state in self.source.members.values()]
         self.table.show(self.query_one(ConfirmQueue).badge(rows))
 
     def status_text(self) -> str:

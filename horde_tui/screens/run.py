@@ -30,7 +30,6 @@ from horde_tui.screens.cost import CostLine
 from horde_tui.screens.describe import (
     LIVE_STATUSES,
     STOPPABLE_STATUSES,
-    member_row,
     member_tally,
 )
 from horde_tui.screens.member import MemberDetailScreen, reset_applies
@@ -46,6 +45,7 @@ from horde_tui.screens.panes import (
     ThreadsPane,
 )
 from horde_tui.screens.report import ReportScreen
+from horde_tui.store.display import MemberRow, format_elapsed
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
 from horde_tui.view.events import EventView
@@ -53,7 +53,7 @@ from horde_tui.view.phase import RunPhase
 from horde_tui.view.source import RunSource
 from horde_tui.widgets.confirm_queue import ConfirmQueue
 from horde_tui.widgets.event_log import EventTail
-from horde_tui.widgets.member_table import MemberTable, format_elapsed
+from horde_tui.widgets.member_table import MemberTable
 from horde_tui.widgets.status_line import StatusLine
 
 LEDGER_TABS = ("board", "ideas", "findings", "facts", "claims", "resources")
@@ -269,7 +269,7 @@ class RunScreen(HordeScreen):
         if not self._ready:
             return
         clock = self.horde_app.config.clock()
-        rows = [member_row(state, clock) for state in self.source.members.values()]
+        rows = [MemberRow.of(state, clock) for state in self.source.members.values()]
         self.table.show(self.query_one(ConfirmQueue).badge(rows))
 
     def on_confirm_queue_changed(self, event: ConfirmQueue.Changed) -> None:

@@ -55,12 +55,13 @@ from horde_tui.screens.commands import SwarmCommands
 from horde_tui.screens.describe import STOPPABLE_STATUSES, horde_applies
 from horde_tui.screens.modals import ChoiceScreen, reset_screen
 from horde_tui.screens.panes import MarkdownFilePane
+from horde_tui.store.display import format_cost
 from horde_tui.view.confirms import WaitingCommand, swarm_waiting
 from horde_tui.view.ledgers import KINDS
 from horde_tui.view.source import send_control
 from horde_tui.view.swarm import HordeLine, SwarmView, overview_markdown
 from horde_tui.widgets.confirm_queue import BADGE_STATUS, ConfirmQueue
-from horde_tui.widgets.member_table import clip, format_cost
+from horde_tui.widgets.member_table import clip
 from horde_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:  # the supervisor loads only when a swarm is hosted
@@ -401,7 +402,7 @@ class SwarmScreen(HordeScreen):
             "members": str(line.members or "-"),
             "findings": str(line.findings) if started else "-",
             "accepted": str(line.accepted) if started else "-",
-            "cost": format_cost(line.cost_usd) if started else "-",
+            "cost": format_cost(line.cost_usd, started),
             "workstream": clip(line.workstream or "-", workstream_width),
         }
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde_tui.store.acceptance import acceptance
+from horde_tui.store.display import format_cost
 from horde_tui.store.members import MemberState
 from horde_tui.store.state import LedgerState
-from horde_tui.supervisor.summary import fmt_cost, tokens, total_cost
+from horde_tui.supervisor.summary import tokens, total_cost
 
 
 @dataclass(frozen=True)
@@ -51,16 +52,18 @@ class Forecast:
         per_min = None if self.cost_per_min is None else self.cost_per_min * self.members
         if self.budget_usd is not None and per_min:
             minutes = self.budget_usd / per_min
-            return f"the {fmt_cost(self.budget_usd)} budget lasts about {minutes:,.0f} min"
+            return f"the {format_cost(self.budget_usd)} budget lasts about {minutes:,.0f} min"
         if self.deadline_min is not None:
-            cost = "an unknown cost" if per_min is None else fmt_cost(per_min * self.deadline_min)
+            cost = (
+                "an unknown cost" if per_min is None else format_cost(per_min * self.deadline_min)
+            )
             return f"{cost} by the {self.deadline_min:g}-minute deadline"
         return ""
 
     def text(self) -> str:
         toks, cost = self.per_10_min()
         line = (
-            f"{fmt_cost(cost)} and {toks:,.0f} tokens per 10 min for {self.members} "
+            f"{format_cost(cost)} and {toks:,.0f} tokens per 10 min for {self.members} "
             f"member{'s' if self.members != 1 else ''} at the canary's pace"
         )
         horizon = self.horizon()
@@ -150,10 +153,10 @@ def spend_lines(
         each = spend.each(n)
         if each is None:
             return none
-        return f"{fmt_cost(each[0])} and {each[1]:,.0f} tokens each"
+        return f"{format_cost(each[0])} and {each[1]:,.0f} tokens each"
 
     lines = [
-        f"- Cost: {fmt_cost(cost)}, {toks:,} tokens · per finding ({findings}): "
+        f"- Cost: {format_cost(cost)}, {toks:,} tokens · per finding ({findings}): "
         f"{per(findings, 'none filed')} · per accepted finding ({accepted}): "
         f"{per(accepted, 'none accepted')}"
     ]
@@ -161,7 +164,7 @@ def spend_lines(
         pace = toks / minutes * 10 if minutes > 0 else 0.0
         pace_cost = None if cost is None or minutes <= 0 else cost / minutes * 10
         lines.append(
-            f"- Forecast after the canary: {forecast.text()}; spent {fmt_cost(pace_cost)} and "
+            f"- Forecast after the canary: {forecast.text()}; spent {format_cost(pace_cost)} and "
             f"{pace:,.0f} tokens per 10 min over {minutes:,.1f} min"
         )
     return lines

@@ -20,6 +20,7 @@ from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.acceptance import GROUPS as ACCEPTANCE_GROUPS
 from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.clusters import Cluster, build_clusters
+from horde_tui.store.display import end_label, format_duration, format_time
 from horde_tui.store.ledgers import answers
 from horde_tui.store.ledgers.common import one_line, stamp
 from horde_tui.store.ledgers.facts import is_provisional
@@ -34,9 +35,6 @@ from horde_tui.supervisor.summary import (
     RunScope,
     coverage_sentence,
     current_findings,
-    end_label,
-    fmt_duration,
-    fmt_time,
     last_post,
     member_table,
     model_line,
@@ -121,17 +119,17 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
         f"- {outcome_line(summary)}",
         f"- Canary: {one_line(summary.canary) or 'unknown'}",
         f"- {model_line(summary)}",
-        f"- Time: {fmt_time(summary.started)} to {fmt_time(summary.ended)} "
-        f"({fmt_duration(summary.ended - summary.started)})",
+        f"- Time: {format_time(summary.started)} to {format_time(summary.ended)} "
+        f"({format_duration(summary.ended - summary.started)})",
         f"- Task: TASK.md sha256 `{info.task_sha256 if info and info.task_sha256 else 'unknown'}`",
         *spend,
     ]
     if summary.layers:
         lines.append(f"- Plan layers: {'; '.join(summary.layers)}")
     if summary.stop_clean_at is not None:
-        lines.append(f"- Clean stop began: {fmt_time(summary.stop_clean_at)}")
+        lines.append(f"- Clean stop began: {format_time(summary.stop_clean_at)}")
     if summary.resumed_at:
-        times = ", ".join(fmt_time(t) for t in summary.resumed_at)
+        times = ", ".join(format_time(t) for t in summary.resumed_at)
         lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
     if summary.sandbox_note:
         lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")

@@ -11,11 +11,17 @@ writes the same bytes.
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
 
 from horde_tui.protocol.outcome import RunSummary
-from horde_tui.store.causes import ABNORMAL_CAUSES
+from horde_tui.store.display import (
+    MemberRow,
+    called,
+    format_cost,
+    format_count,
+    format_duration,
+    format_time,
+)
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.ledgers.findings import classify
 from horde_tui.store.members import MemberState
@@ -90,26 +96,6 @@ def coverage_sentence(state: LedgerState, scope: RunScope) -> str:
     return f"Review coverage of {len(findings)} current {noun}: {', '.join(parts)}; {tail}."
 
 
-def fmt_cost(cost: float | None) -> str:
-    """USD with enough digits for cheap models; `unknown` when a provider gave no price."""
-    if cost is None:
-        return "unknown"
-    return f"${cost:.2f}" if cost >= 1 else f"${cost:.4f}"
-
-
-def fmt_time(epoch: float | None) -> str:
-    if epoch is None:
-        return "unknown"
-    return _dt.datetime.fromtimestamp(epoch, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def fmt_duration(seconds: float) -> str:
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s"
-
-
 def model_line(summary: RunSummary) -> str:
     """A demo run says so plainly: its output must never pass for a real model's."""
     if summary.demo:
@@ -119,17 +105,6 @@ def model_line(summary: RunSummary) -> str:
 
 def tokens(member: MemberState) -> int:
     return member.prompt_tokens + member.completion_tokens
-
-
-def is_partial(member: MemberState) -> bool:
-    """An abnormal end after measurable work: its ledger entries are real but unfinished."""
-    worked = member.turns > 0 or tokens(member) > 0
-    return member.exit_cause in ABNORMAL_CAUSES and worked
-
-
-def end_label(member: MemberState) -> str:
-    cause = member.exit_cause or f"not ended ({member.status})"
-    return f"{cause}, partial" if is_partial(member) else cause
 
 
 def total_cost(members: list[MemberState]) -> float | None:
@@ -146,16 +121,18 @@ def member_table(members: list[MemberState]) -> list[str]:
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for m in members:
+        row = MemberRow.of(m)  # the row the app's table and the pages show
         role = m.role + (f" ({'; '.join(m.layers)})" if m.layers else "")
         lines.append(
-            f"| {m.name} | {_cell(role)} | {_cell(end_label(m))} | {m.turns} | "
-            f"{m.prompt_tokens:,} | {m.completion_tokens:,} | {fmt_cost(m.cost_usd)} | "
-            f"{m.resets} |"
+            f"| {m.name} | {_cell(role)} | {_cell(row.end)} | {m.turns} | "
+            f"{format_count(m.prompt_tokens)} | {format_count(m.completion_tokens)} | "
+            f"{row.cost} | {m.resets} |"
         )
+    cost = format_cost(total_cost(members), any(map(called, members)))
     lines.append(
         f"| total | | | {sum(m.turns for m in members)} | "
-        f"{sum(m.prompt_tokens for m in members):,} | "
-        f"{sum(m.completion_tokens for m in members):,} | {fmt_cost(total_cost(members))} | "
+        f"{format_count(sum(m.prompt_tokens for m in members))} | "
+        f"{format_count(sum(m.completion_tokens for m in members))} | {cost} | "
         f"{sum(m.resets for m in members)} |"
     )
     return lines
@@ -186,8 +163,8 @@ def render_summary(state: LedgerState, summary: RunSummary) -> str:
         f"- Diagnosis: {one_line(summary.diagnosis) or 'none recorded'}",
         f"- Canary: {one_line(summary.canary) or 'unknown'}",
         f"- {model_line(summary)}",
-        f"- Time: {fmt_time(summary.started)} to {fmt_time(summary.ended)} "
-        f"({fmt_duration(summary.ended - summary.started)})",
+        f"- Time: {format_time(summary.started)} to {format_time(summary.ended)} "
+        f"({format_duration(summary.ended - summary.started)})",
         "",
         "## Members",
         "",

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from horde_tui.protocol.outcome import RunSummary
 from horde_tui.store.acceptance import acceptance_all
+from horde_tui.store.display import format_cost, format_duration, format_time
 from horde_tui.store.ledgers.common import one_line
 from horde_tui.store.members import MemberState
 from horde_tui.store.model import Finding
@@ -25,9 +26,6 @@ from horde_tui.supervisor.summary import (
     RunScope,
     coverage_sentence,
     current_findings,
-    fmt_cost,
-    fmt_duration,
-    fmt_time,
     member_table,
     tokens,
     total_cost,
@@ -116,8 +114,8 @@ def render_report(swarm: ReportedSwarm) -> str:
         f"- Task: {one_line(swarm.request.prompt, 300)}",
         f"- Hordes: {swarm.count} of {swarm.request.count} members; model "
         f"`{data['model']}`{' (demo model)' if swarm.request.demo else ''}",
-        f"- Started {fmt_time(swarm.started)}"
-        + (f", hordes done after {fmt_duration(max(ended) - swarm.started)}" if ended else ""),
+        f"- Started {format_time(swarm.started)}"
+        + (f", hordes done after {format_duration(max(ended) - swarm.started)}" if ended else ""),
         f"- Merge: {data['merge']} (DELIVERABLE.md)",
         "",
         "| horde | outcome | members | turns | tokens | cost | findings | accepted | workstream |",
@@ -141,7 +139,7 @@ def render_report(swarm: ReportedSwarm) -> str:
         lines.append(
             f"| {name} | {_cell(summary.outcome)} | {len(members)} | "
             f"{sum(m.turns for m in members)} | {sum(tokens(m) for m in members):,} | "
-            f"{fmt_cost(total_cost(members))} | {len(findings)} | {accepted} | "
+            f"{format_cost(total_cost(members))} | {len(findings)} | {accepted} | "
             f"{_cell(share.workstream)} |"
         )
         sections += _horde_section(swarm, name, summary, store.state, findings, labels)

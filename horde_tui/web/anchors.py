@@ -12,7 +12,7 @@ from horde_tui.store.acceptance import acceptance_all
 from horde_tui.store.linefile import LineIndex
 from horde_tui.store.pagelinks import EVENTS_PER_PAGE, anchor, event_page
 
-__all__ = ["EVENTS_PER_PAGE", "anchor", "entry_pages", "event_line", "event_page"]
+__all__ = ["EVENTS_PER_PAGE", "anchor", "entry_pages", "event_line", "event_page", "mark_target"]
 _EVENT_ID = re.compile(rb'"id":"E([0-9]{1,18})"\}\s*$')
 """An event line's own E#: `id` is its last key (`EventLog.append` writes it so)."""
 
@@ -60,3 +60,18 @@ def event_line(index: LineIndex, ident: str) -> int | None:
         else:
             lo = at + 1
     return None
+
+
+def mark_target(base: str, mark: Any, entries: dict[str, str], events: LineIndex) -> str:
+    """Where a graph mark links (`base`: the run's folder): its ledger entry (a review:
+    the finding or artifact it checked), else its event in the audit; "" when neither is
+    on any page."""
+    ident = mark.text
+    if mark.kind in ("review", "refuted"):
+        ident = re.split(r"[✓~✗?]", mark.text, maxsplit=1)[-1]
+    if mark.kind in ("review", "refuted", "idea", "finding", "entity") and ident in entries:
+        return base + entries[ident]
+    line = event_line(events, mark.event) if mark.event else None
+    if line is None:
+        return ""
+    return f"{base}{event_page(line)}#{anchor(mark.event)}"

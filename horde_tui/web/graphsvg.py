@@ -6,13 +6,13 @@ mark before it in the same lane needs to stay readable, so a quiet hour is wide 
 busy second is narrow; the phase bands span their phases' real times. Edges (reviews
 with their verdict, challenges and what answered them, findings under their idea,
 deltas, supersessions) are curves from mark to mark, each with its label as a tooltip.
-The terminal's swimlane (`view.swimlane.layout`) keeps event order: a terminal has no
+A swarm's graph (`hordes_svg`) is drawn here too: one lane per horde with its lifecycle
+marks. The terminal's swimlane (`view.swimlane.layout`) keeps event order: a terminal has no
 room for a time axis.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from horde_tui.store.graph import PARENT, RunGraph
 from horde_tui.store.timestamps import epoch
 from horde_tui.view.swimlane import Mark, mark_of
+from horde_tui.web.markup import esc
 
 CELL = 7.4
 """Pixels per character of the monospace marks."""
@@ -29,10 +30,6 @@ PLOT_MIN = 900
 PX_PER_MARK = 36
 """The time axis grows with the marks, so a long run stays readable (scrolled)."""
 PLOT_MAX = 14000
-
-
-def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 class TimeAxis:
@@ -191,3 +188,32 @@ def swimlane_svg(
         "dropped": graph.dropped,
     }
     return "".join(out), data
+
+
+def hordes_svg(
+    label: str,
+    lanes: list[str],
+    steps: list[tuple[float, str, str | None]],
+    href: Callable[[str], str],
+) -> str:
+    """A swarm's lanes (`swarm`, then each horde) with the lifecycle marks of SWARM.json's
+    timeline (`(ts, kind, horde)`, horde None for the swarm's own steps) on a real-time
+    axis; `href(lane)` is where a lane's marks link."""
+    axis = TimeAxis([t for t, _, _ in steps], 90, PLOT_MIN)
+    lane_h = 24
+    width, height = int(axis.left + axis.plot + 160), lane_h * (len(lanes) + 1)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="group" aria-label="{esc(label)}">'
+    ]
+    for row, lane in enumerate(lanes):
+        y = lane_h * (row + 1)
+        out.append(lane_open(lane, lane, y, width))
+        for ts, kind, horde in steps:
+            if (horde or "swarm") == lane:
+                x = axis.place(lane, ts, CELL * (len(kind) + 1))
+                mark = f'<text class="k-lifecycle" x="{x:.1f}" y="{y}">{esc(kind)}</text>'
+                out.append(f'<a href="{esc(href(lane))}">{mark}</a>')
+        out.append("</g>")
+    out.append("</svg>")
+    return "".join(out)

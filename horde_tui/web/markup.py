@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from markdown_it import MarkdownIt
+from markupsafe import escape
 
 
 def _markdown() -> MarkdownIt:
@@ -17,6 +18,12 @@ def _markdown() -> MarkdownIt:
 
 _MD = _markdown()
 _LOCAL_HREF = re.compile(r'<a href="(?!https?:|mailto:|#)[^"]*">')
+
+
+def esc(text: object) -> str:
+    """`text` as HTML text or an attribute value: the templates' autoescape, for the few
+    pieces drawn in Python (the SVG graphs), so both escape alike."""
+    return str(escape(text))
 
 
 def markdown(text: str) -> str:
