@@ -104,7 +104,7 @@ def main() -> int:
     if config.parent_pid:
         start_watchdog(config.parent_pid, on_gone=_orphaned(config.run, config.parent_pid))
     client = GatewayClient(
-        config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
+        config.gateway_url, config.gateway_token, config.name, config.settings.request_timeout_s
     )
     loop = MemberLoop(config, client, status)
     install_signal_handlers(loop)

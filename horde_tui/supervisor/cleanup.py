@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from horde_tui.common.settings import default_value
 from horde_tui.member.sandbox import SandboxPolicy
 from horde_tui.member.sandbox import resolve as resolve_sandbox
 from horde_tui.member.shell import run_command
@@ -82,7 +83,7 @@ async def run_cleanups(sup: RunContext) -> None:
     assert sup.parent is not None
     sup.parent.refresh()
     for res in owned_cleanups(sup.parent.state.resources.values(), sup.run_id):
-        if not sup.settings.cleanup:
+        if not sup.settings.supervisor.cleanup:
             fields = _skipped(res)
         else:
             fields = await asyncio.to_thread(
@@ -99,7 +100,7 @@ def run_from_disk(
     done = results(events)
     horde_dir = parent.paths.root
     run_dir = parent.paths.run_dir(run_id)
-    mode = resolve_sandbox(str(config.get("sandbox") or "auto"))[0]
+    mode = resolve_sandbox(str(config.get("sandbox") or default_value("sandbox")))[0]
     names = tuple(str(n) for n in config.get("sandbox_env") or ())
     policy = SandboxPolicy(mode, config.get("sandbox_network") is not False, names)
     for res in owned_cleanups(parent.state.resources.values(), run_id):
