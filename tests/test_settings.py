@@ -205,3 +205,50 @@ def test_a_restated_default_is_found(tmp_path: Path) -> None:
     )
     found = restated_defaults(package)
     assert [line.split(":")[1] for line in found] == ["2", "3", "4", "5"], found
+
+
+MEMBER_ENV = {
+    "HORDE_MEMBER": "member-1",
+    "HORDE_DIR": "/tmp/.horde",
+    "HORDE_RUN": "r1",
+    "HORDE_GATEWAY_URL": "http://127.0.0.1:9",
+    "HORDE_GATEWAY_TOKEN": "t",
+}
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "rule"),
+    [
+        ("HORDE_MAX_TURNS", "0", "greater than or equal to 1"),
+        ("HORDE_INBOX_TURNS", "-3", "greater than or equal to 0"),
+        ("HORDE_REQUEST_TIMEOUT_S", "soon", "valid integer"),
+    ],
+)
+def test_a_member_refuses_what_the_supervisor_refuses(variable: str, value: str, rule: str) -> None:
+    """The member validates its part with the supervisor's model: a value the settings
+    refuse is refused in the member too, in the same line, never clamped or defaulted."""
+    from horde_tui.member.config import MemberConfigError, load_member_config
+
+    with pytest.raises(SettingsError) as supervisor:
+        load_settings(environ={variable: value})
+    with pytest.raises(MemberConfigError) as member:
+        load_member_config({**MEMBER_ENV, variable: value})
+    assert str(member.value) == str(supervisor.value)
+    assert str(member.value).startswith(f"{variable}: ") and rule in str(member.value)
+
+
+def test_the_gateway_validates_its_own_part_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway reads the gateway's settings: a bad supervisor variable is not its
+    concern, a bad gateway one stops it with the settings' line."""
+    from horde_tui.gateway.__main__ import build_config, parse_args
+
+    for name in [n for n in os.environ if n.startswith("HORDE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HORDE_MODEL", "openai/x")
+    monkeypatch.setenv("HORDE_RESET_CAP", "many")
+    monkeypatch.setenv("HORDE_MAX_IN_FLIGHT", "3")
+    config = build_config(parse_args([]), "token")
+    assert (config.model, config.settings.max_in_flight) == ("openai/x", 3)
+    monkeypatch.setenv("HORDE_MAX_IN_FLIGHT", "0")
+    with pytest.raises(SettingsError, match=r"^HORDE_MAX_IN_FLIGHT: max_in_flight: .*\(got '0'\)"):
+        build_config(parse_args([]), "token")
