@@ -31,7 +31,6 @@ from pathlib import Path
 
 from horde_tui.store.secretfiles import masked_files
 
-SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 _HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
