@@ -74,7 +74,7 @@ async def test_the_cost_line_follows_the_run_live(tmp_path: Path) -> None:
     horde = Horde(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=(200, 30)) as pilot:
-        fake.emit("run-start", at=0, members=2, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=2, model=fake.settings.gateway.model)
         fake.emit("phase-start", at=1, phase="discovery")
         fake.spawn("member-1", at=2)
         fake.answer("member-1", 5, (2400, 600), 0.03, "horde", {"action": "idea"})

@@ -180,7 +180,7 @@ async def test_the_form_picks_a_preset_and_per_member_models(horde: Path) -> Non
         assert check.request is not None and check.request.preset is not None
         assert check.request.preset.name == "security-review"
         assert check.settings is not None
-        assert check.settings.member_models == {"member-4": "anthropic/claude-x"}
+        assert check.settings.gateway.member_models == {"member-4": "anthropic/claude-x"}
         argv = detached_argv(options, layers)
         assert argv[argv.index("--preset") + 1] == "security-review"
         assert argv[argv.index("--member-model") + 1] == "member-4=anthropic/claude-x"

@@ -410,7 +410,7 @@ async def test_a_transcript_that_appears_later_is_picked_up(tmp_path: Path) -> N
     fake = FakeSupervisor(tmp_path)
     app = deterministic_app(fake)
     async with app.run_test(size=SIZE) as pilot:
-        fake.emit("run-start", at=0, members=6, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=6, model=fake.settings.gateway.model)
         await wait_for(pilot, lambda: app.query_one(MemberTable).row_count == 6)
         screen = await enter_member(pilot, "member-2")  # not spawned yet: no session
         await wait_for(pilot, lambda: "no messages yet" in shown(app, "#transcript-status"))

@@ -388,7 +388,7 @@ async def test_activity_column_says_the_state_for_how_long_and_cost_has_one_nota
     fake = FakeSupervisor(tmp_path, count=4)
     app = deterministic_app(fake)
     async with app.run_test(size=(120, 36)) as pilot:
-        fake.emit("run-start", at=0, members=4, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=4, model=fake.settings.gateway.model)
         for name in fake.members:
             fake.spawn(name, at=1)
         fake.answer("member-1", 3, (900, 40), 0.0012, "horde", {"action": "review", "id": "F1"})
@@ -413,7 +413,7 @@ async def test_header_counts_members_and_names_helpers_apart(tmp_path: Path) -> 
     fake = FakeSupervisor(tmp_path, count=4)
     app = deterministic_app(fake)
     async with app.run_test(size=(120, 36)) as pilot:
-        fake.emit("run-start", at=0, members=4, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=4, model=fake.settings.gateway.model)
         for name in list(fake.members):
             fake.spawn(name, at=1)
             fake.exit(name, 20, "completed")

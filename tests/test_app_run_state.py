@@ -29,7 +29,7 @@ async def test_hosted_run_shows_canary_countdown_and_synthesizing(tmp_path: Path
     fake = FakeSupervisor(tmp_path, count=3)
     app = deterministic_app(fake)  # the clock is frozen at 200 s into the run
     async with app.run_test(size=SIZE) as pilot:
-        fake.emit("run-start", at=0, members=3, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=3, model=fake.settings.gateway.model)
         fake.emit("phase-start", at=1, phase="discovery")
         fake.spawn("member-1", at=2)
         await wait_for(pilot, lambda: "canary: member-1 alone until it answers" in status(app))

@@ -32,7 +32,7 @@ def test_canary_waiting(snap_compare: Any, tmp_path: Path, size: tuple[int, int]
     fake = FakeSupervisor(tmp_path)
 
     async def before(pilot: Pilot[Any]) -> None:
-        fake.emit("run-start", at=186, members=6, model=fake.settings.model)
+        fake.emit("run-start", at=186, members=6, model=fake.settings.gateway.model)
         fake.emit("phase-start", at=187, phase="discovery")
         fake.spawn("member-1", at=188)
         await status_shows(pilot, "canary: member-1 alone until it answers (0:12)")
@@ -65,7 +65,7 @@ def test_synthesizing(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) 
     fake = FakeSupervisor(tmp_path, count=3)
 
     async def before(pilot: Pilot[Any]) -> None:
-        fake.emit("run-start", at=0, members=3, model=fake.settings.model)
+        fake.emit("run-start", at=0, members=3, model=fake.settings.gateway.model)
         fake.emit("phase-start", at=1, phase="discovery")
         fake.spawn("member-1", at=2)
         fake.exit("member-1", 9, "model_error")

@@ -12,7 +12,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 import pytest
 from support.app import NOW, wait_for
@@ -434,8 +434,8 @@ async def test_run_h_m_in_a_terminal_opens_the_app_hosting_the_swarm(
     """`horde-tui run 2/3 ...` in a terminal: the app starts with the swarm to host, the
     one `build_host` builds for the passed check (as `runcli.cmd_run` hands it over)."""
     request = RunRequest("Audit the web app", 3)
-    settings = SimpleNamespace(model="openai/stub")
-    check = LaunchCheck(request=request, settings=settings, count=Count(2, 3))  # type: ignore[arg-type]
+    settings = Settings(model="openai/stub")
+    check = LaunchCheck(request=request, settings=settings, count=Count(2, 3))
     swarm = build_host(check, quiet.parent)
     app = HordeApp(horde_dir=quiet, config=AppConfig.deterministic(NOW), swarm=swarm)
     async with app.run_test(size=SIZE) as pilot:

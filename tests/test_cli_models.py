@@ -109,7 +109,7 @@ def test_horde_py_environment_reaches_ai_horde(tmp_path: Path) -> None:
     check, refusals = launch(tmp_path, HORDE_MODEL=SKYFALL, HORDE_API_KEY="my-horde-key")
     assert refusals == []
     assert check.settings is not None
-    assert check.settings.model == f"aihorde/{SKYFALL}"
+    assert check.settings.gateway.model == f"aihorde/{SKYFALL}"
     args = parse_args([])
     os_env = {"HORDE_MODEL": SKYFALL, "HORDE_API_KEY": "my-horde-key"}
     with pytest.MonkeyPatch.context() as mp:
@@ -118,7 +118,7 @@ def test_horde_py_environment_reaches_ai_horde(tmp_path: Path) -> None:
         for name, value in os_env.items():
             mp.setenv(name, value)
         config = build_config(args, "token")
-    assert config.model == f"aihorde/{SKYFALL}" and config.api_key == "my-horde-key"
+    assert config.model == f"aihorde/{SKYFALL}" and config.settings.api_key == "my-horde-key"
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from horde_tui.common.fence import Fence
+from horde_tui.common.settings import MemberSettings
 from horde_tui.member.config import MemberConfig, load_member_config
 from horde_tui.member.loop import MemberLoop
 from horde_tui.member.session import StatusStream
@@ -130,6 +131,8 @@ class ScriptedModel:
 
 
 def config(horde, **extra: Any) -> MemberConfig:
+    """A member's config; `extra` names its fields or its settings' (`max_turns=2`)."""
+    settings = {k: extra.pop(k) for k in list(extra) if k in MemberSettings.model_fields}
     fields: dict[str, Any] = {
         "name": "member-1",
         "horde_dir": horde.root,
@@ -139,6 +142,7 @@ def config(horde, **extra: Any) -> MemberConfig:
         "parent_pid": None,
         "gateway_url": "http://127.0.0.1:1",
         "gateway_token": "t",
+        "settings": MemberSettings(**settings),
         **extra,
     }
     return MemberConfig(**fields)
@@ -275,5 +279,5 @@ def test_inbox_turns_come_from_the_environment(tmp_path: Path):
         "HORDE_GATEWAY_TOKEN": "t",
     }
 
-    assert load_member_config(env).inbox_turns == 12
-    assert load_member_config({**env, "HORDE_INBOX_TURNS": "3"}).inbox_turns == 3
+    assert load_member_config(env).settings.inbox_turns == 12
+    assert load_member_config({**env, "HORDE_INBOX_TURNS": "3"}).settings.inbox_turns == 3

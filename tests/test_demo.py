@@ -386,9 +386,9 @@ def test_prepare_demo_ignores_the_users_model_settings(
             "app.py",
             "auth.py",
         ]
-        assert demo.settings.model == demo.stub.model == "openai/stub"
-        assert demo.settings.api_base == demo.stub.api_base
-        assert demo.settings.api_key == "demo"
+        assert demo.settings.gateway.model == demo.stub.model == "openai/stub"
+        assert demo.settings.gateway.api_base == demo.stub.api_base
+        assert demo.settings.gateway.api_key == "demo"
         assert demo.request.demo and demo.request.count == 4 and demo.request.verifier
         assert os.environ["NO_PROXY"] == "example.com,127.0.0.1,localhost"
         assert os.environ["no_proxy"] == "127.0.0.1,localhost"

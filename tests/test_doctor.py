@@ -87,7 +87,7 @@ def test_a_bad_variable_fails_the_settings(tmp_path: Path) -> None:
     assert settings is None and only(checks, "settings").status == "FAIL"
     assert "HORDE_MAX_MINUTES" in checks[0].text
     settings, checks = doctor.check_settings(tmp_path / ".horde", {"HORDE_MAX_MINUTES": "5"})
-    assert settings is not None and settings.max_minutes == 5
+    assert settings is not None and settings.supervisor.max_minutes == 5
     assert only(checks, "settings").status == "ok"
 
 
@@ -96,7 +96,7 @@ def test_no_model_is_a_fail_and_the_flag_sets_one(tmp_path: Path) -> None:
     check = only(doctor.check_models(settings, {"models": []}), "model")
     assert check.status == "FAIL" and "--model" in check.fix
     settings, _ = doctor.check_settings(tmp_path / ".horde", {}, model="aihorde/x")
-    assert settings is not None and settings.model == "aihorde/x"
+    assert settings is not None and settings.gateway.model == "aihorde/x"
 
 
 # -- the model, as litellm resolves it (read from the helper's answer) ------------------------

@@ -25,6 +25,7 @@ from conftest import GatewayProcess, start_gateway
 from support.gateway import BASH, HELLO, error_of, post, sdk_client, usage, usage_lines
 
 from horde_tui.common.httpserve import Request, Response
+from horde_tui.common.settings import GatewaySettings
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.stubmodel import StubThread, start_stub
@@ -240,12 +241,11 @@ async def test_a_timeout_is_retried_in_process() -> None:
     steps = [{"delay_ms": 5000, "content": "too late"}, {"content": "on time"}]
     async with start_stub({"gw-timeout": steps}) as stub:
         config = GatewayConfig(
-            model=stub.model,
-            token="t",
-            api_base=stub.api_base,
-            api_key="stub-key",
+            "t",
+            GatewaySettings(
+                model=stub.model, api_base=stub.api_base, api_key="stub-key", gateway_backoff_ms=10
+            ),
             timeout_s=0.5,
-            backoff_base_s=0.01,
         )
         gw = Gateway(config)
         gw.litellm.start_import()

@@ -24,7 +24,7 @@ from conftest import GatewayProcess, start_gateway
 from support.gateway import sdk_client
 
 from horde_tui.common.settings import load_settings
-from horde_tui.gateway.backend import CallOptions, retry_after_s
+from horde_tui.gateway.backend import retry_after_s
 from horde_tui.stubmodel import Step, StubThread
 
 BASH = {
@@ -306,5 +306,6 @@ class Refused(Exception):
 def test_retry_after_is_read_and_capped_at_60_s_by_default(
     header: str, expected: float | None
 ) -> None:
-    assert load_settings(environ={}).retry_after_max_ms == 60_000
-    assert retry_after_s(Refused(header), CallOptions(model="m").retry_after_max_s) == expected
+    default_ms = load_settings(environ={}).gateway.retry_after_max_ms
+    assert default_ms == 60_000
+    assert retry_after_s(Refused(header), default_ms / 1000) == expected

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from horde_tui.common.httpserve import Request
+from horde_tui.common.settings import GatewaySettings
 from horde_tui.gateway.app import Gateway, GatewayConfig
 from horde_tui.gateway.backend import LiteLLM
 
@@ -37,7 +38,7 @@ def gateway(protocol: str) -> tuple[Gateway, FakeLiteLLM]:
     wrapper._module = fake
     wrapper._done.set()
     return Gateway(
-        GatewayConfig(model="openai/local", token="t", tool_protocol=protocol), wrapper
+        GatewayConfig("t", GatewaySettings(model="openai/local", tool_protocol=protocol)), wrapper
     ), fake
 
 

@@ -25,7 +25,7 @@ HYGIENE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # (what starts, the modules it imports, what they must not load)
     (
         "a member: its client is http.client, the fetch tools load urllib on first use, "
-        "it reads its settings without the settings model or its TOML reader",
+        "it checks its settings part with the model but never reads a config file (TOML)",
         MEMBER,
         (
             "aiohttp",
@@ -36,7 +36,6 @@ HYGIENE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
             "mcp",
             "urllib.request",
             "html.parser",
-            "horde_tui.common.settings",
             "tomllib",
         ),
     ),

@@ -31,8 +31,11 @@ def test_a_good_open_run_yields_its_request_and_settings(tmp_path: Path) -> None
         4,
         False,
     )
-    assert check.settings.model == "openai/stub" and check.settings.max_minutes == 30.0
-    assert check.settings.thinking == "low"
+    assert (
+        check.settings.gateway.model == "openai/stub"
+        and check.settings.supervisor.max_minutes == 30.0
+    )
+    assert check.settings.gateway.thinking == "low"
 
 
 def test_plan_layers_give_the_plan_prompt_when_none_is_typed(tmp_path: Path) -> None:

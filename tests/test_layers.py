@@ -69,9 +69,9 @@ PLANTS: tuple[tuple[str, str, str], ...] = (
     # A member is small and reaches the gateway over HTTP only.
     ("member.loop", "horde_tui.gateway.backend", LAZY),
     ("member.tools", "horde_tui.supervisor.run", TOP),
-    ("member.client", "aiohttp", LAZY),
+    ("member.loop", "aiohttp", LAZY),
     ("member.loop", "horde_tui.mcp.server", TOP),
-    ("member.config", "horde_tui.common.settings", LAZY),
+    ("member.config", "horde_tui.common.httpserve", LAZY),
     ("member.confirm", "horde_tui.supervisor.confirm", TYPED),
     # Processes start each other by module name; none imports another.
     ("gateway.app", "horde_tui.supervisor.setup", TOP),

@@ -126,7 +126,7 @@ async def _stop(sup: Supervisor) -> None:
 
 
 async def _past_deadline(sup: Supervisor) -> None:
-    sup.started -= sup.settings.max_minutes * 60  # type: ignore[operator]
+    sup.started -= sup.settings.supervisor.max_minutes * 60  # type: ignore[operator]
 
 
 BUSY = [{**horde("list"), "hold_ms": 200}] * 10

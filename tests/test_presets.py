@@ -151,18 +151,18 @@ def test_a_role_model_becomes_that_members_model_and_an_explicit_one_wins(tmp_pa
     local_preset(tmp_path)
     check, settings = launch(tmp_path, count="3", prompt="Review", preset="mine")
     assert check.ok, check.refusals  # type: ignore[attr-defined]
-    assert settings.member_models == {"member-3": "openai/verifier-family-x"}  # type: ignore[attr-defined]
+    assert settings.gateway.member_models == {"member-3": "openai/verifier-family-x"}  # type: ignore[attr-defined]
     assert check.request.preset.name == "mine"  # type: ignore[attr-defined]
     check, settings = launch(
         tmp_path, count="3", prompt="Review", preset="mine", member_models=["member-3=openai/mine"]
     )
-    assert settings.member_models == {"member-3": "openai/mine"}  # type: ignore[attr-defined]
+    assert settings.gateway.member_models == {"member-3": "openai/mine"}  # type: ignore[attr-defined]
     # The config file's preset counts like the flag's.
     (tmp_path / ".horde" / "config.toml").write_text('preset = "mine"\n')
     check, settings = launch(tmp_path, count="4", prompt="Review")
-    assert settings.member_models == {"member-4": "openai/verifier-family-x"}  # type: ignore[attr-defined]
+    assert settings.gateway.member_models == {"member-4": "openai/verifier-family-x"}  # type: ignore[attr-defined]
     check, settings = launch(tmp_path, count="4", prompt="Review", preset="none")
-    assert settings.member_models == {} and check.request.preset is None  # type: ignore[attr-defined]
+    assert settings.gateway.member_models == {} and check.request.preset is None  # type: ignore[attr-defined]
 
 
 def test_plan_deals_the_verifier_role_to_the_layerless_member(tmp_path: Path) -> None:
@@ -172,13 +172,13 @@ def test_plan_deals_the_verifier_role_to_the_layerless_member(tmp_path: Path) ->
     env = {"HORDE_MODEL": "openai/members-model"}
     check = check_launch(RunOptions("3", preset="mine"), tmp_path / ".horde", "api; db", env)
     assert check.ok and check.settings is not None, check.refusals
-    assert check.settings.member_models == {"member-3": "openai/verifier-family-x"}
+    assert check.settings.gateway.member_models == {"member-3": "openai/verifier-family-x"}
     (tmp_path / ".horde" / "config.toml").write_text(
         '[horde]\nmember_models = { "member-3" = "openai/from-config" }\n'
     )
     check = check_launch(RunOptions("3", preset="mine"), tmp_path / ".horde", "api; db", env)
     assert check.settings is not None
-    assert check.settings.member_models == {"member-3": "openai/from-config"}
+    assert check.settings.gateway.member_models == {"member-3": "openai/from-config"}
 
 
 def test_the_launch_check_refuses_an_unknown_preset_under_its_field(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ from support.member import RUN, call, prepare, run_member
 
 from horde_tui.common.settings import SettingsError, load_settings
 from horde_tui.launch.launch import RunOptions, check_launch
+from horde_tui.member.config import sandbox_policy
 from horde_tui.protocol.outcome import RunSummary
-from horde_tui.sandbox.policy import SandboxPolicy, bwrap_problem
+from horde_tui.sandbox.policy import bwrap_problem
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.setup import RunRequest
@@ -30,11 +31,19 @@ def test_sandbox_settings_from_config_and_environment(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('sandbox = "bwrap"\nsandbox_network = false\nsandbox_env = ["DB_URL"]\n')
     s = load_settings(config, {})
-    assert (s.sandbox, s.sandbox_network, s.sandbox_env) == ("bwrap", False, ["DB_URL"])
+    assert (s.sandboxing.sandbox, s.sandboxing.sandbox_network, s.sandboxing.sandbox_env) == (
+        "bwrap",
+        False,
+        ["DB_URL"],
+    )
     env = {"HORDE_SANDBOX": "off", "HORDE_SANDBOX_ENV": "A, B", "HORDE_SANDBOX_NETWORK": "on"}
     s = load_settings(config, env)
-    assert (s.sandbox, s.sandbox_network, s.sandbox_env) == ("off", True, ["A", "B"])
-    assert load_settings(None, {}).sandbox == "auto"
+    assert (s.sandboxing.sandbox, s.sandboxing.sandbox_network, s.sandboxing.sandbox_env) == (
+        "off",
+        True,
+        ["A", "B"],
+    )
+    assert load_settings(None, {}).sandboxing.sandbox == "auto"
     with pytest.raises(SettingsError, match="HORDE_SANDBOX: sandbox"):
         load_settings(None, {"HORDE_SANDBOX": "chroot"})
 
@@ -81,7 +90,7 @@ def test_members_get_the_run_sandbox_and_the_named_variables(
     assert env["HORDE_SANDBOX_ENV"] == "DB_PASSWORD"
     assert env["DB_PASSWORD"] == "pw"  # scrubbed by name for the member, put back as named
     assert "run without a sandbox" in sup.sandbox_note
-    policy = SandboxPolicy.from_env(env)
+    policy = sandbox_policy(env)
     assert (policy.mode, policy.env_names) == ("off", ("DB_PASSWORD",))
     assert policy.git_write is False  # .git/ stays read-only unless the run opts in
 
@@ -91,7 +100,7 @@ def test_the_git_opt_in_reaches_the_members(
 ) -> None:
     sup = _supervisor(tmp_path, {"HORDE_SANDBOX_GIT_WRITE": "on"}, monkeypatch)
     env = sup.member_env(sup.specs[0], 1)
-    assert SandboxPolicy.from_env(env).git_write is True
+    assert sandbox_policy(env).git_write is True
 
 
 def test_a_detached_runs_marker_does_not_reach_its_members(

@@ -28,7 +28,13 @@ from horde_tui.commands.settings_doc import (
     page_with_table,
     settings_markdown,
 )
-from horde_tui.common.settings import ENVIRONMENT, FLAGS, Settings, env_name, literal_choices
+from horde_tui.common.settings import (
+    ENVIRONMENT,
+    FLAGS,
+    SETTING_FIELDS,
+    env_name,
+    literal_choices,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "horde_tui"
@@ -53,7 +59,7 @@ def variables_in_source(path: Path) -> set[str]:
 
 
 def test_every_horde_variable_the_code_reads_is_in_the_reference() -> None:
-    documented = {env_name(name) for name in Settings.model_fields} | {v.name for v in ENVIRONMENT}
+    documented = {env_name(name) for name in SETTING_FIELDS} | {v.name for v in ENVIRONMENT}
     used: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for name in variables_in_source(path):
@@ -74,7 +80,7 @@ def test_each_process_variable_is_read_where_the_reference_says() -> None:
 
 
 def test_every_setting_has_a_one_sentence_description() -> None:
-    for name, info in Settings.model_fields.items():
+    for name, info in SETTING_FIELDS.items():
         text = info.description or ""
         assert text.endswith(".") and text.count(". ") == 0 and len(text) > 15, (name, text)
 
@@ -108,7 +114,7 @@ def test_write_rewrites_only_the_pages_table(
 def test_the_table_changes_when_the_model_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """The docs test can fail: a changed description gives another table."""
     before = settings_markdown()
-    info = Settings.model_fields["reset_cap"]
+    info = SETTING_FIELDS["reset_cap"]
     monkeypatch.setattr(info, "description", "Something else entirely.")
     after = settings_markdown()
     assert before != after and "Something else entirely." in after
@@ -118,7 +124,7 @@ def test_the_table_changes_when_the_model_does(monkeypatch: pytest.MonkeyPatch) 
 def test_the_table_names_each_setting_its_variable_flag_and_default() -> None:
     table = settings_markdown()
     rows = [line for line in table.splitlines() if line.startswith("| `")]
-    assert len(rows) == len(Settings.model_fields) + len(ENVIRONMENT)
+    assert len(rows) == len(SETTING_FIELDS) + len(ENVIRONMENT)
     assert "| `model` | `HORDE_MODEL` | `--model` | unset |" in table
     assert "| `reset_cap` | `HORDE_RESET_CAP` | — | `2` |" in table
     assert "| `deliverable` | `HORDE_DELIVERABLE` | — | `on` |" in table
@@ -139,7 +145,7 @@ def config(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
 def test_config_lists_every_setting_with_its_variable_and_flag(tmp_path: Path) -> None:
     done = config(tmp_path)
     assert done.returncode == 0, done.stderr
-    for name in Settings.model_fields:
+    for name in SETTING_FIELDS:
         assert f"{name} " in done.stdout and env_name(name) in done.stdout, name
     assert "--member-model" in done.stdout and "--preset" in done.stdout
 

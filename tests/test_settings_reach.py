@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from horde_tui.commands.cli import build_parser
-from horde_tui.common.settings import Settings, env_name
+from horde_tui.common.settings import SETTING_FIELDS, env_name, setting_value
 from horde_tui.launch.launch import LaunchCheck, RunOptions, build_host, check_launch, detached_argv
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.run import Supervisor
@@ -131,7 +131,7 @@ def _cases(group: list[Case]) -> list[Any]:
 def test_every_setting_is_in_one_group() -> None:
     """A new field must say which process uses it, and so get its reach test here."""
     named = [c.field for c in MEMBER + GATEWAY + SUPERVISOR] + SERVE + [SECRET]
-    assert sorted(named) == sorted(Settings.model_fields)
+    assert sorted(named) == sorted(SETTING_FIELDS)
 
 
 # -- launching --------------------------------------------------------------------------------
@@ -194,10 +194,9 @@ import json
 from horde_tui.member.config import load_member_config
 c = load_member_config()
 print(json.dumps({
-    "remind_calls": c.remind_calls, "remind_ms": c.remind_ms, "inbox_turns": c.inbox_turns,
-    "max_turns": c.max_turns, "request_timeout_s": c.request_timeout_s,
+    **c.settings.model_dump(),
     "sandbox": c.sandbox.mode, "sandbox_network": c.sandbox.network,
-    "sandbox_env": list(c.sandbox.env_names), "confirm": c.confirm,
+    "sandbox_env": list(c.sandbox.env_names),
     "sandbox_git_write": c.sandbox.git_write,
 }))
 """
@@ -275,8 +274,8 @@ def test_a_gateway_setting_reaches_the_gateway(
     if case.field == "max_cost_usd":
         monkeypatch.setenv("HORDE_MODEL", PRICED_MODEL)
     sup = launch(project, monkeypatch, case, way)
-    assert getattr(sup.settings, case.field) == case.seen
-    defaults = Settings.model_fields[case.field].get_default(call_default_factory=True)
+    assert setting_value(sup.settings, case.field) == case.seen
+    defaults = SETTING_FIELDS[case.field].get_default(call_default_factory=True)
     assert defaults != case.seen
     if way != "detached":  # from the supervisor on, a detached run is the flag's case
         assert gateway_sees(sup)[case.field] == case.seen
@@ -304,9 +303,9 @@ def test_the_api_key_reaches_the_gateway_alone(
 def test_a_supervisor_setting_reaches_the_supervisor(
     project: Path, monkeypatch: pytest.MonkeyPatch, case: Case, way: str
 ) -> None:
-    default = getattr(launch(project, monkeypatch, None).settings, case.field)
+    default = setting_value(launch(project, monkeypatch, None).settings, case.field)
     assert default != case.seen
-    assert getattr(launch(project, monkeypatch, case, way).settings, case.field) == case.seen
+    assert setting_value(launch(project, monkeypatch, case, way).settings, case.field) == case.seen
 
 
 # -- documentation ----------------------------------------------------------------------------
@@ -321,7 +320,7 @@ def test_run_help_names_every_setting_and_its_flags() -> None:
     )
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())
-    for name in Settings.model_fields:
+    for name in SETTING_FIELDS:
         assert env_name(name) in text, name
     for case in MEMBER + GATEWAY + SUPERVISOR:
         if case.flag:

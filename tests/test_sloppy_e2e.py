@@ -126,7 +126,7 @@ def test_the_demo_command_plays_the_sloppy_policy(tmp_path: Path) -> None:
     """`horde-tui demo --policy sloppy --tool-protocol json` sets up this run by hand."""
     demo = prepare_demo(0, parent=tmp_path, policy_name="sloppy", tool_protocol="json")
     try:
-        assert demo.settings.tool_protocol == "json"
+        assert demo.settings.gateway.tool_protocol == "json"
         assert (demo.request.count, demo.request.verifier) == (SLOPPY_MEMBERS, False)
         assert demo.request.prompt == SLOPPY_PROMPT and demo.request.demo
         assert demo.stub.stub.policy is not None

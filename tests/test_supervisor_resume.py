@@ -206,7 +206,7 @@ def test_the_resume_point_is_read_from_the_events(in_dir: Path) -> None:
     assert point.request.prompt == "Find the SQL injections in app/\nand rank them."
     assert [(m.attempt, m.resets) for m in point.members.values()] == [(1, 0), (1, 1), (1, 0)]
     sup = resumed_supervisor(in_dir, point)
-    assert sup.started == EPOCH_0 and sup.settings.max_minutes == 30
+    assert sup.started == EPOCH_0 and sup.settings.supervisor.max_minutes == 30
     assert sup.stop is not None and sup.stop.reason == "stopped at deadline"
     assert sup.stop.deadline == EPOCH_0 + 8 + 90
     assert sup.outcome == "stopped at deadline"

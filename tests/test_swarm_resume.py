@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ from textual.widgets import Button
 from horde_tui.app.app import AppConfig, HordeApp
 from horde_tui.commands.cli import main
 from horde_tui.common import prompts
-from horde_tui.common.settings import load_settings
+from horde_tui.common.settings import Settings, load_settings
 from horde_tui.screens.modals import ChoiceScreen
 from horde_tui.store.runs import read_swarm, swarm_info, swarm_state
 from horde_tui.stubmodel import StubThread
@@ -242,7 +241,7 @@ class MergingSwarm(FakeSwarm):
 async def test_detach_of_a_merging_swarm_says_so_and_quits_once_it_has_ended(
     tmp_path: Path,
 ) -> None:
-    settings = SimpleNamespace(model="openai/stub")
+    settings = Settings(model="openai/stub")
     fake = MergingSwarm(tmp_path, RunRequest("Audit the web app", 3), settings, 2)
     app = HordeApp(horde_dir=tmp_path / ".horde", config=AppConfig.deterministic(NOW), swarm=fake)
     async with app.run_test(size=(120, 30)) as pilot:

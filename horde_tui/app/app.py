@@ -119,7 +119,9 @@ class HordeApp(App[int]):
             self.animation_level = "none"
         if supervisor is not None:
             self._label(
-                f"run {supervisor.run_id}", supervisor.settings.model, supervisor.request.demo
+                f"run {supervisor.run_id}",
+                supervisor.settings.gateway.model,
+                supervisor.request.demo,
             )
 
     def _label(self, title: str, model: str, demo: bool) -> None:
@@ -176,7 +178,7 @@ class HordeApp(App[int]):
         sup = Supervisor(self.horde_dir.parent, message.request, message.settings)
         self.sup, self.summary, self.run_error = sup, None, None
         self.quitting.leaving = Leaving.STAY
-        self._label(f"run {sup.run_id}", sup.settings.model, sup.request.demo)
+        self._label(f"run {sup.run_id}", sup.settings.gateway.model, sup.request.demo)
         self.push_screen(RunScreen(self._hosted(sup)))
         self._start_hosting()
 
@@ -195,7 +197,7 @@ class HordeApp(App[int]):
         swarm.sink = swarm_sink(self)
         self.swarm, self.swarm_live = swarm, True
         self.quitting.leaving = Leaving.STAY
-        self._label(f"swarm {swarm.swarm_id}", swarm.settings.model, swarm.request.demo)
+        self._label(f"swarm {swarm.swarm_id}", swarm.settings.gateway.model, swarm.request.demo)
         self.push_screen(SwarmScreen(swarm.swarm_dir))
         self.run_worker(swarm.run(), name="swarm", group="swarm", exit_on_error=False)
 

@@ -117,7 +117,7 @@ async def host_headless(sup: Any) -> int:
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     loop.add_signal_handler(signal.SIGTERM, hard)
     asking = None
-    if getattr(sup.settings, "confirm", False) and sys.stdin.isatty():
+    if sup.settings.member.confirm and sys.stdin.isatty():
         asking = asyncio.create_task(TerminalAsker(sup).run())
     try:
         summary = await sup.run()

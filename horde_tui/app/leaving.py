@@ -22,6 +22,7 @@ from textual.screen import Screen
 
 from horde_tui.app.quitting import EndStep, Leaving, QuitState, QuitStep, end_step, quit_step
 from horde_tui.app.watching import AttachedPoll
+from horde_tui.common.settings import Settings
 from horde_tui.launch.launch import HandoffFailed, hand_off
 from horde_tui.screens.modals import ChoiceScreen, quit_screen
 from horde_tui.screens.run import RunScreen
@@ -176,13 +177,13 @@ class QuitFlow:
         self.leaving = Leaving.HANDING_OFF
         self.app.notify(f"Detaching {what}: {answer}.", timeout=60)
 
-    def ended(self, what: str, run: str, settings: object, let_go: bool) -> EndStep:
+    def ended(self, what: str, run: str, settings: Settings, let_go: bool) -> EndStep:
         """A hosted supervisor returned (`let_go`: with no summary, having handed its
         run or swarm off): what the app does next (`end_step`). A handoff starts here:
         a detached `horde-tui resume` takes it over, then the app quits."""
         step = end_step(self.leaving, let_go)
         if step is EndStep.HAND_OFF:
-            self._hand_off(what, run, getattr(settings, "api_key", None))
+            self._hand_off(what, run, settings.gateway.api_key)
         elif self.hung_up and step is EndStep.EXIT:  # the demo, stopped: its report is written
             gone(1)
         return step

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.common.prompts import AGENTS_MD_CAP
-from horde_tui.common.settings import FLAGS, Settings, env_name
+from horde_tui.common.settings import FLAGS, SETTING_FIELDS, env_name
 from horde_tui.store.paths import HordePaths, atomic_write_text, unwritable
 
 CONFIG_HEAD = """\
@@ -83,7 +83,7 @@ def toml_value(value: Any) -> str | None:
 def config_text() -> str:
     """Every setting as `# description (VARIABLE, --flag)` and `# key = default`."""
     parts = [CONFIG_HEAD]
-    for name, info in Settings.model_fields.items():
+    for name, info in SETTING_FIELDS.items():
         default = info.get_default(call_default_factory=True)
         where = env_name(name) + (f", {FLAGS[name]}" if name in FLAGS else "")
         description = info.description or name.replace("_", " ")

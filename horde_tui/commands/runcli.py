@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     assert check.request is not None and check.settings is not None
     for warning in aihorde_warnings(check.settings):
         print(f"horde-tui: {warning}", file=sys.stderr)
-    if check.settings.confirm and not _can_ask(args):
+    if check.settings.member.confirm and not _can_ask(args):
         return _err(
             "refused: confirm mode (--confirm, or confirm = true in .horde/config.toml) needs "
             "a person at a terminal and this headless or detached run has none (stdin is not "
@@ -140,10 +140,10 @@ def cmd_run(args: argparse.Namespace, layers_text: str | None = None) -> int:
     if check.count.hordes > 1:
         intro = (
             f"swarm {sup.swarm_id}: {check.count.hordes} hordes of {request.count} members, "
-            f"model {settings.model}{sandbox_line(resolve_sandbox(settings.sandbox, settings.sandbox_network)[1])}"
+            f"model {settings.gateway.model}{sandbox_line(resolve_sandbox(settings.sandboxing.sandbox, settings.sandboxing.sandbox_network)[1])}"
         )
     else:
-        intro = f"run {sup.run_id}: {request.count} members, model {settings.model}"
+        intro = f"run {sup.run_id}: {request.count} members, model {settings.gateway.model}"
         intro += sandbox_line(sup.sandbox_note)
     return host_here(sup, args, intro)
 
@@ -204,7 +204,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         point = load_resume(horde_dir, run)
     except ResumeRefused as exc:
         return _err(str(exc), 1)
-    if point.settings.confirm and not _can_ask(args):
+    if point.settings.member.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("run", run))
     if args.detach:
         from horde_tui.launch.launch import in_background, resume_detached
@@ -215,7 +215,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         print(in_background(started, "resumed"))
         return 0
     sup = resumed_supervisor(horde_dir.parent, point)
-    intro = f"run {run} resumed: phase {point.phase}, model {point.settings.model}"
+    intro = f"run {run} resumed: phase {point.phase}, model {point.settings.gateway.model}"
     return host_here(sup, args, intro)
 
 
@@ -228,7 +228,7 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
         swarm = load_swarm(horde_dir.parent, swarm_id)
     except ResumeRefused as exc:
         return _err(str(exc), 1)
-    if swarm.settings.confirm and not _can_ask(args):
+    if swarm.settings.member.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("swarm", swarm_id))
     if args.detach:
         from horde_tui.launch.launch import in_background, resume_detached
@@ -240,7 +240,7 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
         return 0
     intro = (
         f"swarm {swarm_id} resumed: {len(swarm.standing)} hordes ended, "
-        f"{len(swarm.carried)} carried on, model {swarm.settings.model}"
+        f"{len(swarm.carried)} carried on, model {swarm.settings.gateway.model}"
     )
     return host_here(swarm, args, intro)
 

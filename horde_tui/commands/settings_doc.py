@@ -19,13 +19,14 @@ from horde_tui.common.settings import (
     ENVIRONMENT,
     FLAGS,
     SECRET_SETTINGS,
-    Settings,
+    SETTING_FIELDS,
     SettingsError,
     default_text,
     env_name,
     literal_choices,
     load_settings_with_sources,
     setting_text,
+    setting_value,
     settings_help,
 )
 
@@ -51,7 +52,7 @@ def settings_markdown() -> str:
         "| Key | Variable | Flag | Default | What it does |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for name, info in Settings.model_fields.items():
+    for name, info in SETTING_FIELDS.items():
         flag = f"`{FLAGS[name]}`" if name in FLAGS else "—"
         default = default_text(name)
         shown = default if default == "unset" else f"`{default}`"
@@ -88,10 +89,10 @@ def effective_text(
 ) -> str:
     """Each setting's effective value and its source, one line each; keys never shown."""
     settings, sources = load_settings_with_sources(config_path, environ, overrides)
-    width = max(len(name) for name in Settings.model_fields)
+    width = max(len(name) for name in SETTING_FIELDS)
     lines = []
-    for name in Settings.model_fields:
-        value = getattr(settings, name)
+    for name in SETTING_FIELDS:
+        value = setting_value(settings, name)
         if value in (None, [], {}):
             shown = "unset"
         elif name in SECRET_SETTINGS:

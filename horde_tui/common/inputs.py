@@ -38,13 +38,3 @@ def loads(text: str | bytes) -> Any:
 
 
 BOOL_WORDS = "on or off (yes/no, true/false, 1/0)"
-_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
-_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
-
-
-def parse_bool(raw: str) -> bool | None:
-    """`raw` read as `Settings` (pydantic) reads a boolean, any case; None for anything
-    else, so a process that reads its own flag from the environment (a member) refuses a
-    typo the same way without importing the settings model."""
-    word = raw.strip().lower()
-    return True if word in _TRUE else False if word in _FALSE else None

@@ -1,7 +1,9 @@
 """Run settings: defaults < `.horde/config.toml` < `HORDE_*` environment < CLI flags.
 
-One pydantic model holds every knob of the reference's configuration table, so the
-supervisor, the gateway and the member read the same names. A config file key or an
+One pydantic model holds every knob of the reference's configuration table, in one part
+per process (gateway, supervisor, repair, swarm, member, sandboxing, serve), so each
+default is written once: the supervisor reads the whole, and a child process validates
+its own part from its `HORDE_*` variables (`load_part`) with the same model. A config file key or an
 environment value that does not fit is an error that names the key: a typo in a budget
 must never silently fall back to "unlimited".
 """
@@ -9,13 +11,20 @@ must never silently fall back to "unlimited".
 from __future__ import annotations
 
 import os
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, TypeVar, cast, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
 
 from horde_tui.common.inputs import BOOL_WORDS
 
@@ -31,12 +40,17 @@ class SettingsError(ValueError):
         self.key = key
 
 
-class Settings(BaseModel):
-    """Everything a run can be configured with. Field `x_y` is env `HORDE_X_Y` and key
-    `x_y` in `.horde/config.toml`; each description says which process uses it (no
-    prefix: the supervisor), and is the help text `horde-tui run --help` lists."""
+M = TypeVar("M", bound=BaseModel)
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
+"""Every part refuses unknown keys; each builds its validator on first use, so a member
+(which validates two parts) never pays for the rest."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+class GatewaySettings(BaseModel):
+    """The gateway's settings: `python -m horde_tui.gateway` validates them from its
+    `HORDE_*` variables (the supervisor passes each as one) and its flags."""
+
+    model_config = _STRICT
 
     model: str | None = Field(
         default=None,
@@ -96,134 +110,6 @@ class Settings(BaseModel):
         ge=1,
         description="gateway: the most model calls in flight to one provider (an eval's parallel runs share it).",
     )
-    max_minutes: float | None = Field(
-        default=None, gt=0, description="a clean stop at this wall-clock deadline, in minutes."
-    )
-    canary_ms: int = Field(
-        default=60_000,
-        ge=1,
-        description="the time member-1 has to answer before its start is retried.",
-    )
-    stall_ms: int = Field(
-        default=1_800_000,
-        ge=0,
-        description=(
-            "a member with no ledger write for this long is reset as `no-ledger-progress` "
-            "(time held back by a provider's rate limit or a person's approval not counted; "
-            "0 disables)."
-        ),
-    )
-    reset_cap: int = Field(default=2, ge=0, description="how many times one member may be reset.")
-    swarm_stagger_ms: int = Field(
-        default=5_000,
-        ge=0,
-        description="the pause between one horde's start and the next in a swarm.",
-    )
-    planner_ms: int = Field(
-        default=300_000, ge=1, description="the swarm planner helper's timeout."
-    )
-    active_grace_ms: int = Field(
-        default=15_000,
-        ge=0,
-        description="how much longer a clean stop waits for a member still working.",
-    )
-    solved_confirm_ms: int = Field(
-        default=120_000,
-        ge=0,
-        description="how long a proposed answer waits for a second member to validate it.",
-    )
-    solved_stop_ms: int = Field(
-        default=30_000,
-        ge=0,
-        description="the wind-down window for an answer that lands during a stop.",
-    )
-    allow_unverified: bool = Field(
-        default=False, description="accept a validated answer even with unverified findings."
-    )
-    repair_rounds: int = Field(
-        default=4, ge=0, le=6, description="repair rounds after discovery (0 disables repair)."
-    )
-    repair_ms: int | None = Field(
-        default=None, ge=0, description="the total repair time (unset: sized by the work left)."
-    )
-    repair_tokens: int | None = Field(
-        default=None, ge=0, description="the total repair tokens (unset: sized by the work left)."
-    )
-    repair_min_tokens: int = Field(
-        default=40_000, ge=0, description="the token floor of one repair attempt."
-    )
-    repair_min_ms: int = Field(
-        default=60_000, ge=0, description="the time floor of one repair attempt."
-    )
-    repair_turns: int = Field(default=40, ge=1, description="the turn cap of one repair attempt.")
-    deliverable: bool = Field(
-        default=True,
-        description="write DELIVERABLE.md with a synthesis helper at the end (off: none).",
-    )
-    postmortem: bool = Field(
-        default=True,
-        description="write POSTMORTEM.md with a post-mortem helper at the end (off: none).",
-    )
-    postmortem_ms: int = Field(
-        default=300_000, ge=1, description="the post-mortem helper's timeout."
-    )
-    cleanup: bool = Field(
-        default=True, description="run the resource cleanup commands at the end (off: none)."
-    )
-    continue_cooldown_ms: int = Field(
-        default=60_000,
-        ge=0,
-        description="with --until-stop, the least time between one member's sessions.",
-    )
-    remind_calls: int = Field(
-        default=8, ge=0, description="member: tool calls between goal reminders (0 disables)."
-    )
-    remind_ms: int = Field(
-        default=600_000, ge=0, description="member: time between goal reminders (0 disables)."
-    )
-    inbox_turns: int = Field(
-        default=12,
-        ge=0,
-        description="member: extra turns a session may take to read messages that arrived late.",
-    )
-    max_turns: int = Field(
-        default=200,
-        ge=1,
-        description="member: the turn cap of a session (repair attempts use repair_turns).",
-    )
-    request_timeout_s: int = Field(
-        default=900, ge=1, description="member: the longest wait for one model call, in seconds."
-    )
-    sandbox: Literal["auto", "bwrap", "off"] = Field(
-        default="auto",
-        description="member: run commands in bubblewrap (auto: when it works, bwrap: required, off: never).",
-    )
-    sandbox_network: bool = Field(
-        default=True, description="member: off gives commands loopback networking only."
-    )
-    sandbox_git_write: bool = Field(
-        default=False,
-        description="member: let sandboxed commands write .git/ (commits); off keeps it read-only, since a hook or core.fsmonitor written there runs outside the sandbox at your next git command.",
-    )
-    confirm: bool = Field(
-        default=False,
-        description="member: every bash command waits for a person (the app, the terminal, or horde-tui approve/refuse).",
-    )
-    sandbox_env: list[str] = Field(
-        default_factory=list,
-        description="member: extra variables that commands may see (variable: A,B).",
-    )
-
-    preset: str | None = Field(
-        default=None,
-        description="role presets: give the members personas (`horde-tui presets` lists them).",
-    )
-    serve_port: int = Field(
-        default=7433,
-        ge=0,
-        le=65535,
-        description="serve: the port `horde-tui serve` listens on when --port names none (0: any free port).",
-    )
 
     @field_validator("member_models", mode="before")
     @classmethod
@@ -243,11 +129,250 @@ class Settings(BaseModel):
         return pairs
 
 
+class SupervisorSettings(BaseModel):
+    """The supervisor's settings: deadlines, stalls, resets, the answer's confirmation and
+    what the end of a run writes."""
+
+    model_config = _STRICT
+
+    max_minutes: float | None = Field(
+        default=None, gt=0, description="a clean stop at this wall-clock deadline, in minutes."
+    )
+    canary_ms: int = Field(
+        default=60_000,
+        ge=1,
+        description="the time member-1 has to answer before its start is retried.",
+    )
+    stall_ms: int = Field(
+        default=1_800_000,
+        ge=0,
+        description=(
+            "a member with no ledger write for this long is reset as `no-ledger-progress` "
+            "(time held back by a provider's rate limit or a person's approval not counted; "
+            "0 disables)."
+        ),
+    )
+    reset_cap: int = Field(default=2, ge=0, description="how many times one member may be reset.")
+    active_grace_ms: int = Field(
+        default=15_000,
+        ge=0,
+        description="how much longer a clean stop waits for a member still working.",
+    )
+    solved_confirm_ms: int = Field(
+        default=120_000,
+        ge=0,
+        description="how long a proposed answer waits for a second member to validate it.",
+    )
+    solved_stop_ms: int = Field(
+        default=30_000,
+        ge=0,
+        description="the wind-down window for an answer that lands during a stop.",
+    )
+    allow_unverified: bool = Field(
+        default=False, description="accept a validated answer even with unverified findings."
+    )
+    deliverable: bool = Field(
+        default=True,
+        description="write DELIVERABLE.md with a synthesis helper at the end (off: none).",
+    )
+    postmortem: bool = Field(
+        default=True,
+        description="write POSTMORTEM.md with a post-mortem helper at the end (off: none).",
+    )
+    postmortem_ms: int = Field(
+        default=300_000, ge=1, description="the post-mortem helper's timeout."
+    )
+    cleanup: bool = Field(
+        default=True, description="run the resource cleanup commands at the end (off: none)."
+    )
+    continue_cooldown_ms: int = Field(
+        default=60_000,
+        ge=0,
+        description="with --until-stop, the least time between one member's sessions.",
+    )
+    preset: str | None = Field(
+        default=None,
+        description="role presets: give the members personas (`horde-tui presets` lists them).",
+    )
+
+
+class RepairSettings(BaseModel):
+    """The repair rounds after discovery: how many, and each attempt's share."""
+
+    model_config = _STRICT
+
+    repair_rounds: int = Field(
+        default=4, ge=0, le=6, description="repair rounds after discovery (0 disables repair)."
+    )
+    repair_ms: int | None = Field(
+        default=None, ge=0, description="the total repair time (unset: sized by the work left)."
+    )
+    repair_tokens: int | None = Field(
+        default=None, ge=0, description="the total repair tokens (unset: sized by the work left)."
+    )
+    repair_min_tokens: int = Field(
+        default=40_000, ge=0, description="the token floor of one repair attempt."
+    )
+    repair_min_ms: int = Field(
+        default=60_000, ge=0, description="the time floor of one repair attempt."
+    )
+    repair_turns: int = Field(default=40, ge=1, description="the turn cap of one repair attempt.")
+
+
+class SwarmSettings(BaseModel):
+    """A swarm's settings: the stagger between hordes and its planner's timeout."""
+
+    model_config = _STRICT
+
+    swarm_stagger_ms: int = Field(
+        default=5_000,
+        ge=0,
+        description="the pause between one horde's start and the next in a swarm.",
+    )
+    planner_ms: int = Field(
+        default=300_000, ge=1, description="the swarm planner helper's timeout."
+    )
+
+
+class MemberSettings(BaseModel):
+    """A member's settings: the member process validates them from its `HORDE_*`
+    variables (`member/config.py`), so its defaults are these."""
+
+    model_config = _STRICT
+
+    remind_calls: int = Field(
+        default=8, ge=0, description="member: tool calls between goal reminders (0 disables)."
+    )
+    remind_ms: int = Field(
+        default=600_000, ge=0, description="member: time between goal reminders (0 disables)."
+    )
+    inbox_turns: int = Field(
+        default=12,
+        ge=0,
+        description="member: extra turns a session may take to read messages that arrived late.",
+    )
+    max_turns: int = Field(
+        default=200,
+        ge=1,
+        description="member: the turn cap of a session (repair attempts use repair_turns).",
+    )
+    request_timeout_s: int = Field(
+        default=900, ge=1, description="member: the longest wait for one model call, in seconds."
+    )
+    confirm: bool = Field(
+        default=False,
+        description="member: every bash command waits for a person (the app, the terminal, or horde-tui approve/refuse).",
+    )
+
+
+class SandboxSettings(BaseModel):
+    """How members' commands are confined: the supervisor resolves it for the run, and a
+    member reads it back from its `HORDE_SANDBOX*` variables."""
+
+    model_config = _STRICT
+
+    sandbox: Literal["auto", "bwrap", "off"] = Field(
+        default="auto",
+        description="member: run commands in bubblewrap (auto: when it works, bwrap: required, off: never).",
+    )
+    sandbox_network: bool = Field(
+        default=True, description="member: off gives commands loopback networking only."
+    )
+    sandbox_git_write: bool = Field(
+        default=False,
+        description="member: let sandboxed commands write .git/ (commits); off keeps it read-only, since a hook or core.fsmonitor written there runs outside the sandbox at your next git command.",
+    )
+    sandbox_env: list[str] = Field(
+        default_factory=list,
+        description="member: extra variables that commands may see (variable: A,B).",
+    )
+
+
+class ServeSettings(BaseModel):
+    """`horde-tui serve`'s settings (no process of a run reads them)."""
+
+    model_config = _STRICT
+
+    serve_port: int = Field(
+        default=7433,
+        ge=0,
+        le=65535,
+        description="serve: the port `horde-tui serve` listens on when --port names none (0: any free port).",
+    )
+
+
+class Settings(BaseModel):
+    """Everything a run can be configured with, one part per process that reads it. Field
+    `x_y` of a part is env `HORDE_X_Y` and key `x_y` in `.horde/config.toml` (the keys stay
+    flat: a part's name is never spelled by a user); each description says which process
+    uses it (no prefix: the supervisor), and is the help text `horde-tui run --help` lists."""
+
+    model_config = _STRICT
+
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
+    repair: RepairSettings = Field(default_factory=RepairSettings)
+    swarm: SwarmSettings = Field(default_factory=SwarmSettings)
+    member: MemberSettings = Field(default_factory=MemberSettings)
+    sandboxing: SandboxSettings = Field(default_factory=SandboxSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _into_parts(cls, data: Any) -> Any:
+        """Flat keys (the config file's, a run manifest's, `Settings(model=...)`) go into
+        their part, so users and records never spell a part; unknown keys stay where
+        they are, for `extra="forbid"` to refuse."""
+        if not isinstance(data, dict):
+            return data
+        nested = {k: v for k, v in data.items() if k not in PART_OF}
+        for key, value in data.items():
+            if key in PART_OF:
+                part = nested.get(PART_OF[key], {})
+                if isinstance(part, BaseModel):
+                    part = part.model_dump()
+                nested[PART_OF[key]] = {**part, key: value}
+        return nested
+
+
+PARTS: dict[str, type[BaseModel]] = {
+    part: cast(type[BaseModel], info.annotation) for part, info in Settings.model_fields.items()
+}
+"""Each part of `Settings` by its name (`settings.gateway`, ...)."""
+SETTING_FIELDS: dict[str, FieldInfo] = {
+    name: info for model in PARTS.values() for name, info in model.model_fields.items()
+}
+"""Every setting by its flat name: the config key, and `HORDE_<NAME>` (names are unique
+across the parts, so users never spell a part)."""
+PART_OF: dict[str, str] = {
+    name: part for part, model in PARTS.items() for name in model.model_fields
+}
+"""The part that holds each setting."""
+
+
+def setting_value(settings: Settings, name: str) -> Any:
+    """Setting `name`'s value in `settings`, found by its flat name."""
+    return getattr(getattr(settings, PART_OF[name]), name)
+
+
+def settings_record(settings: BaseModel) -> dict[str, Any]:
+    """Every setting of `settings` (the whole or a part) but the secret ones, under its
+    flat name: what a run's manifest keeps (`resume`, `fork` and the views read it back,
+    and `Settings` validates it again) and the gateway's `gateway.json`."""
+    record: dict[str, Any] = {}
+    for name, value in settings:
+        if isinstance(value, BaseModel):
+            record.update(settings_record(value))
+        elif name not in SECRET_SETTINGS:
+            record[name] = value
+    return record
+
+
 def literal_choices(name: str) -> tuple[str, ...] | None:
     """The values setting `name` accepts when it is one of a fixed few (a `Literal`),
     else None: what every flag, the config check and completion offer, so none of them
     can drift from the model."""
-    annotation = Settings.model_fields[name].annotation
+    annotation = SETTING_FIELDS[name].annotation
     return get_args(annotation) if get_origin(annotation) is Literal else None
 
 
@@ -495,9 +620,14 @@ def setting_text(value: object) -> str:
     return str(value)
 
 
+def default_value(name: str) -> Any:
+    """Setting `name`'s default, as the model has it (the one place it is written)."""
+    return SETTING_FIELDS[name].get_default(call_default_factory=True)
+
+
 def default_text(name: str) -> str:
     """A setting's default as the reference shows it: unset, on/off, or the value."""
-    default = Settings.model_fields[name].get_default(call_default_factory=True)
+    default = default_value(name)
     return "unset" if default in (None, [], {}) else setting_text(default)
 
 
@@ -509,15 +639,16 @@ def settings_help() -> str:
         "(`horde-tui config --effective`: each value here and where it came from)",
         "  key / variable / flag: default; what it does",
     ]
-    for name, info in Settings.model_fields.items():
+    for name, info in SETTING_FIELDS.items():
         flag = f" / {FLAGS[name]}" if name in FLAGS else ""
         lines.append(f"  {name} / {env_name(name)}{flag}: {default_text(name)}; {info.description}")
     return "\n".join(lines)
 
 
-def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+def _from_env(environ: Mapping[str, str], names: Iterable[str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for name, info in Settings.model_fields.items():
+    for name in names:
+        info = SETTING_FIELDS[name]
         raw = environ.get(env_name(name))
         if raw is None or raw == "":
             continue
@@ -533,6 +664,8 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """The `[horde]` table (or the top level) of a TOML config; unknown keys are errors."""
+    import tomllib  # here: a member imports this module and never reads a config file
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -542,7 +675,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     table = data.get("horde", data)
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [horde] must be a table")
-    known = set(Settings.model_fields)
+    known = set(SETTING_FIELDS)
     for key in table:
         if key not in known and key != "horde":
             raise SettingsError(
@@ -566,12 +699,13 @@ class Source:
 DEFAULT_SOURCE = Source("default")
 
 
-def _validate(values: dict[str, Any], sources: Mapping[str, Source]) -> Settings:
+def _validate(model: type[M], values: dict[str, Any], sources: Mapping[str, Source]) -> M:
     try:
-        return Settings.model_validate(values)
+        return model.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
-        key = str(err["loc"][0]) if err.get("loc") else "?"
+        # a part's error is at (part, key); the setting is the key users know
+        key = next((str(loc) for loc in err.get("loc", ()) if loc in SETTING_FIELDS), "?")
         source = sources.get(key)
         where = source.where if source is not None else "settings"
         hint = f"; use {BOOL_WORDS}" if err["type"] == "bool_parsing" else ""
@@ -596,16 +730,42 @@ def load_settings_with_sources(
 ) -> tuple[Settings, dict[str, Source]]:
     """`load_settings`, and for every field where its value came from (the last of
     default < file < variable < flag that set it)."""
+    file = read_config_file(config_path) if config_path is not None else {}
+    values, sources = _gather(SETTING_FIELDS, file, str(config_path), environ, overrides)
+    settings = _validate(Settings, values, sources)
+    return settings, {name: sources.get(name, DEFAULT_SOURCE) for name in SETTING_FIELDS}
+
+
+def load_part(
+    model: type[M],
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> M:
+    """One part of the settings (`GatewaySettings`, `MemberSettings`, ...) from the
+    `HORDE_*` variables (and a process's own flags): how a child process reads what the
+    supervisor passed it, with the same model, so the same defaults and the same refusals."""
+    values, sources = _gather(model.model_fields, {}, "", environ, overrides)
+    return _validate(model, values, sources)
+
+
+def _gather(
+    names: Iterable[str],
+    file: Mapping[str, Any],
+    file_name: str,
+    environ: Mapping[str, str] | None,
+    overrides: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Source]]:
+    """The values of `names` that are set, the last of file < variable < flag winning,
+    and where each came from."""
     env = os.environ if environ is None else environ
+    names = list(names)
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
-    if config_path is not None:
-        for key, value in read_config_file(config_path).items():
-            values[key], sources[key] = value, Source("file", str(config_path))
-    for key, value in _from_env(env).items():
+    for key, value in file.items():
+        values[key], sources[key] = value, Source("file", file_name)
+    for key, value in _from_env(env, names).items():
         values[key], sources[key] = value, Source("variable", env_name(key))
     for key, value in (overrides or {}).items():
-        if value is not None:
+        if value is not None and key in names:
             values[key], sources[key] = value, Source("flag", flag_name(key))
-    settings = _validate(values, sources)
-    return settings, {name: sources.get(name, DEFAULT_SOURCE) for name in Settings.model_fields}
+    return values, sources

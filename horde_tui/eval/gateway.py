@@ -74,9 +74,9 @@ def start_shared_gateway(
         raise GatewayStartError(f"refused: {exc}") from None
     env = {**environ, **gateway_env(settings)}
     args = ["--shared", "--run-dir", str(folder)]
-    if settings.max_cost_usd is not None:
+    if settings.gateway.max_cost_usd is not None:
         # Priced (or refused, one line) before the first run starts.
-        args += ["--max-cost-usd", str(settings.max_cost_usd)]
+        args += ["--max-cost-usd", str(settings.gateway.max_cost_usd)]
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "gateway.log", "ab") as log:
         proc = subprocess.Popen(

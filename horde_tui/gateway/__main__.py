@@ -21,12 +21,19 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from horde_tui.common import keypipe
 from horde_tui.common.httpserve import listen_failure, raise_descriptor_limit, serve
 from horde_tui.common.reaper import end_run
-from horde_tui.common.settings import THINKING_LEVELS, TOOL_PROTOCOLS, SettingsError, load_settings
+from horde_tui.common.settings import (
+    THINKING_LEVELS,
+    TOOL_PROTOCOLS,
+    GatewaySettings,
+    SettingsError,
+    load_part,
+    settings_record,
+)
 from horde_tui.common.watchdog import exit_group, parent_pid_from_env, start_watchdog
 from horde_tui.gateway import aihorde, backend
 from horde_tui.gateway.app import Gateway, GatewayConfig, budget_refusal
@@ -80,8 +87,10 @@ def write_private(path: Path, text: str) -> None:
 
 def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
     """The gateway's configuration: its flags over its `HORDE_*` variables (the
-    supervisor passes every gateway setting as one, whichever way it was set)."""
-    settings = load_settings(
+    supervisor passes every gateway setting as one, whichever way it was set), validated
+    as the gateway's part of the settings."""
+    settings = load_part(
+        GatewaySettings,
         overrides={
             "model": args.model,
             "thinking": args.thinking,
@@ -90,7 +99,7 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
             "max_cost_usd": args.max_cost_usd,
             "compact_tokens": args.compact_tokens,
             "member_models": args.member_model or None,
-        }
+        },
     )
     if not settings.model:
         raise SettingsError("no model: pass --model or set HORDE_MODEL (any litellm model string)")
@@ -99,47 +108,20 @@ def build_config(args: argparse.Namespace, token: str) -> GatewayConfig:
     if clash := aihorde.key_clash([model, *member_models.values()], settings.api_key):
         raise SettingsError(clash, "api_key")
     run_dir = args.run_dir
+    resolved = {
+        "model": model,
+        "member_models": member_models,
+        "compact_tokens": settings.compact_tokens or None,
+    }
     return GatewayConfig(
-        model=model,
         token=token,
-        thinking=settings.thinking,
-        api_base=settings.api_base,
-        api_key=settings.api_key,
-        tool_protocol=settings.tool_protocol,
-        member_models=member_models,
-        max_cost_usd=settings.max_cost_usd,
+        settings=settings.model_copy(update=resolved),
         usage_path=run_dir / "usage.jsonl" if run_dir else None,
         budget_flag=run_dir / ".budget-reached" if run_dir else None,
-        compact_tokens=settings.compact_tokens or None,
-        backoff_base_s=settings.gateway_backoff_ms / 1000,
-        retry_after_max_s=settings.retry_after_max_ms / 1000,
-        max_in_flight=settings.max_in_flight,
         shared_limit_dir=Path(shared) if (shared := os.environ.get(SHARED_LIMIT_ENV)) else None,
-        aihorde_deadline_s=settings.aihorde_deadline_s,
-        allow_downgrade=settings.allow_downgrade,
         shared=args.shared,
         run_dir=run_dir,
     )
-
-
-def settings_record(config: GatewayConfig) -> dict[str, Any]:
-    """The settings this gateway runs with, under their `Settings` names, for
-    `gateway.json`: what a person (or a test) reads to see that a setting arrived.
-    Never the key."""
-    return {
-        "model": config.model,
-        "thinking": config.thinking,
-        "api_base": config.api_base,
-        "tool_protocol": config.tool_protocol,
-        "member_models": config.member_models,
-        "compact_tokens": config.compact_tokens,
-        "max_cost_usd": config.max_cost_usd,
-        "retry_after_max_ms": round(config.retry_after_max_s * 1000),
-        "gateway_backoff_ms": round(config.backoff_base_s * 1000),
-        "max_in_flight": config.max_in_flight,
-        "aihorde_deadline_s": round(config.aihorde_deadline_s),
-        "allow_downgrade": config.allow_downgrade,
-    }
 
 
 def orphaned(run_dir: Path | None, parent_pid: int | None) -> Callable[[], None]:
@@ -165,7 +147,7 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     gateway = Gateway(config)
     gateway.litellm.start_import()
-    if config.max_cost_usd is not None:
+    if config.settings.max_cost_usd is not None:
         # Decided before listening, so a run is refused before any member spends a token.
         try:
             refusal = budget_refusal(config, await gateway.litellm.module())
@@ -193,7 +175,8 @@ async def run(args: argparse.Namespace) -> int:
             "port": server.port,
             "pid": os.getpid(),
             "model": config.model,
-            "settings": settings_record(config),
+            # what a person (or a test) reads to see that a setting arrived; never the key
+            "settings": settings_record(config.settings),
             "shared_limit_dir": str(config.shared_limit_dir) if config.shared_limit_dir else None,
             "shared": config.shared,
         }

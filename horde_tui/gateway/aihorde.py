@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde_tui import __version__
+from horde_tui.common.settings import GatewaySettings
 from horde_tui.gateway.jsonproto import CHARS_PER_TOKEN, content_text
 
 PROVIDER = "aihorde"
@@ -59,7 +60,8 @@ cannot be read."""
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_CONTEXT = 4096
 """Context asked for when the live worker list says nothing about the model."""
-DEFAULT_DEADLINE_S = 360.0
+_SETTINGS = GatewaySettings()
+"""The settings' defaults: the one client exists before a gateway's settings are read."""
 POLL_MIN_S = 1.0
 """Polls of one job are limited to 60 a minute (AI-Horde horde/apis/v2/kobold.py,
 TextAsyncStatus): one a second at most."""
@@ -465,11 +467,11 @@ class Client:
     gateway can cancel them all (`cancel_all`): an abandoned job would still spend a
     worker's time and the user's kudos."""
 
-    deadline_s: float = DEFAULT_DEADLINE_S
+    deadline_s: float = _SETTINGS.aihorde_deadline_s
     poll_min_s: float = POLL_MIN_S
     poll_max_s: float = POLL_MAX_S
     poll_busy_s: float = POLL_BUSY_S
-    allow_downgrade: bool = False
+    allow_downgrade: bool = _SETTINGS.allow_downgrade
     """Sent as `allow_downgrade` when on: the server then lowers a request over the
     upfront cap instead of refusing it (the `allow_downgrade` setting)."""
     tokenizer: Callable[[str], int] | None = None

@@ -34,6 +34,7 @@ from horde_tui.common.httpserve import (
     token_matches,
     unauthorized,
 )
+from horde_tui.common.settings import GatewaySettings
 from horde_tui.gateway import aihorde, backend, jsonproto
 from horde_tui.gateway.accounting import Accounting
 from horde_tui.gateway.backend import CallOptions, LiteLLM, ProviderError
@@ -60,39 +61,28 @@ CUT_ADVICE = {
 
 @dataclass
 class GatewayConfig:
-    """Everything the gateway needs to know about the run's models."""
+    """Everything the gateway needs to know about the run's models: its part of the
+    settings (with the models resolved, `aihorde/<name>` as its provider route), validated
+    from its variables and flags by `build_config`, and what this process was started with."""
 
-    model: str
     token: str
-    thinking: str = "off"
-    api_base: str | None = None
-    api_key: str | None = None
-    tool_protocol: str = "auto"
-    """`native`, `json`, or `auto` (json only for models litellm knows lack tool calls)."""
-    member_models: dict[str, str] = field(default_factory=dict)
-    max_cost_usd: float | None = None
+    settings: GatewaySettings = field(default_factory=GatewaySettings)
     usage_path: Path | None = None
     budget_flag: Path | None = None
     """Touched once when the budget is reached, so the supervisor can stop clean."""
-    compact_tokens: int | None = None
-    """JSON protocol: fit prompts under this many tokens (small anonymous limits)."""
     timeout_s: float = 600.0
     max_attempts: int = 4
-    backoff_base_s: float = 0.5
-    retry_after_max_s: float = 60.0
-    """The longest a provider's `retry-after` is honoured (HORDE_RETRY_AFTER_MAX_MS)."""
-    max_in_flight: int = 32
-    """The ceiling of each provider's adaptive limit (HORDE_MAX_IN_FLIGHT)."""
     shared_limit_dir: Path | None = None
     """Where the limits shared with other runs' gateways live (`SHARED_LIMIT_ENV`)."""
-    aihorde_deadline_s: float = aihorde.DEFAULT_DEADLINE_S
-    """The longest one AI Horde job is waited for before it is cancelled."""
-    allow_downgrade: bool = False
-    """AI Horde: ask the server to lower a request over the kudos-upfront cap."""
     shared: bool = False
     """Takes runs that join it (`--shared`): their tokens, usage files and budgets."""
     run_dir: Path | None = None
     """Where a back-off of a member's call is noted while it lasts (`BackoffNotes`)."""
+
+    @property
+    def model(self) -> str:
+        """The run's model: a gateway never starts without one (`build_config`)."""
+        return self.settings.model or ""
 
 
 MIN_RUN_TOKEN = 16
@@ -116,12 +106,12 @@ def budget_refusal(config: GatewayConfig, litellm: Any) -> str | None:
     so the gateway refuses to start (or a run to join) rather than run unguarded. Costs
     nothing to refuse: no call has been made yet.
     """
-    models = sorted({config.model, *config.member_models.values()})
+    models = sorted({config.model, *config.settings.member_models.values()})
     unpriced = [m for m in models if backend.price(litellm, m, 1, 1) is None]
     if not unpriced:
         return None
     return (
-        f"refused --max-cost-usd {config.max_cost_usd:g} (HORDE_MAX_COST_USD): litellm has "
+        f"refused --max-cost-usd {config.settings.max_cost_usd:g} (HORDE_MAX_COST_USD): litellm has "
         f"no price for {', '.join(unpriced)}, so the cost of its calls is unknown and the "
         "budget could never be reached; unset the budget, or use a model litellm prices"
     )
@@ -178,16 +168,18 @@ class Gateway:
 
     def __init__(self, config: GatewayConfig, litellm: LiteLLM | None = None) -> None:
         self.config = config
-        models = [config.model, *config.member_models.values()]
+        models = [config.model, *config.settings.member_models.values()]
         self.litellm = litellm or LiteLLM(setup=lambda module: aihorde.register(module, models))
-        aihorde.CLIENT.deadline_s = config.aihorde_deadline_s
-        aihorde.CLIENT.allow_downgrade = config.allow_downgrade
+        aihorde.CLIENT.deadline_s = config.settings.aihorde_deadline_s
+        aihorde.CLIENT.allow_downgrade = config.settings.allow_downgrade
         self.accounting = Accounting(
-            config.usage_path, config.max_cost_usd, budget_flag=config.budget_flag
+            config.usage_path, config.settings.max_cost_usd, budget_flag=config.budget_flag
         )
         self.runs: dict[str, Accounting] = {}
         """Shared: the runs that joined, by token, each with its own accounting."""
-        self.limiters = LimiterPool(maximum=config.max_in_flight, shared=config.shared_limit_dir)
+        self.limiters = LimiterPool(
+            maximum=config.settings.max_in_flight, shared=config.shared_limit_dir
+        )
         self.json_models: set[str] = set()
         """Models switched to the JSON protocol after rejecting `tools` (recorded once)."""
         self.started = time.time()
@@ -241,13 +233,13 @@ class Gateway:
     @property
     def models(self) -> list[str]:
         """The models this gateway serves, as `/v1/models` lists them."""
-        return sorted({self.config.model, *self.config.member_models.values()})
+        return sorted({self.config.model, *self.config.settings.member_models.values()})
 
     def _model(self, asked: Any, member: str) -> str | Response:
         """The model a request names: the alias (or none) is the member's own; any other
         must be one the gateway serves, else an OpenAI-shaped 404 `model_not_found`."""
         if asked is None or asked == MODEL_ALIAS:
-            return self.config.member_models.get(member, self.config.model)
+            return self.config.settings.member_models.get(member, self.config.model)
         if not isinstance(asked, str):
             return _error(400, "'model' must be a string", "invalid_request_error", "model")
         if asked in self.models:
@@ -332,7 +324,10 @@ class Gateway:
                 "'max_cost_usd' must be a positive number, or null for none",
                 "invalid_request_error",
             )
-        for name, mine in (("model", self.config.model), ("api_base", self.config.api_base)):
+        for name, mine in (
+            ("model", self.config.model),
+            ("api_base", self.config.settings.api_base),
+        ):
             asked = body.get(name) or None
             if name == "model" and isinstance(asked, str):
                 asked = aihorde.aihorde_model(asked)  # as this gateway named its own
@@ -345,7 +340,13 @@ class Gateway:
                 )
         if budget is not None:
             refusal = budget_refusal(
-                replace(self.config, max_cost_usd=float(budget)), await self.litellm.module()
+                replace(
+                    self.config,
+                    settings=self.config.settings.model_copy(
+                        update={"max_cost_usd": float(budget)}
+                    ),
+                ),
+                await self.litellm.module(),
             )
             if refusal:
                 return _error(409, refusal, "conflict")
@@ -435,19 +436,19 @@ class Gateway:
     def _options(self, member: str, notes: BackoffNotes) -> CallOptions:
         c = self.config
         return CallOptions(
-            model=c.member_models.get(member, c.model),
-            api_base=c.api_base,
-            api_key=c.api_key,
-            thinking=c.thinking,
+            model=c.settings.member_models.get(member, c.model),
+            api_base=c.settings.api_base,
+            api_key=c.settings.api_key,
+            thinking=c.settings.thinking,
             timeout_s=c.timeout_s,
             max_attempts=c.max_attempts,
-            backoff_base_s=c.backoff_base_s,
-            retry_after_max_s=c.retry_after_max_s,
+            backoff_base_s=c.settings.gateway_backoff_ms / 1000,
+            retry_after_max_s=c.settings.retry_after_max_ms / 1000,
             on_wait=notes.hook(member),
         )
 
     def _json_mode(self, litellm: Any, model: str) -> bool:
-        mode = self.config.tool_protocol
+        mode = self.config.settings.tool_protocol
         if mode == "json" or model in self.json_models:
             return True
         return mode == "auto" and backend.knows_no_tools(litellm, model)
@@ -457,7 +458,7 @@ class Gateway:
         native tool calls (`--tool-protocol native`): then the provider's error stands."""
         return (
             bool(body.get("tools"))
-            and self.config.tool_protocol != "native"
+            and self.config.settings.tool_protocol != "native"
             and backend.rejects_tools(exc.__cause__ or exc)
         )
 
@@ -610,7 +611,7 @@ class Gateway:
     ) -> int | None:
         """The compact-mode budget: the setting, or for an AI Horde model what its key and
         live workers allow (the smaller when both say)."""
-        budgets = [self.config.compact_tokens]
+        budgets = [self.config.settings.compact_tokens]
         if aihorde.is_aihorde(opts.model):
             budgets.append(
                 await aihorde.CLIENT.compact_tokens(

@@ -281,16 +281,17 @@ def usage_of(response: dict[str, Any]) -> tuple[int, int]:
 
 @dataclass
 class CallOptions:
-    """Per-call provider settings resolved by the gateway for one member."""
+    """Per-call provider settings resolved by the gateway for one member (from its
+    `GatewayConfig`, which holds their defaults)."""
 
     model: str
+    thinking: str
+    timeout_s: float
+    max_attempts: int
+    backoff_base_s: float
+    retry_after_max_s: float
     api_base: str | None = None
     api_key: str | None = None
-    thinking: str = "off"
-    timeout_s: float = 600.0
-    max_attempts: int = 4
-    backoff_base_s: float = 0.5
-    retry_after_max_s: float = 60.0
     on_wait: Callable[[float, int], None] | None = field(default=None, repr=False, compare=False)
     """Told of each back-off (its seconds and the status that caused it) before it is
     waited out, so the gateway can tell whose call it holds (`store.activity`)."""

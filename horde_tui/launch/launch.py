@@ -220,26 +220,30 @@ def check_launch(
     settings, refused = checked_settings(options, horde_dir, environ)
     check.refusals += refused
     preset = None
-    if settings is not None and settings.preset:
+    if settings is not None and settings.supervisor.preset:
         try:
-            preset = find_preset(settings.preset, horde_dir)
+            preset = find_preset(settings.supervisor.preset, horde_dir)
         except PresetError as exc:
             refuse(Refusal("preset", str(exc)))
     if preset is not None and settings is not None and check.count is not None:
         # A role's model is that member's, unless the run names one for it itself.
         slots = assign_roles(RunRequest("", check.count.members, layers, not options.no_verifier))
-        settings.member_models = role_models(preset, slots, settings.member_models)
-    if settings is not None and settings.compact_tokens:
-        budget = prompt_budget(prompt, settings.compact_tokens)
+        settings.gateway.member_models = role_models(preset, slots, settings.gateway.member_models)
+    if settings is not None and settings.gateway.compact_tokens:
+        budget = prompt_budget(prompt, settings.gateway.compact_tokens)
         if isinstance(budget, Refusal):
             refuse(budget)
         elif budget:
             check.notes.append(budget)
-    if settings is not None and not settings.model:
+    if settings is not None and not settings.gateway.model:
         refuse(Refusal("model", NO_MODEL))
     elif settings is not None and (clash := aihorde_clash(settings)):
         refuse(Refusal("api_key", f"refused: {clash}"))
-    if settings is not None and settings.sandbox == "bwrap" and (problem := bwrap_problem()):
+    if (
+        settings is not None
+        and settings.sandboxing.sandbox == "bwrap"
+        and (problem := bwrap_problem())
+    ):
         refuse(
             Refusal(
                 "sandbox",
@@ -327,12 +331,14 @@ def aihorde_clash(settings: Settings) -> str | None:
     provider is the one line returned (see `gateway.aihorde.key_clash`)."""
     from horde_tui.gateway import aihorde  # light: no litellm, no aiohttp at import
 
-    assert settings.model is not None
-    settings.model = aihorde.aihorde_model(settings.model)
-    settings.member_models = {
-        k: aihorde.aihorde_model(v) for k, v in settings.member_models.items()
+    assert settings.gateway.model is not None
+    settings.gateway.model = aihorde.aihorde_model(settings.gateway.model)
+    settings.gateway.member_models = {
+        k: aihorde.aihorde_model(v) for k, v in settings.gateway.member_models.items()
     }
-    return aihorde.key_clash([settings.model, *settings.member_models.values()], settings.api_key)
+    return aihorde.key_clash(
+        [settings.gateway.model, *settings.gateway.member_models.values()], settings.gateway.api_key
+    )
 
 
 def aihorde_warnings(settings: Settings, timeout_s: float = 5.0) -> list[str]:
@@ -343,12 +349,14 @@ def aihorde_warnings(settings: Settings, timeout_s: float = 5.0) -> list[str]:
 
     from horde_tui.gateway import aihorde
 
-    models = sorted({m for m in [settings.model, *settings.member_models.values()] if m})
+    models = sorted(
+        {m for m in [settings.gateway.model, *settings.gateway.member_models.values()] if m}
+    )
     chosen = [m for m in models if aihorde.is_aihorde(m)]
     if not chosen:
         return []
     try:
-        live = asyncio.run(aihorde.fetch_models(settings.api_base, timeout_s=timeout_s))
+        live = asyncio.run(aihorde.fetch_models(settings.gateway.api_base, timeout_s=timeout_s))
     except aihorde.HordeError:
         return []
     return [w for m in chosen if (w := aihorde.no_worker_warning(m, live))]

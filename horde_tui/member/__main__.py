@@ -81,10 +81,11 @@ One member session against a run's gateway. The supervisor sets, for each member
   HORDE_GATEWAY_URL, HORDE_GATEWAY_TOKEN   the run's gateway
   HORDE_ROLE, HORDE_ATTEMPT, HORDE_LAYER, HORDE_PARENT_PID, HORDE_BRIEF
   HORDE_MAX_TURNS, HORDE_REMIND_CALLS, HORDE_REMIND_MS, HORDE_INBOX_TURNS,
-  HORDE_REQUEST_TIMEOUT_S     the run's settings (`horde-tui run --help`)
+  HORDE_REQUEST_TIMEOUT_S, HORDE_CONFIRM   the run's settings, validated as the
+                              member's part of them (`horde-tui config`: defaults)
   HORDE_TOOLS=readonly        a read-only helper session
   HORDE_SANDBOX=auto|bwrap|off, HORDE_SANDBOX_NETWORK=on|off, HORDE_SANDBOX_ENV=A,B
-                              how shell commands are confined (default auto)
+                              how shell commands are confined
   HORDE_RESUME_SESSION=PATH   carry on the session in this transcript instead of
                               starting one (`horde-tui resume` sets it)
 Status lines (JSON) go to stdout, the transcript to runs/<run>/sessions/<name>/."""
@@ -104,7 +105,7 @@ def main() -> int:
     if config.parent_pid:
         start_watchdog(config.parent_pid, on_gone=_orphaned(config.run, config.parent_pid))
     client = GatewayClient(
-        config.gateway_url, config.gateway_token, config.name, config.request_timeout_s
+        config.gateway_url, config.gateway_token, config.name, config.settings.request_timeout_s
     )
     loop = MemberLoop(config, client, status)
     install_signal_handlers(loop)

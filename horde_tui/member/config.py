@@ -10,12 +10,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from horde_tui.common.inputs import BOOL_WORDS, parse_bool, whole_number
+from pydantic import BaseModel
+
+from horde_tui.common.inputs import whole_number
+from horde_tui.common.settings import MemberSettings, SandboxSettings, SettingsError, load_part
 from horde_tui.sandbox.policy import SandboxPolicy
 from horde_tui.store.activity import heartbeat_path
 from horde_tui.store.paths import ACTOR_NAME_RULE, HordePaths, shown, valid_actor_name
 from horde_tui.store.siblings import parse_siblings
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class MemberConfigError(ValueError):
@@ -32,21 +38,17 @@ class MemberConfig:
     parent_pid: int | None
     gateway_url: str
     gateway_token: str
-    remind_calls: int = 8
-    remind_ms: int = 600_000
-    max_turns: int = 200
+    settings: MemberSettings = field(default_factory=MemberSettings)
+    """The member's part of the run's settings (turn cap, reminders, request timeout,
+    confirm mode), validated from its `HORDE_*` variables with the supervisor's model."""
     max_tokens: int = 0
     """The session's token share (`HORDE_MAX_TOKENS`, 0: none): a repair attempt's, kept
     before each call so a fast model cannot run past it between the supervisor's polls."""
-    request_timeout_s: float = 900.0
     layer: str | None = None
     readonly: bool = False
     """Helpers (deliverable, post-mortem) read only: `read` and the horde tool's reads."""
     brief: str = ""
     """Extra instruction appended to the first message (what a helper must produce)."""
-    inbox_turns: int = 12
-    """Extra turns a session may take because targeted messages arrived after the model
-    stopped calling tools (`HORDE_INBOX_TURNS`)."""
     resume_session: Path | None = None
     """A transcript to carry on instead of starting a session (`HORDE_RESUME_SESSION`):
     set by `horde-tui resume` for members whose supervisor stopped while they worked."""
@@ -59,8 +61,6 @@ class MemberConfig:
     A swarm's planner and merge helpers keep theirs in the swarm directory."""
     task_file: Path | None = None
     """The task document (`HORDE_TASK_FILE`); default the run's TASK.md."""
-    confirm: bool = False
-    """Confirm mode (`HORDE_CONFIRM`): each `bash` command waits for a person's decision."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """How the member's commands are confined (`HORDE_SANDBOX`, `HORDE_SANDBOX_NETWORK`,
     `HORDE_SANDBOX_ENV`), as the supervisor resolved it for the run."""
@@ -115,39 +115,38 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         parent_pid=whole_number(parent),
         gateway_url=_required(e, "HORDE_GATEWAY_URL").rstrip("/"),
         gateway_token=_required(e, "HORDE_GATEWAY_TOKEN"),
-        remind_calls=_int(e, "HORDE_REMIND_CALLS", 8),
-        remind_ms=_int(e, "HORDE_REMIND_MS", 600_000),
-        max_turns=_int(e, "HORDE_MAX_TURNS", 200),
+        settings=_part(MemberSettings, e),
         max_tokens=max(0, _int(e, "HORDE_MAX_TOKENS", 0)),
-        request_timeout_s=float(_int(e, "HORDE_REQUEST_TIMEOUT_S", 900)),
         layer=e.get("HORDE_LAYER") or None,
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
-        inbox_turns=max(0, _int(e, "HORDE_INBOX_TURNS", 12)),
         resume_session=_resume_session(e),
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),
         task_file=_path(e, "HORDE_TASK_FILE"),
-        sandbox=_sandbox(e),
-        confirm=_flag(e, "HORDE_CONFIRM"),
+        sandbox=sandbox_policy(e),
     )
 
 
-def _flag(env: Mapping[str, str], key: str) -> bool:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return False
-    value = parse_bool(raw)
-    if value is None:
-        raise MemberConfigError(f"{key}={raw!r} is not {BOOL_WORDS}")
-    return value
-
-
-def _sandbox(env: Mapping[str, str]) -> SandboxPolicy:
+def _part(model: type[M], env: Mapping[str, str]) -> M:
     try:
-        return SandboxPolicy.from_env(env)
-    except ValueError as exc:
+        return load_part(model, env)
+    except SettingsError as exc:
         raise MemberConfigError(str(exc)) from None
+
+
+def sandbox_policy(env: Mapping[str, str]) -> SandboxPolicy:
+    """The policy the supervisor set for a member (`HORDE_SANDBOX*`, validated as the
+    settings' sandboxing part). `HORDE_SANDBOX` may also be `namespace`: what the
+    supervisor resolves `auto` to where bwrap cannot run, a mode but never a setting."""
+    resolved = env.get("HORDE_SANDBOX", "").strip() == "namespace"
+    part = _part(SandboxSettings, {**env, "HORDE_SANDBOX": ""} if resolved else env)
+    return SandboxPolicy(
+        mode="namespace" if resolved else part.sandbox,
+        network=part.sandbox_network,
+        env_names=tuple(part.sandbox_env),
+        git_write=part.sandbox_git_write,
+    )
 
 
 def _path(env: Mapping[str, str], key: str) -> Path | None:

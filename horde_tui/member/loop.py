@@ -106,7 +106,7 @@ class MemberLoop:
         self.status = status or StatusStream()
         self.state = LoopState()
         self.store = HordeStore(config.horde_dir, config.name, routed=True)
-        gate = ConfirmGate(config.run_dir, config.name) if config.confirm else None
+        gate = ConfirmGate(config.run_dir, config.name) if config.settings.confirm else None
         self.tools = WorkspaceTools(
             config.workdir, HordePaths(config.horde_dir).top, sandbox=config.sandbox, confirm=gate
         )
@@ -140,7 +140,7 @@ class MemberLoop:
         while True:
             if self.state.stop_requested:
                 return Exit("killed", self.state.last_text, "stopped by the parent")
-            if self.state.turns >= self.config.max_turns:
+            if self.state.turns >= self.config.settings.max_turns:
                 return self._capped("the model was still calling tools")
             if self.config.max_tokens and self._tokens() >= self.config.max_tokens:
                 return Exit(
@@ -162,7 +162,7 @@ class MemberLoop:
                     return Exit("no_output", "", "the model returned neither text nor a tool call")
                 if self._inbox_turn():
                     continue
-                if self.state.turns >= self.config.max_turns and self._mail_waiting():
+                if self.state.turns >= self.config.settings.max_turns and self._mail_waiting():
                     return self._capped("messages were still waiting to be read")
                 return Exit("completed", text or self.state.last_text)
             for call in calls:
@@ -236,9 +236,9 @@ class MemberLoop:
     def _inbox_turn(self) -> bool:
         """One more turn for messages that arrived after the model stopped calling tools,
         within `inbox_turns` per session and the turn budget."""
-        if self.state.inbox_turns >= self.config.inbox_turns:
+        if self.state.inbox_turns >= self.config.settings.inbox_turns:
             return False
-        if self.state.turns >= self.config.max_turns or self.state.stop_requested:
+        if self.state.turns >= self.config.settings.max_turns or self.state.stop_requested:
             return False
         if not self.deliver_inbox():
             return False
@@ -262,7 +262,7 @@ class MemberLoop:
         return Exit(
             "turns",
             self.state.last_text,
-            f"turn cap of {self.config.max_turns} reached; {why}",
+            f"turn cap of {self.config.settings.max_turns} reached; {why}",
         )
 
     def _take_reply(self, response: dict[str, Any]) -> dict[str, Any]:
@@ -377,9 +377,12 @@ class MemberLoop:
 
     def _reminder_due(self) -> str:
         cfg, st = self.config, self.state
-        by_calls = cfg.remind_calls > 0 and st.calls_since_reminder >= cfg.remind_calls
+        by_calls = (
+            cfg.settings.remind_calls > 0 and st.calls_since_reminder >= cfg.settings.remind_calls
+        )
         by_time = (
-            cfg.remind_ms > 0 and (time.monotonic() - st.last_reminder) * 1000 >= cfg.remind_ms
+            cfg.settings.remind_ms > 0
+            and (time.monotonic() - st.last_reminder) * 1000 >= cfg.settings.remind_ms
         )
         if not (by_calls or by_time):
             return ""

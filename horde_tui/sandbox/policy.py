@@ -29,10 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from horde_tui.common.inputs import BOOL_WORDS, parse_bool
 from horde_tui.store.secretfiles import masked_files
 
-SANDBOX_MODES = ("auto", "bwrap", "off")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 _HOME_CREDENTIALS = ("credentials", "credentials.toml", ".credentials.json", "hosts.yml")
@@ -71,27 +69,6 @@ class SandboxPolicy:
             self, mode="bwrap", readonly=horde_dirs, git_write=False, workdir_write=False
         )
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> SandboxPolicy:
-        """The policy the supervisor set for a member (`HORDE_SANDBOX*`)."""
-        mode = environ.get("HORDE_SANDBOX", "").strip().lower() or "auto"
-        raw = environ.get("HORDE_SANDBOX_NETWORK", "").strip() or "on"
-        network = parse_bool(raw)
-        if network is None:
-            raise ValueError(f"HORDE_SANDBOX_NETWORK={raw!r} is not {BOOL_WORDS}")
-        raw_git = environ.get("HORDE_SANDBOX_GIT_WRITE", "").strip() or "off"
-        git_write = parse_bool(raw_git)
-        if git_write is None:
-            raise ValueError(f"HORDE_SANDBOX_GIT_WRITE={raw_git!r} is not {BOOL_WORDS}")
-        return cls(
-            # `namespace` is what a supervisor resolves `auto` to without bwrap; unknown
-            # words get the strict choice
-            mode=mode if mode in (*SANDBOX_MODES, "namespace") else "bwrap",
-            network=network,
-            env_names=split_names(environ.get("HORDE_SANDBOX_ENV", "")),
-            git_write=git_write,
-        )
-
     def as_env(self) -> dict[str, str]:
         """The `HORDE_SANDBOX*` variables that give a member this policy."""
         return {
@@ -111,11 +88,6 @@ def passed_through(environ: Mapping[str, str], names: Iterable[str]) -> dict[str
     own environment is scrubbed of secrets by name, so these are put back for it to
     hand to its commands."""
     return {n: environ[n] for n in names if n in environ and n not in NEVER_PASSED}
-
-
-def split_names(text: str) -> tuple[str, ...]:
-    """`"A, B C"` -> `("A", "B", "C")`: variable names from a setting or variable."""
-    return tuple(n for n in text.replace(",", " ").split() if n)
 
 
 def _bwrap() -> str | None:

@@ -131,7 +131,7 @@ class LaunchScreen(HordeScreen):
                 "model",
                 "Model",
                 Input(
-                    d.model or "",
+                    d.gateway.model or "",
                     placeholder="litellm model string, e.g. openai/gpt-4o",
                     id="launch-model",
                     compact=True,
@@ -142,7 +142,7 @@ class LaunchScreen(HordeScreen):
                 "Thinking",
                 Select(
                     [(level, level) for level in THINKING_LEVELS],
-                    value=d.thinking,
+                    value=d.gateway.thinking,
                     allow_blank=False,
                     id="launch-thinking",
                     compact=True,
@@ -153,7 +153,7 @@ class LaunchScreen(HordeScreen):
                 "Preset",
                 Select(
                     [(name, name) for name in self.preset_choices()],
-                    value=d.preset or NO_PRESET,
+                    value=d.supervisor.preset or NO_PRESET,
                     allow_blank=False,
                     id="launch-preset",
                     compact=True,
@@ -163,7 +163,7 @@ class LaunchScreen(HordeScreen):
                 "member_models",
                 "Member models",
                 Input(
-                    ", ".join(f"{k}={v}" for k, v in d.member_models.items()),
+                    ", ".join(f"{k}={v}" for k, v in d.gateway.member_models.items()),
                     placeholder="optional: member-4=anthropic/claude-sonnet-4-5, ...",
                     id="launch-member-models",
                     compact=True,
@@ -173,7 +173,7 @@ class LaunchScreen(HordeScreen):
                 "max_minutes",
                 "Deadline (min)",
                 Input(
-                    "" if d.max_minutes is None else f"{d.max_minutes:g}",
+                    "" if d.supervisor.max_minutes is None else f"{d.supervisor.max_minutes:g}",
                     placeholder="optional: stop clean after this many minutes",
                     id="launch-deadline",
                     compact=True,
@@ -199,7 +199,7 @@ class LaunchScreen(HordeScreen):
     def preset_choices(self) -> list[str]:
         """`none`, the presets here, and a configured name that is none of them (kept,
         so the check refuses it under the field rather than the form dropping it)."""
-        configured = self.defaults.preset
+        configured = self.defaults.supervisor.preset
         extra = [configured] if configured and configured not in self.preset_names else []
         return list(dict.fromkeys([NO_PRESET, *self.preset_names, *extra]))
 
@@ -227,7 +227,7 @@ class LaunchScreen(HordeScreen):
         """What the form holds, as the CLI would pass it; blank layers mean an open run."""
         thinking = self.query_one("#launch-thinking", Select).value
         preset = self.query_one("#launch-preset", Select).value
-        unset = NO_PRESET if self.defaults.preset is None else None
+        unset = NO_PRESET if self.defaults.supervisor.preset is None else None
         pairs = self.text("launch-member-models").replace(",", " ").split()
         options = RunOptions(
             count=self.text("launch-count"),

@@ -90,7 +90,7 @@ async def run_cleanups(sup: RunContext) -> None:
     assert sup.parent is not None
     sup.parent.refresh()
     for res in owned_cleanups(sup.parent.state.resources.values(), sup.run_id):
-        if not sup.settings.cleanup:
+        if not sup.settings.supervisor.cleanup:
             fields = _skipped(res)
         else:
             fields = await asyncio.to_thread(

@@ -190,7 +190,7 @@ async def _helper_phase(
         return
     sup.emit("phase-start", phase=phase)
     brief = brief.format(run=sup.run_id, files=helper_files(sup, phase))
-    helper = await run_helper(sup, name, brief, sup.settings.postmortem_ms / 1000, sup.halted)
+    helper = await run_helper(sup, name, brief, sup.settings.supervisor.postmortem_ms / 1000, sup.halted)
     atomic_write_text(sup.run_dir / filename, helper_document(title, helper))
     sup.emit("phase-end", phase=phase, cause=helper.exit_cause)
 
@@ -206,7 +206,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
     write_reports(sup.horde_dir, summary, sup.parent.state)
     gateway_up = sup.gateway is not None and sup.gateway.running
     helpers_allowed = gateway_up and not sup.hard_stopped
-    if helpers_allowed and sup.settings.deliverable:
+    if helpers_allowed and sup.settings.supervisor.deliverable:
         await _helper_phase(
             sup,
             "deliverable",
@@ -218,7 +218,7 @@ async def finalize(sup: RunContext, summary: RunSummary) -> None:
     # Runs that end on their own get the post-mortem; a clean stop only when asked for.
     ended_on_its_own = summary.outcome not in STOPPED
     wants_postmortem = ended_on_its_own or (sup.stop is not None and sup.stop.postmortem)
-    if helpers_allowed and sup.settings.postmortem and wants_postmortem:
+    if helpers_allowed and sup.settings.supervisor.postmortem and wants_postmortem:
         await _helper_phase(
             sup,
             "post-mortem",

@@ -130,7 +130,7 @@ budget skip it."""
 
 
 def _skip_reason(sup: RunContext) -> str:
-    if sup.settings.repair_rounds == 0:
+    if sup.settings.repair.repair_rounds == 0:
         return "disabled"
     if sup.hard_stopped:
         return "stopped by the user"
@@ -147,10 +147,10 @@ def budgets(settings: Settings, units: int) -> tuple[int, int]:
     """Total repair (ms, tokens): one floor per demand unit (at most six) plus two recheck
     shares, unless the settings give a flat total."""
     shares = min(6, units) + RECHECK_SHARES
-    flat_ms, flat_tokens = settings.repair_ms, settings.repair_tokens
+    flat_ms, flat_tokens = settings.repair.repair_ms, settings.repair.repair_tokens
     return (
-        flat_ms if flat_ms is not None else settings.repair_min_ms * shares,
-        flat_tokens if flat_tokens is not None else settings.repair_min_tokens * shares,
+        flat_ms if flat_ms is not None else settings.repair.repair_min_ms * shares,
+        flat_tokens if flat_tokens is not None else settings.repair.repair_min_tokens * shares,
     )
 
 
@@ -160,9 +160,9 @@ def unit_shares(
     """(ms, tokens) one demand unit's attempt may spend: the token total cut into the
     phase's demand units plus the recheck shares, the time total split only among the
     units that token budget can fund; neither below its floor."""
-    token_unit = max(settings.repair_min_tokens, total_tokens // (units + RECHECK_SHARES))
+    token_unit = max(settings.repair.repair_min_tokens, total_tokens // (units + RECHECK_SHARES))
     funded = min(units + RECHECK_SHARES, total_tokens // max(1, token_unit))
-    return max(settings.repair_min_ms, total_ms // max(1, funded)), token_unit
+    return max(settings.repair.repair_min_ms, total_ms // max(1, funded)), token_unit
 
 
 def serving_order(state: LedgerState, work: dict[str, list[Thread]]) -> list[str]:
@@ -198,7 +198,7 @@ async def run_repair(sup: RunContext) -> None:
     unchanged: dict[tuple[str, str], int] = {}
     held: dict[tuple[str, str], tuple[str, int]] = {}
     spent_ms = spent_tokens = 0
-    for round_no in range(1, settings.repair_rounds + 1):
+    for round_no in range(1, settings.repair.repair_rounds + 1):
         sup.parent.refresh()
         state = sup.parent.state
         release(sup, state, unchanged, held, round_no)
@@ -214,7 +214,9 @@ async def run_repair(sup: RunContext) -> None:
             if sup.closed():  # stopped during repair: no further attempt starts
                 break
             threads = work[name]
-            if round_no < settings.repair_rounds and _round_done(sup, members, served, threads):
+            if round_no < settings.repair.repair_rounds and _round_done(
+                sup, members, served, threads
+            ):
                 sup.emit(
                     "repair-round-end",
                     round=round_no,
@@ -223,12 +225,12 @@ async def run_repair(sup: RunContext) -> None:
                 break
             served.add(name)
             left_tokens = total_tokens - spent_tokens
-            if left_tokens < settings.repair_min_tokens:
+            if left_tokens < settings.repair.repair_min_tokens:
                 sup.emit("repair-skipped", name, reason="token budget spent", round=round_no)
                 continue
             units_here = demand(state, threads)
             share = (
-                max(settings.repair_min_ms, min(unit_ms * units_here, total_ms - spent_ms)),
+                max(settings.repair.repair_min_ms, min(unit_ms * units_here, total_ms - spent_ms)),
                 min(unit_tokens * units_here, left_tokens),
             )
             used_ms, used_tokens = await _attempt(
@@ -308,7 +310,7 @@ async def _attempt(
     if not await sup.spawn(
         name,
         REPAIR_BRIEF.format(threads=listing),
-        HORDE_MAX_TURNS=str(sup.settings.repair_turns),
+        HORDE_MAX_TURNS=str(sup.settings.repair.repair_turns),
         HORDE_MAX_TOKENS=str(share_tokens),
     ):
         return 0, 0  # the run was stopped as the attempt was due

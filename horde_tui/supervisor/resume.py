@@ -157,7 +157,7 @@ def recorded_settings(
     CONFIG.json the same); the key, which is never written down, comes from this
     environment or the config file as for any run."""
     try:
-        key = load_settings(horde_dir / "config.toml", environ).api_key
+        key = load_settings(horde_dir / "config.toml", environ).gateway.api_key
         return Settings.model_validate({**(manifest.get("config") or {}), "api_key": key})
     except (SettingsError, ValueError) as exc:
         raise ResumeRefused(f"refused: the run's settings cannot be read again: {exc}") from None
@@ -227,7 +227,7 @@ class ResumedSupervisor(Supervisor):
         """The budget less what the run's sessions have spent so far (their transcripts'
         priced calls); a spent budget leaves the least the gateway takes, and the run's
         `.budget-reached` stops it clean as before."""
-        limit = self.settings.max_cost_usd
+        limit = self.settings.gateway.max_cost_usd
         if limit is None:
             return None
         spent = sum(m.cost_usd or 0.0 for m in self.members.values())
@@ -315,7 +315,7 @@ async def _restart(sup: RunContext, point: ResumePoint) -> str:
         # session that stays silent gets the canary's fresh attempts.
         if first in carry:
             await _carry_on_member(sup, first, carry.pop(first))
-            if await sup.await_output(first, sup.settings.canary_ms / 1000):
+            if await sup.await_output(first, sup.settings.supervisor.canary_ms / 1000):
                 sup.canary = "ok"
             elif not await _canary_again(sup, first):
                 return "finalize"

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from horde_tui.common import prompts
 from horde_tui.common.settings import Settings, env_name, setting_text
 from horde_tui.protocol import controls
@@ -130,12 +132,14 @@ class Supervisor:
         """When `horde-tui resume` carried this run on (its report says so)."""
         self.reattach: str | None = None
         """Where to re-attach, when a detached process carries the run (`carry_on`)."""
-        mode, self.sandbox_note = resolve_sandbox(settings.sandbox, settings.sandbox_network)
+        mode, self.sandbox_note = resolve_sandbox(
+            settings.sandboxing.sandbox, settings.sandboxing.sandbox_network
+        )
         self.sandbox = SandboxPolicy(
             mode,
-            settings.sandbox_network,
-            tuple(settings.sandbox_env),
-            git_write=settings.sandbox_git_write,
+            settings.sandboxing.sandbox_network,
+            tuple(settings.sandboxing.sandbox_env),
+            git_write=settings.sandboxing.sandbox_git_write,
         )
         """How members' commands are confined, decided once for the run; `sandbox_note`
         says so when they run without a sandbox (run header, REPORT.md)."""
@@ -180,7 +184,7 @@ class Supervisor:
         self.emit(
             "run-start",
             members=len(self.specs),
-            model=self.settings.model,
+            model=self.settings.gateway.model,
             layers=self.request.layers,
             sandbox=self.sandbox_note or self.sandbox.mode,
         )
@@ -193,8 +197,8 @@ class Supervisor:
             self.members[self.specs[0].name],
             len(self.specs),
             time.time(),
-            self.settings.max_minutes,
-            self.settings.max_cost_usd,
+            self.settings.supervisor.max_minutes,
+            self.settings.gateway.max_cost_usd,
         ).as_event()
         self.emit("forecast", **self.forecast)
         for spec in self.specs[1:]:
@@ -311,7 +315,7 @@ class Supervisor:
     def gateway_budget_usd(self) -> float | None:
         """What the gateway may spend: it counts from zero each time it starts, so a
         resumed run (`resume.ResumedSupervisor`) gives it only what is left."""
-        return self.settings.max_cost_usd
+        return self.settings.gateway.max_cost_usd
 
     def _gateway_env(self) -> dict[str, str]:
         return gateway_env(self.settings)
@@ -393,14 +397,16 @@ class Supervisor:
         for attempt in (1, 2):
             if not await self.spawn(first):
                 return self._canary_stopped()
-            ok = await self.await_output(first, self.settings.canary_ms / 1000)
+            ok = await self.await_output(first, self.settings.supervisor.canary_ms / 1000)
             if ok:
                 self.canary = "ok" if attempt == 1 else "ok after a retry"
                 self.emit("canary", first, result=self.canary)  # the run screen's canary line
                 return True
             state = self.members[first]
             cause = state.exit_cause or "silent"
-            detail = state.detail or f"no model output within {self.settings.canary_ms} ms"
+            detail = (
+                state.detail or f"no model output within {self.settings.supervisor.canary_ms} ms"
+            )
             if not self.tasks[first].done():
                 await self.procs[first].stop_hard()
                 await self.tasks[first]
@@ -517,7 +523,7 @@ class Supervisor:
             await self._reset(name, "user")
             return
         owed = self._verifier_owes(name) if cause in FINISHED_CAUSES else []
-        if owed and not stopping and state.resets < self.settings.reset_cap:
+        if owed and not stopping and state.resets < self.settings.supervisor.reset_cap:
             self.emit("member-reset", name, cause="unreviewed", resets=state.resets + 1, owed=owed)
             brief = prompts.VERIFIER_OWES.format(findings=", ".join(owed))
             await self.spawn(name, brief)
@@ -525,7 +531,11 @@ class Supervisor:
         if cause in FINISHED_CAUSES and self.request.until_stop and not stopping:
             self._schedule_continuation(name)
             return
-        if cause in RESET_CAUSES and not stopping and state.resets < self.settings.reset_cap:
+        if (
+            cause in RESET_CAUSES
+            and not stopping
+            and state.resets < self.settings.supervisor.reset_cap
+        ):
             await self._reset(name, cause)
 
     async def _reset(self, name: str, cause: str) -> None:
@@ -552,7 +562,7 @@ class Supervisor:
         """
         state = self.members[name]
         age = time.time() - (state.started or time.time())
-        delay = max(0.0, self.settings.continue_cooldown_ms / 1000 - age)
+        delay = max(0.0, self.settings.supervisor.continue_cooldown_ms / 1000 - age)
         self._continuing.add(name)
         self.emit("member-continue", name, after_s=round(delay, 1))
 
@@ -729,7 +739,7 @@ class Supervisor:
             canary=self.canary,
             started=self.started,
             ended=time.time(),
-            model=self.settings.model or "",
+            model=self.settings.gateway.model or "",
             demo=self.request.demo,
             members=[*self.members.values(), *external_members(events)],
             stop_clean_at=self.stop.started if self.stop else None,
@@ -747,8 +757,12 @@ class Supervisor:
 
     def _provider(self) -> str:
         """The model and its endpoint, as a failed run's diagnosis names them."""
-        model = self.settings.model or "the model"
-        return f"{model} at {self.settings.api_base}" if self.settings.api_base else model
+        model = self.settings.gateway.model or "the model"
+        return (
+            f"{model} at {self.settings.gateway.api_base}"
+            if self.settings.gateway.api_base
+            else model
+        )
 
     async def stop_gateway(self) -> None:
         await stop_gateway(self.gateway)
@@ -772,54 +786,29 @@ class Supervisor:
         )
 
 
-MEMBER_SETTINGS = (
-    "remind_calls",
-    "remind_ms",
-    "inbox_turns",
-    "max_turns",
-    "request_timeout_s",
-    "confirm",
-)
-"""Settings a member reads from its environment (besides the sandbox policy, which the
-supervisor resolves first): a member never imports the settings model, so each is
-passed as its `HORDE_*` variable, whichever way it was set."""
-GATEWAY_SETTINGS = (
-    "model",
-    "thinking",
-    "api_base",
-    "api_key",
-    "tool_protocol",
-    "member_models",
-    "compact_tokens",
-    "aihorde_deadline_s",
-    "allow_downgrade",
-    "retry_after_max_ms",
-    "gateway_backoff_ms",
-    "max_in_flight",
-)
-"""Settings the gateway reads (with `load_settings`, from its environment); the cost
-budget goes as `--max-cost-usd`, which a resumed run lowers (`gateway_budget_usd`)."""
-
-
-def _settings_env(s: Settings, names: tuple[str, ...]) -> dict[str, str]:
-    """`names` as variables; an unset one is passed empty (read as unset), so a value
-    in this process's environment cannot reach the child in its place."""
+def _settings_env(part: BaseModel, leave_out: frozenset[str] = frozenset()) -> dict[str, str]:
+    """A part of the settings as the variables its process validates it from
+    (`load_part`); an unset one is passed empty (read as unset), so a value in this
+    process's environment cannot reach the child in its place."""
     env: dict[str, str] = {}
-    for name in names:
-        value = getattr(s, name)
-        env[env_name(name)] = "" if value is None else setting_text(value)
+    for name, value in part:
+        if name not in leave_out:
+            env[env_name(name)] = "" if value is None else setting_text(value)
     return env
 
 
 def member_settings_env(s: Settings) -> dict[str, str]:
-    """The member settings (`MEMBER_SETTINGS`) as a member's variables."""
-    return _settings_env(s, MEMBER_SETTINGS)
+    """The member's part of the settings as its variables (the sandbox policy, which the
+    supervisor resolves first, goes apart: `SandboxPolicy.as_env`)."""
+    return _settings_env(s.member)
 
 
 def gateway_env(s: Settings) -> dict[str, str]:
-    """The gateway's environment from the settings (`GATEWAY_SETTINGS`, the key among
+    """The gateway's environment from its part of the settings (the key among
     them) and a fresh token. A swarm starts its own gateway (for its planner and merge
     helpers) with the same."""
-    env = _settings_env(s, GATEWAY_SETTINGS)
+    # the cost budget goes as `--max-cost-usd`, which a resumed run lowers
+    # (`gateway_budget_usd`)
+    env = _settings_env(s.gateway, leave_out=frozenset({"max_cost_usd"}))
     env.update(HORDE_GATEWAY_TOKEN=secrets.token_urlsafe(32), HORDE_PARENT_PID=str(os.getpid()))
     return env

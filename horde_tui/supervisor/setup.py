@@ -19,7 +19,7 @@ from typing import Any
 
 from horde_tui import __version__
 from horde_tui.common import prompts
-from horde_tui.common.settings import Settings
+from horde_tui.common.settings import Settings, settings_record
 from horde_tui.presets import Preset, Role, deal_roles, persona_text
 from horde_tui.store import runs
 from horde_tui.store.paths import HordePaths, atomic_write_text, sha256_file
@@ -126,8 +126,8 @@ def task_text(request: RunRequest, settings: Settings, specs: list[MemberSpec]) 
         "## Configuration",
         "",
         f"- members: {request.count} ({roles})",
-        f"- model: {settings.model}{' (demo model: scripted, not a real LLM)' if request.demo else ''}",
-        f"- thinking: {settings.thinking}",
+        f"- model: {settings.gateway.model}{' (demo model: scripted, not a real LLM)' if request.demo else ''}",
+        f"- thinking: {settings.gateway.thinking}",
         f"- mode: {'plan' if request.layers else 'open'}{', until stop' if request.until_stop else ''}",
     ]
     if request.layers:
@@ -173,12 +173,12 @@ def write_run_files(
     if request.until_stop:
         # The tool reads this: a validated answer is banked and the proposal slot reopens.
         atomic_write_text(run_dir / ".until-stop", "until stop\n")
-    config = settings.model_dump(exclude={"api_key"})
+    config = settings_record(settings)
     manifest = {
         "run": run_id,
         "created": time.time(),
         "code": code_version(),
-        "model": settings.model,
+        "model": settings.gateway.model,
         "demo_model": request.demo,
         "members": [
             s.__dict__

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.common import prompts
-from horde_tui.common.settings import Settings
+from horde_tui.common.settings import Settings, settings_record
 from horde_tui.protocol import controls
 from horde_tui.protocol.outcome import WITH_FAILURES, RunSummary, exit_code
 from horde_tui.protocol.targets import TargetError, parse_targets, per_horde
@@ -190,7 +190,7 @@ class SwarmSupervisor:
             "prompt": self.request.prompt,
             "hordes": self.count,
             "members": self.request.count,
-            "model": self.settings.model or "",
+            "model": self.settings.gateway.model or "",
             "demo": self.request.demo,
             "layers": list(self.request.layers),
             "state": self.state,
@@ -217,7 +217,7 @@ class SwarmSupervisor:
                 "verifier": self.request.verifier,
                 "until_stop": self.request.until_stop,
             },
-            "config": self.settings.model_dump(exclude={"api_key"}),
+            "config": settings_record(self.settings),
         }
         atomic_write_text(self.swarm_dir / CONFIG, json.dumps(config, indent=2) + "\n")
 
@@ -233,7 +233,7 @@ class SwarmSupervisor:
         answering = asyncio.create_task(
             controls.serve(self.swarm_dir, self, CONTROL_POLL_S), name="swarm-controls"
         )
-        if not self.request.layers or self.settings.deliverable:
+        if not self.request.layers or self.settings.supervisor.deliverable:
             # Started now, so the planner need not wait for it and it is up by the merge.
             self._gateway_start = asyncio.create_task(self._start_gateway(), name="swarm-gateway")
         try:
@@ -290,7 +290,7 @@ class SwarmSupervisor:
             return True
         self._mark("planner-start")
         brief = prompts.PLANNER_BRIEF.format(hordes=self.count)
-        helper = await self._helper(PLANNER, brief, self.settings.planner_ms / 1000)
+        helper = await self._helper(PLANNER, brief, self.settings.swarm.planner_ms / 1000)
         self._mark("planner-end", cause=helper.exit_cause)
         if self.handing_off:
             return False  # the resume runs the planner again
@@ -369,7 +369,9 @@ class SwarmSupervisor:
                 continue
             if staggered and not self.halted:
                 try:
-                    await asyncio.wait_for(self._halt.wait(), self.settings.swarm_stagger_ms / 1000)
+                    await asyncio.wait_for(
+                        self._halt.wait(), self.settings.swarm.swarm_stagger_ms / 1000
+                    )
                 except TimeoutError:
                     pass
             staggered = True
@@ -435,7 +437,7 @@ class SwarmSupervisor:
         """The merge helper writes DELIVERABLE.md from the hordes' deliverables; when it
         cannot, the hordes' deliverables are put side by side under their hordes."""
         written = [n for n in self.summaries if (self._run_path(n) / "DELIVERABLE.md").is_file()]
-        if not self.settings.deliverable or self.hard_stopped or not written:
+        if not self.settings.supervisor.deliverable or self.hard_stopped or not written:
             # Nothing to merge: deliverables are off, or every horde was stopped hard
             # (from here or from another shell) before its synthesis.
             self.merge = "skipped"
@@ -458,7 +460,7 @@ class SwarmSupervisor:
         brief = prompts.MERGE_BRIEF.format(
             swarm=self.swarm_id, hordes=len(self.summaries), files=files
         )
-        helper = await self._helper(MERGE, brief, self.settings.postmortem_ms / 1000)
+        helper = await self._helper(MERGE, brief, self.settings.supervisor.postmortem_ms / 1000)
         if helper.exit_cause == "completed" and helper.final_message.strip():
             text = (
                 helper.final_message.strip() + "\n" + self._unattributed_note(helper.final_message)

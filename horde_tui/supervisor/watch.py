@@ -66,7 +66,7 @@ def status_text(sup: RunContext, target: str = "all") -> str:
 
 
 def check_deadline(sup: RunContext) -> None:
-    minutes = sup.settings.max_minutes
+    minutes = sup.settings.supervisor.max_minutes
     if minutes and sup.stop is None and time.time() - sup.started >= minutes * 60:
         sup.outcome = "stopped at deadline"
         sup.diagnosis = f"the {minutes:g}-minute deadline (HORDE_MAX_MINUTES) was reached"
@@ -76,7 +76,7 @@ def check_deadline(sup: RunContext) -> None:
 def check_budget(sup: RunContext) -> None:
     if sup.stop is None and (sup.run_dir / ".budget-reached").exists():
         sup.outcome = "stopped at budget"
-        sup.diagnosis = f"the cost budget of ${sup.settings.max_cost_usd} was spent"
+        sup.diagnosis = f"the cost budget of ${sup.settings.gateway.max_cost_usd} was spent"
         sup.stop_clean(reason="stopped at budget")
 
 
@@ -87,7 +87,7 @@ def check_stalls(sup: RunContext) -> None:
     from its last ledger write or its session's first model answer, whichever is later
     (`store.activity.progress_since`), and stops while the outside world holds the
     member back (`held_back`: a provider's rate limit, a person's approval)."""
-    limit_s = sup.settings.stall_ms / 1000
+    limit_s = sup.settings.supervisor.stall_ms / 1000
     if not limit_s or sup.stop is not None:
         return
     now = time.time()
@@ -181,7 +181,7 @@ def poll_solved(sup: RunContext) -> None:
     elif prop.status == "pending":
         waited = time.time() - sup.solved_seen[key]
         others = [n for n in sup.running() if n != prop.by]
-        if not others or waited * 1000 >= sup.settings.solved_confirm_ms:
+        if not others or waited * 1000 >= sup.settings.supervisor.solved_confirm_ms:
             sup.outcome = "solved-unvalidated"
             sup.diagnosis = f"answer by {prop.by} was not validated by another member"
             sup.emit("solved-unvalidated", prop.by, round=prop.round)
@@ -198,7 +198,7 @@ def _wind_down_ready(sup: RunContext) -> bool:
     ]
     if open_ideas:
         return False
-    if sup.settings.allow_unverified or len(sup.running()) <= 1:
+    if sup.settings.supervisor.allow_unverified or len(sup.running()) <= 1:
         return True
     unverified = [
         f
@@ -229,14 +229,14 @@ async def check_stop_deadline(sup: RunContext) -> None:
     ]
     if active:
         stop.active_extended.update(active)
-        grace_s = sup.settings.active_grace_ms / 1000
+        grace_s = sup.settings.supervisor.active_grace_ms / 1000
         stop.deadline = now + grace_s
         sup.emit("stop-extended", reason="active output", members=active, grace_s=grace_s)
         return
     prop = answers.current(sup.parent.state, sup.run_id) if sup.parent else None  # type: ignore[union-attr]
     if prop is not None and prop.status == "pending" and not stop.solved_extended:
         stop.solved_extended = True
-        grace_s = sup.settings.solved_stop_ms / 1000
+        grace_s = sup.settings.supervisor.solved_stop_ms / 1000
         stop.deadline = now + grace_s
         sup.emit("stop-extended", reason="solve awaiting validation", grace_s=grace_s)
         return

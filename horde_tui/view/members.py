@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from horde_tui.common.settings import Settings
+from horde_tui.common.settings import SETTING_FIELDS
 from horde_tui.common.watchdog import pid_alive
 from horde_tui.protocol.controls import pending_requests
 from horde_tui.store import usage
@@ -39,7 +39,7 @@ class StallRule:
     """The run's stall time (0: stalls are off), as its MANIFEST.json recorded the
     settings (the default where it did not): what `store.activity.next_step` weighs."""
 
-    stall_s: float = Settings.model_fields["stall_ms"].default / 1000
+    stall_s: float = SETTING_FIELDS["stall_ms"].default / 1000
 
 
 _RULES: dict[Path, tuple[int, StallRule]] = {}

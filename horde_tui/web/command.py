@@ -26,7 +26,7 @@ def _serve(args: argparse.Namespace) -> int:
     if port is None:  # HORDE_DASHBOARD_PORT, else serve_port in .horde/config.toml
         config = horde_dir / "config.toml"
         try:
-            port = load_settings(config if config.is_file() else None).serve_port
+            port = load_settings(config if config.is_file() else None).serve.serve_port
         except SettingsError as exc:
             print(f"horde-tui serve: refused: {exc}", file=sys.stderr)
             return 1
@@ -55,6 +55,7 @@ def add_web_commands(sub: Any) -> None:
         "--port",
         type=int,
         default=None,
-        help="default: HORDE_DASHBOARD_PORT, else serve_port in .horde/config.toml, else 7433",
+        help="default: HORDE_DASHBOARD_PORT, else serve_port in .horde/config.toml, else its "
+        "default (`horde-tui config` lists it)",
     )
     s.set_defaults(func=_serve)

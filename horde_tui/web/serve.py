@@ -27,9 +27,10 @@ from horde_tui.common.httpserve import (
     listen_failure,
     serve,
 )
+from horde_tui.common.settings import default_value
 from horde_tui.web.pages import CSP, Site
 
-DEFAULT_PORT = 7433
+DEFAULT_PORT: int = default_value("serve_port")
 HOST = "127.0.0.1"
 LIMITS = Limits(max_body_bytes=0, max_connections_per_client=256, max_connections=512)
 """A reader sends no body; a browser opens a handful of connections."""

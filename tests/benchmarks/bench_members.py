@@ -173,6 +173,7 @@ def serve_with_instant_litellm() -> None:
     the reply), since litellm's request building, provider round trip and logging are gone.
     """
     from horde_tui.common.httpserve import serve
+    from horde_tui.common.settings import GatewaySettings
     from horde_tui.gateway.app import Gateway, GatewayConfig
     from horde_tui.gateway.backend import LiteLLM
 
@@ -192,10 +193,8 @@ def serve_with_instant_litellm() -> None:
         module.acompletion = instant
         usage = Path(tempfile.mkdtemp()) / "usage.jsonl"
         config = GatewayConfig(
-            model="openai/stub",
-            token="bench-token",
-            api_base="http://127.0.0.1:9/v1",
-            api_key="x",
+            "bench-token",
+            GatewaySettings(model="openai/stub", api_base="http://127.0.0.1:9/v1", api_key="x"),
             usage_path=usage,
         )
         server = await serve(Gateway(config, litellm).handle)

@@ -33,6 +33,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from horde_tui.app.app import AppConfig, HordeApp
+from horde_tui.common.settings import Settings
 from horde_tui.member.session import Transcript
 from horde_tui.protocol import controls
 from horde_tui.protocol.outcome import RunSummary
@@ -99,7 +100,7 @@ class FakeSupervisor(HostedRun):
         self.run_dir = workdir / ".horde" / "runs" / RUN_ID
         self.run_dir.mkdir(parents=True)
         self.request = RunRequest("Review the sample target for injection bugs", count, demo=demo)
-        self.settings = SimpleNamespace(model=model)
+        self.settings = Settings(model=model)
         self.members = {
             spec.name: MemberState(spec.name, spec.role, spec.layers)
             for spec in assign_roles(self.request)
@@ -287,7 +288,7 @@ class FakeSupervisor(HostedRun):
             canary="ok",
             started=T0,
             ended=T0 + 190,
-            model=self.settings.model,
+            model=self.settings.gateway.model,
             demo=True,
             members=list(self.members.values()),
         )
@@ -296,7 +297,7 @@ class FakeSupervisor(HostedRun):
 def play_six(fake: FakeSupervisor) -> None:
     """Six members in every interesting state: tools running, paused, done, reset and
     waiting for its next session, unknown cost, and a verifier at work."""
-    fake.emit("run-start", at=0, members=6, model=fake.settings.model)
+    fake.emit("run-start", at=0, members=6, model=fake.settings.gateway.model)
     fake.emit("phase-start", at=1, phase="discovery")
     for i, name in enumerate(fake.members, start=1):
         fake.spawn(name, at=2 if i == 1 else 10 + i)

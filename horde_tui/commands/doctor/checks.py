@@ -148,7 +148,7 @@ def run_models(settings: Settings) -> list[str]:
     """Every model the run would call, the run's own first (aihorde ids normalised)."""
     from horde_tui.gateway import aihorde
 
-    models = [settings.model, *settings.member_models.values()]
+    models = [settings.gateway.model, *settings.gateway.member_models.values()]
     return list(dict.fromkeys(aihorde.aihorde_model(m) for m in models if m))
 
 
@@ -165,8 +165,8 @@ def start_resolve(models: list[str], settings: Settings) -> subprocess.Popen[str
         return None
     request = {
         "models": wanted,
-        "api_base": settings.api_base,
-        "key_given": bool(settings.api_key),
+        "api_base": settings.gateway.api_base,
+        "key_given": bool(settings.gateway.api_key),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "horde_tui.gateway.resolve", json.dumps(request)],
@@ -205,7 +205,7 @@ def check_models(settings: Settings | None, resolution: dict[str, Any]) -> list[
 
     if settings is None:
         return [Check("model", "FAIL", "cannot tell: the settings do not load", "see above")]
-    if not settings.model:
+    if not settings.gateway.model:
         return [
             Check(
                 "model",
@@ -217,7 +217,7 @@ def check_models(settings: Settings | None, resolution: dict[str, Any]) -> list[
         ]
     models = run_models(settings)
     checks: list[Check] = []
-    if clash := aihorde.key_clash(models, settings.api_key):
+    if clash := aihorde.key_clash(models, settings.gateway.api_key):
         checks.append(Check("key", "FAIL", clash, "use one provider per run"))
     if "error" in resolution:
         checks.append(
@@ -233,7 +233,7 @@ def check_models(settings: Settings | None, resolution: dict[str, Any]) -> list[
         if aihorde.is_aihorde(model):
             key = (
                 "anonymous key (small jobs only)"
-                if aihorde.is_anonymous(settings.api_key)
+                if aihorde.is_anonymous(settings.gateway.api_key)
                 else ("key from api_key")
             )
             checks.append(Check("model", "ok", f"{model}: provider aihorde, {key}"))
@@ -261,12 +261,12 @@ def _model_lines(model: str, info: dict[str, Any], settings: Settings) -> list[C
     missing = [str(k) for k in info.get("missing") or []]
     if missing:
         names = ", ".join(missing)
-        if settings.api_base:
+        if settings.gateway.api_base:
             checks.append(
                 Check(
                     "key",
                     "warn",
-                    f"{model}: {names} not set (api_base {settings.api_base} may need none)",
+                    f"{model}: {names} not set (api_base {settings.gateway.api_base} may need none)",
                     f"export {missing[0]}=... if the endpoint asks for a key",
                 )
             )
@@ -280,23 +280,29 @@ def _model_lines(model: str, info: dict[str, Any], settings: Settings) -> list[C
                 )
             )
     else:
-        via = f"from {env_name('api_key')}/api_key" if settings.api_key else "in the environment"
+        via = (
+            f"from {env_name('api_key')}/api_key"
+            if settings.gateway.api_key
+            else "in the environment"
+        )
         checks.append(Check("key", "ok", f"{model}: key {via} (not shown)"))
     if not info.get("priced"):
-        status: Status = "FAIL" if settings.max_cost_usd else "warn"
+        status: Status = "FAIL" if settings.gateway.max_cost_usd else "warn"
         checks.append(
             Check(
                 "price",
                 status,
                 f"litellm has no price for {model}: costs show as unknown"
-                + (" and the gateway refuses max_cost_usd" if settings.max_cost_usd else ""),
+                + (
+                    " and the gateway refuses max_cost_usd" if settings.gateway.max_cost_usd else ""
+                ),
                 "unset max_cost_usd, or use a model litellm prices; stop runs by "
                 "max_minutes instead",
             )
         )
     else:
         checks.append(Check("price", "ok", f"{model}: priced (max_cost_usd can be enforced)"))
-    if info.get("no_tools") and settings.tool_protocol != "native":
+    if info.get("no_tools") and settings.gateway.tool_protocol != "native":
         checks.append(
             Check(
                 "tools",
@@ -321,13 +327,13 @@ def check_aihorde(settings: Settings | None, timeout_s: float = 15.0) -> list[Ch
     worker for each, else its jobs would queue forever."""
     from horde_tui.gateway import aihorde
 
-    if settings is None or not settings.model:
+    if settings is None or not settings.gateway.model:
         return []
     chosen = [m for m in run_models(settings) if aihorde.is_aihorde(m)]
     if not chosen:
         return []
     try:
-        live = asyncio.run(aihorde.fetch_models(settings.api_base, timeout_s=timeout_s))
+        live = asyncio.run(aihorde.fetch_models(settings.gateway.api_base, timeout_s=timeout_s))
     except aihorde.HordeError as exc:
         return [
             Check(
@@ -409,7 +415,7 @@ def check_sandbox(settings: Settings | None) -> list[Check]:
     Resource cleanup runs only in bubblewrap, whatever the mode: without it, none runs."""
     from horde_tui.sandbox.policy import bwrap_problem
 
-    mode = settings.sandbox if settings is not None else "auto"
+    mode = (settings or Settings()).sandboxing.sandbox
     problem = bwrap_problem()
     no_cleanup = "; resource cleanup commands do not run" if problem else ""
     if mode == "off":
@@ -618,7 +624,11 @@ async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], fo
 
     env = dict(environ)
     env.update(gateway_env(settings))
-    args = ["--max-cost-usd", str(settings.max_cost_usd)] if settings.max_cost_usd else []
+    args = (
+        ["--max-cost-usd", str(settings.gateway.max_cost_usd)]
+        if settings.gateway.max_cost_usd
+        else []
+    )
     try:
         return await spawn_gateway(folder, env, args)
     except GatewayStartError as exc:
@@ -630,8 +640,8 @@ def probe_targets(settings: Settings) -> list[tuple[str, str]]:
     own model as `doctor`, each other model as a member that `member_models` gives it."""
     from horde_tui.gateway import aihorde
 
-    targets = [("doctor", aihorde.aihorde_model(str(settings.model)))]
-    for member, model in settings.member_models.items():
+    targets = [("doctor", aihorde.aihorde_model(str(settings.gateway.model)))]
+    for member, model in settings.gateway.member_models.items():
         model = aihorde.aihorde_model(model)
         if model not in {m for _, m in targets}:
             targets.append((member, model))
@@ -701,7 +711,7 @@ def _probe_one(
     checks.append(_tools_line(model, answer, usage, settings, resolution))
     cost = (answer.get("usage") or {}).get("horde_cost_usd")
     if cost is None:
-        status_: Status = "FAIL" if settings.max_cost_usd else "warn"
+        status_: Status = "FAIL" if settings.gateway.max_cost_usd else "warn"
         checks.append(
             Check(
                 "priced",
@@ -732,7 +742,7 @@ def _tools_line(
     except (KeyError, IndexError, TypeError):
         message = {}
     called = bool(isinstance(message, dict) and message.get("tool_calls"))
-    if settings.tool_protocol == "json":
+    if settings.gateway.tool_protocol == "json":
         return Check("tool calls", "ok", "the JSON protocol, as tool_protocol = json asks")
     if model in json_models:
         return Check(
@@ -741,7 +751,7 @@ def _tools_line(
             f"{model} refused native tool calls; the gateway switched to the JSON protocol",
             'set tool_protocol = "json" to skip the refused first call of each run',
         )
-    if known_no_tools and settings.tool_protocol == "auto":
+    if known_no_tools and settings.gateway.tool_protocol == "auto":
         return Check("tool calls", "ok", f"{model}: the JSON protocol (litellm: no tool calls)")
     if called:
         return Check("tool calls", "ok", f"{model}: native tool calls work")
@@ -781,7 +791,7 @@ async def _diagnose(
 ) -> list[Check]:
     horde_dir = workdir / ".horde"  # where `run` keeps it (HORDE_DIR is the tool's)
     settings, settings_checks = check_settings(horde_dir, environ, model)
-    models = run_models(settings) if settings is not None and settings.model else []
+    models = run_models(settings) if settings is not None and settings.gateway.model else []
     # Started first, side by side: litellm's import in the helper and in the probe's
     # gateway overlap each other and the machine checks.
     resolver = start_resolve(models, settings) if settings is not None and models else None
