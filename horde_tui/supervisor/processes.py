@@ -261,12 +261,13 @@ async def stop_gateway(gateway: GatewayHandle | None) -> None:
 
 
 async def spawn_gateway(
-    run_dir: Path, env: dict[str, str], args: list[str], timeout_s: float = 60.0
+    run_dir: Path, env: dict[str, str], budget: float | None = None, timeout_s: float = 60.0
 ) -> GatewayHandle:
-    """Start the run's gateway and wait for its `listening on URL` line; or, given a
-    shared gateway in `env`, join that one instead."""
+    """Start the run's gateway with its `budget` (USD, None: none) and wait for its
+    `listening on URL` line; or, given a shared gateway in `env`, join that one instead."""
     if env.get(SHARED_GATEWAY_URL_ENV):
-        return await join_gateway(run_dir, env, args)
+        return await join_gateway(run_dir, env, budget)
+    args = [] if budget is None else ["--max-cost-usd", str(budget)]
     log = open(run_dir / "gateway.log", "ab")
     plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
     try:
@@ -302,18 +303,6 @@ async def spawn_gateway(
     return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])
 
 
-def _budget(args: list[str]) -> float | None:
-    """The one gateway option a run passes (`--max-cost-usd X`), which a joined run
-    brings to the shared gateway as its own budget."""
-    budget, rest = None, list(args)
-    while rest:
-        flag = rest.pop(0)
-        if flag != "--max-cost-usd" or not rest:
-            raise GatewayStartError(f"a run on a shared gateway takes no gateway option {flag}")
-        budget = float(rest.pop(0))
-    return budget
-
-
 def _post(url: str, path: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
     """POST JSON to the shared gateway (blocking: called in a thread); its status and
     its answer parsed. OSError (and http.client's errors) when it does not answer."""
@@ -341,9 +330,11 @@ def _message(answer: Any) -> str:
     return " ".join(str(text or "no message").split())[:500]
 
 
-async def join_gateway(run_dir: Path, env: dict[str, str], args: list[str]) -> GatewayHandle:
+async def join_gateway(
+    run_dir: Path, env: dict[str, str], budget: float | None
+) -> GatewayHandle:
     """Join the shared gateway named in `env` with the run's token (`HORDE_GATEWAY_TOKEN`),
-    directory, budget, model and endpoint (it refuses a run whose model is not its own);
+    directory, `budget` (USD, None: none), model and endpoint (it refuses a run whose model is not its own);
     record it in `gateway.json` and `gateway.log` as a started gateway would."""
     url = env[SHARED_GATEWAY_URL_ENV].strip().rstrip("/")
     shared_token = env.get(SHARED_GATEWAY_TOKEN_ENV, "")
@@ -351,7 +342,7 @@ async def join_gateway(run_dir: Path, env: dict[str, str], args: list[str]) -> G
     body = {
         "token": token,
         "dir": str(run_dir.resolve()),
-        "max_cost_usd": _budget(args),
+        "max_cost_usd": budget,
         "model": env.get("HORDE_MODEL") or None,
         "api_base": env.get("HORDE_API_BASE") or None,
     }

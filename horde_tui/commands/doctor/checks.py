@@ -613,9 +613,8 @@ async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], fo
 
     env = dict(environ)
     env.update(gateway_env(settings))
-    args = ["--max-cost-usd", str(settings.max_cost_usd)] if settings.max_cost_usd else []
     try:
-        return await spawn_gateway(folder, env, args)
+        return await spawn_gateway(folder, env, settings.max_cost_usd or None)
     except GatewayStartError as exc:
         return Check("probe", "FAIL", " ".join(str(exc).split())[:500], "fix the line above")
 
