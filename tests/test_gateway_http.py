@@ -25,7 +25,7 @@ import httpx
 import pytest
 from conftest import GatewayProcess, start_gateway
 
-from horde_tui.member.client import GatewayClient
+from horde_tui.common.gatewayclient import GatewayClient
 from horde_tui.stubmodel import StubThread
 
 
@@ -227,7 +227,7 @@ def test_members_import_no_http_server_nor_litellm() -> None:
     """Members stay light: their client is http.client; aiohttp is the gateway's."""
     code = (
         "import sys\n"
-        "import horde_tui.member.__main__, horde_tui.member.loop, horde_tui.member.client\n"
+        "import horde_tui.member.__main__, horde_tui.member.loop, horde_tui.common.gatewayclient\n"
         "print(sorted(m for m in ('aiohttp', 'litellm', 'httpx') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

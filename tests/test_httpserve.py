@@ -590,7 +590,7 @@ def test_raise_descriptor_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
 async def test_a_member_client_carries_on_after_its_idle_connection_was_closed() -> None:
     """Members keep one connection across turns; a turn longer than the idle timeout
     finds it closed, and the client's one retry on a fresh connection answers."""
-    from horde_tui.member.client import GatewayClient
+    from horde_tui.common.gatewayclient import GatewayClient
 
     async def handler(request: Request) -> Response:
         return Response(body={"choices": [{"message": {"content": "ok"}}]})

@@ -17,7 +17,6 @@ running when it ends (`stop_gateway`); the eval stops it.
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
 import signal
@@ -27,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from horde_tui.common import keypipe
+from horde_tui.common.gatewayclient import GatewayClient, error_message
 from horde_tui.common.inputs import loads
 from horde_tui.common.reaper import end_session
 from horde_tui.member.shell import scrubbed_env
@@ -303,33 +302,6 @@ async def spawn_gateway(
     return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])
 
 
-def _post(url: str, path: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
-    """POST JSON to the shared gateway (blocking: called in a thread); its status and
-    its answer parsed. OSError (and http.client's errors) when it does not answer."""
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise OSError(f"not an http://HOST:PORT address: {url!r}")
-    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=JOIN_TIMEOUT_S)
-    try:
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        conn.request("POST", path, json.dumps(body), headers)
-        resp = conn.getresponse()
-        raw = resp.read()
-    finally:
-        conn.close()
-    try:
-        answer = loads(raw)
-    except ValueError:
-        answer = {}
-    return resp.status, answer
-
-
-def _message(answer: Any) -> str:
-    error = answer.get("error") if isinstance(answer, dict) else None
-    text = error.get("message") if isinstance(error, dict) else None
-    return " ".join(str(text or "no message").split())[:500]
-
-
 async def join_gateway(
     run_dir: Path, env: dict[str, str], budget: float | None
 ) -> GatewayHandle:
@@ -346,17 +318,20 @@ async def join_gateway(
         "model": env.get("HORDE_MODEL") or None,
         "api_base": env.get("HORDE_API_BASE") or None,
     }
+    client = GatewayClient(url, shared_token, timeout_s=JOIN_TIMEOUT_S)
     try:
-        status, answer = await asyncio.to_thread(_post, url, "/v1/runs", shared_token, body)
-    except (OSError, http.client.HTTPException) as exc:
+        status, answer = await asyncio.to_thread(client.post, "/v1/runs", body)
+    except OSError as exc:
         raise GatewayStartError(
             f"the shared model gateway at {url} ({SHARED_GATEWAY_URL_ENV}) did not answer: "
             f"{exc}; start it again (horde-tui eval starts one), or unset "
             f"{SHARED_GATEWAY_URL_ENV} to give the run its own"
         ) from None
+    finally:
+        client.close()
     if status != 200:
         raise GatewayStartError(
-            f"the shared model gateway at {url} refused this run: {_message(answer)}"
+            f"the shared model gateway at {url} refused this run: {error_message(answer)}"
         )
     pid = answer.get("pid") if isinstance(answer, dict) else None
     info = {"url": url, "pid": pid, "model": body["model"], "shared": True}
@@ -370,9 +345,10 @@ async def leave_gateway(gateway: GatewayHandle) -> None:
     """Tell the shared gateway the run is over (its token is refused from then on); a
     gateway already gone needs no telling."""
     gateway.left = True
+    client = GatewayClient(gateway.url, gateway.shared_token, timeout_s=JOIN_TIMEOUT_S)
     try:
-        await asyncio.to_thread(
-            _post, gateway.url, "/v1/runs/end", gateway.shared_token, {"token": gateway.token}
-        )
-    except (OSError, http.client.HTTPException):
+        await asyncio.to_thread(client.post, "/v1/runs/end", {"token": gateway.token})
+    except OSError:
         pass  # the eval stopped it first: nothing is left to leave
+    finally:
+        client.close()
