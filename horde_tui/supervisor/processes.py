@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -227,7 +229,7 @@ class GatewayStartError(RuntimeError):
 
 @dataclass
 class GatewayHandle:
-    proc: asyncio.subprocess.Process | None
+    proc: subprocess.Popen[bytes] | None
     """None when the run joined a shared gateway: that process is not the run's."""
     url: str
     token: str
@@ -240,7 +242,7 @@ class GatewayHandle:
         """Whether the run may still call it (a joined run: until it left)."""
         if self.proc is None:
             return not self.left
-        return self.proc.returncode is None
+        return self.proc.poll() is None
 
 
 async def stop_gateway(gateway: GatewayHandle | None) -> None:
@@ -251,55 +253,98 @@ async def stop_gateway(gateway: GatewayHandle | None) -> None:
     if gateway.proc is None:
         await leave_gateway(gateway)
         return
-    gateway.proc.terminate()
+    await asyncio.to_thread(end_gateway, gateway.proc)
+
+
+def end_gateway(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM, SIGKILL after `grace_s`, reaped (blocking)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
     try:
-        await asyncio.wait_for(gateway.proc.wait(), 10)
-    except TimeoutError:
-        gateway.proc.kill()
-        await gateway.proc.wait()
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_gateway(
+    folder: Path,
+    env: dict[str, str],
+    budget: float | None = None,
+    *,
+    shared: bool = False,
+    timeout_s: float = 60.0,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a gateway process in `folder` (its `gateway.log` and `gateway.json`) and wait
+    for its `listening on URL` line; return the process and the URL. The one starter, of a
+    run's gateway and of an eval's `shared` one: provider keys reach it on a pipe
+    (`keypipe`), never in its initial environment. Blocking (a run calls it in a thread);
+    `GatewayStartError` carries the last line the gateway logged."""
+    args = ["--run-dir", str(folder)]
+    if shared:
+        args.append("--shared")
+    if budget is not None:
+        args += ["--max-cost-usd", str(budget)]
+    folder.mkdir(parents=True, exist_ok=True)
+    plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
+    try:
+        with open(folder / "gateway.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "horde_tui.gateway", *args],
+                env=plain,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                pass_fds=() if secrets_fd is None else (secrets_fd,),
+            )
+    finally:
+        if secrets_fd is not None:
+            os.close(secrets_fd)
+    line = _first_line(proc, timeout_s)
+    if not line.startswith("listening on "):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        said = (folder / "gateway.log").read_text(errors="replace").strip().splitlines()
+        raise GatewayStartError(
+            f"the model gateway did not start: {said[-1].strip() if said else repr(line)}"
+        )
+    return proc, line.split()[-1].strip()
+
+
+def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
+    """The gateway's first stdout line, or "" when it ends or stays silent too long."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    fd = proc.stdout.fileno()
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")
 
 
 async def spawn_gateway(
     run_dir: Path, env: dict[str, str], budget: float | None = None, timeout_s: float = 60.0
 ) -> GatewayHandle:
-    """Start the run's gateway with its `budget` (USD, None: none) and wait for its
-    `listening on URL` line; or, given a shared gateway in `env`, join that one instead."""
+    """Start the run's gateway with its `budget` (USD, None: none), `start_gateway` in a
+    thread; or, given a shared gateway in `env`, join that one instead."""
     if env.get(SHARED_GATEWAY_URL_ENV):
         return await join_gateway(run_dir, env, budget)
-    args = [] if budget is None else ["--max-cost-usd", str(budget)]
-    log = open(run_dir / "gateway.log", "ab")
-    plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "horde_tui.gateway",
-            "--run-dir",
-            str(run_dir),
-            *args,
-            env=plain,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log,
-            start_new_session=True,
-            pass_fds=() if secrets_fd is None else (secrets_fd,),
-        )
-    finally:
-        log.close()
-        if secrets_fd is not None:
-            os.close(secrets_fd)
-    assert proc.stdout is not None
-    try:
-        line = (await asyncio.wait_for(proc.stdout.readline(), timeout_s)).decode()
-    except TimeoutError:
-        line = ""
-    if not line.startswith("listening on "):
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        detail = (run_dir / "gateway.log").read_text(errors="replace")[-2000:]
-        raise GatewayStartError(f"the model gateway did not start: {detail.strip() or repr(line)}")
-    return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])
+    proc, url = await asyncio.to_thread(
+        start_gateway, run_dir, env, budget, timeout_s=timeout_s
+    )
+    return GatewayHandle(proc, url, env["HORDE_GATEWAY_TOKEN"])
 
 
 async def join_gateway(
