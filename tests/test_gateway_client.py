@@ -61,6 +61,7 @@ async def test_a_members_chat_raises_the_gateways_error_in_one_line() -> None:
     finally:
         client.close()
         await server.close()
+
     async def spent(request: Request) -> Response:
         return Response(402, {"error": {"message": "spent", "type": "budget"}})
 

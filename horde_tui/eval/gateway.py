@@ -22,7 +22,7 @@ from horde_tui.supervisor.processes import (
     SHARED_GATEWAY_URL_ENV,
     GatewayStartError,
     end_gateway,
-    start_gateway,
+    launch_gateway,
 )
 from horde_tui.supervisor.run import gateway_env
 
@@ -58,7 +58,7 @@ def start_shared_gateway(
 ) -> SharedGateway:
     """Start the gateway with the settings each run would give its own (`environ` read
     as a run reads it, with the eval's `overrides`: model, endpoint, key, budget), and
-    wait for its `listening on URL` line (`supervisor.processes.start_gateway`, the one
+    wait for its `listening on URL` line (`supervisor.processes.launch_gateway`, the one
     starter). `GatewayStartError` carries its own line."""
     try:
         settings = load_settings(environ=environ, overrides=overrides)
@@ -66,7 +66,5 @@ def start_shared_gateway(
         raise GatewayStartError(f"refused: {exc}") from None
     env = {**environ, **gateway_env(settings)}
     # Priced (or refused, one line) before the first run starts, when there is a budget.
-    proc, url = start_gateway(
-        folder, env, settings.max_cost_usd, shared=True, timeout_s=timeout_s
-    )
+    proc, url = launch_gateway(folder, env, settings.max_cost_usd, shared=True, timeout_s=timeout_s)
     return SharedGateway(proc, url, env["HORDE_GATEWAY_TOKEN"], folder)

@@ -268,7 +268,7 @@ def end_gateway(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
         proc.wait()
 
 
-def start_gateway(
+def launch_gateway(
     folder: Path,
     env: dict[str, str],
     budget: float | None = None,
@@ -337,19 +337,15 @@ def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
 async def spawn_gateway(
     run_dir: Path, env: dict[str, str], budget: float | None = None, timeout_s: float = 60.0
 ) -> GatewayHandle:
-    """Start the run's gateway with its `budget` (USD, None: none), `start_gateway` in a
+    """Start the run's gateway with its `budget` (USD, None: none), `launch_gateway` in a
     thread; or, given a shared gateway in `env`, join that one instead."""
     if env.get(SHARED_GATEWAY_URL_ENV):
         return await join_gateway(run_dir, env, budget)
-    proc, url = await asyncio.to_thread(
-        start_gateway, run_dir, env, budget, timeout_s=timeout_s
-    )
+    proc, url = await asyncio.to_thread(launch_gateway, run_dir, env, budget, timeout_s=timeout_s)
     return GatewayHandle(proc, url, env["HORDE_GATEWAY_TOKEN"])
 
 
-async def join_gateway(
-    run_dir: Path, env: dict[str, str], budget: float | None
-) -> GatewayHandle:
+async def join_gateway(run_dir: Path, env: dict[str, str], budget: float | None) -> GatewayHandle:
     """Join the shared gateway named in `env` with the run's token (`HORDE_GATEWAY_TOKEN`),
     directory, `budget` (USD, None: none), model and endpoint (it refuses a run whose model is not its own);
     record it in `gateway.json` and `gateway.log` as a started gateway would."""
