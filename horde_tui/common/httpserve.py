@@ -216,8 +216,9 @@ def connection_cap(limits: Limits) -> int:
     return max(16, min(limits.max_connections, soft - RESERVED_DESCRIPTORS))
 
 
-_ADMITTED = web.RequestKey("admitted", bool)
-"""Set on a request once `_admit` checked its head (from the expect handler, or not)."""
+_HEAD = web.RequestKey("head", Request)
+"""A request's head as handlers see it, set once `_admit` checked it (from the expect
+handler, or from the route's handler)."""
 
 
 class _Refused(Exception):
@@ -442,10 +443,15 @@ class HttpServer:
         def guarded() -> asyncio.Protocol:
             return _Guarded(self._guard, _Answering(manager, loop=loop, **settings))
 
-        if sock is not None:
-            self._listener = await loop.create_server(guarded, sock=sock, backlog=BACKLOG)
-        else:
-            self._listener = await loop.create_server(guarded, host, port, backlog=BACKLOG)
+        try:
+            if sock is not None:
+                self._listener = await loop.create_server(guarded, sock=sock, backlog=BACKLOG)
+            else:
+                self._listener = await loop.create_server(guarded, host, port, backlog=BACKLOG)
+        except OSError:
+            await self._runner.cleanup()  # the port is taken: nothing is left set up
+            self._runner = None
+            raise
         self.host, self.port = self._listener.sockets[0].getsockname()[:2]
 
     async def close(self) -> None:
@@ -489,10 +495,10 @@ class HttpServer:
     def _admit(self, raw: web.Request) -> web.Response | None:
         """The head's checks, once per request: `authorize`, then the body cap from
         `Content-Length`. A refusal is answered before any byte of the body is read."""
-        if raw.get(_ADMITTED):
+        if _HEAD in raw:
             return None
-        raw[_ADMITTED] = True
-        refused = self._authorize(self._head(raw)) if self._authorize is not None else None
+        raw[_HEAD] = head = self._head(raw)
+        refused = self._authorize(head) if self._authorize is not None else None
         if refused is not None:
             return _response(refused, close=True)
         cap = self.limits.max_body_bytes
@@ -514,7 +520,7 @@ class HttpServer:
         refused = self._admit(raw)
         if refused is not None:
             return refused  # the body is never read
-        request = self._head(raw)
+        request = raw[_HEAD]
         try:
             request.body = await self._read_body(raw)
         except _Refused as exc:
