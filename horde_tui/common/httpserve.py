@@ -423,9 +423,7 @@ class HttpServer:
     async def start(self, host: str, port: int, sock: socket.socket | None = None) -> None:
         """Bind and listen; port 0 picks a free port, read back from `.port`. A bound
         `sock` is listened on instead (a command that must say its port before serving)."""
-        app = web.Application(
-            middlewares=[self._track], client_max_size=self.limits.max_body_bytes
-        )
+        app = web.Application(middlewares=[self._track], client_max_size=self.limits.max_body_bytes)
         app.router.add_route("*", "/{path:.*}", self._dispatch, expect_handler=self._expect)
         settings: dict[str, Any] = {
             "access_log": None,
@@ -619,7 +617,9 @@ def asgi(app: Callable[..., Awaitable[None]], server: tuple[str, int]) -> Handle
         start = await out.get()
         if start is None or start.get("type") != "http.response.start":
             if task.done() and task.exception() is not None:
-                log.error("the app failed on %s %s", req.method, req.path, exc_info=task.exception())
+                log.error(
+                    "the app failed on %s %s", req.method, req.path, exc_info=task.exception()
+                )
             task.cancel()
             return Response(500, error_body("internal server error", "server_error"))
         headers: dict[str, str] = {}
