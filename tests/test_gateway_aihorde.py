@@ -576,7 +576,7 @@ def test_a_registered_key_compacts_only_past_the_live_workers_context(
 
 GIVE_UP = """
 import sys
-from horde_tui.member.client import GatewayClient, GatewayError
+from horde_tui.common.gatewayclient import GatewayClient, GatewayError
 url, token, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
 client = GatewayClient(url, token, "member-h", timeout_s=timeout)
 try:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from conftest import GatewayProcess, start_gateway
 
-from horde_tui.member.client import GatewayClient
+from horde_tui.common.gatewayclient import GatewayClient
 from horde_tui.stubmodel import StubThread
 
 

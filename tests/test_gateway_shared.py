@@ -9,6 +9,7 @@ names are this file's own: the stub is the session's, and other tests count by m
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Iterator
@@ -21,6 +22,12 @@ from conftest import GatewayProcess, start_gateway
 from support.gateway import price_map_entry
 
 from horde_tui.stubmodel import StubThread
+from horde_tui.supervisor.processes import (
+    SHARED_GATEWAY_TOKEN_ENV,
+    SHARED_GATEWAY_URL_ENV,
+    join_gateway,
+    leave_gateway,
+)
 
 PRICED = "openai/gpt-4o-mini"
 PROMPT_TOKENS = 100_000
@@ -152,3 +159,20 @@ def test_a_gateway_not_started_shared_takes_no_runs(
 ) -> None:
     resp = admin(gateway, "/v1/runs", {"token": "y" * 32, "dir": str(tmp_path)})
     assert resp.status_code == 404 and "--shared" in resp.json()["error"]["message"]
+
+
+def test_a_run_joins_with_the_budget_it_is_given(shared: GatewayProcess, tmp_path: Path) -> None:
+    """`join_gateway` takes the run's budget as a number, not an argument list to parse."""
+    env = {
+        SHARED_GATEWAY_URL_ENV: shared.url,
+        SHARED_GATEWAY_TOKEN_ENV: shared.token,
+        "HORDE_GATEWAY_TOKEN": "run-" + os.urandom(12).hex(),
+        "HORDE_MODEL": PRICED,
+    }
+    handle = asyncio.run(join_gateway(tmp_path, env, 0.25))
+    try:
+        assert usage_of(shared, handle.token)["max_cost_usd"] == 0.25
+        assert json.loads((tmp_path / "gateway.json").read_text())["shared"] is True
+    finally:
+        asyncio.run(leave_gateway(handle))
+    assert chat(shared, handle.token).status_code == 401  # it left

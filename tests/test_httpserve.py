@@ -7,6 +7,7 @@ would never send.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import http.client
 import json
@@ -15,9 +16,11 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
+from horde_tui.common import httpserve
 from horde_tui.common.httpserve import HttpServer, Limits, Request, Response, StreamResponse, serve
 
 SMALL = Limits(
@@ -587,7 +590,7 @@ def test_raise_descriptor_limit_lifts_the_soft_limit_to_the_hard_one() -> None:
 async def test_a_member_client_carries_on_after_its_idle_connection_was_closed() -> None:
     """Members keep one connection across turns; a turn longer than the idle timeout
     finds it closed, and the client's one retry on a fresh connection answers."""
-    from horde_tui.member.client import GatewayClient
+    from horde_tui.common.gatewayclient import GatewayClient
 
     async def handler(request: Request) -> Response:
         return Response(body={"choices": [{"message": {"content": "ok"}}]})
@@ -603,3 +606,39 @@ async def test_a_member_client_carries_on_after_its_idle_connection_was_closed()
     finally:
         client.close()
         await server.close()
+
+
+def aiohttp_reach(source: str) -> tuple[set[str], set[str]]:
+    """The aiohttp modules `source` imports, and the aiohttp classes it subclasses."""
+    tree = ast.parse(source)
+    modules = {
+        node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aiohttp")
+    }
+    modules |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.startswith("aiohttp")
+    }
+    bases = {
+        ast.unparse(base)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for base in node.bases
+        if ast.unparse(base).startswith("web.") or ast.unparse(base) == "RequestHandler"
+    }
+    return modules, bases
+
+
+def test_the_server_reaches_aiohttp_only_through_its_web_api() -> None:
+    """Issue 31: the server is a `web.Application`; aiohttp's own server class is not
+    subclassed, and only `aiohttp.web` is imported (a module below it is aiohttp's
+    inside). The one override left is its protocol's malformed-head answer."""
+    modules, bases = aiohttp_reach(Path(httpserve.__file__).read_text())
+    assert modules == {"aiohttp"}, modules
+    assert bases == {"web.RequestHandler"}, bases
+    source = Path(httpserve.__file__).read_text()
+    assert "web.Application(" in source and "client_max_size=" in source

@@ -18,7 +18,7 @@ import pytest
 MEMBER = (
     "horde_tui.member.__main__",
     "horde_tui.member.loop",
-    "horde_tui.member.client",
+    "horde_tui.common.gatewayclient",
     "horde_tui.member.tools",
 )
 HYGIENE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (

@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
-from support.cli import cli, headless, wait_for_line
+from support.cli import cli, headless, host_env, wait_for_line
 from support.processes import member_pids
 
 from horde_tui.common import procfs
+from horde_tui.eval.gateway import start_shared_gateway
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 
@@ -55,3 +56,20 @@ def test_only_the_gateway_gets_the_provider_key(tmp_path: Path) -> None:
             cli(tmp_path, "stop-hard")
             proc.communicate(timeout=120)
     assert all(not names for names in holding.values()), holding
+
+
+def test_the_evals_shared_gateway_gets_the_key_on_the_pipe_as_a_runs_gateway_does(
+    tmp_path: Path,
+) -> None:
+    """One starter for both: the eval's gateway is started as a run's is, so its key is
+    not in its initial environment either, and a failed start says the same line."""
+    key = "sk-provider-" + os.urandom(12).hex()
+    with StubThread() as stub:
+        overrides = {"model": stub.model, "api_base": stub.api_base, "api_key": key}
+        gateway = start_shared_gateway(host_env(), overrides, tmp_path / "gw")
+        try:
+            assert key not in procfs.environ(gateway.proc.pid).values()
+            assert gateway.url.startswith("http://127.0.0.1:")
+        finally:
+            gateway.stop()
+        assert gateway.proc.poll() is not None

@@ -5,16 +5,20 @@ where any local process can connect. The hand-written server this replaces read 
 body before its handler could check the token (20 unauthenticated 31 MB bodies took the
 gateway from 206 to 783 MB), had no timeouts, and fell over on odd heads; aiohttp.web
 parses HTTP properly and litellm already installs it, so the gateway pays nothing more.
-What this module adds to aiohttp's low-level server:
 
-- `authorize` sees the request head before any byte of the body is read; a refused
-  request is answered at once and its connection closed;
-- a body cap from `Content-Length` (413 before reading) and while reading (chunked);
+It is a `web.Application` run by a `web.AppRunner`: one catch-all route, a middleware,
+`client_max_size` for the body cap and the runner's keep-alive and lingering settings.
+What it adds:
+
+- `authorize` sees the request head before any byte of the body is read (the route's
+  `expect_handler` sees it before a `100 Continue` too); a refused request is answered at
+  once and its connection closed;
+- a body cap from `Content-Length` (413 before reading) and while reading (chunked:
+  aiohttp's `client_max_size`);
 - timeouts: a connection must complete its first request head within `head_timeout_s`
-  (aiohttp has no head timeout: `_Connection` arms one), a body must arrive within
-  `body_timeout_s` (408), and a kept-alive connection is closed after `idle_timeout_s`
-  without a complete next head (aiohttp's keep-alive timer, which also fires while a
-  head is half sent);
+  (aiohttp has none), a body must arrive within `body_timeout_s` (408), and a kept-alive
+  connection is closed after `idle_timeout_s` without a complete next head (aiohttp's
+  keep-alive timer, which also fires while a head is half sent);
 - a cap on connections per client address and in all: a new connection over it closes
   the oldest one with no request under way, so a flood of idle sockets cannot lock out
   a member, whose connection sends its request at once;
@@ -22,6 +26,12 @@ What this module adds to aiohttp's low-level server:
   (malformed heads); a handler that raises becomes a 500 whose traceback is logged here
   and never sent;
 - `raise_descriptor_limit()`, for the process that serves, at start.
+
+aiohttp has no public hook for three of these: the head timer and the connection caps
+live in `_Guarded`, which wraps each connection's protocol and sees only asyncio's
+protocol methods; the JSON answer to a malformed head is the one override of aiohttp's
+protocol class (`_Answering`, aio-libs/aiohttp issue 3287). tests/test_httpserve.py
+covers each.
 
 Handlers see the same small `Request`/`Response`/`StreamResponse` types as before, so
 the gateway and the stub know nothing of aiohttp.
@@ -39,11 +49,10 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 
 from horde_tui.common.inputs import loads
 
@@ -207,6 +216,11 @@ def connection_cap(limits: Limits) -> int:
     return max(16, min(limits.max_connections, soft - RESERVED_DESCRIPTORS))
 
 
+_HEAD = web.RequestKey("head", Request)
+"""A request's head as handlers see it, set once `_admit` checked it (from the expect
+handler, or from the route's handler)."""
+
+
 class _Refused(Exception):
     """A request the server answers itself, before or instead of the handler."""
 
@@ -215,18 +229,27 @@ class _Refused(Exception):
         self.status = status
 
 
-class _Connection(RequestHandler):
-    """One client connection: when it opened, whether a request is under way, and a timer
-    that closes it if its first request head is not complete in time.
+def _refusal(status: int, message: str) -> web.Response:
+    """A one-line OpenAI-style JSON error that closes its connection."""
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    response = web.json_response(error_body(message, kind), status=status)
+    response.force_close()
+    return response
 
-    aiohttp 3.14 arms its keep-alive timer at connect as well, but older releases armed it
-    only after a response; this timer does not rely on that, and with `head_timeout_s`
-    under `idle_timeout_s` it fires first, with a 408 (tests/test_httpserve.py checks).
+
+class _Guarded(asyncio.Protocol):
+    """One client connection: aiohttp's protocol for it (`inner`), with what aiohttp has
+    no public hook for around it: when it opened, whether a request is under way, a timer
+    that closes it if its first request head is not complete in time, the connection
+    caps (`_Guard`), all through asyncio's public protocol methods.
+
+    Everything the transport says is passed on to `inner` unchanged.
     """
 
-    def __init__(self, manager: _Server, **kwargs: Any) -> None:
-        super().__init__(manager, **kwargs)
-        self.guard = manager
+    def __init__(self, guard: _Guard, inner: _Answering) -> None:
+        self.guard = guard
+        self.inner = inner
+        self.transport: asyncio.Transport | None = None
         self.peer = ""
         self.busy = False
         self.served = 0
@@ -235,15 +258,31 @@ class _Connection(RequestHandler):
         self._head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = str(peer[0]) if peer else ""
+        self.inner.connection_made(transport)
         loop = asyncio.get_running_loop()
         self._head_timer = loop.call_later(self.guard.limits.head_timeout_s, self._head_late)
+        self.guard.opened(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._stop_head_timer()
         self.gone.set()
         self.guard.forget(self)
-        super().connection_lost(exc)
+        self.inner.connection_lost(exc)
 
     def request_started(self) -> None:
         self._stop_head_timer()
@@ -252,6 +291,10 @@ class _Connection(RequestHandler):
     def request_ended(self) -> None:
         self.busy = False
         self.served += 1
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     def _stop_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -273,7 +316,16 @@ class _Connection(RequestHandler):
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             )
             transport.write(head.encode("latin-1") + body)
-        self.force_close()
+        self.close()
+
+
+class _Answering(web.RequestHandler):
+    """aiohttp's protocol, answering what it refuses itself (a malformed head, mostly) in
+    one JSON line without a traceback: aiohttp does that in this method, which no
+    middleware reaches (aio-libs/aiohttp issue 3287), and its instances take no new
+    attributes, so this one override is the only subclass."""
+
+    __slots__ = ()
 
     def handle_error(
         self,
@@ -282,71 +334,65 @@ class _Connection(RequestHandler):
         exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
-        """aiohttp's own refusals (a malformed head, mostly): one JSON line, no traceback."""
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; cannot send an error")
         if status >= 500:
             log.error("request from %s failed", request.remote, exc_info=exc)
-            text = "internal server error"
-            kind = "server_error"
-        else:
-            detail = getattr(exc, "message", None) or message or str(exc or "")
-            lines = (line.strip().rstrip(":") for line in str(detail).splitlines())
-            first = next((line for line in lines if line), "")
-            text = f"malformed request: {first[:200] or HTTPStatus(status).phrase}"
-            kind = "invalid_request_error"
-            log.debug("refused a request from %s: %s", request.remote, text)
-        response = web.json_response(error_body(text, kind), status=status)
-        response.force_close()
-        return response
+            return _refusal(status, "internal server error")
+        detail = getattr(exc, "message", None) or message or str(exc or "")
+        lines = (line.strip().rstrip(":") for line in str(detail).splitlines())
+        first = next((line for line in lines if line), "")
+        text = f"malformed request: {first[:200] or HTTPStatus(status).phrase}"
+        log.debug("refused a request from %s: %s", request.remote, text)
+        return _refusal(status, text)
 
 
-class _Server(web.Server):
-    """aiohttp's low-level server with `_Connection`s, counted per client for the caps."""
+class _Guard:
+    """Every open connection, counted per client address for the caps."""
 
-    def __init__(self, handler: Any, limits: Limits, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
+    def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.cap = connection_cap(limits)
-        self._connection_kwargs = kwargs
-        self._guard_loop = asyncio.get_running_loop()
-        self._open: dict[_Connection, None] = {}
+        self.open: dict[_Guarded, None] = {}
         """Every counted connection, oldest first (dicts keep insertion order)."""
-        self._by_peer: dict[str, dict[_Connection, None]] = {}
+        self._by_peer: dict[str, dict[_Guarded, None]] = {}
+        self._by_transport: dict[asyncio.BaseTransport, _Guarded] = {}
 
-    def __call__(self) -> RequestHandler:
-        return _Connection(self, loop=self._guard_loop, **self._connection_kwargs)
+    def of(self, request: web.BaseRequest) -> _Guarded | None:
+        """The connection a request came on (None once it is gone)."""
+        transport = request.transport
+        return None if transport is None else self._by_transport.get(transport)
 
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        super().connection_made(handler, transport)
-        conn = cast(_Connection, handler)
-        peer = transport.get_extra_info("peername")
-        conn.peer = str(peer[0]) if peer else ""
+    def opened(self, conn: _Guarded) -> None:
+        assert conn.transport is not None
+        self._by_transport[conn.transport] = conn
         mine = self._by_peer.setdefault(conn.peer, {})
         mine[conn] = None
-        self._open[conn] = None
+        self.open[conn] = None
         if len(mine) > self.limits.max_connections_per_client:
             self._evict(mine, conn)
-        if len(self._open) > self.cap:
-            self._evict(self._open, conn)
+        if len(self.open) > self.cap:
+            self._evict(self.open, conn)
 
-    def forget(self, conn: _Connection) -> None:
+    def forget(self, conn: _Guarded) -> None:
         """Stop counting a connection (closed, or chosen to close)."""
-        self._open.pop(conn, None)
+        self.open.pop(conn, None)
+        if conn.transport is not None:
+            self._by_transport.pop(conn.transport, None)
         mine = self._by_peer.get(conn.peer)
         if mine is not None:
             mine.pop(conn, None)
             if not mine:
                 del self._by_peer[conn.peer]
 
-    def _evict(self, pool: dict[_Connection, None], newcomer: _Connection) -> None:
+    def _evict(self, pool: dict[_Guarded, None], newcomer: _Guarded) -> None:
         """Close the oldest connection of `pool` with no request under way, one that never
         sent a request first; the newcomer itself when every other one is busy."""
         idle = [c for c in pool if c is not newcomer and not c.busy]
         victim = next((c for c in idle if not c.served), idle[0] if idle else newcomer)
         log.info("connection cap reached for %s: closing its oldest idle connection", victim.peer)
         self.forget(victim)
-        victim.force_close()
+        victim.close()
 
 
 class HttpServer:
@@ -358,7 +404,8 @@ class HttpServer:
         self._handler = handler
         self._authorize = authorize
         self.limits = limits or Limits()
-        self._server: _Server | None = None
+        self._guard = _Guard(self.limits)
+        self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
         self.host = ""
         self.port = 0
@@ -371,59 +418,111 @@ class HttpServer:
     @property
     def open_connections(self) -> int:
         """Connections open now (for tests and benchmarks)."""
-        return 0 if self._server is None else len(self._server.connections)
+        return len(self._guard.open)
 
     async def start(self, host: str, port: int, sock: socket.socket | None = None) -> None:
         """Bind and listen; port 0 picks a free port, read back from `.port`. A bound
         `sock` is listened on instead (a command that must say its port before serving)."""
-        self._server = _Server(
-            self._dispatch,
-            self.limits,
-            keepalive_timeout=self.limits.idle_timeout_s,
-            lingering_time=LINGER_S,
-            access_log=None,
-        )
+        app = web.Application(middlewares=[self._track], client_max_size=self.limits.max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", self._dispatch, expect_handler=self._expect)
+        settings: dict[str, Any] = {
+            "access_log": None,
+            "keepalive_timeout": self.limits.idle_timeout_s,
+            "lingering_time": LINGER_S,
+        }
+        self._runner = web.AppRunner(app, shutdown_timeout=0.1, **settings)
+        await self._runner.setup()
+        manager = self._runner.server
+        assert manager is not None
         loop = asyncio.get_running_loop()
-        if sock is not None:
-            self._listener = await loop.create_server(self._server, sock=sock, backlog=BACKLOG)
-        else:
-            self._listener = await loop.create_server(
-                self._server, host, port, backlog=BACKLOG
-            )
+
+        # What `manager()` makes, with `_Answering` for aiohttp's class, wrapped; no site
+        # takes a protocol factory, so the listener is asyncio's own.
+        def guarded() -> asyncio.Protocol:
+            return _Guarded(self._guard, _Answering(manager, loop=loop, **settings))
+
+        try:
+            if sock is not None:
+                self._listener = await loop.create_server(guarded, sock=sock, backlog=BACKLOG)
+            else:
+                self._listener = await loop.create_server(guarded, host, port, backlog=BACKLOG)
+        except OSError:
+            await self._runner.cleanup()  # the port is taken: nothing is left set up
+            self._runner = None
+            raise
         self.host, self.port = self._listener.sockets[0].getsockname()[:2]
 
     async def close(self) -> None:
         """Stop listening and end every open connection, idle or mid-response."""
-        if self._listener is None or self._server is None:
+        if self._listener is None or self._runner is None:
             return
         self._listener.close()
-        await self._server.shutdown(0.1)
+        await self._runner.cleanup()
+        for conn in list(self._guard.open):
+            conn.close()
         await self._listener.wait_closed()
-        self._listener = self._server = None
+        self._listener = self._runner = None
 
-    async def _dispatch(self, raw: web.BaseRequest) -> web.StreamResponse:
-        conn = cast(_Connection, raw.protocol)
-        conn.request_started()
+    @web.middleware
+    async def _track(
+        self, raw: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Marks the connection busy while a request is under way (the head timer and the
+        caps read it); aiohttp's own HTTP errors (an unroutable path) become JSON."""
+        conn = self._guard.of(raw)
+        if conn is not None:
+            conn.request_started()
         try:
-            return await self._serve(raw)
+            return await handler(raw)
+        except web.HTTPException as exc:
+            return _refusal(exc.status, exc.text or exc.reason)
         finally:
-            conn.request_ended()
+            if conn is not None:
+                conn.request_ended()
 
-    async def _serve(self, raw: web.BaseRequest) -> web.StreamResponse:
+    def _head(self, raw: web.BaseRequest) -> Request:
         headers: dict[str, str] = {}
         for name, value in raw.headers.items():
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         request = Request(raw.method, raw.path, dict(raw.query), headers)
-        request.gone = cast(_Connection, raw.protocol).gone
-        refused = self._authorize(request) if self._authorize is not None else None
+        conn = self._guard.of(raw)
+        request.gone = conn.gone if conn is not None else asyncio.Event()
+        return request
+
+    def _admit(self, raw: web.Request) -> web.Response | None:
+        """The head's checks, once per request: `authorize`, then the body cap from
+        `Content-Length`. A refusal is answered before any byte of the body is read."""
+        if _HEAD in raw:
+            return None
+        raw[_HEAD] = head = self._head(raw)
+        refused = self._authorize(head) if self._authorize is not None else None
         if refused is not None:
-            return await _send(raw, refused, close=True)  # the body is never read
+            return _response(refused, close=True)
+        cap = self.limits.max_body_bytes
+        if raw.content_length is not None and raw.content_length > cap:
+            return _refusal(413, f"request body over {cap} bytes")
+        return None
+
+    async def _expect(self, raw: web.Request) -> web.StreamResponse | None:
+        """`Expect: 100-continue`: the head is checked before the client is told to send."""
+        refused = self._admit(raw)
+        if refused is not None:
+            return refused
+        if raw.headers.get("Expect", "").lower() == "100-continue" and raw.version >= (1, 1):
+            await raw.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            raw.writer.output_size = 0  # the response proper has not started
+        return None
+
+    async def _dispatch(self, raw: web.Request) -> web.StreamResponse:
+        refused = self._admit(raw)
+        if refused is not None:
+            return refused  # the body is never read
+        request = raw[_HEAD]
         try:
             request.body = await self._read_body(raw)
         except _Refused as exc:
-            answer = Response(exc.status, error_body(str(exc), "invalid_request_error"))
-            return await _send(raw, answer, close=True)
+            return _refusal(exc.status, str(exc))
         try:
             response = await self._handler(request)
         except Exception as exc:
@@ -434,29 +533,18 @@ class HttpServer:
             return await _stream(raw, response)
         return await _send(raw, response)
 
-    async def _read_body(self, raw: web.BaseRequest) -> bytes:
-        """The whole body, within the size cap and the body timeout."""
-        cap = self.limits.max_body_bytes
-        length = raw.content_length
-        if length is not None and length > cap:
-            raise _Refused(413, f"request body over {cap} bytes")
+    async def _read_body(self, raw: web.Request) -> bytes:
+        """The whole body, within the size cap (`client_max_size`) and the body timeout."""
         if not raw.body_exists:
             return b""
-        if raw.headers.get("Expect", "").lower() == "100-continue":
-            await raw.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        pieces: list[bytes] = []
-        size = 0
         seconds = self.limits.body_timeout_s
         try:
             async with asyncio.timeout(seconds):
-                while piece := await raw.content.readany():
-                    size += len(piece)
-                    if size > cap:
-                        raise _Refused(413, f"request body over {cap} bytes")
-                    pieces.append(piece)
+                return await raw.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise _Refused(413, f"request body over {self.limits.max_body_bytes} bytes") from None
         except TimeoutError:
             raise _Refused(408, f"request body not complete within {seconds:g} s") from None
-        return b"".join(pieces)
 
 
 async def serve(
@@ -529,7 +617,9 @@ def asgi(app: Callable[..., Awaitable[None]], server: tuple[str, int]) -> Handle
         start = await out.get()
         if start is None or start.get("type") != "http.response.start":
             if task.done() and task.exception() is not None:
-                log.error("the app failed on %s %s", req.method, req.path, exc_info=task.exception())
+                log.error(
+                    "the app failed on %s %s", req.method, req.path, exc_info=task.exception()
+                )
             task.cancel()
             return Response(500, error_body("internal server error", "server_error"))
         headers: dict[str, str] = {}
@@ -578,8 +668,8 @@ def _merged(defaults: dict[str, str], given: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in defaults.items() if k.lower() not in names} | given
 
 
-async def _send(raw: web.BaseRequest, response: Response, close: bool = False) -> web.Response:
-    """Write a whole response now, so a connection counts as busy until it is out."""
+def _response(response: Response, close: bool = False) -> web.Response:
+    """aiohttp's response for ours; `close` ends the connection after it."""
     data, content_type = _encode(response.body)
     defaults = {"Content-Type": content_type} if content_type else {}
     out = web.Response(
@@ -590,6 +680,12 @@ async def _send(raw: web.BaseRequest, response: Response, close: bool = False) -
     )
     if close:
         out.force_close()
+    return out
+
+
+async def _send(raw: web.BaseRequest, response: Response) -> web.Response:
+    """Write a whole response now, so a connection counts as busy until it is out."""
+    out = _response(response)
     try:
         await out.prepare(raw)
         await out.write_eof()
@@ -618,7 +714,8 @@ async def _stream(raw: web.BaseRequest, response: StreamResponse) -> web.StreamR
     except Exception:
         log.exception("stream failed after the response head was sent")
         # No terminating chunk: the client must see a broken stream, not a short one.
-        raw.protocol.force_close()
+        if raw.transport is not None:
+            raw.transport.close()
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:

@@ -11,11 +11,7 @@ joins runs) is never written to disk: runs get it in their environment.
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +21,8 @@ from horde_tui.supervisor.processes import (
     SHARED_GATEWAY_TOKEN_ENV,
     SHARED_GATEWAY_URL_ENV,
     GatewayStartError,
+    end_gateway,
+    launch_gateway,
 )
 from horde_tui.supervisor.run import gateway_env
 
@@ -49,14 +47,7 @@ class SharedGateway:
 
     def stop(self) -> None:
         """SIGTERM, SIGKILL after `STOP_GRACE_S`, reaped: it never outlives the eval."""
-        if self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_gateway(self.proc, STOP_GRACE_S)
 
 
 def start_shared_gateway(
@@ -67,53 +58,13 @@ def start_shared_gateway(
 ) -> SharedGateway:
     """Start the gateway with the settings each run would give its own (`environ` read
     as a run reads it, with the eval's `overrides`: model, endpoint, key, budget), and
-    wait for its `listening on URL` line. `GatewayStartError` carries its own line."""
+    wait for its `listening on URL` line (`supervisor.processes.launch_gateway`, the one
+    starter). `GatewayStartError` carries its own line."""
     try:
         settings = load_settings(environ=environ, overrides=overrides)
     except SettingsError as exc:
         raise GatewayStartError(f"refused: {exc}") from None
     env = {**environ, **gateway_env(settings)}
-    args = ["--shared", "--run-dir", str(folder)]
-    if settings.gateway.max_cost_usd is not None:
-        # Priced (or refused, one line) before the first run starts.
-        args += ["--max-cost-usd", str(settings.gateway.max_cost_usd)]
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "gateway.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "horde_tui.gateway", *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            start_new_session=True,
-        )
-    line = _first_line(proc, timeout_s)
-    if not line.startswith("listening on "):
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        said = (folder / "gateway.log").read_text(errors="replace").strip().splitlines()
-        raise GatewayStartError(
-            f"the model gateway did not start: {said[-1] if said else repr(line)}"
-        )
-    return SharedGateway(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"], folder)
-
-
-def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
-    """The gateway's first stdout line, or "" when it ends or stays silent too long."""
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    data = b""
-    fd = proc.stdout.fileno()
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    return data.split(b"\n", 1)[0].decode(errors="replace")
+    # Priced (or refused, one line) before the first run starts, when there is a budget.
+    proc, url = launch_gateway(folder, env, settings.gateway.max_cost_usd, shared=True, timeout_s=timeout_s)
+    return SharedGateway(proc, url, env["HORDE_GATEWAY_TOKEN"], folder)

@@ -14,9 +14,9 @@ import traceback
 from collections.abc import Callable
 from types import FrameType
 
+from horde_tui.common.gatewayclient import GatewayClient
 from horde_tui.common.reaper import end_run, end_session
 from horde_tui.common.watchdog import exit_group, start_watchdog
-from horde_tui.member.client import GatewayClient
 from horde_tui.member.config import MemberConfigError, load_member_config
 from horde_tui.member.loop import Exit, MemberLoop
 from horde_tui.member.session import StatusStream

@@ -28,8 +28,8 @@ from typing import Any
 
 from horde_tui.common import prompts
 from horde_tui.common.fence import Fence
+from horde_tui.common.gatewayclient import GatewayClient, GatewayError
 from horde_tui.common.inputs import loads
-from horde_tui.member.client import GatewayClient, GatewayError
 from horde_tui.member.config import MemberConfig
 from horde_tui.member.confirm import ConfirmGate
 from horde_tui.member.session import (

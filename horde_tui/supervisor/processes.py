@@ -17,19 +17,20 @@ running when it ends (`stop_gateway`); the eval stops it.
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
+import select
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from horde_tui.common import keypipe
+from horde_tui.common.gatewayclient import GatewayClient, error_message
 from horde_tui.common.inputs import loads
 from horde_tui.common.reaper import end_session
 from horde_tui.sandbox.shell import scrubbed_env
@@ -228,7 +229,7 @@ class GatewayStartError(RuntimeError):
 
 @dataclass
 class GatewayHandle:
-    proc: asyncio.subprocess.Process | None
+    proc: subprocess.Popen[bytes] | None
     """None when the run joined a shared gateway: that process is not the run's."""
     url: str
     token: str
@@ -241,7 +242,7 @@ class GatewayHandle:
         """Whether the run may still call it (a joined run: until it left)."""
         if self.proc is None:
             return not self.left
-        return self.proc.returncode is None
+        return self.proc.poll() is None
 
 
 async def stop_gateway(gateway: GatewayHandle | None) -> None:
@@ -252,98 +253,101 @@ async def stop_gateway(gateway: GatewayHandle | None) -> None:
     if gateway.proc is None:
         await leave_gateway(gateway)
         return
-    gateway.proc.terminate()
+    await asyncio.to_thread(end_gateway, gateway.proc)
+
+
+def end_gateway(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM, SIGKILL after `grace_s`, reaped (blocking)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
     try:
-        await asyncio.wait_for(gateway.proc.wait(), 10)
-    except TimeoutError:
-        gateway.proc.kill()
-        await gateway.proc.wait()
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def launch_gateway(
+    folder: Path,
+    env: dict[str, str],
+    budget: float | None = None,
+    *,
+    shared: bool = False,
+    timeout_s: float = 60.0,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a gateway process in `folder` (its `gateway.log` and `gateway.json`) and wait
+    for its `listening on URL` line; return the process and the URL. The one starter, of a
+    run's gateway and of an eval's `shared` one: provider keys reach it on a pipe
+    (`keypipe`), never in its initial environment. Blocking (a run calls it in a thread);
+    `GatewayStartError` carries the last line the gateway logged."""
+    args = ["--run-dir", str(folder)]
+    if shared:
+        args.append("--shared")
+    if budget is not None:
+        args += ["--max-cost-usd", str(budget)]
+    folder.mkdir(parents=True, exist_ok=True)
+    plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
+    try:
+        with open(folder / "gateway.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "horde_tui.gateway", *args],
+                env=plain,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                pass_fds=() if secrets_fd is None else (secrets_fd,),
+            )
+    finally:
+        if secrets_fd is not None:
+            os.close(secrets_fd)
+    line = _first_line(proc, timeout_s)
+    if not line.startswith("listening on "):
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        said = (folder / "gateway.log").read_text(errors="replace").strip().splitlines()
+        raise GatewayStartError(
+            f"the model gateway did not start: {said[-1].strip() if said else repr(line)}"
+        )
+    return proc, line.split()[-1].strip()
+
+
+def _first_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
+    """The gateway's first stdout line, or "" when it ends or stays silent too long."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    fd = proc.stdout.fileno()
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\n", 1)[0].decode(errors="replace")
 
 
 async def spawn_gateway(
-    run_dir: Path, env: dict[str, str], args: list[str], timeout_s: float = 60.0
+    run_dir: Path, env: dict[str, str], budget: float | None = None, timeout_s: float = 60.0
 ) -> GatewayHandle:
-    """Start the run's gateway and wait for its `listening on URL` line; or, given a
-    shared gateway in `env`, join that one instead."""
+    """Start the run's gateway with its `budget` (USD, None: none), `launch_gateway` in a
+    thread; or, given a shared gateway in `env`, join that one instead."""
     if env.get(SHARED_GATEWAY_URL_ENV):
-        return await join_gateway(run_dir, env, args)
-    log = open(run_dir / "gateway.log", "ab")
-    plain, secrets_fd = keypipe.hand_over(env, scrubbed_env(env))
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "horde_tui.gateway",
-            "--run-dir",
-            str(run_dir),
-            *args,
-            env=plain,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log,
-            start_new_session=True,
-            pass_fds=() if secrets_fd is None else (secrets_fd,),
-        )
-    finally:
-        log.close()
-        if secrets_fd is not None:
-            os.close(secrets_fd)
-    assert proc.stdout is not None
-    try:
-        line = (await asyncio.wait_for(proc.stdout.readline(), timeout_s)).decode()
-    except TimeoutError:
-        line = ""
-    if not line.startswith("listening on "):
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        detail = (run_dir / "gateway.log").read_text(errors="replace")[-2000:]
-        raise GatewayStartError(f"the model gateway did not start: {detail.strip() or repr(line)}")
-    return GatewayHandle(proc, line.split()[-1].strip(), env["HORDE_GATEWAY_TOKEN"])
+        return await join_gateway(run_dir, env, budget)
+    proc, url = await asyncio.to_thread(launch_gateway, run_dir, env, budget, timeout_s=timeout_s)
+    return GatewayHandle(proc, url, env["HORDE_GATEWAY_TOKEN"])
 
 
-def _budget(args: list[str]) -> float | None:
-    """The one gateway option a run passes (`--max-cost-usd X`), which a joined run
-    brings to the shared gateway as its own budget."""
-    budget, rest = None, list(args)
-    while rest:
-        flag = rest.pop(0)
-        if flag != "--max-cost-usd" or not rest:
-            raise GatewayStartError(f"a run on a shared gateway takes no gateway option {flag}")
-        budget = float(rest.pop(0))
-    return budget
-
-
-def _post(url: str, path: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
-    """POST JSON to the shared gateway (blocking: called in a thread); its status and
-    its answer parsed. OSError (and http.client's errors) when it does not answer."""
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise OSError(f"not an http://HOST:PORT address: {url!r}")
-    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=JOIN_TIMEOUT_S)
-    try:
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        conn.request("POST", path, json.dumps(body), headers)
-        resp = conn.getresponse()
-        raw = resp.read()
-    finally:
-        conn.close()
-    try:
-        answer = loads(raw)
-    except ValueError:
-        answer = {}
-    return resp.status, answer
-
-
-def _message(answer: Any) -> str:
-    error = answer.get("error") if isinstance(answer, dict) else None
-    text = error.get("message") if isinstance(error, dict) else None
-    return " ".join(str(text or "no message").split())[:500]
-
-
-async def join_gateway(run_dir: Path, env: dict[str, str], args: list[str]) -> GatewayHandle:
+async def join_gateway(run_dir: Path, env: dict[str, str], budget: float | None) -> GatewayHandle:
     """Join the shared gateway named in `env` with the run's token (`HORDE_GATEWAY_TOKEN`),
-    directory, budget, model and endpoint (it refuses a run whose model is not its own);
+    directory, `budget` (USD, None: none), model and endpoint (it refuses a run whose model is not its own);
     record it in `gateway.json` and `gateway.log` as a started gateway would."""
     url = env[SHARED_GATEWAY_URL_ENV].strip().rstrip("/")
     shared_token = env.get(SHARED_GATEWAY_TOKEN_ENV, "")
@@ -351,21 +355,24 @@ async def join_gateway(run_dir: Path, env: dict[str, str], args: list[str]) -> G
     body = {
         "token": token,
         "dir": str(run_dir.resolve()),
-        "max_cost_usd": _budget(args),
+        "max_cost_usd": budget,
         "model": env.get("HORDE_MODEL") or None,
         "api_base": env.get("HORDE_API_BASE") or None,
     }
+    client = GatewayClient(url, shared_token, timeout_s=JOIN_TIMEOUT_S)
     try:
-        status, answer = await asyncio.to_thread(_post, url, "/v1/runs", shared_token, body)
-    except (OSError, http.client.HTTPException) as exc:
+        status, answer = await asyncio.to_thread(client.post, "/v1/runs", body)
+    except OSError as exc:
         raise GatewayStartError(
             f"the shared model gateway at {url} ({SHARED_GATEWAY_URL_ENV}) did not answer: "
             f"{exc}; start it again (horde-tui eval starts one), or unset "
             f"{SHARED_GATEWAY_URL_ENV} to give the run its own"
         ) from None
+    finally:
+        client.close()
     if status != 200:
         raise GatewayStartError(
-            f"the shared model gateway at {url} refused this run: {_message(answer)}"
+            f"the shared model gateway at {url} refused this run: {error_message(answer)}"
         )
     pid = answer.get("pid") if isinstance(answer, dict) else None
     info = {"url": url, "pid": pid, "model": body["model"], "shared": True}
@@ -379,9 +386,10 @@ async def leave_gateway(gateway: GatewayHandle) -> None:
     """Tell the shared gateway the run is over (its token is refused from then on); a
     gateway already gone needs no telling."""
     gateway.left = True
+    client = GatewayClient(gateway.url, gateway.shared_token, timeout_s=JOIN_TIMEOUT_S)
     try:
-        await asyncio.to_thread(
-            _post, gateway.url, "/v1/runs/end", gateway.shared_token, {"token": gateway.token}
-        )
-    except (OSError, http.client.HTTPException):
+        await asyncio.to_thread(client.post, "/v1/runs/end", {"token": gateway.token})
+    except OSError:
         pass  # the eval stopped it first: nothing is left to leave
+    finally:
+        client.close()

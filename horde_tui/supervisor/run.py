@@ -300,12 +300,8 @@ class Supervisor:
         """Start the run's gateway; a start failure's own line becomes the diagnosis."""
         env = dict(os.environ)
         env.update(self._gateway_env())
-        args: list[str] = []
-        budget = self.gateway_budget_usd()
-        if budget is not None:
-            args += ["--max-cost-usd", str(budget)]
         try:
-            self.gateway = await spawn_gateway(self.run_dir, env, args)
+            self.gateway = await spawn_gateway(self.run_dir, env, self.gateway_budget_usd())
         except GatewayStartError as exc:
             # Not a supervisor bug: the gateway's own line (a budget it cannot enforce, a
             # missing model) is the diagnosis, without "supervisor error" in front.

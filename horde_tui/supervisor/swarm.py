@@ -354,7 +354,7 @@ class SwarmSupervisor:
         if self.gateway is None:
             env = dict(os.environ)
             env.update(gateway_env(self.settings))
-            self.gateway = await spawn_gateway(self.swarm_dir, env, [])
+            self.gateway = await spawn_gateway(self.swarm_dir, env)
 
     async def _stop_gateway(self) -> None:
         gateway, self.gateway = self.gateway, None

@@ -31,7 +31,7 @@ from horde_tui.stubmodel import StubThread
 MODEL = "aphrodite/TheDrummer/Skyfall-31B-v4.2"
 MEMBER = """
 import sys
-from horde_tui.member.client import GatewayClient
+from horde_tui.common.gatewayclient import GatewayClient
 GatewayClient(sys.argv[1], sys.argv[2], "member-1").chat(
     [{"role": "user", "content": "Review app.py"}], [])
 """

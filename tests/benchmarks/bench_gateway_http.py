@@ -31,7 +31,7 @@ from pathlib import Path
 
 from bench_members import _stub_and_gateway, gateway_from  # this script's dir is on sys.path
 
-from horde_tui.member.client import GatewayClient
+from horde_tui.common.gatewayclient import GatewayClient
 
 TOKEN = "bench-token"
 

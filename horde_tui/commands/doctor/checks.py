@@ -25,13 +25,12 @@ import sys
 import tempfile
 import time
 import tomllib
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from horde_tui.common.gatewayclient import GatewayClient, error_message
 from horde_tui.common.settings import (
     Settings,
     SettingsError,
@@ -585,37 +584,6 @@ def check_runs(horde_dir: Path) -> list[Check]:
 # -- the probe --------------------------------------------------------------------------------
 
 
-def _http(
-    url: str, token: str, body: dict[str, Any] | None, timeout_s: float, member: str = "doctor"
-) -> tuple[int, dict[str, Any]]:
-    """One request to the gateway as `member` (its model is the member's): (status, JSON)."""
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        url,
-        data=data,
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
-            "X-Horde-Member": member,
-        },
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            return resp.status, json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read() or b"{}")
-        except ValueError:
-            return exc.code, {}
-
-
-def _error_text(answer: dict[str, Any]) -> str:
-    error = answer.get("error")
-    if isinstance(error, dict):
-        return " ".join(str(error.get("message") or "no message").split())[:400]
-    return "no message"
-
-
 async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], folder: Path) -> Any:
     """The run's gateway as the supervisor starts it (`spawn_gateway`, `gateway_env`),
     in `folder`; a `Check` FAIL when it does not start (its own line says why)."""
@@ -624,13 +592,8 @@ async def start_probe_gateway(settings: Settings, environ: Mapping[str, str], fo
 
     env = dict(environ)
     env.update(gateway_env(settings))
-    args = (
-        ["--max-cost-usd", str(settings.gateway.max_cost_usd)]
-        if settings.gateway.max_cost_usd
-        else []
-    )
     try:
-        return await spawn_gateway(folder, env, args)
+        return await spawn_gateway(folder, env, settings.gateway.max_cost_usd or None)
     except GatewayStartError as exc:
         return Check("probe", "FAIL", " ".join(str(exc).split())[:500], "fix the line above")
 
@@ -653,14 +616,18 @@ def _probe_calls(
 ) -> list[Check]:
     """Wait for the gateway's litellm (not counted), then one timed call per model."""
     deadline = time.monotonic() + RESOLVE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            _, health = _http(url + "/health", token, None, 5)
-        except OSError:
-            health = {}
-        if health.get("litellm_ready"):
-            break
-        time.sleep(0.2)
+    client = GatewayClient(url, token, "doctor")
+    try:
+        while time.monotonic() < deadline:
+            try:
+                _, health = client.request("GET", "/health", timeout_s=5)
+            except OSError:
+                health = {}
+            if isinstance(health, dict) and health.get("litellm_ready"):
+                break
+            time.sleep(0.2)
+    finally:
+        client.close()
     checks: list[Check] = []
     for member, model in probe_targets(settings):
         checks += _probe_one(url, token, member, model, settings, timeout_s, resolution)
@@ -678,12 +645,26 @@ def _probe_one(
 ) -> list[Check]:
     """One tiny call with one tool as `member`: latency, tool calls, price."""
     body = {"model": model, "messages": PROBE_MESSAGES, "tools": [PROBE_TOOL], "max_tokens": 200}
+    client = GatewayClient(url, token, member)
+    try:
+        return _probe_call(client, model, body, settings, timeout_s, resolution)
+    finally:
+        client.close()
+
+
+def _probe_call(
+    client: GatewayClient,
+    model: str,
+    body: dict[str, Any],
+    settings: Settings,
+    timeout_s: float,
+    resolution: dict[str, Any],
+) -> list[Check]:
     started = time.perf_counter()
     try:
-        status, answer = _http(url + "/v1/chat/completions", token, body, timeout_s, member)
-    except OSError as exc:  # urllib's URLError and a socket timeout are OSErrors
-        reason = getattr(exc, "reason", exc)
-        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+        status, answer = client.post("/v1/chat/completions", body, timeout_s)
+    except OSError as exc:
+        if isinstance(exc, TimeoutError):
             return [
                 Check(
                     "probe",
@@ -692,20 +673,20 @@ def _probe_one(
                     "check api_base and the network, or raise --timeout for a slow model",
                 )
             ]
-        return [Check("probe", "FAIL", f"{model}: the gateway call failed: {reason}")]
+        return [Check("probe", "FAIL", f"{model}: the gateway call failed: {exc}")]
     latency = time.perf_counter() - started
     if status != 200:
         return [
             Check(
                 "probe",
                 "FAIL",
-                f"{model}: the call failed (HTTP {status}): {_error_text(answer)}",
+                f"{model}: the call failed (HTTP {status}): {error_message(answer, 400)}",
                 "check the model string, the key and api_base",
             )
         ]
     checks = [Check("probe", "ok", f"{model}: answered in {latency:.2f} s")]
     try:
-        _, usage = _http(url + "/v1/usage", token, None, 5)
+        _, usage = client.request("GET", "/v1/usage", timeout_s=5)
     except OSError:
         usage = {}
     checks.append(_tools_line(model, answer, usage, settings, resolution))
