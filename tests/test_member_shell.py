@@ -331,3 +331,14 @@ def test_background_process_is_left_running_and_reachable(tmp_path: Path) -> Non
     finally:
         if _running(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_how_long_a_command_took_does_not_make_its_result_new() -> None:
+    """The loop guard compares results: `echo hi` run again is the same result though it
+    took 0.3 s under load instead of 0.0 s (its status line says how long it ran)."""
+    from horde_tui.sandbox.shell import comparable
+
+    fast, slow = run_command("echo hi", Path.cwd()), run_command("sleep 0.2; echo hi", Path.cwd())
+    assert fast.output != slow.output  # the status lines differ: "in 0.0s" and "in 0.2s"
+    assert comparable(fast.output) == comparable(slow.output) == "hi\n[exit 0]"
+    assert comparable("hi\n[exit 1 in 0.0s]") != comparable("hi\n[exit 0 in 0.0s]")

@@ -42,6 +42,7 @@ from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.schema import tool_schema
+from horde_tui.sandbox.shell import comparable
 from horde_tui.store import inbox, notices
 from horde_tui.store.activity import LOOP_EXIT, LOOP_WARN, Repeat, RepeatGuard
 from horde_tui.store.causes import MEMBER_EXIT_CAUSES, token_share_spent
@@ -335,7 +336,8 @@ class MemberLoop:
         refused = not output.ok and output.text.startswith(_REFUSAL)
         wait = name == "horde" and not refused and _action(raw_args) in READS
         key = f"{name} {_normalised(raw_args)}"
-        repeat = self.state.repeats.see(key, summarize(name, raw_args), output.text, refused, wait)
+        result = comparable(output.text) if name == "bash" else output.text
+        repeat = self.state.repeats.see(key, summarize(name, raw_args), result, refused, wait)
         if repeat.count >= repeat.limit:
             self.state.looping = repeat.describe()
         return repeat
