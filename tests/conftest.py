@@ -215,3 +215,14 @@ def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
     from support.cli import run_stopped_clean  # whole-run helpers load only when used
 
     return run_stopped_clean(tmp_path_factory.mktemp("stopped-clean"))
+
+
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The folder is the marker: every test under `tests/e2e/` is `e2e` (`pytest -m e2e`
+    and `pytest tests/e2e` select the same tests; tests/project/test_suite_layout.py)."""
+    for item in items:
+        if E2E in item.path.parents:
+            item.add_marker(pytest.mark.e2e)

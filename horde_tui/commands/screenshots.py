@@ -1,6 +1,6 @@
 """`python -m horde_tui.commands.screenshots`: refresh `screenshots/` from the snapshot tests.
 
-The README's screenshots are the snapshot tests' own scenes (`tests/test_app_snapshots*.py`:
+The README's screenshots are the snapshot tests' own scenes (`tests/app/test_app_snapshots*.py`:
 the scripted run, frozen clock, no animation), so a screenshot can never show a screen
 the tests do not check. This runs those tests (they must pass: an outdated snapshot is
 reported, not copied) and copies each 120x36 SVG to `screenshots/<scene>.svg`: a scene
@@ -26,8 +26,8 @@ MODULES = (
     "test_app_snapshots_swarm",
     "test_app_snapshots_state",
 )
-SNAPSHOT_TESTS = [ROOT / "tests" / f"{module}.py" for module in MODULES]
-SNAPSHOTS = [ROOT / "tests" / "snapshots" / module for module in MODULES]
+SNAPSHOT_TESTS = [ROOT / "tests" / "app" / f"{module}.py" for module in MODULES]
+SNAPSHOTS = [ROOT / "tests" / "app" / "snapshots" / module for module in MODULES]
 OUT = ROOT / "screenshots"
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if check.returncode != 0:
         print(
             "screenshots: the snapshot tests failed; update them first "
-            "(pytest tests/test_app_snapshots*.py --snapshot-update, then review)",
+            "(pytest tests/app/test_app_snapshots*.py --snapshot-update, then review)",
             file=sys.stderr,
         )
         return 1

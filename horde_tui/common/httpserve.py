@@ -30,7 +30,7 @@ What it adds:
 aiohttp has no public hook for three of these: the head timer and the connection caps
 live in `_Guarded`, which wraps each connection's protocol and sees only asyncio's
 protocol methods; the JSON answer to a malformed head is the one override of aiohttp's
-protocol class (`_Answering`, aio-libs/aiohttp issue 3287). tests/test_httpserve.py
+protocol class (`_Answering`, aio-libs/aiohttp issue 3287). tests/unit/common/test_httpserve.py
 covers each.
 
 Handlers see the same small `Request`/`Response`/`StreamResponse` types as before, so

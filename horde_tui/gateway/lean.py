@@ -35,7 +35,7 @@ this module, fell by 1.2-1.5 ms (unpriced) and 1.0-1.5 ms (priced), to about 3.7
 
 These are litellm internals. `apply` checks each one exists with the signature read
 in 1.110.2 and otherwise changes nothing (the gateway works, only slower) and says so;
-tests/test_gateway_lean.py fails when they no longer match. When the litellm pin in
+tests/unit/gateway/test_gateway_lean.py fails when they no longer match. When the litellm pin in
 pyproject.toml moves, re-read the new version's callers of these two methods before
 updating the expected signatures below.
 """

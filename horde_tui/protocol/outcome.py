@@ -5,7 +5,7 @@ supervisor decided while the run went (a failed canary, a stop, a solved answer)
 a run that ended on its own (every member's session ended) is judged by how its members
 ended and what they wrote, so a run whose provider died is `failed`, never `finished`.
 Each row carries its exit status (`--headless`, the app, `resume`); README's outcome
-table is this one (`tests/test_outcome.py` compares them).
+table is this one (`tests/e2e/test_outcome.py` compares them).
 
 `RunSummary` is everything finalize knows besides the ledgers and the event log: the
 outcome, the canary result, each member's end, the timing. The report, summary and graph

@@ -5,7 +5,7 @@ The lifecycle's steps live in their own modules (`watch`, `reviews`, `repair`,
 named `sup` and reaches it only through the names below, never a private member, and
 none of them imports `run.py`. `Supervisor` (run.py) is the one implementation; the
 swarm's supervisor is a `HelperHost` for its planner and merge helpers. A test holds
-the phases to this list (`tests/test_supervisor_structure.py`).
+the phases to this list (`tests/unit/supervisor/test_supervisor_structure.py`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ every writer has acknowledged all its writes, the files alone are judged (`judge
 every acknowledged write present exactly once, nothing written twice, ids and seq and
 E# gapless, projections equal to a fresh fold, no leftovers.
 
-Used at a small size by tests/test_store_killed_writers.py and at full size by
+Used at a small size by tests/unit/store/test_store_killed_writers.py and at full size by
 tests/benchmarks/bench_kill.py, which prints the figures.
 """
 

@@ -24,7 +24,7 @@ SIZES = pytest.mark.parametrize("size", [(120, 36), (80, 24)], ids=["120x36", "8
 
 
 class SnapshotsUnderTests(pytest_textual_snapshot.SVGImageExtension):
-    """Keep the SVGs in `tests/snapshots/<module>/` rather than syrupy's `__snapshots__`."""
+    """Keep the SVGs in `tests/app/snapshots/<module>/` rather than syrupy's `__snapshots__`."""
 
     @classmethod
     def dirname(cls, *, test_location: Any) -> str:

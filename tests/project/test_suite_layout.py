@@ -1,0 +1,120 @@
+"""The test suite's own layout: shared helpers have one home, `tests/support/`.
+
+A test module that imports from another test module couples two files that look
+independent (renaming or trimming one breaks the other, and pytest may collect the
+imported module's tests and fixtures twice). So test modules import shared fixtures and
+helpers only from `tests/support/` (or `conftest.py`, or the `tests/helpers/` scripts),
+and every other top-level file under `tests/` is a test module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+from support.paths import TESTS
+
+LOCAL_HOMES = ("support", "helpers", "conftest")
+"""Where a test module may import shared code from (besides installed packages)."""
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """Every module `path` imports (at any depth: inside functions and `try` too),
+    with `tests.` stripped, so `from tests.x import y` and `from x import y` read alike."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name.removeprefix("tests.")) for name in names]
+    return found
+
+
+def test_modules() -> list[Path]:
+    """Every test module, in whichever folder it lives."""
+    return sorted(
+        p
+        for p in TESTS.rglob("test_*.py")
+        if not {"benchmarks", "helpers", "support"} & set(p.parts)
+    )
+
+
+def local_modules() -> set[str]:
+    """The names a module under `tests/` can be imported by (pytest puts `tests/` and
+    each test module's folder on `sys.path`): top-level files and folders, test modules."""
+    files = {p.stem for p in TESTS.glob("*.py")} | {p.stem for p in test_modules()}
+    folders = {p.name for p in TESTS.iterdir() if (p / "__init__.py").exists()}
+    return files | folders
+
+
+def test_test_modules_import_shared_helpers_only_from_support() -> None:
+    local = local_modules()
+    sources = [*TESTS.glob("*.py"), *test_modules(), *TESTS.glob("support/*.py")]
+    wrong = [
+        f"{path.relative_to(TESTS)}:{line} imports {module}"
+        for path in sorted(sources)
+        for line, module in imported_modules(path)
+        if (top := module.split(".")[0]) in local and top not in LOCAL_HOMES
+    ]
+    assert wrong == [], "import these from tests/support/ instead:\n" + "\n".join(wrong)
+
+
+def test_tests_live_in_folders_that_mirror_the_code() -> None:
+    """`tests/unit/<package>/` for one package of `horde_tui/`, `tests/app/` for the app,
+    `tests/e2e/` for whole runs with real processes, `tests/project/` for checks of the
+    repository as a whole; only `conftest.py` sits at the top (a helper module there
+    would be a second home for shared code)."""
+    assert [p.name for p in TESTS.glob("*.py")] == ["conftest.py"]
+    packages = {
+        p.name for p in (TESTS.parent / "horde_tui").iterdir() if (p / "__init__.py").exists()
+    }
+    homes = {"app", "e2e", "project"} | {f"unit/{name}" for name in packages}
+    misplaced = [
+        str(path.relative_to(TESTS))
+        for path in test_modules()
+        if path.parent.relative_to(TESTS).as_posix() not in homes
+    ]
+    assert misplaced == []
+
+
+E2E_MARK = re.compile(r"(?<![\"'])pytest\.mark\.e2e\b(?![\"'])")
+"""The marker in code (a decorator, a `pytestmark`), not a mention of it in a string."""
+
+
+def test_the_e2e_marker_is_the_e2e_folder() -> None:
+    """A test marked `e2e` lives in `tests/e2e/` (conftest marks that folder's tests), so
+    `pytest -m e2e` and `pytest tests/e2e` run the same tests."""
+    astray = [
+        str(path.relative_to(TESTS))
+        for path in test_modules()
+        if E2E_MARK.search(path.read_text()) and path.parent.name != "e2e"
+    ]
+    assert astray == []
+
+
+def test_every_test_module_holds_tests() -> None:
+    """A `test_*` file with no test in it is a helper module in the wrong place."""
+    empty = [
+        path.name
+        for path in test_modules()
+        if not any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name.startswith("test_")
+            for node in ast.walk(ast.parse(path.read_text()))
+        )
+    ]
+    assert empty == []
+
+
+def test_the_slow_and_e2e_markers_are_registered_and_enforced() -> None:
+    """`--strict-markers`: a misspelt marker is an error rather than a test run by default."""
+    config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
+    pytest_config = config["tool"]["pytest"]["ini_options"]
+    registered = {line.split(":")[0] for line in pytest_config["markers"]}
+    assert {"slow", "e2e"} <= registered
+    assert "--strict-markers" in pytest_config["addopts"]
