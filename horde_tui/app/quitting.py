@@ -90,7 +90,7 @@ class HasExitCode(Protocol):
 
 
 def exit_status(summary: HasExitCode | None, swarm_code: int | None, error: str | None) -> int:
-    """The hosted run's status (its outcome's, `supervisor.outcome.OUTCOME_TABLE`), else
+    """The hosted run's status (its outcome's, `protocol.outcome.OUTCOME_TABLE`), else
     the hosted swarm's, else 1 when the run's supervisor failed; 0 with nothing hosted or
     a run handed off (it goes on in another process)."""
     if summary is not None:

@@ -87,8 +87,8 @@ class GatewayConfig:
 
 MIN_RUN_TOKEN = 16
 MODEL_ALIAS = "horde"
-"""The model name members send (README, "The gateway"): whichever model the gateway
-serves the calling member (`--member-model`, else the run's model)."""
+"""The model name members send (docs/guide/members-gateway.md, "The gateway"): whichever
+model the gateway serves the calling member (`--member-model`, else the run's model)."""
 JSON_PROTOCOL_REFUSES = ("n", "logprobs", "top_logprobs", "response_format")
 """Parameters the JSON tool protocol cannot honour: it reads one text reply as a tool
 call or an answer and rebuilds the message, so more choices, token logprobs or a reply

@@ -4,8 +4,9 @@
 supervisor decided while the run went (a failed canary, a stop, a solved answer) stands;
 a run that ended on its own (every member's session ended) is judged by how its members
 ended and what they wrote, so a run whose provider died is `failed`, never `finished`.
-Each row carries its exit status (`--headless`, the app, `resume`); README's outcome
-table is this one (`tests/e2e/test_outcome.py` compares them).
+Each row carries its exit status (`--headless`, the app, `resume`); the outcome table on
+the docs' "Running a horde" page (docs/guide/running.md) is this one
+(`tests/e2e/test_outcome.py` compares them).
 
 `RunSummary` is everything finalize knows besides the ledgers and the event log: the
 outcome, the canary result, each member's end, the timing. The report, summary and graph
@@ -52,12 +53,12 @@ WITH_FAILURES = "finished with failures"
 
 @dataclass(frozen=True)
 class OutcomeRow:
-    """One way a run ends: its outcome, exit status, README's words, and when it holds."""
+    """One way a run ends: its outcome, exit status, the docs' words, and when it holds."""
 
     outcome: str
     exit_code: int
     when: str
-    """The rule, as README's outcome table says it."""
+    """The rule, as the outcome table in docs/guide/running.md says it."""
     holds: Callable[[Ending], bool]
 
 
