@@ -80,7 +80,7 @@ def rates_of(events: list[dict[str, Any]]) -> DemoRates:
     kinds: Counter[str] = Counter()
     supervisor = 0
     for event in events:
-        kind, actor = event.get("kind"), event.get("actor")
+        kind, actor = event.get("kind"), str(event.get("actor"))
         if event.get("type") == "lifecycle" and kind == "member-spawn":
             spawned[event["member"]] = _ts(event)
         elif event.get("type") == "lifecycle" and kind == "member-exit":
@@ -280,11 +280,11 @@ def main() -> int:
         f"max {max(members) * 1000:.1f} ms"
     )
     print(f"supervisor: {len(sup)} writes, p50 {_ms(sup, 0.5)} ms, p99 {_ms(sup, 0.99)} ms")
+    served = f" (the store server's: {got['server_cpu_s']:.2f} s)" if args.path == "server" else ""
     print(
         f"CPU of the writes: {got['cpu_s']:.2f} s over {got['wall_s']:.1f} s wall = "
-        f"{share:.1f}% of one core (the store server's: {got['server_cpu_s']:.2f} s); "
-        f"{got['late']} writes started late (the writer was "
-        f"still busy); ledger at {got['ledger_lines']} lines"
+        f"{share:.1f}% of one core{served}; {got['late']} writes started late (their "
+        f"writer was still busy); ledger at {got['ledger_lines']} lines"
     )
     both = members + sup
     p99 = pct(both, 0.99) * 1000
