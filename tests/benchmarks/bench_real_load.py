@@ -41,14 +41,13 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_store import RUN, _text, pct, prefill, start_server, stop_server
+from bench_store import RUN, _text, pct, prefill
 
 from horde_tui.protocol import run_action
 from horde_tui.store.store import HordeStore
 
 MEMBERS = 12
 SUPERVISOR = "parent"
-WAYS = {"direct": "directly", "server": "through the store server"}
 INBOX_WRITE = "inbox-deliver"
 """A member's record of the messages it was shown (`store/inbox.py`): a write on the same
 path, though not a tool call."""
@@ -138,13 +137,11 @@ def writer(
     seed: int,
     out: str,
     start: Any,
-    routed: bool,
 ) -> None:
     """One writer process: `per_minute` writes (Poisson arrivals) for `seconds`, each
-    timed; a member writes posts, ideas and facts, the supervisor lifecycle events (always
-    directly, as the supervisor does); `routed`: a member's go through the store server."""
+    timed; a member writes posts, ideas and facts, the supervisor lifecycle events."""
     rng = random.Random(seed)
-    store = HordeStore(Path(root), name, routed=routed and name != SUPERVISOR)
+    store = HordeStore(Path(root), name)
     store.refresh()  # the first fold is start-up, not a write's cost
     member = name != SUPERVISOR
     if member:
@@ -180,22 +177,13 @@ def writer(
     Path(out).write_text(json.dumps({"lat": latencies, "cpu": cpu, "wall": wall, "late": late}))
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process `pid` so far (`/proc/PID/stat`)."""
-    raw = Path(f"/proc/{pid}/stat").read_bytes()
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def load(
-    member_rate: float, supervisor_rate: float, seconds: float, entries: int, routed: bool
+    member_rate: float, supervisor_rate: float, seconds: float, entries: int
 ) -> dict[str, Any]:
-    """12 members at `member_rate` and the supervisor at `supervisor_rate` writes/min;
-    `routed`: the members' writes go through the store server (its CPU is counted)."""
+    """12 members at `member_rate` and the supervisor at `supervisor_rate` writes/min."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / ".horde"
         prefill(root, entries)
-        server = start_server(root) if routed else None
         ctx = mp.get_context("spawn")
         start = ctx.Barrier(MEMBERS + 2)
         names = [f"member-{n + 1}" for n in range(MEMBERS)] + [SUPERVISOR]
@@ -203,19 +191,15 @@ def load(
         for n, name in enumerate(names):
             rate = supervisor_rate if name == SUPERVISOR else member_rate
             out = str(Path(tmp) / f"{name}.json")
-            args = (str(root), name, rate, seconds, n + 11, out, start, routed)
+            args = (str(root), name, rate, seconds, n + 11, out, start)
             proc = ctx.Process(target=writer, args=args)
             proc.start()
             jobs.append((name, proc, out))
         start.wait(timeout=600)
-        served = cpu_seconds(server.pid) if server else 0.0
         for name, proc, _ in jobs:
             proc.join()
             if proc.exitcode != 0:
                 raise SystemExit(f"{name} failed with exit code {proc.exitcode}")
-        if server:
-            served = cpu_seconds(server.pid) - served
-        stop_server(server)
         got = {name: json.loads(Path(out).read_text()) for name, _, out in jobs}
         lines = sum(1 for _ in (root / "ledger.jsonl").open("rb"))
     members = [x for name in names[:-1] for x in got[name]["lat"]]
@@ -224,8 +208,7 @@ def load(
     return {
         "members": members,
         "supervisor": supervisor,
-        "cpu_s": sum(g["cpu"] for g in got.values()) + served,
-        "server_cpu_s": served,
+        "cpu_s": sum(g["cpu"] for g in got.values()),
         "wall_s": wall,
         "late": sum(g["late"] for g in got.values()),
         "ledger_lines": lines,
@@ -247,12 +230,6 @@ def main() -> int:
         "--supervisor-rate", type=float, help="the supervisor's writes/min (with --rate)"
     )
     parser.add_argument("--entries", type=int, default=100, help="ledger entries written first")
-    parser.add_argument(
-        "--path",
-        choices=("direct", "server"),
-        default="direct",
-        help="members write directly (default) or through the store server",
-    )
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.rate is None:
@@ -267,11 +244,11 @@ def main() -> int:
         member, supervisor = args.rate, args.supervisor_rate or 0.0
     rate = member * args.times
     print(
-        f"\n{MEMBERS} members writing {WAYS[args.path]} at {rate:.0f}/min each ({args.times:g}x), "
+        f"\n{MEMBERS} members writing directly at {rate:.0f}/min each ({args.times:g}x), "
         f"the supervisor at {supervisor:.0f}/min, for {args.seconds:g} s, "
         f"{args.entries} entries first"
     )
-    got = load(rate, supervisor, args.seconds, args.entries, args.path == "server")
+    got = load(rate, supervisor, args.seconds, args.entries)
     members, sup = got["members"], got["supervisor"]
     share = got["cpu_s"] / got["wall_s"] * 100
     print(
@@ -280,10 +257,11 @@ def main() -> int:
         f"max {max(members) * 1000:.1f} ms"
     )
     print(f"supervisor: {len(sup)} writes, p50 {_ms(sup, 0.5)} ms, p99 {_ms(sup, 0.99)} ms")
-    served = f" (the store server's: {got['server_cpu_s']:.2f} s)" if args.path == "server" else ""
+    writes = len(members) + len(sup)
     print(
         f"CPU of the writes: {got['cpu_s']:.2f} s over {got['wall_s']:.1f} s wall = "
-        f"{share:.1f}% of one core{served}; {got['late']} writes started late (their "
+        f"{share:.1f}% of one core, {got['cpu_s'] / writes * 1000:.2f} ms per write; "
+        f"{got['late']} writes started late (their "
         f"writer was still busy); ledger at {got['ledger_lines']} lines"
     )
     both = members + sup
