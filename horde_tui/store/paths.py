@@ -73,6 +73,7 @@ class HordePaths:
     # fixed ones are `cached_property`).
     _run_dirs: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
     _events: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _tasks: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def workdir(self) -> Path:
@@ -143,6 +144,13 @@ class HordePaths:
         known = self._events.get(run_id)
         if known is None:
             known = self._events[run_id] = self.run_dir(run_id) / "events.jsonl"
+        return known
+
+    def task(self, run_id: str) -> Path:
+        """The run's TASK.md, whose presence says the run exists (asked on every write)."""
+        known = self._tasks.get(run_id)
+        if known is None:
+            known = self._tasks[run_id] = self.run_dir(run_id) / "TASK.md"
         return known
 
     def artifacts(self, run_id: str) -> Path:

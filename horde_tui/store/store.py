@@ -214,7 +214,7 @@ class HordeStore:
         return log
 
     def run_exists(self, run: str) -> bool:
-        return (self.paths.run_dir(run) / "TASK.md").exists()
+        return self.paths.task(run).exists()
 
     def stop_clean_requested(self, run: str) -> bool:
         return self.paths.stop_clean_sentinel(run).exists()
@@ -237,7 +237,7 @@ class HordeStore:
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
         run_dir = self.paths.run_dir(run)
-        task_path = run_dir / "TASK.md"
+        task_path = self.paths.task(run)
         if not task_path.exists():
             run_dir.mkdir(parents=True, exist_ok=True)
             text = (
