@@ -105,9 +105,7 @@ def tool_fields(action: str, pairs: list[str], json_text: str | None) -> dict[st
 
 
 def cmd_tool(args: argparse.Namespace) -> int:
-    """One `horde` call: through the horde's store server when one runs (a line of JSON
-    each way, and none of the imports below), else performed here under the lock."""
-    from horde_tui.store import client
+    """One `horde` call, performed in this process under the horde's lock."""
     from horde_tui.store.paths import (
         ACTOR_NAME_RULE,
         MANUAL_RUN,
@@ -155,25 +153,6 @@ def cmd_tool(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    # Absolute: the server resolves paths from its own working directory.
-    named_siblings = {name: os.path.abspath(path) for name, path in siblings.items()}
-    answer, raw = client.send(horde_dir, actor, run, role, named_siblings, raw)
-    if answer is None:
-        answer = _tool_here(horde_dir, actor, run, role, siblings, raw)
-    if args.output == "json":
-        shown = {"ok": answer["ok"], "id": answer.get("id"), "text": answer["text"]}
-        print(json.dumps(shown, ensure_ascii=False))
-    elif answer.get("usage_error"):
-        print(f"horde-tui tool: {answer['text']}", file=sys.stderr)
-    else:
-        print(answer["text"].rstrip("\n"))
-    return 2 if answer.get("usage_error") else 0 if answer["ok"] else 1
-
-
-def _tool_here(
-    horde_dir: Path, actor: str, run: str, role: str, siblings: dict[str, Path], raw: dict[str, Any]
-) -> dict[str, Any]:
-    """Perform one `horde` call in this process (no store server took it)."""
     # pydantic's plugin discovery reads every installed package's entry points on the
     # first validation: a process that lives for one write has no use for plugins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -181,7 +160,13 @@ def _tool_here(
     from horde_tui.store.store import HordeStore
 
     result = run_action(HordeStore(horde_dir, actor), raw, run=run, role=role, siblings=siblings)
-    return result.as_answer()
+    if args.output == "json":
+        print(json.dumps(result.as_json(), ensure_ascii=False))
+    elif result.usage_error:
+        print(f"horde-tui tool: {result.text}", file=sys.stderr)
+    else:
+        print(result.text.rstrip("\n"))
+    return result.exit_code
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ class HordeServer:
 
     def __init__(self, seat: Seat) -> None:
         self.seat = seat
-        self.store = HordeStore(seat.horde_dir, seat.name, routed=True)
+        self.store = HordeStore(seat.horde_dir, seat.name)
         self.limiter = anyio.CapacityLimiter(1)
         definition = tool_schema()["function"]
         self.tool = types.Tool(

@@ -106,7 +106,7 @@ class MemberLoop:
         self.client = client
         self.status = status or StatusStream()
         self.state = LoopState()
-        self.store = HordeStore(config.horde_dir, config.name, routed=True)
+        self.store = HordeStore(config.horde_dir, config.name)
         gate = ConfirmGate(config.run_dir, config.name) if config.settings.confirm else None
         self.tools = WorkspaceTools(
             config.workdir, HordePaths(config.horde_dir).top, sandbox=config.sandbox, confirm=gate

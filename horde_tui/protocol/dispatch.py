@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import errno
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from horde_tui.protocol.context import ActionContext
 from horde_tui.protocol.params import ACTION_MODELS, Params
 from horde_tui.protocol.rules import check_wind_down
 from horde_tui.protocol.schema import action_names
-from horde_tui.store import client, identity
+from horde_tui.store import identity
 from horde_tui.store.lock import LockTimeoutError
 from horde_tui.store.paths import ACTOR_NAME_RULE, shown, valid_actor_name, valid_run_id
 from horde_tui.store.state import LedgerState
@@ -123,20 +122,6 @@ class ToolResult:
 
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "id": self.id, "text": self.text}
-
-    def as_answer(self) -> dict[str, Any]:
-        """All of it, as the store server answers a call (`store/client.py`)."""
-        return {**self.as_json(), "usage_error": self.usage_error, "event": self.event}
-
-    @classmethod
-    def from_answer(cls, answer: dict[str, Any]) -> ToolResult:
-        return cls(
-            answer["ok"],
-            answer.get("id"),
-            answer["text"],
-            usage_error=answer.get("usage_error", False),
-            event=answer.get("event"),
-        )
 
 
 _TYPE_WORDS = {
@@ -299,20 +284,7 @@ def run_action(
     siblings: Mapping[str, Path] | None = None,
 ) -> ToolResult:
     """Validate and perform one `horde` action as `store.actor` in `run`; `siblings`
-    (a swarm's other hordes) are only ever read. A `routed` store sends it to the
-    horde's store server when one runs (`store/client.py`)."""
-    if store.routed and isinstance(raw, dict):
-        answer, raw = client.send(
-            store.paths.root,
-            store.actor,
-            run,
-            role,
-            # Absolute: the server resolves paths from its own working directory.
-            {name: os.path.abspath(path) for name, path in (siblings or {}).items()},
-            raw,
-        )
-        if answer is not None:
-            return ToolResult.from_answer(answer)
+    (a swarm's other hordes) are only ever read."""
     try:
         params = parse_params(raw)
         if not valid_run_id(run):
@@ -338,13 +310,13 @@ def run_action(
         if not store.run_exists(run):
             # A refused write must not create the run it was refused in; in an existing
             # run the refusal is decided (and recorded) inside the transaction below.
-            forged = identity.refusal(store.paths.root, run, store.actor, store.caller_pid)
+            forged = identity.refusal(store.paths.root, run, store.actor)
             if forged:
                 return ToolResult(False, None, forged)
         submitted = params.model_dump(exclude_none=True, exclude={"action", "requestId"})
 
         def decide(state: LedgerState) -> Decision:
-            forged = identity.refusal(store.paths.root, run, store.actor, store.caller_pid)
+            forged = identity.refusal(store.paths.root, run, store.actor)
             if forged:
                 raise ActionRefused(forged)
             check_fields(submitted)

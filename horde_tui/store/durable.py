@@ -15,6 +15,7 @@ appended later at offsets it covered are not on disk. A lost record only costs a
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -28,7 +29,10 @@ MARK_WIDTH = 64
 longer one whole."""
 
 
+@functools.lru_cache(maxsize=64)
 def mark_path(path: Path) -> Path:
+    """Cached: every write flushes the same two or three files, and building a path
+    costs more than the flush's other Python work."""
     return path.with_name(f".{path.name}.synced")
 
 

@@ -19,10 +19,6 @@ in (`via`):
   live run reserves, `parent` and the run's member names; `person`, `user` or an own
   name stay open.
 
-A run's store server (`protocol/server.py`) writes for other processes: it asks the same
-questions of its caller's pid, which the kernel gives it (`SO_PEERCRED`), so a call is
-judged exactly as if its caller had written itself.
-
 A member's own tree is found from its ancestors' initial environments (`HORDE_DIR`,
 `HORDE_RUN`, `HORDE_MEMBER` as the supervisor set them, which no descendant can change)
 and confirmed against that run's record, so writing into another run or another horde
@@ -49,7 +45,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,7 +182,6 @@ class Ancestor:
 
 _ANCESTRY: dict[int, tuple[Ancestor, ...]] = {}
 _OTHERS: dict[int, tuple[Ancestor, ...]] = {}
-_PINNED: dict[int, tuple[Ancestor, ...]] = {}
 
 
 _CLAIM_KEYS = ("HORDE_DIR", "HORDE_RUN", "HORDE_MEMBER")
@@ -207,8 +201,7 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
     child is re-parented), never gains them."""
     me = os.getpid()
     if of is not None and of != me:
-        pinned = _PINNED.get(of)
-        return pinned if pinned is not None else _tree_of(proc_of(of))
+        return _tree_of(proc_of(of))
     cached = _ANCESTRY.get(me)
     if cached is not None:
         return cached
@@ -218,20 +211,9 @@ def ancestry(of: int | None = None) -> tuple[Ancestor, ...]:
     return result
 
 
-@contextlib.contextmanager
-def pinned(caller: Proc) -> Iterator[None]:
-    """For the length of one call a store server performs for process `caller` (its pid
-    and start time, just checked by the server): its tree, walked once per process,
-    answers every question the call asks about it (a write asks four times)."""
-    _PINNED[caller.pid] = _tree_of(caller)
-    try:
-        yield
-    finally:
-        _PINNED.pop(caller.pid, None)
-
-
 def _tree_of(proc: Proc) -> tuple[Ancestor, ...]:
-    """Another process's ancestry (a store server's caller), kept per process: checked
+    """Another process's ancestry (one that asks the supervisor to act for a person),
+    kept per process: checked
     against `proc`'s start time, so a reused pid is walked anew."""
     hit = _OTHERS.get(proc.pid)
     if not hit or hit[0].proc != proc:
@@ -361,12 +343,11 @@ def member_above(pid: int | None = None) -> Via | None:
     return None
 
 
-def caller(root: Path | str, run: str, pid: int | None = None) -> Via:
-    """Whose tree this process (or `pid`: a store server's caller) is in, as seen from a
-    write to `run` under `root`."""
-    chain = ancestry(pid)
+def caller(root: Path | str, run: str) -> Via:
+    """Whose tree this process is in, as seen from a write to `run` under `root`."""
+    chain = ancestry()
     root = _resolved(root)
-    member = member_above(pid)
+    member = member_above()
     if member is not None:
         return member
     record = read_processes(_run_dir(root, run))
@@ -375,10 +356,10 @@ def caller(root: Path | str, run: str, pid: int | None = None) -> Via:
     return Via(OUTSIDE)
 
 
-def refusal(root: Path | str, run: str, actor: str, pid: int | None = None) -> str | None:
-    """Why this process (or `pid`) may not write as `actor` in `run` (one line), or None."""
+def refusal(root: Path | str, run: str, actor: str) -> str | None:
+    """Why this process may not write as `actor` in `run` (one line), or None."""
     root = _resolved(root)
-    via = caller(root, run, pid)
+    via = caller(root, run)
     if via.kind == "member":
         if actor != via.member:
             return (
@@ -411,8 +392,7 @@ def refusal(root: Path | str, run: str, actor: str, pid: int | None = None) -> s
     return None
 
 
-def writer(root: Path | str, run: str, pid: int | None = None) -> dict[str, Any]:
-    """The `writer` stamp of a ledger record: this process (or `pid`, the caller a store
-    server writes for) and whose tree it is in."""
+def writer(root: Path | str, run: str) -> dict[str, Any]:
+    """The `writer` stamp of a ledger record: this process and whose tree it is in."""
     root = _resolved(root)
-    return {"pid": pid or os.getpid(), "via": caller(root, run, pid).label(run, root)}
+    return {"pid": os.getpid(), "via": caller(root, run).label(run, root)}

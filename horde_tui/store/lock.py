@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from horde_tui.common import procfs
 from horde_tui.store import identity
-from horde_tui.store.paths import HordePaths
+from horde_tui.store.paths import HordePaths, open_or_create
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
 WAITING_WORK_EVERY_S = 0.03
@@ -182,7 +182,7 @@ def _acquire(
     Every attempt opens its own descriptor: `flock` belongs to the open file, so an
     abandoned wait still blocked on its descriptor cannot lend the lock to a later one.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_or_create(path, os.O_RDWR | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return fd
@@ -303,7 +303,7 @@ class HordeLock:
         note = f"pid={os.getpid()} actor={self._actor} since={time.time():.3f}"
         data = note.encode()[: HOLDER_WIDTH - 1].ljust(HOLDER_WIDTH - 1) + b"\n"
         try:
-            fd = os.open(self._paths.lock_holder, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = open_or_create(self._paths.lock_holder, os.O_WRONLY)
             try:
                 os.pwrite(fd, data, 0)
             finally:

@@ -73,6 +73,7 @@ class HordePaths:
     # fixed ones are `cached_property`).
     _run_dirs: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
     _events: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _tasks: dict[str, Path] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @functools.cached_property
     def workdir(self) -> Path:
@@ -143,6 +144,13 @@ class HordePaths:
         known = self._events.get(run_id)
         if known is None:
             known = self._events[run_id] = self.run_dir(run_id) / "events.jsonl"
+        return known
+
+    def task(self, run_id: str) -> Path:
+        """The run's TASK.md, whose presence says the run exists (asked on every write)."""
+        known = self._tasks.get(run_id)
+        if known is None:
+            known = self._tasks[run_id] = self.run_dir(run_id) / "TASK.md"
         return known
 
     def artifacts(self, run_id: str) -> Path:
@@ -254,13 +262,30 @@ def _fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
+def open_or_create(path: Path | str, flags: int, mode: int = 0o644) -> int:
+    """`os.open(path, flags | O_CREAT)`, creating the file only when it is missing.
+
+    `O_CREAT` takes the directory's lock for writing even when the file exists, and
+    every write opens its lock files, marks and logs: twelve writers queued on
+    `.horde/`'s lock behind each other's renames. An open of an existing file takes no
+    such lock.
+    """
+    try:
+        return os.open(path, flags & ~os.O_CREAT)
+    except FileNotFoundError:
+        return os.open(path, flags | os.O_CREAT, mode)
+
+
 def write_file(path: Path, data: bytes, mode_flag: int, *, fsync: bool = True) -> None:
     """Write all of `data` (`os.O_TRUNC` or `os.O_APPEND`), then fsync if asked.
 
     One loop of `os.write` calls on one descriptor: a short write is continued, never
     mistaken for the whole.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode_flag, 0o644)
+    if mode_flag & os.O_APPEND:  # a log that is there after its first write
+        fd = open_or_create(path, os.O_WRONLY | mode_flag)
+    else:  # a new temp file (`atomic_write_bytes`), or one being replaced whole
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode_flag, 0o644)
     try:
         view = memoryview(data)
         while view:

@@ -19,6 +19,8 @@ import json
 import os
 from pathlib import Path
 
+from horde_tui.store.paths import open_or_create
+
 WIDTH = 1024
 """Bytes of the file: every version is padded to this, so a shorter one overwrites a
 longer one whole (a few dozen kinds of short names and numbers fit many times over)."""
@@ -40,7 +42,7 @@ def write_marks(path: Path, marks: dict[str, int]) -> None:
     data = json.dumps(marks, sort_keys=True, separators=(",", ":")).encode()
     if len(data) >= WIDTH:
         raise OSError(f"{path.name}: {len(data)} bytes of marks exceed {WIDTH}")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = open_or_create(path, os.O_WRONLY)
     try:
         os.pwrite(fd, data.ljust(WIDTH - 1) + b"\n", 0)
     finally:

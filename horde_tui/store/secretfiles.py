@@ -16,15 +16,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-SECRET_NAMES = ("config.toml", "*.token", "mcp-token", "*.key", ".store.sock")
-"""Files whose content (or, for the store server's socket, whose use) is a credential:
-the gateway token of a run or swarm (`gateway.token`), the token of `horde-tui mcp
---http` (`mcp-token`), the config file, which may carry `api_key`, and `.store.sock`, a
-way to write around the read-only `.horde/`. Matched by name at any depth of `.horde/`."""
+SECRET_NAMES = ("config.toml", "*.token", "mcp-token", "*.key")
+"""Files whose content is a credential: the gateway token of a run or swarm
+(`gateway.token`), the token of `horde-tui mcp --http` (`mcp-token`), and the config file,
+which may carry `api_key`. Matched by name at any depth of `.horde/`."""
 
-LOCK_NAMES = (".lock", ".projecting.lock", ".store-server.lock", ".mcp-join.lock", ".*.synced")
-"""Lock files every writer of the horde waits on (`store/lock.py`, `store/durable.py`, the
-store server, `mcp` seats): a read-only file can still be `flock`ed, so a sandboxed
+LOCK_NAMES = (".lock", ".projecting.lock", ".mcp-join.lock", ".*.synced")
+"""Lock files every writer of the horde waits on (`store/lock.py`, `store/durable.py`,
+`mcp` seats): a read-only file can still be `flock`ed, so a sandboxed
 `flock .horde/.lock sleep 590` would stall every write. Masked in the sandbox like the
 secrets; their content is no secret, so `read`, `serve` and `export` may show them."""
 

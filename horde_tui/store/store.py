@@ -105,21 +105,9 @@ Decide = Callable[[LedgerState], Decision]
 class HordeStore:
     """One process's handle on a `.horde/` directory, acting as `actor`."""
 
-    def __init__(self, root: Path, actor: str, *, routed: bool = False) -> None:
+    def __init__(self, root: Path, actor: str) -> None:
         self.paths = HordePaths(Path(root))
         self.actor = actor
-        self.routed = routed
-        """`horde` calls through this store go to the horde's store server when one runs
-        (`store/client.py`); a process that writes rarely or reads the fold itself (the
-        supervisor, the app) keeps False."""
-        self.serving = False
-        """This store is a store server's: it writes for many callers (`acting_as`)."""
-        self.caller_pid: int | None = None
-        """The process a store server is writing for now (its `writer` stamp and identity
-        rule), or None: this process."""
-        self.deferring = False
-        """A store server's batch: writes leave rendering and flushing to `settle`, once
-        for the batch, and their callers are answered after it."""
         self.state = LedgerState()
         self._lock = HordeLock(self.paths, actor)
         self._ledger = JsonlTail(self.paths.ledger)
@@ -205,11 +193,7 @@ class HordeStore:
 
     def _checkpoint_if_due(self) -> None:
         """Save a checkpoint once the fold is `EVERY_LINES` past the newest one (after a
-        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first.
-        Never by a store server while it serves: its callers would all wait out the save
-        (a third of a second at 10,000 entries); it saves one when it stops."""
-        if self.serving:
-            return
+        write, outside the lock). One try per `EVERY_LINES`, by whoever gets there first."""
         if self._ledger.line_count - self._checkpoint_seen < checkpoint.EVERY_LINES:
             return
         self._checkpoint_seen = max(self._checkpoint_seen, checkpoint.saved_lines(self.paths))
@@ -225,31 +209,15 @@ class HordeStore:
     def events(self, run: str) -> EventLog:
         log = self._events.get(run)
         if log is None:
-            # A server answers retries for every caller: it keeps everyone's outcomes.
-            mine = None if self.serving else self.actor
-            log = self._events[run] = EventLog(self.paths.events(run), mine)
+            log = self._events[run] = EventLog(self.paths.events(run), self.actor)
         log.catch_up()
         return log
 
     def run_exists(self, run: str) -> bool:
-        return (self.paths.run_dir(run) / "TASK.md").exists()
+        return self.paths.task(run).exists()
 
     def stop_clean_requested(self, run: str) -> bool:
         return self.paths.stop_clean_sentinel(run).exists()
-
-    @contextmanager
-    def acting_as(self, actor: str, caller: identity.Proc) -> Iterator[None]:
-        """For a store server: write as `actor` on behalf of process `caller` (identity rule
-        and `writer` stamp from its process tree), sharing this store's one fold."""
-        saved = self.actor, self.caller_pid
-        self.actor, self.caller_pid = actor, caller.pid
-        self._lock = HordeLock(self.paths, actor)
-        try:
-            with identity.pinned(caller):
-                yield
-        finally:
-            self.actor, self.caller_pid = saved
-            self._lock = HordeLock(self.paths, self.actor)
 
     # -- writing -----------------------------------------------------------------
 
@@ -269,7 +237,7 @@ class HordeStore:
 
     def _create_run_locked(self, run: str, task: str | None) -> None:
         run_dir = self.paths.run_dir(run)
-        task_path = run_dir / "TASK.md"
+        task_path = self.paths.task(run)
         if not task_path.exists():
             run_dir.mkdir(parents=True, exist_ok=True)
             text = (
@@ -303,17 +271,9 @@ class HordeStore:
         with self._around_the_lock(run, indexes):
             with self._lock.held(while_waiting=self._follow(run, indexes)):
                 receipt = self._transact_locked(run, action, params, decide, request_id)
-            if self.deferring:
-                return receipt  # the server settles the batch before it answers
             # Rendered and flushed after the release (module docstring), before the answer.
             receipt.text += self._project() + self._flush()
             return receipt
-
-    def settle(self) -> str:
-        """End a store server's batch (`deferring`): render and flush what its writes
-        left, once for all of them; the note for the receipts of the writes that
-        appended ('' if none)."""
-        return self._project() + self._flush()
 
     def _transact_locked(
         self,
@@ -529,8 +489,7 @@ class HordeStore:
         off again).
         """
         ts = utc_now()
-        # Who really wrote, as seen from here (a server: its caller, by the socket's peer).
-        writer = identity.writer(self.paths.root, run, self.caller_pid)
+        writer = identity.writer(self.paths.root, run)  # who really wrote, as seen from here
         stamped = []
         for i, rec in enumerate(records, start=1):
             stamped.append(
@@ -585,7 +544,7 @@ class HordeStore:
         """Under `.projecting.lock`, before rendering: projection temp files are only
         written under it, so any present now are a writer's that died mid-render (a
         SIGKILL between write and rename). Every render clears them, not only each
-        process's first write: the store server and the supervisor write for hours."""
+        process's first write: the supervisor writes for hours."""
         for tmp in self.paths.root.glob(".*.md.*.tmp"):
             tmp.unlink(missing_ok=True)
 

@@ -38,10 +38,14 @@ _IP = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b")
 _PATH = re.compile(
     r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b(?::\d+)?"
 )
-_HOST = re.compile(
-    r"\b(?:[a-z0-9-]+\.)+(?:com|org|net|io|dev|gov|edu|co|uk|de|ai|app|cloud|internal|local)\b",
-    re.I,
-)
+_TLDS = "com|org|net|io|dev|gov|edu|co|uk|de|ai|app|cloud|internal|local"
+_HOST = re.compile(rf"\b(?:[a-z0-9-]+\.)+(?:{_TLDS})\b", re.I)
+_HOST_END = re.compile(rf"\.(?:{_TLDS})\b", re.I)
+"""What every `_HOST` match ends with: a search for it is cheap where `_HOST`'s own scan
+(a dotted run tried at every word) is not, and most dotted texts name files, not hosts."""
+_HEX_RUN = re.compile(r"[0-9a-f]{7}", re.I)
+"""What every `_HASH` match holds (seven hex digits in a row): `_HASH` tries its two
+lookaheads at every position of the text, so it runs only where this finds one."""
 _SYMBOL = re.compile(
     r"\b[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)+\(?\)?"
     r"|\b[A-Za-z_][A-Za-z0-9_]*\(\)"
@@ -117,9 +121,9 @@ def identifiers(text: str) -> frozenset[str]:
         base = token.split(":")[0].lstrip("./")
         if "/" in base or base.rsplit(".", 1)[-1].lower() in _FILE_EXT_HOSTS:
             found.add(base.lower())
-    for m in _HOST.finditer(rest) if dotted else ():
+    for m in _HOST.finditer(rest) if dotted and _HOST_END.search(rest) else ():
         found.add(m.group(0).lower())
-    for m in _HASH.finditer(rest):
+    for m in _HASH.finditer(rest) if _HEX_RUN.search(rest) else ():
         # A hex-looking file name (`src/cafe1234.py`) is part of its path, not a commit
         # hash: as a separate identifier it would match every file of that name.
         digest = m.group(0).lower()

@@ -1,5 +1,4 @@
-"""Child processes of a run: the gateway, the store server and the members, as asyncio
-subprocesses.
+"""Child processes of a run: the gateway and the members, as asyncio subprocesses.
 
 Members lead their own sessions (their shell commands stay in them), write stderr to
 `member-N.log` (after the spawn line; the parent adds the final message once the process
@@ -167,60 +166,6 @@ def _log_final_message(log: Path, state: MemberState) -> None:
         return
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"--- final message of {state.name} attempt {state.attempt}\n{text}\n")
-
-
-STORE_SERVER_START_S = 10.0
-
-
-async def spawn_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.Process | None:
-    """Start the horde's store server (`protocol/server.py`) and wait until it listens;
-    None when it did not (another run's server already serves this directory, or it
-    failed: members and `horde-tui tool` then write directly, as without one)."""
-    try:
-        return await _start_store_server(horde_dir, log)
-    except OSError:
-        return None  # could not be started: no server, every call is written directly
-
-
-async def _start_store_server(horde_dir: Path, log: Path) -> asyncio.subprocess.Process | None:
-    with open(log, "ab") as err:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "horde_tui.protocol.server",
-            "--dir",
-            str(horde_dir),
-            "--parent-pid",
-            str(os.getpid()),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=err,
-            start_new_session=True,
-            env=scrubbed_env(os.environ),  # no provider key: the gateway alone holds it
-        )
-    assert proc.stdout is not None
-    try:
-        line = (await asyncio.wait_for(proc.stdout.readline(), STORE_SERVER_START_S)).decode()
-    except TimeoutError:
-        line = ""
-    if line.startswith("store server listening on"):
-        return proc
-    if proc.returncode is None:
-        proc.kill()
-    await proc.wait()
-    return None
-
-
-async def stop_store_server(proc: asyncio.subprocess.Process | None) -> None:
-    """SIGTERM (it finishes the call in hand), SIGKILL after 10 s, and reap it."""
-    if proc is None or proc.returncode is not None:
-        return
-    proc.terminate()
-    try:
-        await asyncio.wait_for(proc.wait(), 10)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
 
 
 class GatewayStartError(RuntimeError):

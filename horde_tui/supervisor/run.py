@@ -52,9 +52,7 @@ from horde_tui.supervisor.processes import (
     MemberProcess,
     spawn_gateway,
     spawn_member,
-    spawn_store_server,
     stop_gateway,
-    stop_store_server,
 )
 from horde_tui.supervisor.setup import (
     MemberSpec,
@@ -220,12 +218,6 @@ class Supervisor:
             # The detached process runs in the run's folder (`launch.start_detached`).
             self.reattach = reattach(Path.cwd(), self.run_id)
             self.emit("run-detached", reattach=self.reattach, log=log)
-        # Members and `horde-tui tool` write through it: the fold is kept once, not once
-        # per member (the supervisor's own writes stay direct: it folds for its view).
-        # Not awaited: until it listens, calls are written directly.
-        store_server = asyncio.create_task(
-            spawn_store_server(self.horde_dir, self.run_dir / "store-server.log")
-        )
         phases = self._phases = asyncio.create_task(self._through_repair(start))
         serving = asyncio.create_task(self._serve_controls())
         summary: RunSummary | None = None
@@ -235,9 +227,6 @@ class Supervisor:
             if not phases.done():  # this coroutine was cancelled: end the phases, report
                 phases.cancel()
                 await asyncio.wait({phases})
-            # Before a handoff lets another supervisor start its own; finalize's helpers
-            # write directly meanwhile.
-            await stop_store_server(await store_server)
             if self.handing_off and phases.cancelled():
                 serving.cancel()
                 await handoff.release_for_handoff(self)

@@ -88,13 +88,14 @@ def test_member_cannot_validate_its_own_answer_from_its_bash(tmp_path: Path) -> 
         ("user", "confirm-solved", "refused: this process runs under member-1's shell"),
     ]
     assert "exit 1" in (tmp_path / "escaped.out").read_text()
-    # The forgeries went through the run's store server (a call sent without a requestId
-    # gets one there: `store/client.py`), which judged each by its caller's process tree.
-    assert all(
-        e.get("requestId", "").startswith("auto-")
+    # One write path: each forgery was judged in its own tool process, under the lock (no
+    # store server gave the call a requestId on the way, and the run started none).
+    assert not [
+        e
         for e in events
-        if e.get("type") == "outcome" and "identity rule" in e.get("text", "")
-    )
+        if e.get("type") == "outcome" and "identity rule" in e.get("text", "") and "requestId" in e
+    ]
+    assert not (sup.run_dir / "store-server.log").exists()
     # Every record says whose process tree wrote it: the member's own, or the supervisor.
     spawned = {
         e["member"]: e["pid"]

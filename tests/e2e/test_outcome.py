@@ -1,5 +1,5 @@
 """A run's outcome follows how it ended: the rows of `OUTCOME_TABLE`, each met by a real
-run (a supervisor, its store server and members on the stub model, through one shared
+run (a supervisor and its members on the stub model, through one shared
 gateway so that litellm's import is paid once), and the docs' table is the code's. Two
 rows need a run of their own and have it in test_supervisor_e2e.py (slow): `interrupted`
 (the supervisor SIGKILLed, then `finalize`) and `stopped at budget` (a priced model).

@@ -1,6 +1,6 @@
 """The provider key reaches the gateway alone: not in the initial environment (what
 `/proc/<pid>/environ` shows to any process of the user, a member's command without the
-sandbox among them) of the gateway, the store server or a member. The supervisor hands
+sandbox among them) of the gateway or a member. The supervisor hands
 it to the gateway on a pipe; the gateway puts it in its own memory."""
 
 from __future__ import annotations
@@ -39,15 +39,12 @@ def test_only_the_gateway_gets_the_provider_key(tmp_path: Path) -> None:
         try:
             wait_for_line(proc, "[member-spawn] member-1")
             run_dir = next((tmp_path / ".horde" / "runs").iterdir())
-            horde_dir = str(tmp_path / ".horde")
             pids = {f"member {n}": p for n, p in member_pids(run_dir).items()}
             for st in procfs.processes():
                 line = _cmdline(st.pid)
                 if "horde_tui.gateway" in line and str(run_dir) in line:
                     pids["gateway"] = st.pid
-                if "horde_tui.protocol.server" in line and horde_dir in line:
-                    pids["store server"] = st.pid
-            assert {"gateway", "store server", "member member-1"} <= set(pids), pids
+            assert {"gateway", "member member-1"} <= set(pids), pids
             holding = {
                 name: sorted(k for k, v in procfs.environ(pid).items() if v in (key, other))
                 for name, pid in pids.items()

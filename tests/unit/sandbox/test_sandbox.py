@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEM, Horde, needs_bwrap
-from support.store_server import start_server, stop_server
 
 from horde_tui.member.tools import WorkspaceTools
 from horde_tui.sandbox.policy import (
@@ -201,26 +200,6 @@ def test_impersonating_another_member_through_the_cli_writes_nothing(work: Path)
     # Reads through the CLI still work inside the sandbox.
     listing = tools.bash(f"{sys.executable} -m horde_tui tool list")
     assert listing.ok and "Audit app/db/query.py" in listing.text, listing.text
-
-
-@needs_bwrap
-def test_the_store_servers_socket_is_out_of_reach(work: Path) -> None:
-    """A run's store server takes `horde` calls over `.horde/.store.sock`; a command in
-    the sandbox must not write around the read-only `.horde/` through it."""
-    server = start_server(work / ".horde")
-    try:
-        tools = _tools(work)
-        _sandboxed(tools)
-        ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
-        post = f"{sys.executable} -m horde_tui tool post text=from-a-command"
-        result = tools.bash(post)
-        assert not result.ok and "read-only" in result.text.lower(), result.text
-        assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
-        # Outside the sandbox the same call goes through the server.
-        assert _tools(work, SandboxPolicy(mode="off")).bash(post).ok
-        assert b"auto-" in (work / ".horde" / "ledger.jsonl").read_bytes()[len(ledger) :]
-    finally:
-        stop_server(server)
 
 
 @needs_bwrap

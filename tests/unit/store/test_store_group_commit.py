@@ -198,3 +198,24 @@ def test_a_cut_file_is_flushed_again_below_the_old_mark(
     assert run_action(store, {"action": "post", "text": "after the cut"}, run="r1").ok
     # One fsync seals the cut, the other flushes the new post appended below the old mark.
     assert [n for n, _ in watched_fsyncs].count("ledger.jsonl") == 2, watched_fsyncs
+
+
+def test_a_write_creates_only_new_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Opening with `O_CREAT` takes the directory's lock for writing even when the file
+    is there, so twelve writers queued on `.horde/`'s behind each other's renames for
+    every lock file, mark and append: once the horde's files exist, a write opens them
+    without it, and creates only its projections' temp files."""
+    root = tmp_path / ".horde"
+    store = HordeStore(root, "member-1")
+    assert run_action(store, {"action": "idea", "text": "Audit src/a.py"}, run="r1").ok
+    created: list[str] = []
+    real = os.open
+
+    def watched(path: str | os.PathLike[str], flags: int, *args: int, **kw: int) -> int:
+        if flags & os.O_CREAT:
+            created.append(Path(path).name)
+        return real(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", watched)
+    assert run_action(store, {"action": "idea", "text": "Audit src/b.py"}, run="r1").ok
+    assert created and all(name.endswith(".tmp") for name in created), created

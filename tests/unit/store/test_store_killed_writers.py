@@ -148,7 +148,7 @@ def test_a_writer_killed_mid_projection_leaves_no_temp_file(root: Path, tmp_path
 
 def test_a_projection_temp_file_of_a_killed_writer_goes_at_the_next_write(root: Path) -> None:
     """A writer SIGKILLed between writing a projection's temp file and renaming it leaves
-    `.IDEAS.md.<pid>.<hex>.tmp`; a long-lived writer (the store server, the supervisor)
+    `.IDEAS.md.<pid>.<hex>.tmp`; a long-lived writer (the supervisor, a member)
     that already made its first write clears it at its next one, not never."""
     store = HordeStore(root, "member-1")
     assert run_action(store, {"action": "idea", "text": "Audit src/a.py"}, run="r1").ok
