@@ -14,7 +14,6 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
-from support.cli import cli, host_env, stub_env
+from support.cli import cli, cli_argv, host_env, stub_env
 from support.processes import dead_pid
 from support.rundir import RunDir
 
@@ -329,7 +328,7 @@ def free_port() -> int:
 def probe(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "doctor", "--probe", "--json", *args],
+        cli_argv("doctor", "--probe", "--json", *args),
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.processes import wait_until
 
 from horde_tui.common import procfs
 from horde_tui.store import identity
 
 FAKE_SUPERVISOR = Path(__file__).parent / "helpers" / "fake_supervisor.py"
-TOOL = f'"{sys.executable}" -m horde_tui tool'
+TOOL = shlex.join(cli_argv("tool"))
 
 
 def shell_tool(out: Path, args: str, env: str = "") -> str:
@@ -38,7 +40,7 @@ def outside_tool(horde: Any, member: str, *args: str, run: str = "r1") -> Any:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(HORDE_DIR=str(horde.root), HORDE_RUN=run, HORDE_MEMBER=member)
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
+        cli_argv("tool", *args),
         cwd=horde.workdir,
         env=env,
         capture_output=True,

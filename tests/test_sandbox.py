@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Horde
+from support.cli import cli_argv
 from support.store_server import start_server, stop_server
 
 from horde_tui.member.sandbox import (
@@ -170,14 +172,14 @@ def test_impersonating_another_member_through_the_cli_writes_nothing(work: Path)
     _sandboxed(tools)
     ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
     events = (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes()
-    result = tools.bash(f"HORDE_MEMBER=member-2 {sys.executable} -m horde_tui tool confirm-solved")
+    result = tools.bash(f"HORDE_MEMBER=member-2 {shlex.join(cli_argv('tool', 'confirm-solved'))}")
     assert not result.ok
     assert "read-only" in result.text.lower()
     assert "Traceback" not in result.text
     assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
     assert (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes() == events
     # Reads through the CLI still work inside the sandbox.
-    listing = tools.bash(f"{sys.executable} -m horde_tui tool list")
+    listing = tools.bash(shlex.join(cli_argv("tool", "list")))
     assert listing.ok and "Audit app/db/query.py" in listing.text, listing.text
 
 
@@ -190,7 +192,7 @@ def test_the_store_servers_socket_is_out_of_reach(work: Path) -> None:
         tools = _tools(work)
         _sandboxed(tools)
         ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
-        post = f"{sys.executable} -m horde_tui tool post text=from-a-command"
+        post = shlex.join(cli_argv("tool", "post", "text=from-a-command"))
         result = tools.bash(post)
         assert not result.ok and "read-only" in result.text.lower(), result.text
         assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
