@@ -200,3 +200,46 @@ def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
     from support.cli import run_stopped_clean  # whole-run helpers load only when used
 
     return run_stopped_clean(tmp_path_factory.mktemp("stopped-clean"))
+
+
+# -- pytest-xdist: how many workers, and which tests share one -----------------------------
+
+WORKERS = 2
+"""The CI machine's cores: the suite's real processes mostly wait, two workers keep both busy."""
+
+
+def workers_for(args: list[str]) -> int:
+    """Two workers for a run of many files, none (one process) for one file or its tests:
+    starting two workers costs more than it saves on a single file."""
+    files = {arg.split("::")[0] for arg in args}
+    if len(files) == 1 and Path(next(iter(files))).is_file():
+        return 0
+    return WORKERS
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """What `-n auto` (pyproject's addopts) means for this suite: `workers_for` its paths."""
+    return workers_for(list(config.args))
+
+
+SHARED_RUNS = ("stopped_clean",)
+"""Session fixtures that cost a whole run: their tests go to one worker, which starts it once."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (its hook names the groups)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup` (pyproject's addopts) a test goes to any free worker, and each
+    worker sets up its own copy of a wider-scoped fixture. A module whose tests share a
+    module-scoped fixture (a gateway, a recorded run) stays on one worker, so it is set up
+    once; the tests of a whole shared run (`SHARED_RUNS`) likewise."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = [name for name in SHARED_RUNS if name in info.names_closure]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
+            continue
+        defs = info.name2fixturedefs.values()
+        if any(d[-1].scope == "module" for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -13,6 +13,8 @@ import ast
 import tomllib
 from pathlib import Path
 
+from conftest import workers_for
+
 TESTS = Path(__file__).parent
 LOCAL_HOMES = ("support", "helpers", "conftest")
 """Where a test module may import shared code from (besides installed packages)."""
@@ -118,3 +120,19 @@ def test_the_cli_is_spawned_through_one_helper() -> None:
     assert copies == [], "use support.cli.cli_argv:\n" + "\n".join(copies)
     assert len(spawned_cli(helper)) == 1
 
+
+def test_a_plain_pytest_runs_on_two_workers_and_one_file_in_one_process() -> None:
+    """The default and the slow run use pytest-xdist's two workers (the CI machine has 2
+    cores), scheduled by `loadgroup` so conftest's `xdist_group` marks hold; a single file
+    (or tests of one file) runs in one process, where two workers' start-up costs more than
+    they save."""
+    config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
+    addopts = config["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert addopts[addopts.index("-n") + 1] == "auto"
+    assert addopts[addopts.index("--dist") + 1] == "loadgroup"
+    test_extra = config["project"]["optional-dependencies"]["test"]
+    assert any(req.startswith("pytest-xdist") for req in test_extra)
+
+    one = str(TESTS / "test_fence.py")
+    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "test_init.py")]) == 2
+    assert workers_for([one]) == workers_for([f"{one}::test_x", f"{one}::test_y"]) == 0
