@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,15 @@ def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HORDE_DIR", raising=False)
     return tmp_path
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path, for a test whose socket goes under it: a pytest
+    worker's `tmp_path` (`.../popen-gw1/test_name_0/`) leaves too little of a Unix socket
+    path's 108 bytes."""
+    with tempfile.TemporaryDirectory(prefix="horde-t") as short:
+        yield Path(short)
 
 
 @pytest.fixture(scope="session")

@@ -376,12 +376,14 @@ def test_a_refused_caller_is_told_so_however_late_it_sends(
     assert "another pid namespace" in answer["error"], answer
 
 
-def test_no_server_under_a_shared_directory_that_is_not_private(tmp_path: Path) -> None:
+def test_no_server_under_a_shared_directory_that_is_not_private(
+    tmp_path: Path, short_tmp: Path
+) -> None:
     """A horde path too long for a socket puts it under `$TMPDIR/horde-<uid>/`; a
     directory there that others may write is refused, not used."""
     root = tmp_path / ("d" * 120) / ".horde"
     root.mkdir(parents=True)
-    tmpdir = tmp_path / "tmp"
+    tmpdir = short_tmp
     shared = tmpdir / f"horde-{os.getuid()}"
     shared.mkdir(parents=True)
     shared.chmod(0o777)
