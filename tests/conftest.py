@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,6 +209,15 @@ def in_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path, for a test whose socket goes under it: a pytest
+    worker's `tmp_path` (`.../popen-gw1/test_name_0/`) leaves too little of a Unix socket
+    path's 108 bytes."""
+    with tempfile.TemporaryDirectory(prefix="horde-t") as short:
+        yield Path(short)
+
+
 @pytest.fixture(scope="session")
 def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
     """One headless run stopped clean from another shell, shared by the tests that read
@@ -218,11 +228,52 @@ def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
 
 
 E2E = Path(__file__).resolve().parent / "e2e"
+"""Whole runs with real processes: the folder is the marker."""
 
 
+# -- pytest-xdist: how many workers, and which tests share one -----------------------------
+
+WORKERS = 2
+"""The CI machine's cores: the suite's real processes mostly wait, two workers keep both busy."""
+
+
+def workers_for(args: list[str]) -> int:
+    """Two workers for a run of many files, none (one process) for one file or its tests:
+    starting two workers costs more than it saves on a single file."""
+    files = {arg.split("::")[0] for arg in args}
+    if len(files) == 1 and Path(next(iter(files))).is_file():
+        return 0
+    return WORKERS
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """What `-n auto` (pyproject's addopts) means for this suite: `workers_for` its paths."""
+    return workers_for(list(config.args))
+
+
+SHARED_RUNS = ("stopped_clean",)
+"""Session fixtures that cost a whole run: their tests go to one worker, which starts it once."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks (its hook names the groups)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The folder is the marker: every test under `tests/e2e/` is `e2e` (`pytest -m e2e`
+    """Under `--dist loadgroup` (pyproject's addopts) a test goes to any free worker, and each
+    worker sets up its own copy of a wider-scoped fixture. A module whose tests share a
+    module-scoped fixture (a gateway, a recorded run) stays on one worker, so it is set up
+    once; the tests of a whole shared run (`SHARED_RUNS`) likewise.
+
+    The folder is the e2e marker: every test under `tests/e2e/` is `e2e` (`pytest -m e2e`
     and `pytest tests/e2e` select the same tests; tests/project/test_suite_layout.py)."""
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = [name for name in SHARED_RUNS if name in info.names_closure]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
+            continue
+        defs = info.name2fixturedefs.values()
+        if any(d[-1].scope == "module" for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -15,11 +15,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
+from support.cli import cli_argv
 from support.plans import APP
 from support.processes import wait_until
 
@@ -46,7 +46,7 @@ def headless_on(fake: FakeHordeThread, workdir: Path, **extra: str) -> subproces
         **extra,
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
+        cli_argv("run", "--headless", "2", "Review app.py"),
         cwd=workdir,
         env=env,
         stdout=subprocess.PIPE,

@@ -11,14 +11,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.app import NOW, FakeRemote, stop_clean, wait_for
-from support.cli import HEADLESS_PLAN, cli, stub_env
+from support.cli import HEADLESS_PLAN, cli, cli_argv, stub_env
 from support.processes import dead_pid, wait_until
 from support.rundir import RunDir
 from textual.widgets import Static
@@ -172,7 +171,7 @@ async def test_run_detach_then_attach_pause_and_stop_hard(tmp_path: Path) -> Non
     real supervisor, quit (the run goes on), stop it hard from a shell, read the report."""
     with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
         started = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "run", "--detach", "3", "Review app.py"],
+            cli_argv("run", "--detach", "3", "Review app.py"),
             cwd=tmp_path,
             env=stub_env(stub),
             capture_output=True,

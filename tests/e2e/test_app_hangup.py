@@ -13,12 +13,11 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.app import NOW, wait_for
-from support.cli import HEADLESS_PLAN, cli, stub_env
+from support.cli import HEADLESS_PLAN, cli, cli_argv, stub_env
 from support.processes import wait_until
 
 from horde_tui.app.app import AppConfig, HordeApp
@@ -46,7 +45,7 @@ async def test_a_hangup_hands_the_hosted_run_off_and_attach_finds_it(tmp_path: P
         env = stub_env(stub, TERM="xterm-256color")
         script = tmp_path / "host.sh"
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
-        argv = shlex.join([sys.executable, "-m", "horde_tui", "run", "2", "Review app.py"])
+        argv = shlex.join(cli_argv("run", "2", "Review app.py"))
         script.write_text(f"{exports}cd {shlex.quote(str(tmp_path))}\nexec {argv}\n")
         (tmp_path / "app.py").write_text("PASSWORD = 'hunter2'\n")
         started = tmux(socket, "new-session", "-d", "-x", "120", "-y", "36", f"sh {script}")

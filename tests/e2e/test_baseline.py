@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.supervisor import baseline
 from horde_tui.supervisor.finalize import read_events
@@ -166,7 +167,6 @@ def _headless_run(stub, workdir, *flags: str) -> tuple[str, Path]:
     (the entry point a person uses); returns its output and its run directory."""
     import os
     import subprocess
-    import sys
 
     before = set((workdir / ".horde" / "runs").glob("*"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
@@ -180,7 +180,7 @@ def _headless_run(stub, workdir, *flags: str) -> tuple[str, Path]:
         HORDE_REPAIR_ROUNDS="0",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py", *flags],
+        cli_argv("run", "--headless", "2", "Review app.py", *flags),
         cwd=workdir,
         env=env,
         capture_output=True,

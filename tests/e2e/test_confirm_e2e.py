@@ -8,14 +8,13 @@ import json
 import os
 import pty
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import cli
+from support.cli import cli, cli_argv
 from support.plans import horde, lifecycle, run_supervisor, settings
 from support.processes import wait_until
 
@@ -125,7 +124,7 @@ def test_a_headless_run_on_a_terminal_asks_y_n_a_there(tmp_path: Path) -> None:
             HORDE_GATEWAY_BACKOFF_MS="20",
         )
         proc = subprocess.Popen(
-            [sys.executable, "-m", "horde_tui", "run", "--headless", "--confirm", "1", "Review"],
+            cli_argv("run", "--headless", "--confirm", "1", "Review"),
             cwd=tmp_path,
             env=env,
             stdin=terminal,

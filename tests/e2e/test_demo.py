@@ -11,11 +11,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.commands.cli import main
 from horde_tui.common import prompts
@@ -136,7 +136,7 @@ def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
     """The demo as a newcomer runs it (default speed, no key): no spinning on refused
     calls, and a run that shows what the product is for."""
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "demo", "--headless"],
+        cli_argv("demo", "--headless"),
         cwd=tmp_path,
         env=clean_env(tmp_path),
         capture_output=True,

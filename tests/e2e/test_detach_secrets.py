@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.cli import HEADLESS_PLAN, cli, stub_env
+from support.cli import HEADLESS_PLAN, cli, cli_argv, stub_env
 from support.processes import wait_until
 
 from horde_tui.launch.launch import RunOptions, detached_argv, detached_env
@@ -52,7 +51,7 @@ def test_a_detached_runs_api_key_is_on_no_command_line_and_in_no_member(tmp_path
         del env["HORDE_API_KEY"]  # the key is the flag's alone
         argv = ["run", "--detach", "--api-key", secret, "2", "Review app.py"]
         started = subprocess.run(
-            [sys.executable, "-m", "horde_tui", *argv],
+            cli_argv(*argv),
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.demo.policy import DEFECTS, FALSE_LEAD
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # one real four-member run: about a minute
-EVAL = [sys.executable, "-m", "horde_tui", "eval"]
+EVAL = cli_argv("eval")
 
 
 def test_demo_model_on_the_demo_sample_scores_its_script(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.eval_plans import cite, finding
 from support.plans import horde
 from support.processes import wait_until
@@ -130,10 +130,7 @@ def test_eval_scores_single_and_horde_exactly_and_the_outputs_agree(tmp_path: Pa
     env.update(HORDE_GATEWAY_BACKOFF_MS="20", HORDE_ACTIVE_GRACE_MS="300")
     with StubThread(policy=AgentPolicy(plans()), token="stub") as stub:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
+            cli_argv(
                 "eval",
                 "bundled",
                 "--tasks",
@@ -150,7 +147,7 @@ def test_eval_scores_single_and_horde_exactly_and_the_outputs_agree(tmp_path: Pa
                 "2",
                 "--out",
                 str(out),
-            ],
+            ),
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -239,12 +236,14 @@ def test_ctrl_c_stops_the_live_run_clean_scores_it_and_starts_no_more(tmp_path: 
     env.update(HORDE_GATEWAY_BACKOFF_MS="20")
     with StubThread(policy=AgentPolicy({"member-1": plan}), token="stub") as stub:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                *("-m", "horde_tui", "eval", "bundled", "--configs", "single"),
+            cli_argv(
+                "eval",
+                "bundled",
+                "--configs",
+                "single",
                 *("--tasks", "sql-injection,ssrf", "--model", stub.model),
                 *("--api-base", stub.api_base, "--api-key", "stub", "--out", str(out)),
-            ],
+            ),
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -278,10 +277,7 @@ def test_a_budget_the_gateway_cannot_price_refuses_the_eval_before_any_run(
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     with StubThread(token="stub") as stub:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
+            cli_argv(
                 "eval",
                 "bundled",
                 "--tasks",
@@ -298,7 +294,7 @@ def test_a_budget_the_gateway_cannot_price_refuses_the_eval_before_any_run(
                 "1",
                 "--out",
                 str(tmp_path / "out"),
-            ],
+            ),
             cwd=tmp_path,
             env=env,
             capture_output=True,

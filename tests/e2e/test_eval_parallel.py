@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.eval_plans import cite, finding
 from support.plans import horde
 from support.processes import describe, kill_all, wait_until
@@ -56,12 +56,15 @@ def eval_env(**extra: str) -> dict[str, str]:
 
 
 def eval_argv(stub: StubThread, out: Path, *args: str, model: str = "") -> list[str]:
-    return [
-        sys.executable,
-        *("-m", "horde_tui", "eval", "bundled", "--configs", "single", *args),
+    return cli_argv(
+        "eval",
+        "bundled",
+        "--configs",
+        "single",
+        *args,
         *("--model", model or stub.model, "--api-base", stub.api_base),
         *("--api-key", "stub", "--out", str(out)),
-    ]
+    )
 
 
 def ours(tmp_path: Path) -> list[int]:

@@ -96,9 +96,8 @@ def test_horde_tui_fork_starts_a_run_there_that_says_where_it_came_from(
     """The fork's run starts with the original's task and members on the forked ledgers;
     its MANIFEST.json names RUN@E#, and its members see the findings filed before E#."""
     import subprocess
-    import sys
 
-    from support.cli import stub_env
+    from support.cli import cli_argv, stub_env
     from support.plans import horde as call
 
     from horde_tui.stubmodel import StubThread
@@ -111,18 +110,7 @@ def test_horde_tui_fork_starts_a_run_there_that_says_where_it_came_from(
     with StubThread(policy=AgentPolicy(plans)) as stub:
         into = tmp_path / "forked"
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
-                "fork",
-                "r1",
-                "--at",
-                at,
-                "--into",
-                str(into),
-                "--headless",
-            ],
+            cli_argv("fork", "r1", "--at", at, "--into", str(into), "--headless"),
             cwd=horde.workdir,
             env=stub_env(stub, HORDE_DELIVERABLE="false", HORDE_POSTMORTEM="false"),
             capture_output=True,
@@ -174,13 +162,12 @@ def test_a_fork_of_a_demo_run_is_played_by_the_demo_model(tmp_path: Path) -> Non
     """The demo's model died with the demo; its fork serves the demo model again (the
     run before pointed its gateway at the dead one's port, and every call failed)."""
     import subprocess
-    import sys
 
-    from support.cli import host_env
+    from support.cli import cli_argv, host_env
 
     env = host_env(TMPDIR=str(tmp_path))
     demo = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "demo", "--headless", "--speed", "0"],
+        cli_argv("demo", "--headless", "--speed", "0"),
         env=env,
         capture_output=True,
         text=True,
@@ -192,7 +179,7 @@ def test_a_fork_of_a_demo_run_is_played_by_the_demo_model(tmp_path: Path) -> Non
     into = tmp_path / "forked"
     fork = ["fork", run, "--at", "E5", "--into", str(into), "--headless", "--speed", "0"]
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", *fork],
+        cli_argv(*fork),
         cwd=workdir,
         env=env,
         capture_output=True,

@@ -8,11 +8,12 @@ the answer ends up validated or the forged post lands.
 from __future__ import annotations
 
 import json
-import sys
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.plans import APP, HELPERS, horde, run_supervisor, settings, worker
 
 from horde_tui.store.store import HordeStore
@@ -20,7 +21,7 @@ from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 from horde_tui.supervisor.setup import RunRequest
 
-TOOL = f'"{sys.executable}" -m horde_tui tool'
+TOOL = shlex.join(cli_argv("tool"))
 
 
 def bash(command: str) -> dict[str, Any]:

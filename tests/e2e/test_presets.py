@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 import pytest
-from support.cli import cli, stub_env
+from support.cli import cli, cli_argv, stub_env
 
 from horde_tui.launch.launch import RunOptions, check_launch
 from horde_tui.presets import (
@@ -244,17 +243,14 @@ def test_a_preset_run_gives_personas_and_the_verifiers_own_model(tmp_path: Path)
             HORDE_CLEANUP="off",
         )
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
+            cli_argv(
                 "run",
                 "--headless",
                 "3",
                 "Review",
                 "--preset",
                 "mine",
-            ],
+            ),
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from conftest import start_gateway
-from support.cli import host_env
+from support.cli import cli_argv, host_env
 from support.gateway import closed_port
 from support.plans import HELPERS, lifecycle, run_supervisor, settings, worker
 
@@ -71,7 +70,7 @@ def test_a_run_told_to_use_a_gateway_that_is_not_there_fails_with_one_line(
             HORDE_SHARED_GATEWAY_TOKEN="t" * 32,
         )
         done = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "run", "--headless", "1", "Review app.py"],
+            cli_argv("run", "--headless", "1", "Review app.py"),
             cwd=tmp_path,
             env=env,
             capture_output=True,

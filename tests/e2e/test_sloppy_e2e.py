@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import stub_env
+from support.cli import cli_argv, stub_env
 
 from horde_tui.common.fence import unfence
 from horde_tui.demo.policy import DEFECTS
@@ -42,7 +41,7 @@ def _run(tmp_path: Path, stub: StubThread, *args: str) -> subprocess.CompletedPr
     env = stub_env(stub)
     command = ["run", "--headless", "--no-verifier", str(SLOPPY_MEMBERS), SLOPPY_PROMPT]
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *command, *args],
+        cli_argv(*command, *args),
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -13,12 +13,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from support.cli import one_line_refusal, stub_env, wait_for_line
+from support.cli import cli_argv, one_line_refusal, stub_env, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle
 from support.rundir import RunDir
 
@@ -44,7 +43,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
     with StubThread(policy=policy) as stub:
         env = run_env(stub)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "Review app.py"],
+            cli_argv("run", "--headless", "2", "Review app.py"),
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -67,7 +66,7 @@ def test_a_sigkilled_supervisor_is_resumed_and_the_run_finishes(tmp_path: Path) 
         assert run_state(run_dir) == "interrupted"
         before = len(stub.stub.requests)
         resumed = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "resume", run_dir.name, "--headless"],
+            cli_argv("resume", run_dir.name, "--headless"),
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import cli, host_env, stub_env, wait_for_line
+from support.cli import cli, cli_argv, host_env, stub_env, wait_for_line
 from support.processes import wait_until
 
 from horde_tui.common.settings import load_settings
@@ -182,7 +181,7 @@ def test_a_headless_plan_swarm_deals_layers_and_takes_horde_targets_from_another
     with StubThread(policy=AgentPolicy(LOOPING)) as stub:
         env = stub_env(stub, HORDE_SWARM_STAGGER_MS="100")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "horde_tui", "plan", "--headless", "2/1", "api; db; ui"],
+            cli_argv("plan", "--headless", "2/1", "api; db; ui"),
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -269,7 +268,7 @@ def test_a_2_horde_demo_gives_every_helper_its_own_runs_files(tmp_path: Path) ->
     on a real `demo --hordes 2`, no helper read is refused and each POSTMORTEM.md cites
     its own horde's report and board, not the other's."""
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "demo", "--headless", "--speed", "0", "--hordes", "2"],
+        cli_argv("demo", "--headless", "--speed", "0", "--hordes", "2"),
         cwd=tmp_path,
         env=host_env(TMPDIR=str(tmp_path)),  # the demo's temp project lands in tmp_path
         capture_output=True,

@@ -13,13 +13,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.app import NOW, wait_for
-from support.cli import one_line_refusal, stub_env, wait_for_line
+from support.cli import cli_argv, one_line_refusal, stub_env, wait_for_line
 from support.plans import HeldUntilReleased, lifecycle, slow_worker
 from support.processes import dead_pid, wait_until
 from support.swarm_scene import SWARM_ID, FakeSwarm, write_swarm
@@ -104,7 +103,7 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
     with StubThread(policy=policy) as stub:
         env = swarm_env(stub)
         host = subprocess.Popen(
-            [sys.executable, "-m", "horde_tui", "run", "--headless", "2/1", "Review app.py"],
+            cli_argv("run", "--headless", "2/1", "Review app.py"),
             cwd=tmp_path,
             env=env,
             stdout=subprocess.PIPE,
@@ -126,7 +125,7 @@ def test_a_sigkilled_swarm_host_is_resumed_and_the_swarm_finishes(tmp_path: Path
         assert [h for h, _ in info.runs] == ["h1"], "h2 must not have started yet"
         before = len(stub.stub.requests)
         resumed = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "resume", swarm_dir.name, "--headless"],
+            cli_argv("resume", swarm_dir.name, "--headless"),
             cwd=tmp_path,
             env=env,
             capture_output=True,

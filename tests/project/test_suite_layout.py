@@ -14,6 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from conftest import workers_for
 from support.paths import TESTS
 
 LOCAL_HOMES = ("support", "helpers", "conftest")
@@ -118,3 +119,57 @@ def test_the_slow_and_e2e_markers_are_registered_and_enforced() -> None:
     registered = {line.split(":")[0] for line in pytest_config["markers"]}
     assert {"slow", "e2e"} <= registered
     assert "--strict-markers" in pytest_config["addopts"]
+
+
+def spawned_cli(path: Path) -> list[int]:
+    """Lines of `path` that spell the CLI's command line themselves: a list or tuple that
+    starts with `sys.executable, "-m", "horde_tui"`, or `{sys.executable} -m horde_tui ` in
+    an f-string (a shell command)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.List | ast.Tuple):
+            words = [ast.unparse(e) for e in node.elts[:3]]
+            starred = [ast.unparse(e) for e in node.elts[:2]]
+            if words == ["sys.executable", "'-m'", "'horde_tui'"] or (
+                starred[:1] == ["sys.executable"]
+                and starred[1:2]
+                and starred[1].startswith("*('-m', 'horde_tui'")
+            ):
+                found.append(node.lineno)
+        elif isinstance(node, ast.JoinedStr) and "-m horde_tui " in ast.unparse(node):
+            if "sys.executable" in ast.unparse(node):
+                found.append(node.lineno)
+    return found
+
+
+def test_the_cli_is_spawned_through_one_helper() -> None:
+    """A test runs `horde-tui ARGS` as `support.cli.cli_argv(ARGS)` (or through `cli`,
+    `headless`), never by spelling the interpreter and module again: one place to change
+    how the suite starts the CLI."""
+    helper = TESTS / "support" / "cli.py"
+    sources = [*TESTS.glob("*.py"), *TESTS.glob("support/*.py")]
+    copies = [
+        f"{path.relative_to(TESTS)}:{line}"
+        for path in sorted(sources)
+        for line in spawned_cli(path)
+        if path != helper
+    ]
+    assert copies == [], "use support.cli.cli_argv:\n" + "\n".join(copies)
+    assert len(spawned_cli(helper)) == 1
+
+
+def test_a_plain_pytest_runs_on_two_workers_and_one_file_in_one_process() -> None:
+    """The default and the slow run use pytest-xdist's two workers (the CI machine has 2
+    cores), scheduled by `loadgroup` so conftest's `xdist_group` marks hold; a single file
+    (or tests of one file) runs in one process, where two workers' start-up costs more than
+    they save."""
+    config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
+    addopts = config["tool"]["pytest"]["ini_options"]["addopts"].split()
+    assert addopts[addopts.index("-n") + 1] == "auto"
+    assert addopts[addopts.index("--dist") + 1] == "loadgroup"
+    test_extra = config["project"]["optional-dependencies"]["test"]
+    assert any(req.startswith("pytest-xdist") for req in test_extra)
+
+    one = str(TESTS / "test_fence.py")
+    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "test_init.py")]) == 2
+    assert workers_for([one]) == workers_for([f"{one}::test_x", f"{one}::test_y"]) == 0

@@ -6,8 +6,9 @@ so a module reads `from support.rundir import RunDir`.
 
 - `processes`: bounded waits (`wait_until`), liveness of a pid, a pid surely dead, a run's
   processes found through /proc.
-- `cli`: the `horde-tui` command line as a real process (`cli`, `headless`, `start`,
-  `wait_for_line`), and the shared run stopped clean from another shell.
+- `cli`: the `horde-tui` command line as a real process (`cli_argv`, the one way a test
+  spells it; `cli`, `headless`, `start`, `wait_for_line`), and the shared run stopped
+  clean from another shell.
 - `plans`: the scripted model's plans and how a test starts a whole run in-process.
 - `member`: one real member process against a real gateway.
 - `gateway`: litellm's price map entries (the gateway process itself is conftest's).

@@ -26,6 +26,12 @@ HEADLESS_PLAN = {
 }
 
 
+def cli_argv(*args: str) -> list[str]:
+    """The command line of `horde-tui ARGS` in a fresh interpreter of this environment: the
+    one way the tests spawn the CLI (no console script needed, and never another install)."""
+    return [sys.executable, "-m", "horde_tui", *args]
+
+
 def host_env(**extra: str) -> dict[str, str]:
     """This process's environment without the host's `HORDE_*` settings, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
@@ -51,7 +57,7 @@ def headless(
 ) -> subprocess.Popen[str]:
     env = stub_env(stub, **dict(extra_env))
     return subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", str(members), "Review app.py"],
+        cli_argv("run", "--headless", str(members), "Review app.py"),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -82,7 +88,7 @@ def cli(
     if member is not None:
         env["HORDE_MEMBER"] = member
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args],
+        cli_argv(*args),
         cwd=cwd,
         env=host_env(**env),
         input=stdin,

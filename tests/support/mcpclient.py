@@ -19,6 +19,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from support.cli import cli_argv
+
 
 def server_env(horde_dir: Path, **extra: str) -> dict[str, str]:
     """The environment an agent would start the server with: no host HORDE_* settings."""
@@ -62,7 +64,7 @@ def cli_tool(workdir: Path, actor: str, run: str, *args: str) -> subprocess.Comp
     """The same call through `horde-tui tool` in a new process, as `actor`."""
     env = server_env(workdir / ".horde", HORDE_MEMBER=actor, HORDE_RUN=run)
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
+        cli_argv("tool", *args),
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -91,7 +93,7 @@ def http_server(
     """`horde-tui mcp --http --port 0 ARGS` in `workdir`, ended with SIGTERM on exit;
     `preexec_fn` runs in the child before it starts (a lowered descriptor limit)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "mcp", "--http", "--port", "0", *args],
+        cli_argv("mcp", "--http", "--port", "0", *args),
         cwd=workdir,
         env=server_env(workdir / ".horde", **env),
         stdin=subprocess.DEVNULL,

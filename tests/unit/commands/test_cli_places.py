@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import host_env
+from support.cli import cli_argv, host_env
 
 from horde_tui.launch.launch import RunOptions, check_launch
 
@@ -22,7 +21,7 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path, argv: list[str])
     """`horde-tui status | head -0`: the reader is gone before the first write. The
     command ends as a Unix tool killed by SIGPIPE does (128 + 13), saying nothing."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", *argv],
+        cli_argv(*argv),
         cwd=tmp_path,
         env=host_env(),
         stdout=subprocess.PIPE,
@@ -74,7 +73,7 @@ def test_a_folder_that_cannot_be_written_is_one_line_before_anything(
     before = sorted(project.rglob("*"))
     env = host_env(HORDE_MODEL="openai/stub", HORDE_API_BASE="http://127.0.0.1:9/v1")
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", *argv],
+        cli_argv(*argv),
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support.cli import host_env
+from support.cli import cli_argv, host_env
 from support.rundir import RunDir, several_runs
 from support.swarm_scene import SWARM_ID, swarm_scene, tool
 
@@ -116,7 +115,7 @@ def test_runs_json_is_the_same_list(project: Path, capsys: pytest.CaptureFixture
 
 def test_runs_of_an_empty_project_says_how_to_start(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "runs"],
+        cli_argv("runs"),
         cwd=tmp_path,
         env=host_env(),
         capture_output=True,

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.cli import cli, host_env
+from support.cli import cli, cli_argv, host_env
 from support.rundir import RunDir
 
 from horde_tui.commands.completion import attach_completers, complete_presets
@@ -28,7 +28,7 @@ def complete(cwd: Path, line: str) -> list[str]:
     with tempfile.TemporaryFile() as answer:
         fd = answer.fileno()
         done = subprocess.run(
-            [sys.executable, "-m", "horde_tui"],
+            cli_argv(),
             cwd=cwd,
             env=host_env(_ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line))),
             stdin=subprocess.DEVNULL,

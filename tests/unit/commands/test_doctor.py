@@ -14,7 +14,6 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
-from support.cli import cli, host_env, stub_env
+from support.cli import cli, cli_argv, host_env, stub_env
 from support.processes import dead_pid
 from support.rundir import RunDir
 
@@ -329,9 +328,9 @@ def free_port() -> int:
 def probe(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, dict[str, Any], float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "doctor", "--probe", "--json", *args],
+        cli_argv("doctor", "--probe", "--json", *args),
         cwd=tmp_path,
-        env=env,
+        env={**env, "TMPDIR": str(tmp_path)},  # its gateway's folder: this test's own
         capture_output=True,
         text=True,
         timeout=300,
@@ -339,12 +338,14 @@ def probe(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[int, dict[st
     elapsed = time.monotonic() - started
     assert "Traceback" not in done.stderr, done.stderr
     answer = json.loads(done.stdout)
-    assert not doctor_gateways(), "the probe left its gateway running"
+    assert not doctor_gateways(tmp_path), "the probe left its gateway running"
     return done.returncode, answer, elapsed
 
 
-def doctor_gateways() -> list[int]:
-    """Gateways a doctor started (their run folder is its temporary `horde-doctor-*`)."""
+def doctor_gateways(tmpdir: Path) -> list[int]:
+    """Gateways a doctor started with `tmpdir` as its TMPDIR (their run folder is its
+    temporary `horde-doctor-*`): not those of a test running beside this one."""
+    mine = f"{tmpdir}/horde-doctor-".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -353,7 +354,7 @@ def doctor_gateways() -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"horde_tui.gateway" in argv and any(b"/horde-doctor-" in a for a in argv):
+        if b"horde_tui.gateway" in argv and any(mine in a for a in argv):
             found.append(int(entry.name))
     return found
 

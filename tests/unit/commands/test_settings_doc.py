@@ -13,12 +13,11 @@ import argparse
 import ast
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import host_env
+from support.cli import cli_argv, host_env
 from support.paths import REPO
 
 from horde_tui.commands import settings_doc
@@ -133,7 +132,7 @@ def test_the_table_names_each_setting_its_variable_flag_and_default() -> None:
 
 def config(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "config", *args],
+        cli_argv("config", *args),
         cwd=cwd,
         env=host_env(**env),
         capture_output=True,

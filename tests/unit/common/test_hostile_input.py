@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.common.inputs import JSON_DEPTH_HINT, loads, whole_number
 
@@ -22,7 +23,7 @@ def tool(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     full_env.update({"HORDE_MEMBER": "member-1", **env})
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
+        cli_argv("tool", *args),
         cwd=cwd,
         env=full_env,
         capture_output=True,
@@ -270,7 +271,7 @@ def test_run_with_an_unopenable_lock_is_one_line(immutable_lock: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env["HORDE_MODEL"] = "openai/stub"
     r = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "audit app.py"],
+        cli_argv("run", "--headless", "2", "audit app.py"),
         cwd=immutable_lock,
         env=env,
         capture_output=True,

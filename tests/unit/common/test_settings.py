@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 from support.paths import REPO
 
 from horde_tui.common.settings import SettingsError, load_settings
@@ -97,7 +98,7 @@ def test_run_refuses_a_boolean_typo_at_start_exit_2(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(HORDE_CLEANUP="flase", HORDE_MODEL="openai/stub")
     r = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "2", "audit app.py"],
+        cli_argv("run", "--headless", "2", "audit app.py"),
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.eval.financebench import convert
 from horde_tui.eval.score import grade_answers
@@ -84,15 +84,12 @@ def test_bad_jsonl_is_one_line_naming_the_line(
 
 def test_eval_list_reads_a_jsonl_file(tmp_path: Path) -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "horde_tui",
+        cli_argv(
             "eval",
             "--list",
             "--from-jsonl",
             str(_jsonl(tmp_path, RECORDS)),
-        ],
+        ),
         capture_output=True,
         text=True,
         timeout=60,

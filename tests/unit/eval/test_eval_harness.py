@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.commands.cli import build_parser, main
 from horde_tui.common.settings import SettingsError, load_settings
@@ -139,7 +140,7 @@ def test_eval_refuses_a_non_empty_out_folder_and_touches_nothing(tmp_path: Path)
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "eval", "bundled", "--model", "m", "--out", str(out)],
+        cli_argv("eval", "bundled", "--model", "m", "--out", str(out)),
         capture_output=True,
         text=True,
         timeout=60,
@@ -164,10 +165,7 @@ def test_material_that_cannot_be_copied_is_one_line_per_run_and_exit_1(tmp_path:
     sock.bind(str(task / "material" / "s.sock"))
     try:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
+            cli_argv(
                 "eval",
                 str(tmp_path / "set"),
                 "--model",
@@ -176,7 +174,7 @@ def test_material_that_cannot_be_copied_is_one_line_per_run_and_exit_1(tmp_path:
                 "single",
                 "--out",
                 str(tmp_path / "out"),
-            ],
+            ),
             capture_output=True,
             text=True,
             timeout=60,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.eval.score import grade
 from horde_tui.eval.taskset import bundled_root, load_taskset, parse_number
@@ -110,7 +110,7 @@ def test_the_finance_answers_are_what_the_statements_say() -> None:
 
 def test_eval_list_prints_one_task_per_line_name_first() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "eval", "--list"],
+        cli_argv("eval", "--list"),
         capture_output=True,
         text=True,
         timeout=60,
@@ -135,9 +135,9 @@ def test_bad_eval_input_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], needle: str
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", *args, "--out", str(tmp_path / "out")]
+        cli_argv(*args, "--out", str(tmp_path / "out"))
         if "--list" not in args
-        else [sys.executable, "-m", "horde_tui", *args],
+        else cli_argv(*args),
         capture_output=True,
         text=True,
         timeout=60,

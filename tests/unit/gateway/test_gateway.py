@@ -22,6 +22,7 @@ import httpx
 import openai
 import pytest
 from conftest import GatewayProcess, start_gateway
+from support.cli import cli_argv
 from support.gateway import BASH, HELLO, error_of, post, sdk_client, usage, usage_lines
 
 from horde_tui.common.httpserve import Request, Response
@@ -442,7 +443,7 @@ def test_the_readme_form_with_separated_option_values_starts_the_gateway(
     )
     argv = ["gateway", "--port", str(port), "--model", "openai/readme-model"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", *argv, "--run-dir", str(tmp_path)],
+        cli_argv(*argv, "--run-dir", str(tmp_path)),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -471,7 +472,7 @@ def test_a_busy_port_is_one_line_without_a_traceback(tmp_path: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "gateway", "--port", str(port), *model],
+            cli_argv("gateway", "--port", str(port), *model),
             capture_output=True,
             text=True,
             timeout=120,

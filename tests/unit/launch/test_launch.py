@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 from support.rundir import RunDir
 
 from horde_tui.common.settings import THINKING_LEVELS
@@ -130,7 +130,7 @@ def test_the_cli_prints_every_refusal_and_starts_nothing(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env["HORDE_MODEL"] = "openai/stub"
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--headless", "7/3", " "],
+        cli_argv("run", "--headless", "7/3", " "),
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -19,6 +19,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.mcpclient import call, events, http_server, http_session
 
 RUN = "r1"
@@ -101,12 +102,11 @@ async def test_the_token_from_the_environment_is_used_and_never_written(horde: A
 @pytest.mark.parametrize("token", ["short", "has a space in it, long enough"])
 def test_a_weak_token_from_the_environment_is_refused_in_one_line(horde: Any, token: str) -> None:
     import subprocess
-    import sys
 
     from support.mcpclient import server_env
 
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "mcp", "--http", "--port", "0", "--run", RUN],
+        cli_argv("mcp", "--http", "--port", "0", "--run", RUN),
         cwd=horde.workdir,
         env=server_env(horde.root, HORDE_MCP_TOKEN=token),
         capture_output=True,

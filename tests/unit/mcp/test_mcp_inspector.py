@@ -16,10 +16,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.mcpclient import server_env
 
 RUN = "r1"
@@ -47,7 +47,7 @@ def inspector(horde: Any, *args: str) -> dict[str, Any]:
 
 def test_the_inspector_claims_an_idea_by_its_bare_number_over_stdio(horde: Any) -> None:
     horde("member-1", "idea", text="Audit app/db/query.py")
-    server = [sys.executable, "-m", "horde_tui", "mcp", "--member", "ext-1", "--run", RUN]
+    server = cli_argv("mcp", "--member", "ext-1", "--run", RUN)
 
     listed = inspector(horde, *server, "--method", "tools/list")
     claimed = inspector(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from support.cli import cli_argv
 from support.mcpclient import call, server_env
 
 RUN = "r1"
@@ -25,7 +25,7 @@ RUN = "r1"
 
 def join(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "join", *args],
+        cli_argv("join", *args),
         cwd=workdir,
         env=server_env(workdir / ".horde"),
         capture_output=True,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.mcpclient import call, cli_tool, events, server_env, stdio_session
 from support.paths import HELPERS
 
@@ -218,7 +219,7 @@ def live_run(workdir: Path, members: tuple[str, ...]) -> subprocess.Popen[str]:
 
 def mcp_process(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "mcp", *args],
+        cli_argv("mcp", *args),
         cwd=workdir,
         env=server_env(workdir / ".horde"),
         input="",

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.processes import wait_until
 
 from horde_tui.member.confirm import ConfirmGate
@@ -175,7 +175,7 @@ def test_decisions_from_another_shell_go_through_control(tmp_path: Path) -> None
 def refused_start(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", *flags, "1", "Review app.py"],
+        cli_argv("run", *flags, "1", "Review app.py"),
         cwd=tmp_path,
         env={**env, "HORDE_MODEL": "openai/gpt-4o-mini"},
         stdin=subprocess.DEVNULL,

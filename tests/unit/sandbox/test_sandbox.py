@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEM, Horde, needs_bwrap
+from support.cli import cli_argv
 
 from horde_tui.member.tools import WorkspaceTools
 from horde_tui.sandbox.policy import (
@@ -191,14 +193,14 @@ def test_impersonating_another_member_through_the_cli_writes_nothing(work: Path)
     _sandboxed(tools)
     ledger = (work / ".horde" / "ledger.jsonl").read_bytes()
     events = (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes()
-    result = tools.bash(f"HORDE_MEMBER=member-2 {sys.executable} -m horde_tui tool confirm-solved")
+    result = tools.bash(f"HORDE_MEMBER=member-2 {shlex.join(cli_argv('tool', 'confirm-solved'))}")
     assert not result.ok
     assert "read-only" in result.text.lower()
     assert "Traceback" not in result.text
     assert (work / ".horde" / "ledger.jsonl").read_bytes() == ledger
     assert (work / ".horde" / "runs" / "r1" / "events.jsonl").read_bytes() == events
     # Reads through the CLI still work inside the sandbox.
-    listing = tools.bash(f"{sys.executable} -m horde_tui tool list")
+    listing = tools.bash(shlex.join(cli_argv("tool", "list")))
     assert listing.ok and "Audit app/db/query.py" in listing.text, listing.text
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import GatewayProcess, needs_bwrap
-from support.cli import stub_env
+from support.cli import cli_argv, stub_env
 from support.member import RUN, call, prepare, run_member
 
 from horde_tui.common.settings import SettingsError, load_settings
@@ -145,7 +145,7 @@ def test_member_commands_cannot_reach_the_token_or_forge_records(
         "cat .horde/runs/r1/gateway.token /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' "
         f"| grep -c {gateway.token}"
     )
-    forge = f"HORDE_MEMBER=member-2 {sys.executable} -m horde_tui tool post text=forged"
+    forge = f"HORDE_MEMBER=member-2 {shlex.join(cli_argv('tool', 'post', 'text=forged'))}"
     gateway.stub.stub.set_scripts(
         {
             name: [
@@ -200,17 +200,14 @@ def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     with StubThread({"member-1": script}) as stub:
         env = stub_env(stub, HORDE_DELIVERABLE="off", HORDE_POSTMORTEM="off")
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "horde_tui",
+            cli_argv(
                 "run",
                 "--headless",
                 "--sandbox",
                 "off",
                 "1",
                 "Review app.py",
-            ],
+            ),
             cwd=tmp_path,
             env=env,
             capture_output=True,

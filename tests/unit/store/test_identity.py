@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.paths import HELPERS
 from support.processes import wait_until
 
@@ -27,7 +29,7 @@ from horde_tui.common import procfs
 from horde_tui.store import identity
 
 FAKE_SUPERVISOR = HELPERS / "fake_supervisor.py"
-TOOL = f'"{sys.executable}" -m horde_tui tool'
+TOOL = shlex.join(cli_argv("tool"))
 
 
 def shell_tool(out: Path, args: str, env: str = "") -> str:
@@ -39,7 +41,7 @@ def outside_tool(horde: Any, member: str, *args: str, run: str = "r1") -> Any:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(HORDE_DIR=str(horde.root), HORDE_RUN=run, HORDE_MEMBER=member)
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
+        cli_argv("tool", *args),
         cwd=horde.workdir,
         env=env,
         capture_output=True,

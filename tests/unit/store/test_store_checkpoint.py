@@ -15,13 +15,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 from support.paths import BENCHMARKS
 
 from horde_tui.protocol import run_action
@@ -61,7 +61,7 @@ def cold_write(root: Path, trace: Path, text: str) -> float:
         HORDE_DIR=str(root), HORDE_RUN=RUN, HORDE_MEMBER="member-9", HORDE_LOCK_TRACE=str(trace)
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "tool", "post", f"text={text}"],
+        cli_argv("tool", "post", f"text={text}"),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

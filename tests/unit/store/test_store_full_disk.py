@@ -15,11 +15,11 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.protocol import run_action
 from horde_tui.store.store import Decision, HordeStore
@@ -175,7 +175,7 @@ def test_tool_calls_on_a_full_disk_answer_one_line_and_retries_land_once(disk: P
     states = {"recorded": 0, "not recorded": 0}
     for rid, text in texts.items():
         r = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "tool", "post", f"text={text}", f"requestId={rid}"],
+            cli_argv("tool", "post", f"text={text}", f"requestId={rid}"),
             env=env,
             capture_output=True,
             text=True,

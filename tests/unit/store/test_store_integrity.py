@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 from support.paths import HELPERS
 
 from horde_tui.protocol import run_action
@@ -42,7 +43,7 @@ def tool(root: Path, member: str, *args: str, run: str = "r1") -> subprocess.Com
     env = {k: v for k, v in os.environ.items() if not k.startswith("HORDE_")}
     env.update(HORDE_MEMBER=member, HORDE_DIR=str(root), HORDE_RUN=run)
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "tool", *args],
+        cli_argv("tool", *args),
         env=env,
         capture_output=True,
         text=True,

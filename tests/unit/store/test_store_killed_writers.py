@@ -64,28 +64,39 @@ def repair_and_check(root: Path, acks: list[dict[str, Any]], note: str) -> None:
     verify.assert_events_gapless(root / "runs" / "r1" / "events.jsonl")
 
 
-def test_writers_killed_at_random_moments(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kills", [2, pytest.param(5, marks=pytest.mark.slow)])
+def test_writers_killed_at_random_moments(tmp_path: Path, kills: int) -> None:
+    """Writers one after another, each SIGKILLed after 3 to 40 acknowledged writes and
+    repaired by the next; the full size (5 kills) is the slow run's."""
     root = tmp_path / ".horde"
     rng = random.Random(20261129)
     acks: list[dict[str, Any]] = []
-    for attempt in range(1, 6):
+    for attempt in range(1, kills + 1):
         ack_file = tmp_path / f"acks-{attempt}.jsonl"
         proc = start_writer(root, f"member-{attempt}", f"k{attempt}", ack_file)
         kill_after_acks(proc, ack_file, rng.randint(3, 40))
         acks += verify.read_acks(ack_file)
         repair_and_check(root, acks, f"repaired after kill {attempt}")
-    assert len(acks) >= 5 * 3
+    assert len(acks) >= kills * 3
 
 
-def test_twelve_writers_killed_at_random_and_retried(tmp_path: Path) -> None:
-    """The kill trial at a size for the suite (full size: tests/benchmarks/bench_kill.py):
-    12 writers, random SIGKILLs, each killed writer restarted to retry its first
-    unacknowledged write with the same requestId; `killtrial.judge` asserts every
-    acknowledged write present exactly once and nothing written twice."""
-    figures = killtrial.run(tmp_path, writers=12, writes=8, kills=6, seed=20261201, pace_ms=250)
+@pytest.mark.parametrize(
+    ("writers", "writes", "kills"), [(6, 4, 3), pytest.param(12, 8, 6, marks=pytest.mark.slow)]
+)
+def test_writers_killed_at_random_and_retried(
+    tmp_path: Path, writers: int, writes: int, kills: int
+) -> None:
+    """The kill trial at a size for the suite (6 x 4 writes with 3 kills by default, 12 x 8
+    with 6 in the slow run; full size: tests/benchmarks/bench_kill.py): writers, random
+    SIGKILLs, each killed writer restarted to retry its first unacknowledged write with the
+    same requestId; `killtrial.judge` asserts every acknowledged write present exactly once
+    and nothing written twice."""
+    figures = killtrial.run(
+        tmp_path, writers=writers, writes=writes, kills=kills, seed=20261201, pace_ms=250
+    )
     print(f"\nkill trial: {figures.line()}")
-    assert figures.kills == 6 and figures.retries == 6
-    assert figures.writes == 12 * 8
+    assert figures.kills == kills and figures.retries == kills
+    assert figures.writes == writers * writes
     assert (figures.lost, figures.doubled) == (0, 0)
 
 

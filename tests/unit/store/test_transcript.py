@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from support.cli import cli_argv
 
 
 def write_session(path: Path, torn: bool = False) -> None:
@@ -34,7 +35,7 @@ def write_session(path: Path, torn: bool = False) -> None:
 
 def transcript(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "horde_tui", "transcript", *args],
+        cli_argv("transcript", *args),
         capture_output=True,
         text=True,
         timeout=60,

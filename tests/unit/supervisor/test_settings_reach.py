@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.commands.cli import build_parser
 from horde_tui.common.settings import SETTING_FIELDS, env_name, setting_value
@@ -180,7 +181,7 @@ def launch(
     check = _check(project, argv)
     if way == "detached":  # the command line a detached run starts with, parsed again
         words = detached_argv(RunOptions.from_args(build_parser().parse_args(argv)), None)
-        assert words[:3] == [sys.executable, "-m", "horde_tui"]
+        assert words[:3] == cli_argv()
         check = _check(project, words[3:])
     sup = build_host(check, project)
     assert isinstance(sup, Supervisor)
@@ -313,7 +314,7 @@ def test_a_supervisor_setting_reaches_the_supervisor(
 
 def test_run_help_names_every_setting_and_its_flags() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "run", "--help"],
+        cli_argv("run", "--help"),
         capture_output=True,
         text=True,
         timeout=60,

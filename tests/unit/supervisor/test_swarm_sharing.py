@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli_argv
 
 from horde_tui.protocol import run_action
 from horde_tui.store.paths import HordePaths
@@ -101,7 +101,7 @@ def test_the_tool_command_reads_siblings_from_the_environment(swarm) -> None:
     )
 
     def facts() -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "horde_tui", "tool", "facts"]
+        command = cli_argv("tool", "facts")
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
 
     out = facts()

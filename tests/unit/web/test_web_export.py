@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from html.parser import HTMLParser
@@ -18,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from conftest import Horde
+from support.cli import cli_argv
 from support.processes import wait_until
 from support.web_scene import (
     FAKE_KEY,
@@ -249,7 +249,7 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
     env = {**os.environ, "HORDE_DIR": str(horde)}
     out = tmp_path / "shared"
     done = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
+        cli_argv("export", RUN_ID, "--out", str(out)),
         capture_output=True,
         text=True,
         env=env,
@@ -261,7 +261,7 @@ def test_the_command_warns_once_and_says_where(horde: Path, tmp_path: Path) -> N
     assert re.search(r"\] (\d+)/\1 pages", done.stderr), done.stderr
     assert done.stdout.strip() == f"exported to {out / f'horde-export-{RUN_ID}' / 'index.html'}"
     bad = subprocess.run(
-        [sys.executable, "-m", "horde_tui", "export", "nope"],
+        cli_argv("export", "nope"),
         capture_output=True,
         text=True,
         env=env,
@@ -280,7 +280,7 @@ def test_an_interrupted_export_leaves_nothing_behind(horde: Path, tmp_path: Path
         fh.write(line * 60_000)  # 60 audit pages: long enough to interrupt
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "export", RUN_ID, "--out", str(out)],
+        cli_argv("export", RUN_ID, "--out", str(out)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

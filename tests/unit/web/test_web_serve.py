@@ -9,7 +9,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import aiohttp
 import pytest
 from conftest import Horde
 from support.app import RUN_ID
+from support.cli import cli_argv
 from support.ledger_scene import lifecycle
 from support.web_scene import FAKE_KEY, OUTSIDE, SWARM_ID, plant_symlinks, web_scene
 
@@ -120,7 +120,7 @@ def test_a_busy_port_is_one_line(horde: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "serve", "--port", str(port)],
+            cli_argv("serve", "--port", str(port)),
             capture_output=True,
             text=True,
             timeout=60,
@@ -151,7 +151,7 @@ def _serve_on_busy_port(
                 f"[horde]\nserve_port = {config.format(port=port)}\n"
             )
         done = subprocess.run(
-            [sys.executable, "-m", "horde_tui", "serve"],
+            cli_argv("serve"),
             capture_output=True,
             text=True,
             timeout=60,
@@ -176,7 +176,7 @@ def test_the_default_port_comes_from_the_variable_or_the_config(horde: Path) -> 
 async def test_the_command_serves_until_interrupted(horde: Path) -> None:
     """The real process: it says where it listens, answers, and a Ctrl-C ends it cleanly."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "horde_tui", "serve", "--port", "0"],
+        cli_argv("serve", "--port", "0"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
