@@ -170,6 +170,6 @@ def test_a_plain_pytest_runs_on_two_workers_and_one_file_in_one_process() -> Non
     test_extra = config["project"]["optional-dependencies"]["test"]
     assert any(req.startswith("pytest-xdist") for req in test_extra)
 
-    one = str(TESTS / "test_fence.py")
-    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "test_init.py")]) == 2
+    one = str(TESTS / "unit" / "common" / "test_fence.py")
+    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "unit" / "commands" / "test_init.py")]) == 2
     assert workers_for([one]) == workers_for([f"{one}::test_x", f"{one}::test_y"]) == 0
