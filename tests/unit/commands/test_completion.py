@@ -175,19 +175,32 @@ def shell_complete(shell: str, cwd: Path, line: str) -> list[str]:
     return sorted({w.strip() for w in words})
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_a_real_shell_completes_from_the_parser(tmp_path: Path, shell: str) -> None:
-    """`tool <Tab>` offers the actions (not the files here), the commands that take a run
-    offer run ids, `export` swarms and `all` too, and `gateway --<Tab>` the gateway's own
-    flags."""
+SHELLS = ["bash", "zsh", "fish"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_real_shell_completes_actions_and_run_ids(tmp_path: Path, shell: str) -> None:
+    """`tool <Tab>` offers the actions (not the files here) and a command that takes a run
+    offers run ids: the script wired into each real shell (each Tab is a `horde-tui`
+    start, about a second on a loaded machine: the rest of the lines are `slow`)."""
     from horde_tui.protocol.schema import action_names
 
     (tmp_path / "listing.txt").write_text("a file Tab must not offer for an action\n")
     RunDir(tmp_path / ".horde", OLD)
     RunDir(tmp_path / ".horde", NEW)
-    assert shell_complete(shell, tmp_path, "horde-tui tool li") == ["list"]
     offered = shell_complete(shell, tmp_path, "horde-tui tool ")
     assert set(action_names()) <= set(offered) and "listing.txt" not in offered, offered
+    assert {OLD, NEW} <= set(shell_complete(shell, tmp_path, "horde-tui attach 2026"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_real_shell_completes_from_the_parser(tmp_path: Path, shell: str) -> None:
+    """Every line: a prefix narrows to one action, each command that takes a run offers run
+    ids, `export` swarms and `all` too, and `gateway --<Tab>` the gateway's own flags."""
+    RunDir(tmp_path / ".horde", OLD)
+    RunDir(tmp_path / ".horde", NEW)
+    assert shell_complete(shell, tmp_path, "horde-tui tool li") == ["list"]
     for command in ("export", "replay", "fork", "attach", "resume", "finalize"):
         assert {OLD, NEW} <= set(shell_complete(shell, tmp_path, f"horde-tui {command} 2026")), (
             command
