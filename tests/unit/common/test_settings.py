@@ -176,12 +176,13 @@ def restated_defaults(package: Path) -> list[str]:
                 # the fallback of a lookup (`get("HORDE_X", 8)`, `x or 8`, `... else 8`)
                 traces.append(re.compile(rf"\b{w}\b(\s*:[^=\n]*)?\s*=\s*{v}"))
                 traces.append(re.compile(rf"\b{w}\b.*(,|\bor|\belse)\s*{v}"))
+    anywhere = re.compile("|".join(f"(?:{trace.pattern})" for trace in traces))
     found = []
     for path in sorted(package.rglob("*.py")):
         if path.name == "settings.py" and path.parent.name == "common":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if any(trace.search(line) for trace in traces):
+            if anywhere.search(line):
                 found.append(f"{path.relative_to(package.parent)}:{number}: {line.strip()}")
     return found
 
