@@ -36,7 +36,7 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_modules() -> list[Path]:
+def suite_modules() -> list[Path]:
     """Every test module, in whichever folder it lives."""
     return sorted(
         p
@@ -48,14 +48,14 @@ def test_modules() -> list[Path]:
 def local_modules() -> set[str]:
     """The names a module under `tests/` can be imported by (pytest puts `tests/` and
     each test module's folder on `sys.path`): top-level files and folders, test modules."""
-    files = {p.stem for p in TESTS.glob("*.py")} | {p.stem for p in test_modules()}
+    files = {p.stem for p in TESTS.glob("*.py")} | {p.stem for p in suite_modules()}
     folders = {p.name for p in TESTS.iterdir() if (p / "__init__.py").exists()}
     return files | folders
 
 
 def test_test_modules_import_shared_helpers_only_from_support() -> None:
     local = local_modules()
-    sources = [*TESTS.glob("*.py"), *test_modules(), *TESTS.glob("support/*.py")]
+    sources = [*TESTS.glob("*.py"), *suite_modules(), *TESTS.glob("support/*.py")]
     wrong = [
         f"{path.relative_to(TESTS)}:{line} imports {module}"
         for path in sorted(sources)
@@ -77,7 +77,7 @@ def test_tests_live_in_folders_that_mirror_the_code() -> None:
     homes = {"app", "e2e", "project"} | {f"unit/{name}" for name in packages}
     misplaced = [
         str(path.relative_to(TESTS))
-        for path in test_modules()
+        for path in suite_modules()
         if path.parent.relative_to(TESTS).as_posix() not in homes
     ]
     assert misplaced == []
@@ -92,7 +92,7 @@ def test_the_e2e_marker_is_the_e2e_folder() -> None:
     `pytest -m e2e` and `pytest tests/e2e` run the same tests."""
     astray = [
         str(path.relative_to(TESTS))
-        for path in test_modules()
+        for path in suite_modules()
         if E2E_MARK.search(path.read_text()) and path.parent.name != "e2e"
     ]
     assert astray == []
@@ -102,7 +102,7 @@ def test_every_test_module_holds_tests() -> None:
     """A `test_*` file with no test in it is a helper module in the wrong place."""
     empty = [
         path.name
-        for path in test_modules()
+        for path in suite_modules()
         if not any(
             isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
             and node.name.startswith("test_")

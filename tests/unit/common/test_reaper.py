@@ -82,6 +82,10 @@ def test_end_run_ends_the_members_a_supervisor_started_for_the_run_only(
     assert sorted(p.pid for p in run_members("r1", 4000000)) == sorted([paused.pid, running.pid])
     os.killpg(paused.pid, signal.SIGSTOP)
     paused_command = session_pids(paused.pid, spare=paused.pid)
+    # The kernel stops the group soon after killpg returns, not before: wait for it to show.
+    assert wait_until(
+        lambda: paused.pid in {p.pid for p in run_members("r1", 4000000) if p.state == "T"}, 5
+    )
 
     assert end_run("r1", 4000000, stopped_only=True) == 1
     assert paused.wait(5) == -signal.SIGKILL
