@@ -207,16 +207,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if point.settings.member.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("run", run))
     if args.detach:
-        from horde_tui.launch.launch import in_background, resume_detached
-
-        started = resume_detached(horde_dir, run)
-        if started.run_dir is None:
-            return _err(started.error, 1)
-        print(in_background(started, "resumed"))
-        return 0
+        return _resume_in_background(horde_dir, run)
     sup = resumed_supervisor(horde_dir.parent, point)
     intro = f"run {run} resumed: phase {point.phase}, model {point.settings.gateway.model}"
     return host_here(sup, args, intro)
+
+
+def _resume_in_background(horde_dir: Path, target: str) -> int:
+    """`resume RUN|SWARM --detach`: a detached supervisor carries it on; one line says where."""
+    from horde_tui.launch.launch import in_background, resume_detached
+
+    started = resume_detached(horde_dir, target)
+    if started.run_dir is None:
+        return _err(started.error, 1)
+    print(in_background(started, "resumed"))
+    return 0
 
 
 def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> int:
@@ -231,13 +236,7 @@ def _resume_swarm(args: argparse.Namespace, horde_dir: Path, swarm_id: str) -> i
     if swarm.settings.member.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("swarm", swarm_id))
     if args.detach:
-        from horde_tui.launch.launch import in_background, resume_detached
-
-        started = resume_detached(horde_dir, swarm_id)
-        if started.run_dir is None:
-            return _err(started.error, 1)
-        print(in_background(started, "resumed"))
-        return 0
+        return _resume_in_background(horde_dir, swarm_id)
     intro = (
         f"swarm {swarm_id} resumed: {len(swarm.standing)} hordes ended, "
         f"{len(swarm.carried)} carried on, model {swarm.settings.gateway.model}"
