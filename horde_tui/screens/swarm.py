@@ -303,7 +303,7 @@ class SwarmScreen(HordeScreen):
         """Reload in a worker, not in the handler that woke us: a worker is cancelled
         cleanly when the screen or the app goes away mid-read, where an awaited thread
         inside a timer or watcher callback raised into Textual's shutdown."""
-        self.run_worker(self.reload(), group="reload", exit_on_error=False)
+        self.run_worker(self.reload, group="reload", exit_on_error=False)
 
     async def reload(self) -> None:
         """Read what changed (in a thread: up to four hordes' logs and ledgers) and

@@ -52,8 +52,9 @@ async def test_footer_keys_and_an_unknown_cost_are_not_red_in_16_colours(tmp_pat
     app = deterministic_app(fake)
     async with app.run_test(size=(120, 36)) as pilot:
         table = await six(pilot, fake)
+        # The footer composes its keys after the bindings settle: under load, later.
+        await wait_for(pilot, lambda: bool(app.screen.query(FooterKey)))
         keys = list(app.screen.query(FooterKey))
-        assert keys
         for key in keys:
             style = key.get_component_rich_style("footer-key--key")
             assert not red_in_16_colours(style), f"footer key {key.key} is red: {style}"
