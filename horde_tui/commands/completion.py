@@ -71,6 +71,15 @@ def complete_resume(prefix: str, **kwargs: Any) -> list[str]:
     return complete_targets(prefix, **kwargs) + complete_runs_and_swarms(prefix)
 
 
+def complete_run_members(
+    prefix: str, parsed_args: argparse.Namespace | None = None, **_: Any
+) -> list[str]:
+    """`resume RUN --member`: the members of the run named, else of the live run."""
+    words = getattr(parsed_args, "words", None) or []
+    folder = find_run(default_horde_dir(), words[0] if len(words) == 1 else None)
+    return [t for t in live_members(folder) if t.startswith(prefix)]
+
+
 def complete_presets(prefix: str, **_: Any) -> list[str]:
     from horde_tui.presets import preset_names  # pydantic: only when completing a preset
 
@@ -86,6 +95,7 @@ BY_DEST: dict[str, Completer] = {
 """Which completer an argument gets, by its `dest` (the same names in every subcommand)."""
 BY_COMMAND: dict[tuple[str, str], Completer] = {
     ("resume", "words"): complete_resume,
+    ("resume", "member"): complete_run_members,
     ("export", "target"): complete_export,
     ("tool", "action"): complete_actions,
 }

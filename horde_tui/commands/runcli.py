@@ -3,7 +3,9 @@
 
 `resume RUN` carries on a run whose supervisor is gone (`supervisor/resume.py`), `resume
 SWARM` a swarm whose host is gone (`supervisor/swarm_resume.py`); with a member target
-(or none) `resume` resumes paused members of the live run.
+(or none) `resume` resumes paused members of the live run. `resume RUN --member
+member-N` carries one member's session on from its transcript: a `reset` control with
+`session` to a live run, else a one-member continuation hosted here.
 
 `run`/`plan` host a supervisor in this process (`hosting.host`: the app on a terminal,
 else one line per event on stdout), or with `--detach` start a headless one as its own
@@ -189,6 +191,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     horde_dir = default_horde_dir()
     words = list(args.words)
     run = words[0] if len(words) == 1 and not _is_target(words[0]) else None
+    if args.member is not None:
+        if run is None:
+            return _err(
+                "refused: --member goes with a run id: `horde-tui resume RUN --member "
+                "member-N` (`horde-tui runs` lists the runs)"
+            )
+        return _resume_member(args, horde_dir, run)
     if run is None:
         if args.detach or args.headless:
             return _err(
@@ -210,6 +219,67 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return _resume_in_background(horde_dir, run)
     sup = resumed_supervisor(horde_dir.parent, point)
     intro = f"run {run} resumed: phase {point.phase}, model {point.settings.gateway.model}"
+    return host_here(sup, args, intro)
+
+
+def _resume_member(args: argparse.Namespace, horde_dir: Path, run: str) -> int:
+    """`resume RUN --member member-N`: the member's session goes on from its transcript.
+    A live run's supervisor does it (the `reset` control with `session`, sent as every
+    control is); a run whose supervisor is gone, ended or not, gets a one-member
+    continuation hosted here, which finalizes the run again when the session ends."""
+    from horde_tui.supervisor.resume import (
+        MemberRefused,
+        ResumeRefused,
+        load_resume,
+        member_transcript,
+        resumed_supervisor,
+    )
+
+    member = f"member-{args.member}" if args.member.isdigit() else args.member
+    run_dir = resolve_run(horde_dir, run, swarms=True)
+    if is_swarm_dir(run_dir):
+        return _err(
+            f"refused: {run} is a swarm and --member carries on a member of one run; "
+            f"carry the swarm on with `horde-tui resume {run}`"
+        )
+    try:
+        transcript = member_transcript(run_dir, member)
+    except MemberRefused as exc:
+        return _err(str(exc))
+    if run_state(run_dir) == "active":
+        if args.detach or args.headless:
+            return _err(
+                f"refused: run {run} is live, so its own supervisor carries {member} on; "
+                "--detach and --headless go with a run whose supervisor is gone"
+            )
+        args.control, args.words, args.run, args.session = "reset", [member], run, True
+        return cmd_control(args)
+    if args.detach:
+        return _err(
+            "refused: --detach does not go with --member (a one-member continuation is "
+            f"hosted in this shell); run `horde-tui resume {run} --member {member} --headless`"
+        )
+    if run_dir.parent.parent != horde_dir:  # a swarm's horde run, `.horde/swarms/<id>/hN/`
+        swarm = run_dir.parent.parent.parent.name
+        return _err(
+            f"refused: run {run} is a horde of swarm {swarm}, whose host is gone; carry the "
+            f"swarm on with `horde-tui resume {swarm}` (--member reaches a live horde only)",
+            1,
+        )
+    try:
+        point = load_resume(horde_dir, run, member=member)
+    except MemberRefused as exc:
+        return _err(str(exc))
+    except ResumeRefused as exc:
+        return _err(str(exc), 1)
+    if point.settings.member.confirm and not _can_ask(args):
+        return _err(_resume_confirm_refusal("run", run))
+    sup = resumed_supervisor(horde_dir.parent, point)
+    before = f"the run had ended ({point.ended})" if point.ended else "its supervisor is gone"
+    intro = (
+        f"run {run}: {before}; a one-member continuation carries {member}'s session on "
+        f"from {transcript.relative_to(run_dir)}, model {point.settings.gateway.model}"
+    )
     return host_here(sup, args, intro)
 
 
@@ -316,7 +386,13 @@ def cmd_control(args: argparse.Namespace) -> int:
         return _err(
             f"no run is live in {horde_dir} (runs: {listing}); nothing to {args.control}", 1
         )
-    request = controls.new_request(args.control, target, getattr(args, "grace", None), postmortem)
+    request = controls.new_request(
+        args.control,
+        target,
+        getattr(args, "grace", None),
+        postmortem,
+        session=getattr(args, "session", False),  # `resume RUN --member` of a live run
+    )
     answer = controls.ask(folder, request)
     if answer is None:
         return _err(
@@ -666,6 +742,13 @@ def add_commands(sub: Any) -> None:
                 "--headless", action="store_true", help="print one line per event (no app)"
             )
             p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
+            p.add_argument(
+                "--member",
+                metavar="member-N",
+                help="resume RUN --member member-N: carry on that member's session from its "
+                "transcript (a live run's supervisor respawns it; else a one-member "
+                "continuation under the same run)",
+            )
             p.set_defaults(func=cmd_resume)
 
     for name, text in (

@@ -49,6 +49,9 @@ class ControlRequest:
     pid: int | None = None
     """For a person's request (`ask` sets it), the asking process: a confirm-mode
     decision from inside a live member's process tree is refused (`decider_refusal`)."""
+    session: bool = False
+    """A `reset` that carries the member's session on from its transcript instead of
+    starting a fresh one (`horde-tui resume RUN --member member-N` of a live run)."""
 
 
 def submit(run_dir: Path, request: ControlRequest) -> Path:
@@ -60,10 +63,19 @@ def submit(run_dir: Path, request: ControlRequest) -> Path:
 
 
 def new_request(
-    action: str, target: str = "all", grace_s: float | None = None, postmortem: bool = False
+    action: str,
+    target: str = "all",
+    grace_s: float | None = None,
+    postmortem: bool = False,
+    session: bool = False,
 ) -> ControlRequest:
     return ControlRequest(
-        f"{time.time():.6f}-{secrets.token_hex(3)}", action, target, grace_s, postmortem
+        f"{time.time():.6f}-{secrets.token_hex(3)}",
+        action,
+        target,
+        grace_s,
+        postmortem,
+        session=session,
     )
 
 
@@ -154,7 +166,10 @@ class HordeControls(Protocol):
 
     async def stop_hard(self, target: str = "all") -> str: ...
 
-    async def reset(self, target: str) -> str: ...
+    async def reset(self, target: str, session: bool = False) -> str:
+        """Fresh sessions for the members `target` names; with `session`, their own
+        sessions carried on from their transcripts instead."""
+        ...
 
 
 class ControlTaker(HordeControls, Protocol):
@@ -186,7 +201,7 @@ async def perform(taker: ControlTaker, request: ControlRequest) -> str:
         if action == "stop-hard":
             return await taker.stop_hard(target)
         if action == "reset":
-            return await taker.reset(target)
+            return await taker.reset(target, request.session)
         if action in CONFIRM_ACTIONS[1:]:
             return decider_refusal(request.pid) or taker.decide(action, target)
     except TargetError as exc:

@@ -241,6 +241,9 @@ class RunSummary:
     layers: list[str] = field(default_factory=list)
     resumed_at: list[float] = field(default_factory=list)
     """When `horde-tui resume` carried the run on after its supervisor stopped."""
+    continued: list[tuple[str, float, str]] = field(default_factory=list)
+    """Sessions a person had carried on from their transcripts (`horde-tui resume RUN
+    --member`): the member, when, and the outcome the run had ended with before ('')."""
     sandbox_note: str = ""
     """Set when members' commands ran without a sandbox: the report says so, once."""
     baseline: str = ""

@@ -83,6 +83,11 @@ class RunContext(HelperHost, HordeControls, Protocol):
     tasks: dict[str, asyncio.Task[int]]
     gateway: GatewayHandle | None
     started: float
+    deadline_from: float | None
+    """When the deadline counts from if not `started` (a one-member continuation)."""
+    one_member: str | None
+    """A one-member continuation's member (`resume RUN --member`): no repair follows."""
+    """When the deadline counts from if not `started` (a one-member continuation)."""
     resumed_at: list[float]
     reattach: str | None
     """`cd FOLDER && horde-tui attach RUN` when a detached process carries the run."""
@@ -113,6 +118,10 @@ class RunContext(HelperHost, HordeControls, Protocol):
 
     def closed(self) -> str:
         """Why no session may start any more after a stop ('' while one may)."""
+        ...
+
+    async def continue_session(self, name: str, asked: bool = False) -> bool:
+        """Carry the member's newest session on from its transcript."""
         ...
 
     async def spawn(self, name: str, brief: str = "", **env: str) -> bool:

@@ -23,6 +23,7 @@ from horde_tui.store.causes import USER_STOP
 from horde_tui.store.jsonl import JsonlTail
 from horde_tui.store.members import MemberState
 from horde_tui.store.paths import HordePaths, atomic_write_text
+from horde_tui.store.timestamps import epoch
 from horde_tui.supervisor import acceptance_freeze, baseline, cleanup, lifecycle
 from horde_tui.supervisor.processes import spawn_member
 from horde_tui.supervisor.setup import MemberSpec
@@ -35,6 +36,20 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
     """A run's events as the store's own reader sees them: a torn tail, corrupt lines and
     an unfinished multi-record append (records still marked `more`) are left out."""
     return JsonlTail(run_dir / "events.jsonl").read_new()
+
+
+def continued_sessions(events: Iterable[dict[str, Any]]) -> list[tuple[str, float, str]]:
+    """The sessions a person had carried on (`session-resume`), each with the outcome
+    the run had already ended with, if it had (its last `run-end` before)."""
+    ended, out = "", list[tuple[str, float, str]]()
+    for ev in events:
+        if ev.get("type") != "lifecycle":
+            continue
+        if ev.get("kind") == "run-end":
+            ended = str(ev.get("outcome") or "ended")
+        elif ev.get("kind") == "session-resume":
+            out.append((str(ev.get("member")), epoch(ev.get("ts")) or 0.0, ended))
+    return out
 
 
 def write_reports(horde_dir: Path, summary: RunSummary, state: Any) -> None:

@@ -65,6 +65,9 @@ class MemberProcess:
         """This session's time without ledger progress (`watch.check_stalls`)."""
         self.reset_requested = False
         """Set by `Supervisor.reset` before it stops the member: the exit leads to a reset."""
+        self.carry_on = False
+        """With `reset_requested`: the session is carried on from its transcript
+        (`resume RUN --member`), not replaced by a fresh one."""
         self.ended: asyncio.Task[int] | None = None
         """The status reader: done once the process ended and its session was ended."""
 

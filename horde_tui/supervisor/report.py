@@ -131,6 +131,12 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
     if summary.resumed_at:
         times = ", ".join(format_time(t) for t in summary.resumed_at)
         lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
+    for member, when, ended in summary.continued:
+        after = f", after the run had ended ({ended})" if ended else ""
+        lines.append(
+            f"- Continued: {member}'s session at {format_time(when)}, from its transcript "
+            f"(`horde-tui resume {summary.run_id} --member {member}`{after})"
+        )
     if summary.sandbox_note:
         lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
     return "\n".join([*lines, ""])

@@ -14,6 +14,13 @@ A handoff (`Supervisor.handoff`, then `handoff.release_for_handoff`) is the host
 same path: the hosting process stops its members and gateway, records them as handed
 off (neither failed nor finished), clears its live marker and does not finalize; the
 detached `horde-tui resume RUN` it then starts picks the sessions up.
+
+`horde-tui resume RUN --member member-3` carries one member's session on: in a live run
+its supervisor does it (a `reset` control with `session`, `Supervisor.continue_session`);
+in a run whose supervisor is gone, ended or not, `load_resume(..., member=)` and
+`resumed_supervisor` start a one-member continuation under the same run (same ledgers,
+the transcript reloaded, the run's own settings) that finalizes the run again when that
+session ends, REPORT.md saying so.
 """
 
 from __future__ import annotations
@@ -57,6 +64,10 @@ class ResumeRefused(ValueError):
     """The run cannot be resumed; the message is the one line to show."""
 
 
+class MemberRefused(ResumeRefused):
+    """`resume RUN --member` named a member the run cannot carry on (bad input: exit 2)."""
+
+
 @dataclass
 class ResumePoint:
     """A run's position in its lifecycle, read from its events."""
@@ -78,10 +89,15 @@ class ResumePoint:
     forecast: dict[str, Any] | None = None
     """The `forecast` event made after the canary, carried to the report."""
     resumed_at: list[float] = field(default_factory=list)
+    only: str | None = None
+    """A one-member continuation's member (`resume RUN --member`)."""
+    ended: str = ""
+    """The outcome of the run's last `run-end`, if it had ended."""
 
 
-def check_resumable(run_dir: Path) -> None:
-    """Refuse a run that is live, ended, or not a supervisor's run (one line each)."""
+def check_resumable(run_dir: Path, ended_too: bool = False) -> None:
+    """Refuse a run that is live, not a supervisor's run, or ended (unless `ended_too`:
+    a one-member continuation goes on after the end), one line each."""
     run = run_dir.name
     if not (run_dir / "MANIFEST.json").is_file():
         raise ResumeRefused(
@@ -95,19 +111,48 @@ def check_resumable(run_dir: Path) -> None:
             f"supervisor is gone can be resumed; watch it with `horde-tui attach {run}`"
         )
     ended = [e for e in read_events(run_dir) if e.get("kind") == "run-end"]
-    if ended:
+    if ended and not ended_too:
         raise ResumeRefused(
             f"refused: run {run} already ended ({ended[-1].get('outcome')}); its report is "
             f"{run_dir / 'REPORT.md'}; start a new run instead"
         )
 
 
+def member_transcript(run_dir: Path, member: str) -> Path:
+    """The newest transcript of `member`, which the run must have had; `MemberRefused`
+    says which rule a bad name breaks."""
+    try:
+        manifest = json.loads((run_dir / "MANIFEST.json").read_text(encoding="utf-8"))
+        names = [str(m["name"]) for m in manifest.get("members") or []]
+    except (OSError, ValueError, KeyError, TypeError):
+        names = []
+    if member not in names:
+        raise MemberRefused(
+            f"refused: run {run_dir.name} has no member named {member!r} (its members: "
+            f"{', '.join(names) or 'none recorded'}); name one of them"
+        )
+    found = sessions(run_dir, member)
+    if not found:
+        raise MemberRefused(
+            f"refused: {member} of run {run_dir.name} has no transcript (sessions/{member}/ "
+            "holds none: it never started), so there is no session to carry on"
+        )
+    return found[-1]
+
+
 def load_resume(
-    horde_dir: Path, run_id: str, environ: Mapping[str, str] | None = None
+    horde_dir: Path,
+    run_id: str,
+    environ: Mapping[str, str] | None = None,
+    member: str | None = None,
 ) -> ResumePoint:
-    """Read a resumable run's request, settings and lifecycle position from disk."""
+    """Read a resumable run's request, settings and lifecycle position from disk; with
+    `member`, for a one-member continuation of that member's session (`MemberRefused`
+    when it has none)."""
     run_dir = runs.run_dir(horde_dir, run_id)
-    check_resumable(run_dir)
+    check_resumable(run_dir, ended_too=member is not None)
+    if member is not None:
+        member_transcript(run_dir, member)
     try:
         manifest = json.loads((run_dir / "MANIFEST.json").read_text(encoding="utf-8"))
         task = (run_dir / "TASK.md").read_text(encoding="utf-8")
@@ -137,6 +182,7 @@ def load_resume(
             for m in manifest.get("members") or []
         },
     )
+    point.only = member
     for ev in read_events(run_dir):
         if ev.get("type") == "lifecycle":
             _fold(point, ev)
@@ -170,6 +216,8 @@ def _fold(point: ResumePoint, ev: dict[str, Any]) -> None:
         point.started = when
     elif kind == "run-resume":
         point.resumed_at.append(when)
+    elif kind == "run-end":
+        point.ended = str(ev.get("outcome") or "ended")
     elif kind == "phase-end" and ev.get("phase") == "discovery":
         point.phase = "repair"
     elif (kind == "phase-end" and ev.get("phase") == "repair") or (
@@ -221,6 +269,8 @@ class ResumedSupervisor(Supervisor):
 
     async def run(self) -> RunSummary | None:
         """Carry the run on to its report (None: handed off again)."""
+        if self.point.only:
+            return await self.carry_on(partial(_continue_one, self, self.point))
         return await self.carry_on(partial(_restart, self, self.point))
 
     def gateway_budget_usd(self) -> float | None:
@@ -248,6 +298,24 @@ def resumed_supervisor(
     sup.resumed_at = [*point.resumed_at, time.time()]
     sup.solved_seen = dict(point.solved_seen)
     sup.forecast = point.forecast
+    if point.only:  # a new bout of one session: the run's old stop and deadline are over
+        sup.one_member, sup.deadline_from = point.only, time.time()
+        sup.request.until_stop = False  # it ends when that session ends
+    else:
+        _carry_stop(sup, point)
+    for name, state in sup.members.items():
+        m = point.members.get(name)
+        if m is None:
+            continue
+        state.attempt, state.resets = m.attempt, m.resets
+        if m.status in ("exited", "waiting"):
+            state.status, state.exit_cause = "exited", m.exit_cause
+        _count_sessions(sup.run_dir, state)
+    return sup
+
+
+def _carry_stop(sup: ResumedSupervisor, point: ResumePoint) -> None:
+    """The stop under way when the supervisor went: a whole-run resume goes on with it."""
     sup.hard_stopped = point.hard_stopped
     if point.stop is not None:
         ev = point.stop
@@ -263,15 +331,6 @@ def resumed_supervisor(
     if point.hard_stopped:
         sup.outcome = sup.outcome or "stopped by user"
         sup.diagnosis = sup.diagnosis or "stopped hard by the user"
-    for name, state in sup.members.items():
-        m = point.members.get(name)
-        if m is None:
-            continue
-        state.attempt, state.resets = m.attempt, m.resets
-        if m.status in ("exited", "waiting"):
-            state.status, state.exit_cause = "exited", m.exit_cause
-        _count_sessions(sup.run_dir, state)
-    return sup
 
 
 def _count_sessions(run_dir: Path, state: Any) -> None:
@@ -327,6 +386,33 @@ async def _restart(sup: RunContext, point: ResumePoint) -> str:
     return "discovery"
 
 
+async def _continue_one(sup: RunContext, point: ResumePoint) -> str:
+    """A one-member continuation: the run's clean stop (if any) is over, the member's
+    session goes on from its transcript under a new gateway, and the run is finalized
+    again when it ends (`Supervisor.one_member`: no repair)."""
+    member = point.only
+    assert member is not None
+    sup.canary = "ok" if point.canary_passed else sup.canary
+    if sup.parent is not None:  # members read the wind-down from this sentinel
+        sup.parent.paths.stop_clean_sentinel(sup.run_id).unlink(missing_ok=True)
+    _lost_sessions(sup, point, but=member)
+    sup.emit(
+        "run-resume",
+        phase="discovery",
+        members=[member],
+        continuation=member,
+        ended=point.ended or None,
+        interrupted_at=_last_event_time(sup.run_dir),
+    )
+    await _end_old_members(point)
+    await sup.start_gateway()
+    sup.emit("phase-start", phase="discovery")
+    if not await sup.continue_session(member, asked=True):
+        sup.emit("phase-end", phase="discovery")
+        return "finalize"
+    return "discovery"
+
+
 async def _canary_again(sup: RunContext, first: str) -> bool:
     if first in sup.tasks and not sup.tasks[first].done():
         await sup.procs[first].stop_hard()
@@ -337,11 +423,12 @@ async def _canary_again(sup: RunContext, first: str) -> bool:
     return False
 
 
-def _lost_sessions(sup: RunContext, point: ResumePoint) -> None:
-    """After discovery nothing is carried on (repair starts its own sessions): a session
-    that was running when the supervisor stopped ended with it."""
+def _lost_sessions(sup: RunContext, point: ResumePoint, but: str | None = None) -> None:
+    """After discovery nothing is carried on (repair starts its own sessions), nor in a
+    one-member continuation but its member (`but`): a session that was running when the
+    supervisor stopped ended with it."""
     for name, m in point.members.items():
-        if m.status in AT_WORK and name in sup.members:
+        if m.status in AT_WORK and name in sup.members and name != but:
             detail = "its supervisor stopped while this session ran"
             sup.emit("member-exit", name, cause="killed", detail=detail)
 
@@ -366,11 +453,8 @@ async def _carry_on_member(sup: RunContext, name: str, how: str) -> None:
     if how == "continue":
         await sup.spawn(name, prompts.CONTINUATION_BRIEF)
         return
-    latest = sessions(sup.run_dir, name)
-    if how == "resume" and latest:
-        sup.members[name].attempt -= 1  # the same session, carried on: not a new attempt
-        await sup.spawn(name, HORDE_RESUME_SESSION=str(latest[-1]))
-        return
+    if how == "resume" and await sup.continue_session(name):
+        return  # the same session, carried on: not a new attempt
     await sup.spawn(name)
 
 

@@ -41,6 +41,7 @@ from horde_tui.store.runs import DETACHED_LOG_ENV, clear_live, mark_live, reatta
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.standing import standing
 from horde_tui.store.store import HordeStore
+from horde_tui.store.transcript import sessions
 from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
@@ -130,6 +131,12 @@ class Supervisor:
         """When `horde-tui resume` carried this run on (its report says so)."""
         self.reattach: str | None = None
         """Where to re-attach, when a detached process carries the run (`carry_on`)."""
+        self.one_member: str | None = None
+        """A one-member continuation (`horde-tui resume RUN --member`): the member whose
+        session it carries on. No repair follows; the others stay as they ended."""
+        self.deadline_from: float | None = None
+        """When the deadline counts from, if not `started`: a one-member continuation's
+        own start (the run's own deadline may be long past)."""
         mode, self.sandbox_note = resolve_sandbox(
             settings.sandboxing.sandbox, settings.sandboxing.sandbox_network
         )
@@ -263,6 +270,9 @@ class Supervisor:
                 self._settle_answer()
                 self.emit("phase-end", phase="discovery")
                 phase = "repair"
+                if self.one_member:  # the others' threads waited for the whole run
+                    self.emit("repair-skipped", reason="a one-member continuation")
+                    phase = "finalize"
             if phase == "repair":
                 await repair.run_repair(self)
                 self._settle_answer()  # repair may have validated the pending answer
@@ -373,6 +383,24 @@ class Supervisor:
             identity.record_processes(self.run_dir, self.member_procs)
             self.emit("member-spawn", name, attempt=state.attempt, pid=handle.pid, role=state.role)
         return True
+
+    async def continue_session(self, name: str, asked: bool = False) -> bool:
+        """Carry the member's newest session on from its transcript
+        (`HORDE_RESUME_SESSION`): the same session and attempt, not a new one. `asked`: a
+        person asked for it (`resume RUN --member`), recorded as `session-resume` for
+        the report. False, and nothing started, without a transcript or once the run
+        is stopping (`closed`)."""
+        latest = sessions(self.run_dir, name)
+        if not latest or self.closed():
+            return False
+        if asked:
+            self.emit("session-resume", name, transcript=str(latest[-1].relative_to(self.run_dir)))
+        state = self.members[name]
+        state.attempt -= 1  # `spawn` counts one on: the same attempt goes on
+        if await self.spawn(name, HORDE_RESUME_SESSION=str(latest[-1])):
+            return True
+        state.attempt += 1
+        return False
 
     # -- canary ----------------------------------------------------------------------------------
 
@@ -502,6 +530,9 @@ class Supervisor:
             detail=detail[:500],
         )
         watch.check_budget(self)  # a member refused for budget must not be reset into it
+        if user_reset and handle.carry_on:
+            await self.continue_session(name, asked=True)
+            return
         if user_reset:
             # Asked for by a person, so the reset cap (a guard against crash loops) does
             # not apply; the reset still counts and still releases the member's claims.
@@ -677,10 +708,11 @@ class Supervisor:
         if self.outcome is None:
             self.outcome, self.diagnosis = outcome, diagnosis
 
-    async def reset(self, target: str) -> str:
+    async def reset(self, target: str, session: bool = False) -> str:
         """Kill members' current sessions and start fresh attempts, as the automatic
         resets do (claims released, counted in `resets`); the restart itself happens
-        when the supervision loop sees the exit, in `_on_exit`."""
+        when the supervision loop sees the exit, in `_on_exit`. With `session`, each
+        member's own session is carried on from its transcript instead (`_carry_on`)."""
         targets = parse_targets(target)
         if targets == ALL:
             return "refused: reset needs members (reset member-N); to end every session, stop"
@@ -692,6 +724,8 @@ class Supervisor:
                 "refused: resets happen during discovery only (the canary is still running "
                 "or the run has moved on); try again once members are at work"
             )
+        if session:
+            return await self._carry_on(self.select(targets))
         names = [n for n in self.select(targets) if n in self.running()]
         if not names:
             return "reset nothing (no running member matched)"
@@ -701,6 +735,35 @@ class Supervisor:
         await asyncio.gather(*(self.procs[n].stop_hard() for n in names))
         self._wake.set()
         return f"reset {', '.join(names)}: session stopped, a fresh attempt starts"
+
+    async def _carry_on(self, names: list[str]) -> str:
+        """`reset` with `session`: each member's session goes on from its transcript; a
+        running one is stopped first (its exit starts the carried-on session, in
+        `_on_exit`), one whose session ended starts at once. All or none: a member with
+        no transcript, or between sessions, refuses the request."""
+        for n in names:
+            state, task = self.members[n], self.tasks.get(n)
+            if not sessions(self.run_dir, n):
+                return (
+                    f"refused: {n} has no transcript in run {self.run_id} (it never "
+                    f"started); `horde-tui reset {n}` starts a fresh session"
+                )
+            ended = task is not None and task.done()
+            if task is None or (ended and state.status != "exited"):
+                return (
+                    f"refused: {n} is between sessions ({state.status}); try again once "
+                    "its next session runs or has ended"
+                )
+        running = [n for n in names if n in self.running()]
+        for n in running:
+            self.procs[n].reset_requested = self.procs[n].carry_on = True
+        self.emit("reset-requested", targets=running, session=True)
+        await asyncio.gather(*(self.procs[n].stop_hard() for n in running))
+        for n in names:
+            if n not in running:
+                await self.continue_session(n, asked=True)
+        self._wake.set()
+        return f"carrying on {', '.join(names)}: the same session, from its transcript"
 
     async def _stop_all_hard(self) -> None:
         running = self.running()
@@ -730,6 +793,7 @@ class Supervisor:
             stop_clean_at=self.stop.started if self.stop else None,
             layers=self.request.layers,
             resumed_at=self.resumed_at,
+            continued=finalize.continued_sessions(events),
             sandbox_note=self.sandbox_note,
             forecast=self.forecast,
             baseline=self.request.baseline,

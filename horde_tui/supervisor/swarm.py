@@ -612,7 +612,7 @@ class SwarmSupervisor:
             self.hard_stopped = True
         return await self._each_async(target, lambda sup, sub: sup.stop_hard(sub))
 
-    async def reset(self, target: str) -> str:
+    async def reset(self, target: str, session: bool = False) -> str:
         try:
             whole = [n for n, sub in self._route(target).items() if sub == "all"]
         except TargetError as exc:
@@ -622,7 +622,7 @@ class SwarmSupervisor:
                 f"refused: reset needs members, not whole hordes ({', '.join(whole)}); "
                 "reset h2:member-3, or member-3 in every horde; to end a horde, stop it"
             )
-        return await self._each_async(target, lambda sup, sub: sup.reset(sub))
+        return await self._each_async(target, lambda sup, sub: sup.reset(sub, session))
 
     def _hold_back(self, target: str, reason: str) -> bool:
         """A stop of whole hordes also reaches the ones not started yet (they never start)

@@ -67,7 +67,8 @@ def status_text(sup: RunContext, target: str = "all") -> str:
 
 def check_deadline(sup: RunContext) -> None:
     minutes = sup.settings.supervisor.max_minutes
-    if minutes and sup.stop is None and time.time() - sup.started >= minutes * 60:
+    since = sup.deadline_from or sup.started  # a one-member continuation: its own start
+    if minutes and sup.stop is None and time.time() - since >= minutes * 60:
         sup.outcome = "stopped at deadline"
         sup.diagnosis = f"the {minutes:g}-minute deadline (HORDE_MAX_MINUTES) was reached"
         sup.stop_clean(reason="stopped at deadline")

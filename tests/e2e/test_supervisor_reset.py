@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 from support.cli import cli
-from support.plans import CLAIMING_PLANS, lifecycle, settings
+from support.plans import CARRIED_ON, CLAIMING_PLANS, CarriedOn, lifecycle, settings
 from support.processes import alive
 
+from horde_tui.common.prompts import RESUMED_NOTICE as RESUMED
 from horde_tui.store.causes import USER_RESET
 from horde_tui.store.store import HordeStore
 from horde_tui.stubmodel import StubThread
@@ -132,3 +133,58 @@ def test_reset_control_request_is_refused_when_no_run_is_live(tmp_path: Path) ->
     result = cli(tmp_path, "reset", "member-1")
     assert result.returncode == 1
     assert "nothing to reset" in result.stderr
+
+
+@pytest.mark.e2e
+def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> None:
+    """`horde-tui resume RUN --member member-2` from another shell while the run is live:
+    its supervisor stops member-2's session and carries the same session on from its
+    transcript (no new attempt, no reset), and REPORT.md records it."""
+    events: list[SupervisorEvent] = []
+    answers: dict[str, Any] = {}
+
+    async def scenario(sup: Supervisor) -> None:
+        run = asyncio.create_task(sup.run())
+        await until(lambda: claims_of(tmp_path / ".horde", "member-2") != [], "member-2 to claim")
+        answers["pid"] = sup.members["member-2"].pid
+        argv = ("resume", sup.run_id, "--member", "member-2")
+        answers["cli"] = await asyncio.to_thread(cli, tmp_path, *argv)
+        state = sup.members["member-2"]
+        await until(lambda: state.exit_cause == "completed", "the carried-on session's end")
+        answers["gone"] = await asyncio.to_thread(cli, tmp_path, *argv[:-1], "member-3")
+        await sup.stop_hard()
+        answers["summary"] = await run
+
+    with StubThread(policy=CarriedOn(CLAIMING_PLANS)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        sup = Supervisor(
+            tmp_path, RunRequest("Review app.py", 2, verifier=False), cfg, events.append
+        )
+        asyncio.run(asyncio.wait_for(scenario(sup), 240))
+        carried = [r for r in stub.stub.requests if r.member == "member-2"]
+
+    done = answers["cli"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "carrying on member-2: the same session, from its transcript"
+    notice = [i for i, r in enumerate(carried) if r.body["messages"][-1]["content"] == RESUMED]
+    assert len(notice) == 1, "member-2's session was carried on once"
+    before = carried[notice[0] - 1].body["messages"]
+    again = carried[notice[0]].body["messages"]
+    assert [m.get("content") for m in again[: len(before)]] == [m.get("content") for m in before]
+    assert [e.data["attempt"] for e in spawns(events, "member-2")] == [1, 1]
+    assert not alive(answers["pid"])
+    assert len(list((sup.run_dir / "sessions" / "member-2").glob("*.jsonl"))) == 1
+    records = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
+    assert not [r for r in records if r.get("kind") == "member-reset"], "not a reset"
+    assert [r["member"] for r in records if r.get("kind") == "session-resume"] == ["member-2"]
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    assert [p.text for p in store.state.posts if p.by == "member-2"][-1] == CARRIED_ON[0]["args"][
+        "text"
+    ]
+    gone = answers["gone"]
+    assert gone.returncode == 2 and gone.stderr.strip() == (
+        f"horde-tui: refused: run {sup.run_id} has no member named 'member-3' (its members: "
+        "member-1, member-2); name one of them"
+    )
+    assert "- Continued: member-2's session at " in (sup.run_dir / "REPORT.md").read_text()

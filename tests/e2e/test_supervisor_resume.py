@@ -222,3 +222,119 @@ def test_resume_flags_go_with_a_run(in_dir: Path, capsys: pytest.CaptureFixture[
         "horde-tui: refused: --detach and --headless go with `resume RUN` (a run whose "
         "supervisor is gone); `resume [target]` resumes paused members"
     ]
+
+
+# -- one member's session: `resume RUN --member member-N` --------------------------------------
+
+
+@pytest.mark.e2e
+def test_a_finished_runs_member_is_carried_on_under_the_same_run(tmp_path: Path) -> None:
+    """The run ends; `resume RUN --member member-1` carries member-1's session on from
+    its transcript in a one-member continuation: the stub sees the earlier conversation
+    first, the session's new post lands in the same run, and REPORT.md says so."""
+    from support.plans import APP, CarriedOn, run_supervisor, settings, worker
+
+    from horde_tui.supervisor.setup import RunRequest
+
+    (tmp_path / "app.py").write_text(APP)
+    plans = {
+        "member-1": [*worker("Check app.py", "app.py hard-codes it", "secrets"), {"say": "Filed."}]
+    }
+    with StubThread(policy=CarriedOn(plans)) as stub:
+        cfg = settings(stub, deliverable=False, postmortem=False)
+        summary, sup, _ = run_supervisor(tmp_path, RunRequest("Review app.py", 1), cfg)
+        assert summary.outcome == "finished", summary.diagnosis
+        run_dir = sup.run_dir
+        (transcript,) = (run_dir / "sessions" / "member-1").glob("*.jsonl")
+        earlier = transcript.read_text()
+        last_asked = [r for r in stub.stub.requests if r.member == "member-1"][-1].body
+        before = len(stub.stub.requests)
+        resumed = subprocess.run(
+            cli_argv("resume", run_dir.name, "--member", "member-1", "--headless"),
+            cwd=tmp_path,
+            env=run_env(stub),
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        after = [r for r in stub.stub.requests[before:] if r.member == "member-1"]
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert resumed.stdout.splitlines()[0] == (
+        f"run {run_dir.name}: the run had ended (finished); a one-member continuation "
+        f"carries member-1's session on from {transcript.relative_to(run_dir)}, model "
+        f"{stub.model}"
+    )
+    carried = after[0].body["messages"]
+    assert carried[-1]["content"] == prompts.RESUMED_NOTICE
+    asked = [(m["role"], m.get("content")) for m in last_asked["messages"]]
+    assert [(m["role"], m.get("content")) for m in carried[: len(asked)]] == asked
+    assert carried[len(asked)] == {"role": "assistant", "content": "Filed."}
+
+    # The same transcript, grown: the session went on in its own file.
+    assert list((run_dir / "sessions" / "member-1").glob("*.jsonl")) == [transcript]
+    assert transcript.read_text().startswith(earlier)
+    records = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [r.get("kind") for r in records]
+    assert kinds.count("run-end") == 2 and kinds[-1] == "run-end"
+    resume = next(r for r in records if r.get("kind") == "run-resume")
+    assert resume["continuation"] == "member-1" and resume["ended"] == "finished"
+    later = records[records.index(resume) :]
+    assert [r["attempt"] for r in later if r.get("kind") == "member-spawn"] == [1]
+    assert any(r.get("kind") == "session-resume" for r in later)
+    assert "repair-skipped" in [r.get("kind") for r in later]
+    store = HordeStore(tmp_path / ".horde", "reader")
+    store.refresh()
+    posts = [p for p in store.state.posts if p.by == "member-1"]
+    assert posts and posts[-1].text == "Carried on from my transcript."
+    assert posts[-1].run == run_dir.name
+    report = (run_dir / "REPORT.md").read_text()
+    assert "- Continued: member-1's session at " in report
+    assert (
+        f"`horde-tui resume {run_dir.name} --member member-1`, after the run had ended (finished))"
+        in report
+    )
+    assert run_state(run_dir) == "finished"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ("--member", "bob"),
+            f"horde-tui: refused: run {RUN} has no member named 'bob' (its members: member-1, "
+            "member-2, member-3); name one of them",
+        ),
+        (
+            ("--member", "member-7"),
+            f"horde-tui: refused: run {RUN} has no member named 'member-7' (its members: "
+            "member-1, member-2, member-3); name one of them",
+        ),
+        (
+            ("--member", "2"),
+            f"horde-tui: refused: member-2 of run {RUN} has no transcript (sessions/member-2/ "
+            "holds none: it never started), so there is no session to carry on",
+        ),
+    ],
+)
+def test_resume_member_refuses_bad_members_in_one_line(
+    in_dir: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], line: str
+) -> None:
+    run = RunDir(in_dir / ".horde", RUN)
+    run.event(0, "run-start", members=3)
+    run.message("member-1", "20260102T120002-aaaaaa", role="system", content="s")
+    run.event(9, "run-end", outcome="finished")
+    events = (run.path / "events.jsonl").read_text()
+    assert one_line_refusal(capsys, "resume", RUN, *argv, code=2) == line
+    assert (run.path / "events.jsonl").read_text() == events, "nothing was started"
+
+
+def test_resume_member_needs_a_run(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert one_line_refusal(capsys, "resume", "--member", "member-1", code=2) == (
+        "horde-tui: refused: --member goes with a run id: `horde-tui resume RUN --member "
+        "member-N` (`horde-tui runs` lists the runs)"
+    )
+
+
+def test_help_resume_lists_member(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["help", "resume"]) == 0
+    assert "--member member-N" in capsys.readouterr().out

@@ -257,7 +257,7 @@ class FakeSupervisor(HostedRun):
         self.emit("stop-clean", at=195, reason=reason, grace_s=grace_s or 90)
         return f"clean stop requested ({reason})"
 
-    async def reset(self, target: str) -> str:
+    async def reset(self, target: str, session: bool = False) -> str:
         """As the supervisor does once the old session has ended: a new attempt."""
         self.calls.append(("reset", target))
         resets = self.members[target].resets + 1

@@ -114,11 +114,12 @@ def heavy_imports(cwd: Path, *argv: str, heavy: tuple[str, ...]) -> tuple[int, l
     return done.returncode, json.loads(done.stderr.strip().splitlines()[-1])
 
 
-def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """Run the CLI in-process on `argv` and return its refusal, checked to be one line."""
-    code = main(list(argv))
+def one_line_refusal(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 1) -> str:
+    """Run the CLI in-process on `argv` and return its refusal, checked to be one line
+    and to exit with `code` (1: refused, 2: bad input)."""
+    exited = main(list(argv))
     out, err = capsys.readouterr()
-    assert code == 1 and out == ""
+    assert exited == code and out == "", (exited, out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]

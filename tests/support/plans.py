@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from horde_tui.common import prompts
 from horde_tui.common.settings import load_settings
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
@@ -126,3 +127,25 @@ class HeldUntilReleased:
             return step
         self.holding.add(member)
         return step.model_copy(update={"delay_ms": self.HOLD_MS})
+
+
+CARRIED_ON = [horde("post", text="Carried on from my transcript."), {"say": "Carried on."}]
+"""What a session carried on from its transcript plays (`CarriedOn`)."""
+
+
+class CarriedOn:
+    """The agent policy of `plans` until a session is carried on from its transcript
+    (its conversation holds the resumed notice, `resume RUN --member`); from the notice
+    on it plays `CARRIED_ON`: one board post (a ledger write of the carried-on session),
+    then a final answer."""
+
+    def __init__(self, plans: dict[str, list[dict[str, Any]]]) -> None:
+        self.agent = AgentPolicy(plans)
+        self.after = AgentPolicy({"*": CARRIED_ON})
+
+    def __call__(self, member: str, body: dict[str, Any]) -> Step | None:
+        messages = body.get("messages") or []
+        notices = [i for i, m in enumerate(messages) if m.get("content") == prompts.RESUMED_NOTICE]
+        if not notices:
+            return self.agent(member, body)
+        return self.after(member, {**body, "messages": messages[notices[0] + 1 :]})

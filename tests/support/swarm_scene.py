@@ -187,7 +187,7 @@ class RecordingHorde:
     async def stop_hard(self, target: str) -> str:
         return self._did("stop-hard", target)
 
-    async def reset(self, target: str) -> str:
+    async def reset(self, target: str, session: bool = False) -> str:
         return self._did("reset", target)
 
 
@@ -249,7 +249,7 @@ class FakeSwarm:
         self.calls.append(("stop_hard", target))
         return f"stopped {target}"
 
-    async def reset(self, target: str) -> str:
+    async def reset(self, target: str, session: bool = False) -> str:
         self.calls.append(("reset", target))
         return f"reset {target}"
 

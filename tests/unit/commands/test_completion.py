@@ -84,8 +84,11 @@ def test_member_targets_complete_from_the_live_run(tmp_path: Path) -> None:
     run.live(os.getpid())  # this test process stands in for the live supervisor
     assert complete(tmp_path, "horde-tui pause mem") == [f"member-{n}" for n in range(1, 5)]
     assert "all" in complete(tmp_path, "horde-tui stop-clean ")
-    # resume also carries on runs by id
+    # resume also carries on runs by id, and one member's session of a named run
     assert NEW in complete(tmp_path, "horde-tui resume 2026")
+    RunDir(tmp_path / ".horde", OLD, members=2)
+    assert complete(tmp_path, f"horde-tui resume {OLD} --mem") == ["--member"]
+    assert complete(tmp_path, f"horde-tui resume {OLD} --member ") == ["member-1", "member-2"]
 
 
 def test_preset_names_from_the_project_and_their_completer(
