@@ -150,7 +150,15 @@ def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> N
         argv = ("resume", sup.run_id, "--member", "member-2")
         answers["cli"] = await asyncio.to_thread(cli, tmp_path, *argv)
         state = sup.members["member-2"]
-        await until(lambda: state.exit_cause == "completed", "the carried-on session's end")
+
+        def ended() -> bool:  # the exit handled, not only its status line read
+            return state.status == "exited" and state.exit_cause == "completed"
+
+        await until(ended, "the carried-on session's end")
+        # Its session ended: carried on again at once (nothing to stop first).
+        answers["again"] = await asyncio.to_thread(cli, tmp_path, *argv)
+        await until(lambda: len(spawns(events, "member-2")) == 3, "member-2's third session")
+        await until(ended, "that session's end")
         answers["gone"] = await asyncio.to_thread(cli, tmp_path, *argv[:-1], "member-3")
         await sup.stop_hard()
         answers["summary"] = await run
@@ -167,16 +175,18 @@ def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "carrying on member-2: the same session, from its transcript"
     notice = [i for i, r in enumerate(carried) if r.body["messages"][-1]["content"] == RESUMED]
-    assert len(notice) == 1, "member-2's session was carried on once"
+    assert len(notice) == 2, "member-2's session was carried on twice"
     before = carried[notice[0] - 1].body["messages"]
     again = carried[notice[0]].body["messages"]
     assert [m.get("content") for m in again[: len(before)]] == [m.get("content") for m in before]
-    assert [e.data["attempt"] for e in spawns(events, "member-2")] == [1, 1]
+    assert answers["again"].returncode == 0, answers["again"].stderr
+    assert [e.data["attempt"] for e in spawns(events, "member-2")] == [1, 1, 1]
     assert not alive(answers["pid"])
     assert len(list((sup.run_dir / "sessions" / "member-2").glob("*.jsonl"))) == 1
     records = [json.loads(x) for x in (sup.run_dir / "events.jsonl").read_text().splitlines()]
     assert not [r for r in records if r.get("kind") == "member-reset"], "not a reset"
-    assert [r["member"] for r in records if r.get("kind") == "session-resume"] == ["member-2"]
+    resumed = [r["member"] for r in records if r.get("kind") == "session-resume"]
+    assert resumed == ["member-2", "member-2"]
     store = HordeStore(tmp_path / ".horde", "reader")
     store.refresh()
     assert [p.text for p in store.state.posts if p.by == "member-2"][-1] == CARRIED_ON[0]["args"][

@@ -249,6 +249,7 @@ def test_a_finished_runs_member_is_carried_on_under_the_same_run(tmp_path: Path)
         earlier = transcript.read_text()
         last_asked = [r for r in stub.stub.requests if r.member == "member-1"][-1].body
         before = len(stub.stub.requests)
+        (run_dir / ".stop-clean").write_text("stopped by user\n")  # an old wind-down
         resumed = subprocess.run(
             cli_argv("resume", run_dir.name, "--member", "member-1", "--headless"),
             cwd=tmp_path,
@@ -294,6 +295,35 @@ def test_a_finished_runs_member_is_carried_on_under_the_same_run(tmp_path: Path)
         in report
     )
     assert run_state(run_dir) == "finished"
+    assert not (run_dir / ".stop-clean").exists(), "the old wind-down is over"
+
+
+def test_a_one_member_continuation_leaves_the_runs_stop_and_deadline_behind(in_dir: Path) -> None:
+    """A run that ended at its deadline: the continuation's supervisor carries no stop,
+    counts the deadline from its own start, does not go on --until-stop, and marks
+    the member it carries on (no repair follows)."""
+    from horde_tui.supervisor.resume import load_resume, resumed_supervisor
+
+    run = RunDir(in_dir / ".horde", RUN)
+    manifest = json.loads((run.path / "MANIFEST.json").read_text())
+    manifest["config"] = {"model": "openai/stub", "max_minutes": 30}
+    manifest["request"]["until_stop"] = True
+    (run.path / "MANIFEST.json").write_text(json.dumps(manifest))
+    run.event(0, "run-start", members=3)
+    run.event(2, "member-spawn", "member-1", attempt=1, pid=1)
+    run.event(3, "member-spawn", "member-2", attempt=1, pid=2)
+    run.event(8, "stop-clean", reason="stopped at deadline", grace_s=90)
+    run.event(9, "run-end", outcome="stopped at deadline")
+    run.message("member-2", "20260102T120003-bbbbbb", role="system", content="s")
+
+    point = load_resume(in_dir / ".horde", RUN, environ={}, member="member-2")
+    assert (point.only, point.ended) == ("member-2", "stopped at deadline")
+    before = time.time()
+    sup = resumed_supervisor(in_dir, point)
+    assert sup.stop is None and sup.outcome is None and not sup.hard_stopped
+    assert sup.one_member == "member-2" and not sup.request.until_stop
+    assert sup.deadline_from is not None and sup.deadline_from >= before
+    assert sup.started < before - 60  # the report's times still count from the run's start
 
 
 @pytest.mark.parametrize(
@@ -313,6 +343,11 @@ def test_a_finished_runs_member_is_carried_on_under_the_same_run(tmp_path: Path)
             ("--member", "2"),
             f"horde-tui: refused: member-2 of run {RUN} has no transcript (sessions/member-2/ "
             "holds none: it never started), so there is no session to carry on",
+        ),
+        (
+            ("--member", "member-1", "--detach"),
+            "horde-tui: refused: --detach does not go with --member (a one-member continuation "
+            f"is hosted in this shell); run `horde-tui resume {RUN} --member member-1 --headless`",
         ),
     ],
 )
@@ -338,3 +373,24 @@ def test_resume_member_needs_a_run(in_dir: Path, capsys: pytest.CaptureFixture[s
 def test_help_resume_lists_member(in_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["help", "resume"]) == 0
     assert "--member member-N" in capsys.readouterr().out
+
+
+def test_resume_member_of_a_swarm_is_refused_in_one_line(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A swarm id names no one run; a horde's run whose swarm host is gone is carried on
+    with its swarm (`resume SWARM`), not one member alone."""
+    from support.swarm_scene import SWARM_ID, horde_run, write_swarm
+
+    swarm_dir = write_swarm(in_dir / ".horde", state="interrupted", parent_pid=2**22 + 1)
+    run = horde_run(swarm_dir, "h2")
+    run.message("member-1", "20260102T120002-aaaaaa", role="system", content="s")
+    assert one_line_refusal(capsys, "resume", SWARM_ID, "--member", "member-1", code=2) == (
+        f"horde-tui: refused: {SWARM_ID} is a swarm and --member carries on a member of one "
+        f"run; carry the swarm on with `horde-tui resume {SWARM_ID}`"
+    )
+    assert one_line_refusal(capsys, "resume", f"{SWARM_ID}-h2", "--member", "member-1") == (
+        f"horde-tui: refused: run {SWARM_ID}-h2 is a horde of swarm {SWARM_ID}, whose host is "
+        f"gone; carry the swarm on with `horde-tui resume {SWARM_ID}` (--member reaches a "
+        "live horde only)"
+    )
