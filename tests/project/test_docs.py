@@ -96,3 +96,21 @@ def test_ci_builds_the_docs_strictly_outside_the_repository() -> None:
 def test_contributing_says_how_to_run_the_fast_subset() -> None:
     text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
     assert "pytest -x -q tests/" in text and "-m slow" in text
+
+
+COMMAND = re.compile(r"`horde-tui ([a-z][\w-]*)")
+"""A `horde-tui CMD ...` a page names."""
+
+
+def test_the_commands_the_conformance_page_names_exist() -> None:
+    """The conformance notes map the reference's commands to horde-tui's: a command that
+    was renamed or taken away leaves a row that points nowhere (its module paths are
+    checked above, with every page's)."""
+    from horde_tui.commands.cli import build_parser
+    from horde_tui.commands.completion import command_parsers
+
+    text = (DOCS / "reference" / "conformance.md").read_text(encoding="utf-8")
+    named = set(COMMAND.findall(text))
+    assert {"run", "serve", "export", "resume"} <= named, named
+    unknown = named - set(command_parsers(build_parser()))
+    assert unknown == set(), f"commands the conformance page names that do not exist: {unknown}"
