@@ -254,11 +254,6 @@ def _resume_member(args: argparse.Namespace, horde_dir: Path, run: str) -> int:
             )
         args.control, args.words, args.run, args.session = "reset", [member], run, True
         return cmd_control(args)
-    if args.detach:
-        return _err(
-            "refused: --detach does not go with --member (a one-member continuation is "
-            f"hosted in this shell); run `horde-tui resume {run} --member {member} --headless`"
-        )
     if run_dir.parent.parent != horde_dir:  # a swarm's horde run, `.horde/swarms/<id>/hN/`
         swarm = run_dir.parent.parent.parent.name
         return _err(
@@ -274,6 +269,8 @@ def _resume_member(args: argparse.Namespace, horde_dir: Path, run: str) -> int:
         return _err(str(exc), 1)
     if point.settings.member.confirm and not _can_ask(args):
         return _err(_resume_confirm_refusal("run", run))
+    if args.detach:
+        return _resume_in_background(horde_dir, run, member)
     sup = resumed_supervisor(horde_dir.parent, point)
     before = f"the run had ended ({point.ended})" if point.ended else "its supervisor is gone"
     intro = (
@@ -283,11 +280,12 @@ def _resume_member(args: argparse.Namespace, horde_dir: Path, run: str) -> int:
     return host_here(sup, args, intro)
 
 
-def _resume_in_background(horde_dir: Path, target: str) -> int:
-    """`resume RUN|SWARM --detach`: a detached supervisor carries it on; one line says where."""
+def _resume_in_background(horde_dir: Path, target: str, member: str | None = None) -> int:
+    """`resume RUN|SWARM [--member member-N] --detach`: a detached supervisor carries it
+    (or that member's session) on; one line says where."""
     from horde_tui.launch.launch import in_background, resume_detached
 
-    started = resume_detached(horde_dir, target)
+    started = resume_detached(horde_dir, target, member=member)
     if started.run_dir is None:
         return _err(started.error, 1)
     print(in_background(started, "resumed"))

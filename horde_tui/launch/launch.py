@@ -499,10 +499,15 @@ def in_background(started: DetachedStart, how: str) -> str:
     )
 
 
-def resume_detached(horde_dir: Path, run: str, env: dict[str, str] | None = None) -> DetachedStart:
-    """Start `horde-tui resume RUN --headless` (a run or a swarm) as its own session (as
-    `run --detach` starts a run) and wait until it has taken it."""
+def resume_detached(
+    horde_dir: Path, run: str, env: dict[str, str] | None = None, member: str | None = None
+) -> DetachedStart:
+    """Start `horde-tui resume RUN --headless` (a run or a swarm; with `member`, that
+    member's one-member continuation) as its own session (as `run --detach` starts a
+    run) and wait until it has taken it."""
     argv = [sys.executable, "-m", "horde_tui", "resume", run, "--headless"]
+    if member is not None:
+        argv += ["--member", member]
     taken = existing_swarm(horde_dir, run) or HordePaths(horde_dir).run_dir(run)
     return start_detached(argv, horde_dir, taken, env)
 

@@ -147,6 +147,7 @@ def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> N
         run = asyncio.create_task(sup.run())
         await until(lambda: claims_of(tmp_path / ".horde", "member-2") != [], "member-2 to claim")
         answers["pid"] = sup.members["member-2"].pid
+        claimed = claims_of(tmp_path / ".horde", "member-2")
         argv = ("resume", sup.run_id, "--member", "member-2")
         answers["cli"] = await asyncio.to_thread(cli, tmp_path, *argv)
         state = sup.members["member-2"]
@@ -155,6 +156,8 @@ def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> N
             return state.status == "exited" and state.exit_cause == "completed"
 
         await until(ended, "the carried-on session's end")
+        answers["held"] = claims_of(tmp_path / ".horde", "member-2") == claimed
+        answers["detached"] = await asyncio.to_thread(cli, tmp_path, *argv, "--detach")
         # Its session ended: carried on again at once (nothing to stop first).
         answers["again"] = await asyncio.to_thread(cli, tmp_path, *argv)
         await until(lambda: len(spawns(events, "member-2")) == 3, "member-2's third session")
@@ -192,6 +195,12 @@ def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> N
     assert [p.text for p in store.state.posts if p.by == "member-2"][-1] == CARRIED_ON[0]["args"][
         "text"
     ]
+    assert answers["held"], "a carried-on session keeps its claims (not a reset)"
+    detached = answers["detached"]
+    assert detached.returncode == 2 and detached.stderr.strip() == (
+        f"horde-tui: refused: run {sup.run_id} is live, so its own supervisor carries "
+        "member-2 on; --detach and --headless go with a run whose supervisor is gone"
+    )
     gone = answers["gone"]
     assert gone.returncode == 2 and gone.stderr.strip() == (
         f"horde-tui: refused: run {sup.run_id} has no member named 'member-3' (its members: "

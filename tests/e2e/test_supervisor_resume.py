@@ -250,21 +250,29 @@ def test_a_finished_runs_member_is_carried_on_under_the_same_run(tmp_path: Path)
         last_asked = [r for r in stub.stub.requests if r.member == "member-1"][-1].body
         before = len(stub.stub.requests)
         (run_dir / ".stop-clean").write_text("stopped by user\n")  # an old wind-down
+        # Detached: it runs `resume RUN --member member-1 --headless` as its own session.
         resumed = subprocess.run(
-            cli_argv("resume", run_dir.name, "--member", "member-1", "--headless"),
+            cli_argv("resume", run_dir.name, "--member", "member-1", "--detach"),
             cwd=tmp_path,
             env=run_env(stub),
             capture_output=True,
             text=True,
-            timeout=240,
+            timeout=120,
         )
+        assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+        assert resumed.stdout.startswith(f"run {run_dir.name} resumed in the background (pid ")
+        log = Path(resumed.stdout.split("; log: ", 1)[1].splitlines()[0])
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and "\noutcome: " not in log.read_text():
+            time.sleep(0.2)
         after = [r for r in stub.stub.requests[before:] if r.member == "member-1"]
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert resumed.stdout.splitlines()[0] == (
+    output = log.read_text()
+    assert "outcome: finished" in output, output[-3000:]
+    assert (
         f"run {run_dir.name}: the run had ended (finished); a one-member continuation "
         f"carries member-1's session on from {transcript.relative_to(run_dir)}, model "
-        f"{stub.model}"
-    )
+        f"{stub.model}\n"
+    ) in output
     carried = after[0].body["messages"]
     assert carried[-1]["content"] == prompts.RESUMED_NOTICE
     asked = [(m["role"], m.get("content")) for m in last_asked["messages"]]
@@ -343,11 +351,6 @@ def test_a_one_member_continuation_leaves_the_runs_stop_and_deadline_behind(in_d
             ("--member", "2"),
             f"horde-tui: refused: member-2 of run {RUN} has no transcript (sessions/member-2/ "
             "holds none: it never started), so there is no session to carry on",
-        ),
-        (
-            ("--member", "member-1", "--detach"),
-            "horde-tui: refused: --detach does not go with --member (a one-member continuation "
-            f"is hosted in this shell); run `horde-tui resume {RUN} --member member-1 --headless`",
         ),
     ],
 )
