@@ -757,7 +757,8 @@ class Supervisor:
         running = [n for n in names if n in self.running()]
         for n in running:
             self.procs[n].reset_requested = self.procs[n].carry_on = True
-        self.emit("reset-requested", targets=running, session=True)
+        if running:
+            self.emit("reset-requested", targets=running, session=True)
         await asyncio.gather(*(self.procs[n].stop_hard() for n in running))
         for n in names:
             if n not in running:
