@@ -201,7 +201,7 @@ def test_dispatch_checks_tools_and_arguments(tools: WorkspaceTools) -> None:
     assert tools.dispatch("bash", {"command": "true", "timeout": 2.5}).ok
 
     errors = {
-        ("grep", '{"path": "x"}'): "unknown tool 'grep'; use one of read, bash, edit, write",
+        ("find", '{"path": "x"}'): "unknown tool 'find'; use one of read, grep, bash, edit, write",
         ("read", "{}"): "read is missing argument 'path' (string)",
         ("read", '{"file_path": "x"}'): "read has no argument 'file_path'",
         ("read", '{"path": 3}'): "read argument 'path' must be a string, got int 3",
