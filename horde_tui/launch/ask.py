@@ -224,7 +224,8 @@ class _Session:
             raise _Refused(
                 f"refused: run {self.run_dir.name} was played by the demo model, which "
                 "answers no questions (ask rule: a real model answers); give --model, with "
-                "--api-base and --api-key as for `run`"
+                "--api-base and --api-key as for `run`",
+                bad_input=True,
             )
         from horde_tui.supervisor.run import gateway_env
 
