@@ -11,6 +11,7 @@ refused in one line and nothing is kept.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,7 +22,10 @@ import pytest
 from conftest import start_gateway
 from support.cli import cli_argv, host_env
 from support.gateway import price_map_entry
+from support.processes import alive, describe, kill_all
 
+from horde_tui.launch.ask import AskStep
+from horde_tui.launch.ask import ask as launch_ask
 from horde_tui.store.asks import read_asks
 from horde_tui.store.runs import mark_live, run_ids
 from horde_tui.store.transcript import summarize
@@ -187,3 +191,50 @@ def test_a_live_run_is_asked_through_its_gateway_and_refused_once_its_budget_is_
     assert "cost budget is spent ($0.0300 of $0.0200" in line and "ask once the run" in line
     assert len(read_asks(live)) == 1
     assert "--model" in ask(project, "last", "q", "--model", "x").stderr  # live: its own model
+
+
+def children(*modules: str) -> list[int]:
+    """This process's live children running one of `modules` (`python -m MODULE`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if int(stat[1]) == os.getpid() and alive(int(entry)):
+            if any(m.encode() in cmdline for m in modules):
+                found.append(int(entry))
+    return found
+
+
+async def test_closing_an_ask_early_stops_its_analyst_and_its_gateway(
+    project: Path, stub_model: StubThread, tmp_path: Path, no_horde_env: None
+) -> None:
+    """What the pane does when it is closed mid-answer: `aclose()` the generator. The
+    analyst and the ask's own gateway are stopped, its folder removed, nothing kept."""
+    copy = tmp_path / "closed"
+    shutil.copytree(project, copy, symlinks=True)
+    (run,) = run_ids(copy / ".horde")
+    run_dir = copy / ".horde" / "runs" / run
+    (run_dir / "asks.jsonl").unlink(missing_ok=True)
+    list_call = {"tool_calls": [{"name": "horde", "arguments": {"action": "list"}}]}
+    stub_model.stub.set_scripts({"ask": [list_call, {"content": "late", "delay_ms": 120_000}]})
+    events = launch_ask(
+        run_dir,
+        "Which findings?",
+        model=stub_model.model,
+        api_base=stub_model.api_base,
+        api_key="x",
+    )
+    async for event in events:
+        if isinstance(event, AskStep):
+            break
+    started = children("horde_tui.member", "horde_tui.gateway")
+    assert len(started) == 2, describe(started)
+    await events.aclose()
+    try:
+        assert not [p for p in started if alive(p)], describe(started)
+        assert not (run_dir / "asks.jsonl").exists()
+    finally:
+        kill_all(started)
