@@ -59,9 +59,10 @@ async def _ask(run_dir: Path, args: argparse.Namespace) -> int:
     from horde_tui.launch.ask import AskDone, AskRefused, AskStep, AskText, ask
 
     shown = ""  # the text of the analyst's turn being printed
-    async for event in ask(
+    events = ask(
         run_dir, args.question, model=args.model, api_base=args.api_base, api_key=args.api_key
-    ):
+    )
+    async for event in events:
         if isinstance(event, AskRefused):
             _end_line(shown)
             print(f"horde-tui ask: {event.line}", file=sys.stderr)

@@ -113,8 +113,10 @@ async def ask(
     `model`, `api_base` and `api_key` are `run`'s flags, for a finished run (default:
     the run's recorded model and endpoint, the key from the environment or the config
     file as for `run`); a live run is always asked through its own gateway and model.
-    Never raises for bad input or a failed model: that is an `AskRefused`. Closing the
-    generator early (a pane closed) stops the analyst and its gateway.
+    Never raises for bad input or a failed model: that is an `AskRefused`. By the time
+    the last event comes, the analyst and the ask's own gateway are stopped. Closing the
+    generator earlier (`aclose()`, or cancelling the task iterating it: a pane closed)
+    stops them too, and nothing is kept.
     """
     run_dir = Path(run_dir)
     try:
@@ -123,12 +125,18 @@ async def ask(
         yield AskRefused(str(exc), exc.bad_input)
         return
     events = session.answer()
+    last: AskDone | AskRefused | None = None
     try:
         async for event in events:
+            if isinstance(event, AskDone | AskRefused):
+                last = event
+                break
             yield event
     finally:
         await events.aclose()  # stops the analyst when the caller stopped listening
         await session.close()
+    if last is not None:
+        yield last  # once everything is stopped: a caller may stop listening at once
 
 
 class _Session:

@@ -54,11 +54,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return next(tmp.glob("horde-demo-*"))
 
 
-def ask(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ask(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         cli_argv("ask", *args),
         cwd=cwd,
-        env=host_env(),
+        env=host_env(**env),
         capture_output=True,
         text=True,
         timeout=240,
@@ -74,7 +74,7 @@ def ledgers(project: Path) -> dict[str, bytes]:
 
 
 def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger(
-    project: Path, stub_model: StubThread
+    project: Path, stub_model: StubThread, tmp_path: Path
 ) -> None:
     stub_model.stub.set_scripts(
         {
@@ -87,8 +87,11 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
     )
     before = ledgers(project)
     flags = ("--model", stub_model.model, "--api-base", stub_model.api_base, "--api-key", "x")
-    done = ask(project, "last", "Is the admin token still hard-coded?", *flags)
+    done = ask(
+        project, "last", "Is the admin token still hard-coded?", *flags, TMPDIR=str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob("horde-ask-*"))  # the ask's own gateway folder is gone
 
     assert ledgers(project) == before
     assert done.stdout.startswith(ANSWER)  # streamed as it came, then the answer as kept
@@ -122,6 +125,9 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
     assert offered == {"read", "grep", "horde"} and first.body["stream"] is True
     assert "Is the admin token still hard-coded?" in first.body["messages"][1]["content"]
     assert list((run_dir / "asks" / "ask").glob("*.jsonl"))
+    assert (run_dir / "asks" / "ask.log").is_file()
+    spent = [json.loads(x) for x in (run_dir / "usage.jsonl").read_text().splitlines()]
+    assert "ask" not in {u["member"] for u in spent}  # a finished run's usage is its own
     assert not (run_dir / "sessions" / "ask").exists()
     assert summarize("grep", {"pattern": "x"}) == "grep x ."
 
@@ -190,7 +196,8 @@ def test_a_live_run_is_asked_through_its_gateway_and_refused_once_its_budget_is_
     (line,) = refused.stderr.strip().splitlines()
     assert "cost budget is spent ($0.0300 of $0.0200" in line and "ask once the run" in line
     assert len(read_asks(live)) == 1
-    assert "--model" in ask(project, "last", "q", "--model", "x").stderr  # live: its own model
+    flagged = ask(project, "last", "q", "--model", "x")  # a live run: its own model
+    assert flagged.returncode == 2 and "leave out --model" in flagged.stderr
 
 
 def children(*modules: str) -> list[int]:
