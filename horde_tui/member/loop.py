@@ -161,9 +161,8 @@ class MemberLoop:
             self.state.turns += 1
             self.status.emit("turn-start", turn=self.state.turns)
             try:
-                response = self.client.chat(
-                    self.messages, self.definitions, self._delta if self.config.stream else None
-                )
+                streamed = {"on_delta": self._delta} if self.config.stream else {}
+                response = self.client.chat(self.messages, self.definitions, **streamed)
             except GatewayError as exc:
                 return Exit("model_error", self.state.last_text, exc.message[:2000])
             message = self._take_reply(response)
