@@ -202,8 +202,9 @@ class _Session:
             self.url, self.model = str(info["url"]), str(info.get("model") or "")
         except (OSError, ValueError, KeyError, TypeError):
             raise _Refused(
-                f"refused: run {self.run_dir.name} is live but its gateway is not up yet "
-                "(no gateway.json or gateway.token); ask again in a moment"
+                f"refused: run {self.run_dir.name} is live but has no gateway of its own "
+                "to ask through (no gateway.json or gateway.token: it is starting, or it "
+                "shares an eval's gateway); ask again in a moment, or once it has finished"
             ) from None
         self.live = True
         client = GatewayClient(self.url, self.token, ANALYST, 10.0)

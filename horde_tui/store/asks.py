@@ -142,7 +142,10 @@ class AsksCost:
 
 
 def asks_cost(run_dir: Path, records: Iterable[AskRecord] | None = None) -> AsksCost:
-    """The sum over the run's `asks.jsonl` (or over `records` already read)."""
+    """The sum over the run's `asks.jsonl` (or over `records` already read): what the
+    cost line shows beside the members' spend, which it does not include (the members'
+    spend is their own status lines). Live asks are also in the run's `usage.jsonl`
+    (member `ask`), as they count against its budget; asks of a finished run are not."""
     kept = list(read_asks(run_dir) if records is None else records)
     return AsksCost(
         asks=len(kept),

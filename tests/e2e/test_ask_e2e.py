@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import start_gateway
-from support.cli import cli_argv, host_env
+from support.cli import cli, cli_argv, host_env
 from support.gateway import price_map_entry
 from support.processes import alive, describe, kill_all
 
@@ -55,14 +55,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def ask(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cli_argv("ask", *args),
-        cwd=cwd,
-        env=host_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return cli(cwd, "ask", *args, timeout_s=240, **env)
 
 
 def ledgers(project: Path) -> dict[str, bytes]:
