@@ -17,6 +17,7 @@ writes to the ledgers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -240,13 +241,20 @@ class _Session:
 
         self.folder = Path(tempfile.mkdtemp(prefix="horde-ask-"))
         env = {**os.environ, **gateway_env(self.settings)}
+        start = asyncio.ensure_future(asyncio.to_thread(launch_gateway, self.folder, env, None))
         try:
-            self.gateway, self.url = await asyncio.to_thread(
-                launch_gateway, self.folder, env, None
-            )
+            self.gateway, self.url = await asyncio.shield(start)
         except GatewayStartError as exc:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise _Refused(f"refused: {exc}; check --model, --api-base and --api-key") from None
+        except asyncio.CancelledError:
+            # Closed while the gateway starts (a thread cannot be cancelled): once it is
+            # up, it is stopped, so no gateway outlives the ask.
+            with contextlib.suppress(Exception):
+                proc, _ = await start
+                await asyncio.to_thread(end_gateway, proc)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
         self.token = env["HORDE_GATEWAY_TOKEN"]
         try:
             info = json.loads((self.folder / "gateway.json").read_text(encoding="utf-8"))
@@ -256,7 +264,11 @@ class _Session:
 
     async def answer(self) -> AsyncIterator[AskEvent]:
         """Run the analyst, yielding its text and steps; then its checked record."""
-        host = _AnalystHost(self)
+        try:
+            host = _AnalystHost(self)
+        except OSError as exc:
+            yield AskRefused(self._cannot_start(exc))
+            return
         brief = _brief(self)
         timeout_s = self.settings.supervisor.postmortem_ms / 1000
         helper = asyncio.ensure_future(run_helper(host, ANALYST, brief, timeout_s, self.halted))
@@ -270,6 +282,9 @@ class _Session:
                 else:
                     got.cancel()
             state = helper.result()
+        except OSError as exc:  # the analyst's process could not be started
+            yield AskRefused(self._cannot_start(exc))
+            return
         finally:
             if got is not None:
                 got.cancel()
@@ -280,9 +295,16 @@ class _Session:
         if state.exit_cause != "completed" or not text:
             yield AskRefused(_failure(state, self.run_dir.name))
             return
-        record = self._checked(state, text)
+        record = await asyncio.to_thread(self._checked, state, text)  # folds the ledger
         await asyncio.to_thread(append_ask, self.run_dir, record)
         yield AskDone(record)
+
+    def _cannot_start(self, exc: OSError) -> str:
+        return (
+            f"refused: the analyst of run {self.run_dir.name} could not start ({exc}); "
+            f"nothing was recorded: make {self.run_dir / ASKS_DIR} a writable folder, "
+            "then ask again"
+        )
 
     def _checked(self, state: MemberState, text: str) -> AskRecord:
         """The answer with its ids and line citations checked against the ledgers and

@@ -3,10 +3,12 @@ bad input marked as such (`horde-tui ask` exits 2 for it), nothing kept."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from conftest import GatewayProcess
 from support.rundir import RunDir
 
 from horde_tui.commands.ask import ask_run_dir
@@ -56,3 +58,18 @@ def test_last_is_the_newest_run_and_none_is_unknown(tmp_path: Path) -> None:
     RunDir(horde, "20260102-120000-aaaa")
     newest = RunDir(horde, "20260102-130000-bbbb")
     assert ask_run_dir(horde, "last") == newest.path
+
+
+async def test_an_analyst_that_cannot_start_is_a_refusal_not_an_exception(
+    run: RunDir, gateway: GatewayProcess
+) -> None:
+    """A live run (its gateway up, the budget not spent) whose `asks/` is a file: the
+    analyst has nowhere to keep its transcript; one line, nothing kept, no exception."""
+    (run.path / "gateway.json").write_text(json.dumps({"url": gateway.url}))
+    (run.path / "gateway.token").write_text(gateway.token + "\n")
+    (run.path / "asks").write_text("not a folder\n")
+    run.live(os.getpid())
+    (refused,) = await events(run.path, "Why?")
+    assert isinstance(refused, AskRefused) and not refused.bad_input
+    assert "could not start" in refused.line and "\n" not in refused.line
+    assert not (run.path / "asks.jsonl").exists()
