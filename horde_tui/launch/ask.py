@@ -5,13 +5,23 @@ The analyst is a finalize-style helper session (`supervisor.finalize.run_helper`
 member's own loop with `HORDE_TOOLS=readonly`), so it has `read`, `grep` and the `horde`
 tool's read actions, and no writes and no shell. While the run is live it goes through
 the run's own gateway: the run's model, its shared rate limit (it waits its turn like a
-member, never ahead of one) and its cost budget (an ask is refused once the budget is
-spent). For a finished run the analyst gets a gateway of its own, started for the ask and
+member) and its cost budget (an ask is refused once the budget is spent). For a finished run the analyst gets a gateway of its own, started for the ask and
 stopped after it, with the run's recorded model and endpoint unless the flags say
 otherwise. Every F#/T#/R#/A#/idea id and `path:line` of the answer goes through the
 generated documents' check (`supervisor.citations`), problems are marked in the answer,
 and the finished ask is appended to `runs/<id>/asks.jsonl` (`store.asks`). Nothing
 writes to the ledgers.
+
+What a caller (the pane) may rely on: `ask(...)` is an async generator that yields
+`AskText` and `AskStep` events while the analyst works, then exactly one `AskDone` or
+`AskRefused`, and nothing after it. Streamed text of a turn that went on to call a tool
+(an `AskStep` follows it) was the analyst thinking aloud; `AskDone.record.answer` is the
+answer as kept, with its `[check: ...]` marks, and replaces whatever was streamed. It
+never raises for bad input, a spent budget or a failed model (`AskRefused`, one line),
+does its file work in threads (the caller's loop is never blocked on the ledger), and
+stops everything it started before its last event or when it is closed early. Earlier
+asks are `store.asks.read_asks(run_dir)`; their cost, apart from the members', is
+`store.asks.asks_cost(run_dir)`.
 """
 
 from __future__ import annotations
@@ -174,15 +184,9 @@ class _Session:
                 'write what you want to know, e.g. "which findings are unreviewed?"',
                 bad_input=True,
             )
-        if not (run_dir / "TASK.md").is_file() or not (run_dir / "MANIFEST.json").is_file():
-            raise _Refused(
-                f"refused: {run_dir} is not a run started by horde-tui (no TASK.md or "
-                "MANIFEST.json); `horde-tui runs` lists the runs",
-                bad_input=True,
-            )
         session = cls(run_dir, question)
-        session.settings = _recorded_settings(session.horde_dir, run_dir, model, api_base, api_key)
-        if runs.run_state(run_dir) == "active":
+        flags = (model, api_base, api_key)
+        if await asyncio.to_thread(session._read_run, *flags) == "active":
             if model or api_base or api_key:
                 raise _Refused(
                     f"refused: run {run_dir.name} is live, and a live run is asked through "
@@ -195,12 +199,30 @@ class _Session:
             await session._start_own(model)
         return session
 
+    def _read_run(self, model: str | None, api_base: str | None, api_key: str | None) -> str:
+        """The run's settings (the flags over them) and its state; blocking (a thread)."""
+        run_dir = self.run_dir
+        if not (run_dir / "TASK.md").is_file() or not (run_dir / "MANIFEST.json").is_file():
+            raise _Refused(
+                f"refused: {run_dir} is not a run started by horde-tui (no TASK.md or "
+                "MANIFEST.json); `horde-tui runs` lists the runs",
+                bad_input=True,
+            )
+        self.settings = _recorded_settings(self.horde_dir, run_dir, model, api_base, api_key)
+        return runs.run_state(run_dir)
+
     async def _join_live(self) -> None:
         """The live run's gateway: its address, its token, and whether the budget allows."""
         try:
-            info = json.loads((self.run_dir / "gateway.json").read_text(encoding="utf-8"))
-            self.token = (self.run_dir / "gateway.token").read_text(encoding="utf-8").strip()
-            self.url, self.model = str(info["url"]), str(info.get("model") or "")
+            info = json.loads(
+                await asyncio.to_thread((self.run_dir / "gateway.json").read_text, "utf-8")
+            )
+            token = await asyncio.to_thread((self.run_dir / "gateway.token").read_text, "utf-8")
+            self.url, self.model, self.token = (
+                str(info["url"]),
+                str(info.get("model") or ""),
+                token.strip(),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             raise _Refused(
                 f"refused: run {self.run_dir.name} is live but has no gateway of its own "
@@ -229,7 +251,7 @@ class _Session:
     async def _start_own(self, model: str | None) -> None:
         """A gateway of the ask's own, for a finished run, in a temporary folder (its
         usage file and token are not the run's)."""
-        manifest = _manifest(self.run_dir)
+        manifest = await asyncio.to_thread(_manifest, self.run_dir)
         if manifest.get("demo_model") and not model:
             raise _Refused(
                 f"refused: run {self.run_dir.name} was played by the demo model, which "
@@ -257,7 +279,7 @@ class _Session:
             raise
         self.token = env["HORDE_GATEWAY_TOKEN"]
         try:
-            info = json.loads((self.folder / "gateway.json").read_text(encoding="utf-8"))
+            info = json.loads(await asyncio.to_thread((self.folder / "gateway.json").read_text))
             self.model = str(info.get("model") or "")
         except (OSError, ValueError):
             self.model = self.settings.gateway.model or ""
@@ -265,11 +287,11 @@ class _Session:
     async def answer(self) -> AsyncIterator[AskEvent]:
         """Run the analyst, yielding its text and steps; then its checked record."""
         try:
-            host = _AnalystHost(self)
+            host = await asyncio.to_thread(_AnalystHost, self)
         except OSError as exc:
             yield AskRefused(self._cannot_start(exc))
             return
-        brief = _brief(self)
+        brief = await asyncio.to_thread(_brief, self)
         timeout_s = self.settings.supervisor.postmortem_ms / 1000
         helper = asyncio.ensure_future(run_helper(host, ANALYST, brief, timeout_s, self.halted))
         got: asyncio.Future[AskText | AskStep] | None = None
@@ -333,7 +355,7 @@ class _Session:
             await asyncio.to_thread(end_gateway, self.gateway)
             self.gateway = None
         if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, self.folder, ignore_errors=True)
             self.folder = None
 
 
