@@ -305,6 +305,9 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.commands.doctor.checks import add_doctor_command
 
     add_doctor_command(sub)
+    from horde_tui.commands.ask import add_ask_command
+
+    add_ask_command(sub)
     from horde_tui.commands.init import add_init_command
 
     add_init_command(sub)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,10 +60,16 @@ class GatewayClient:
             return status, {}
 
     def _exchange(
-        self, method: str, path: str, body: Any, timeout_s: float | None
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        timeout_s: float | None,
+        on_delta: Callable[[str], None] | None = None,
     ) -> tuple[int, bytes]:
         """The status and body of one request on the kept-alive connection; a socket the
-        server closed while idle fails once and is retried on a fresh one."""
+        server closed while idle fails once and is retried on a fresh one. With
+        `on_delta`, a 200 answer is read as a stream (`_Streamed`)."""
         if self._host is None:
             raise ConnectionError(f"not an http://HOST:PORT address: {self._url!r}")
         data = None if body is None else json.dumps(body).encode()
@@ -72,6 +79,7 @@ class GatewayClient:
         if self._member:
             headers["X-Horde-Member"] = self._member
         timeout = self._timeout if timeout_s is None else timeout_s
+        streamed: _Streamed | None = None
         for attempt in (1, 2):
             if self._conn is None:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
@@ -82,10 +90,14 @@ class GatewayClient:
             try:
                 conn.request(method, path, data, headers)
                 resp = conn.getresponse()
+                if on_delta is not None and resp.status == 200:
+                    streamed = _Streamed(on_delta)
+                    return resp.status, streamed.read(resp)
                 return resp.status, resp.read()
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
-                if attempt == 1 and not isinstance(exc, TimeoutError):
+                started = streamed is not None and streamed.said
+                if attempt == 1 and not isinstance(exc, TimeoutError) and not started:
                     continue
                 if isinstance(exc, OSError):
                     raise
@@ -102,11 +114,20 @@ class GatewayClient:
         """`request("POST", ...)`."""
         return self.request("POST", path, body, timeout_s)
 
-    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """A member's non-streaming chat completion; `GatewayError` on any failure."""
-        body = {"model": "horde", "messages": messages, "tools": tools}
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_delta: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """A member's chat completion; `GatewayError` on any failure. With `on_delta` it is
+        streamed: each piece of text goes to `on_delta` as it arrives, and the answer is
+        still returned whole, as a non-streamed one (usage included)."""
+        body: dict[str, Any] = {"model": "horde", "messages": messages, "tools": tools}
+        if on_delta is not None:
+            body.update(stream=True, stream_options={"include_usage": True})
         try:
-            status, raw = self._exchange("POST", "/v1/chat/completions", body, None)
+            status, raw = self._exchange("POST", "/v1/chat/completions", body, None, on_delta)
         except OSError as exc:
             raise GatewayError(0, f"gateway unreachable: {exc}", "connection_error") from None
         try:
@@ -124,3 +145,68 @@ class GatewayClient:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class _Streamed:
+    """A streamed chat completion (server-sent events) put back together as the one
+    answer a non-streamed call returns, its text handed on piece by piece."""
+
+    def __init__(self, on_delta: Callable[[str], None]) -> None:
+        self.on_delta = on_delta
+        self.said = False
+        """Some text was handed on: the call cannot be retried without saying it twice."""
+        self.content = ""
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] | None = None
+        self.finish: str | None = None
+
+    def read(self, resp: http.client.HTTPResponse) -> bytes:
+        """Read events to `[DONE]` (or the end); the answer as JSON bytes."""
+        while line := resp.readline():
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                break
+            try:
+                chunk = loads(data)
+            except ValueError:
+                continue
+            if isinstance(chunk, dict):
+                self._take(chunk)
+        resp.read()  # the rest, so the kept-alive connection can carry the next call
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        choice = {"index": 0, "message": message, "finish_reason": self.finish}
+        answer: dict[str, Any] = {"choices": [choice]}
+        if self.usage is not None:
+            answer["usage"] = self.usage
+        return json.dumps(answer).encode()
+
+    def _take(self, chunk: dict[str, Any]) -> None:
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            self.finish = choice.get("finish_reason") or self.finish
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                self.content += text
+                self.said = True
+                self.on_delta(text)
+            for call in delta.get("tool_calls") or []:
+                self._call(call)
+
+    def _call(self, part: dict[str, Any]) -> None:
+        index = part.get("index", 0)
+        call = self.calls.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        call["id"] = part.get("id") or call["id"]
+        fn = part.get("function") or {}
+        call["function"]["name"] += fn.get("name") or ""
+        call["function"]["arguments"] += fn.get("arguments") or ""

@@ -529,8 +529,15 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
     ProcessVariable(
         "HORDE_TOOLS",
         "all",
-        "readonly makes a read-only helper session (synthesis, post-mortem, planner, merge).",
+        "readonly makes a read-only helper session (synthesis, post-mortem, planner, merge, "
+        "the ask analyst): read, grep and the horde tool's reads.",
         ("horde_tui/member/config.py", "horde_tui/supervisor/finalize.py"),
+    ),
+    ProcessVariable(
+        "HORDE_STREAM",
+        "unset",
+        "1 streams each answer and tells its text as it arrives (the ask analyst).",
+        ("horde_tui/member/config.py", "horde_tui/launch/ask.py"),
     ),
     ProcessVariable(
         "HORDE_PARENT_PID",

@@ -84,6 +84,7 @@ One member session against a run's gateway. The supervisor sets, for each member
   HORDE_REQUEST_TIMEOUT_S, HORDE_CONFIRM   the run's settings, validated as the
                               member's part of them (`horde-tui config`: defaults)
   HORDE_TOOLS=readonly        a read-only helper session
+  HORDE_STREAM=1              stream answers: `delta` status lines as text arrives
   HORDE_SANDBOX=auto|bwrap|off, HORDE_SANDBOX_NETWORK=on|off, HORDE_SANDBOX_ENV=A,B
                               how shell commands are confined
   HORDE_RESUME_SESSION=PATH   carry on the session in this transcript instead of

@@ -46,9 +46,13 @@ class MemberConfig:
     before each call so a fast model cannot run past it between the supervisor's polls."""
     layer: str | None = None
     readonly: bool = False
-    """Helpers (deliverable, post-mortem) read only: `read` and the horde tool's reads."""
+    """Helpers (deliverable, post-mortem, the ask analyst) read only: `read`, `grep` and
+    the horde tool's reads."""
     brief: str = ""
     """Extra instruction appended to the first message (what a helper must produce)."""
+    stream: bool = False
+    """Stream each answer and tell its text as it arrives (`delta` status lines,
+    `HORDE_STREAM=1`): the ask analyst, whose answer a person watches being written."""
     resume_session: Path | None = None
     """A transcript to carry on instead of starting a session (`HORDE_RESUME_SESSION`):
     set by `horde-tui resume` for members whose supervisor stopped while they worked."""
@@ -120,6 +124,7 @@ def load_member_config(env: Mapping[str, str] | None = None) -> MemberConfig:
         layer=e.get("HORDE_LAYER") or None,
         readonly=e.get("HORDE_TOOLS", "").strip() == "readonly",
         brief=e.get("HORDE_BRIEF", ""),
+        stream=e.get("HORDE_STREAM", "").strip() == "1",
         resume_session=_resume_session(e),
         siblings=_siblings(e),
         sessions_dir=_path(e, "HORDE_SESSIONS"),

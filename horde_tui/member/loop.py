@@ -38,7 +38,12 @@ from horde_tui.member.session import (
     interrupted_results,
     load_conversation,
 )
-from horde_tui.member.tools import TOOL_DEFINITIONS, ToolOutput, WorkspaceTools
+from horde_tui.member.tools import (
+    GREP_DEFINITION,
+    TOOL_DEFINITIONS,
+    ToolOutput,
+    WorkspaceTools,
+)
 from horde_tui.protocol import run_action
 from horde_tui.protocol.dispatch import READS
 from horde_tui.protocol.schema import tool_schema
@@ -55,6 +60,8 @@ from horde_tui.store.usage import fold as usage_fold
 
 __all__ = ["LOOP_EXIT", "LOOP_WARN", "Exit", "MemberLoop"]
 _REFUSAL = ("refused:", "usage:")
+READONLY_TOOLS = ("read", "grep", "horde")
+"""A read-only session's tools (helpers, the ask analyst): no writes, no shell."""
 NOT_AN_OBJECT = (
     "usage: the horde tool's arguments must be one JSON object and nothing else (no prose, "
     'no code fence), e.g. {"action": "list"}'
@@ -114,7 +121,9 @@ class MemberLoop:
         self.definitions = [*TOOL_DEFINITIONS, tool_schema()]
         if config.readonly:
             self.definitions = [
-                d for d in self.definitions if d["function"]["name"] in ("read", "horde")
+                d
+                for d in [*TOOL_DEFINITIONS, GREP_DEFINITION, tool_schema()]
+                if d["function"]["name"] in READONLY_TOOLS
             ]
         sessions = config.sessions_dir or sessions_dir(config.run_dir)
         self.transcript = (
@@ -152,7 +161,8 @@ class MemberLoop:
             self.state.turns += 1
             self.status.emit("turn-start", turn=self.state.turns)
             try:
-                response = self.client.chat(self.messages, self.definitions)
+                streamed = {"on_delta": self._delta} if self.config.stream else {}
+                response = self.client.chat(self.messages, self.definitions, **streamed)
             except GatewayError as exc:
                 return Exit("model_error", self.state.last_text, exc.message[:2000])
             message = self._take_reply(response)
@@ -265,6 +275,11 @@ class MemberLoop:
             self.state.last_text,
             f"turn cap of {self.config.settings.max_turns} reached; {why}",
         )
+
+    def _delta(self, text: str) -> None:
+        """A piece of a streamed answer, told as it arrives (the whole still follows as
+        the `message` status line)."""
+        self.status.emit("delta", text=text)
 
     def _take_reply(self, response: dict[str, Any]) -> dict[str, Any]:
         choice = (response.get("choices") or [{}])[0]

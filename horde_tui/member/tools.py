@@ -160,13 +160,45 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
 ]
 """OpenAI function-format definitions; `dispatch` checks arguments against these schemas."""
 
+GREP_DEFINITION: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "grep",
+        "description": (
+            "Search the text files under a path of the working directory for a regular "
+            "expression (Python syntax; (?i) at its start ignores case). Each match "
+            "comes as 'path:line: text', at most 200; .git/ and binary and secret files "
+            "are skipped. Read a match's file with read."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression"},
+                "path": {
+                    "type": "string",
+                    "description": "A directory or file to search (default: the whole "
+                    "working directory)",
+                },
+            },
+            "required": ["pattern"],
+        },
+    },
+}
+"""The read-only sessions' search (helpers, the ask analyst: they have no shell);
+members search with bash."""
+
 _SCHEMAS: dict[str, dict[str, Any]] = {
-    d["function"]["name"]: d["function"]["parameters"] for d in TOOL_DEFINITIONS
+    d["function"]["name"]: d["function"]["parameters"]
+    for d in [*TOOL_DEFINITIONS, GREP_DEFINITION]
 }
 _SHORTHAND = re.compile(r"(links|sitemap)\s+(https?://\S+)")
 """A bash command that is one of horde.py's shorthands: run as the tool of that name."""
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number"}
 _LISTING_CAP = 200
+_GREP_CAP = 200
+"""Matches a grep shows at most."""
+_GREP_FILE_BYTES = 4 * 1024 * 1024
+"""A file larger than this is searched in its first bytes only."""
 _BINARY_SAMPLE = 8192
 _COUNT_LINES_UP_TO = 64 * 1024 * 1024
 """Past this size a read does not scan the rest of the file to tell its line count."""
@@ -230,6 +262,7 @@ class WorkspaceTools:
         """
         tools: dict[str, Callable[..., ToolOutput]] = {
             "read": self.read,
+            "grep": self.grep,
             "bash": self.bash,
             "edit": self.edit,
             "write": self.write,
@@ -261,7 +294,7 @@ class WorkspaceTools:
                     f"refused: read of {path!r} with offset={offset}, limit={limit} "
                     "(offset is a 1-based line number, limit a line count); use values of 1 or more"
                 )
-            if any(is_secret(target, Path(os.path.realpath(d))) for d in self.sandbox.readonly):
+            if self._secret(target):
                 raise _Refused(
                     f"refused: read of {path!r}, a secret file of the run: a token, key or the config (the run's "
                     "secrets are never shown to members); read the ledgers and run files instead"
@@ -352,6 +385,73 @@ class WorkspaceTools:
             "read one of them"
         )
         return ToolOutput(False, "\n".join([head, *names]), f"read {path} (directory)")
+
+    def _secret(self, target: Path) -> bool:
+        """A secret or lock file of the run (`store.secretfiles`): never shown to a model."""
+        return any(is_secret(target, Path(os.path.realpath(d))) for d in self.sandbox.readonly)
+
+    # --- grep -------------------------------------------------------------------------
+
+    def grep(self, pattern: str, path: str = ".") -> ToolOutput:
+        """Matching lines under `path`, without a shell: what a read-only session (a
+        helper, the ask analyst) has instead of `bash: grep -rn`."""
+        summary = f"grep {pattern[:60]} {path}".rstrip()
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            return ToolOutput(
+                False,
+                f"refused: grep pattern {pattern[:80]!r} is not a regular expression ({exc}); "
+                "escape special characters with a backslash",
+                summary,
+            )
+        try:
+            root = self._resolve(path, "grep")
+            if not root.exists():
+                raise _Refused(
+                    f"refused: grep of {path!r}: no such file or directory (paths are "
+                    "relative to the working directory); give a directory such as ."
+                )
+        except _Refused as exc:
+            return ToolOutput(False, str(exc), summary)
+        found: list[str] = []
+        for file in self._grep_files(root):
+            found += self._grep_file(file, regex, _GREP_CAP + 1 - len(found))
+            if len(found) > _GREP_CAP:
+                break
+        if not found:
+            return ToolOutput(True, f"no line matches {pattern!r} under {path}", summary)
+        text = "\n".join(found[:_GREP_CAP])
+        if len(text) > self.output_limit:
+            text = text[: self.output_limit] + "\n[... output cut: narrow the pattern or the path]"
+        elif len(found) > _GREP_CAP:
+            text += f"\n[... more than {_GREP_CAP} matches: narrow the pattern or the path]"
+        return ToolOutput(True, text, f"{summary} ({min(len(found), _GREP_CAP)} matches)")
+
+    def _grep_files(self, root: Path) -> Iterator[Path]:
+        """The files under `root` in name order: no .git/, no link leaving the working
+        directory, no secret file."""
+        for file in [root] if root.is_file() else _walk(root):
+            real = Path(os.path.realpath(file))
+            if _inside(real, self.workdir) and real.is_file() and not self._secret(real):
+                yield file
+
+    def _grep_file(self, file: Path, regex: re.Pattern[str], cap: int) -> list[str]:
+        try:
+            with file.open("rb") as fh:
+                data = fh.read(_GREP_FILE_BYTES)
+        except OSError:
+            return []
+        if b"\0" in data[:_BINARY_SAMPLE]:
+            return []
+        rel = file.relative_to(self.workdir).as_posix()
+        out: list[str] = []
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if regex.search(line):
+                out.append(f"{rel}:{n}: {line[: self.read_max_line_bytes]}")
+                if len(out) >= cap:
+                    break
+        return out
 
     # --- bash -------------------------------------------------------------------------
 
@@ -658,6 +758,14 @@ def _match_problem(path: str, count: int) -> str:
         f"refused: oldText matches {count} times in {path!r} (edit needs exactly one match); "
         "include more context so it matches once"
     )
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """The files under `root`, in name order, leaving out .git/ (links not followed)."""
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        for name in sorted(files):
+            yield Path(top) / name
 
 
 def _inside(path: Path, root: Path) -> bool:

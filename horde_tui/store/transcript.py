@@ -75,6 +75,8 @@ def summarize(name: str, raw_args: Any) -> str:
         text = f"{name} {args.get('path', '')}"
     elif name in ("links", "sitemap"):
         text = f"{name} {args.get('url', '')}"
+    elif name == "grep":
+        text = f"grep {args.get('pattern', '')} {args.get('path', '.')}"
     else:
         text = name
     return one_line(text, SUMMARY_CHARS)

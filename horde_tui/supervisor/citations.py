@@ -136,8 +136,9 @@ def check_findings(
 
 DOCUMENTS = ("DELIVERABLE.md", "SUMMARY.md", "POSTMORTEM.md")
 """The generated documents whose ids and line citations finalize checks."""
-_DOCUMENT_ID = re.compile(r"(?<![\w#-])([RFTA])([0-9]{1,18})\b(?!-\w)")
-_KINDS = {"R": "resources", "F": "findings", "T": "facts", "A": "artifacts"}
+_DOCUMENT_ID = re.compile(r"(?<![\w#-])([RFTAI]|#)([0-9]{1,18})\b(?!-\w)")
+"""R#, F#, T#, A#, and an idea as `#N` or `IN` (the ledger keys ideas `#N`)."""
+_KINDS = {"R": "resources", "F": "findings", "T": "facts", "A": "artifacts", "I": "ideas"}
 MARK = " [check: "
 """How a checked problem is marked in the document, right after what it is about."""
 
@@ -157,21 +158,34 @@ class DocumentProblem:
 def document_problems(
     text: str, state: LedgerState, workdir: Path, stale: dict[str, str]
 ) -> list[DocumentProblem]:
-    """Unknown R#/F#/T#/A# ids and line citations whose lines are not there, do not
-    hold the quoted code, or changed since a finding cited them (`stale`, labels from
+    """Unknown R#/F#/T#/A# and idea ids and line citations whose lines are not there, do
+    not hold the quoted code, or changed since a finding cited them (`stale`, labels from
     `stale_spans`), in the order they first appear."""
+    return [c for c in document_citations(text, state, workdir, stale) if c.why]
+
+
+def document_citations(
+    text: str, state: LedgerState, workdir: Path, stale: dict[str, str]
+) -> list[DocumentProblem]:
+    """Every id (once each) and every line citation of `text`, ids first, each with why
+    it does not hold (`why` "" when it does): what an ask's answer records."""
     out: list[DocumentProblem] = []
     for m in _DOCUMENT_ID.finditer(text):
-        ident = f"{m.group(1)}{int(m.group(2))}"
-        table = _KINDS[m.group(1)]
-        if ident not in getattr(state, table) and all(p.token != m.group(0) for p in out):
-            noun = table.removesuffix("s")
-            out.append(DocumentProblem(m.group(0), f"no such {noun} in the ledgers", m.group(0)))
+        if any(p.token == m.group(0) for p in out):
+            continue
+        kind = "I" if m.group(1) == "#" else m.group(1)
+        ident = f"{'#' if kind == 'I' else kind}{int(m.group(2))}"
+        table = _KINDS[kind]
+        known = ident in getattr(state, table)
+        why = "" if known else f"no such {table.removesuffix('s')} in the ledgers"
+        out.append(DocumentProblem(m.group(0), why, m.group(0)))
     index = PathIndex(workdir)
     for cite in path_citations(text, workdir):
-        if cite.first is not None and (why := _cite_problem(cite, workdir, index, stale)):
-            quoted = f"`{cite.quote}`" if cite.quote and f"`{cite.quote}`" in text else ""
-            out.append(DocumentProblem(cite.token, why, quoted or cite.token))
+        if cite.first is None:
+            continue
+        why = _cite_problem(cite, workdir, index, stale)
+        quoted = f"`{cite.quote}`" if cite.quote and f"`{cite.quote}`" in text else ""
+        out.append(DocumentProblem(cite.token, why, quoted or cite.token))
     return out
 
 

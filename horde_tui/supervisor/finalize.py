@@ -109,7 +109,7 @@ def check_documents(run_dir: Path, state: Any, workdir: Path) -> None:
     section = [
         DOCUMENTS_SECTION,
         "",
-        "Ids (R#, F#, T#, A#) and `path:line` citations of "
+        "Ids (R#, F#, T#, A#, ideas #N) and `path:line` citations of "
         + ", ".join(n for n in citations.DOCUMENTS if (run_dir / n).is_file())
         + ", checked against the ledgers and the working directory; each is marked "
         "`[check: ...]` in its document.",

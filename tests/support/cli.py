@@ -81,10 +81,16 @@ def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout_s: float = 6
 
 
 def cli(
-    cwd: Path, *args: str, member: str | None = None, stdin: str | None = None, **env: str
+    cwd: Path,
+    *args: str,
+    member: str | None = None,
+    stdin: str | None = None,
+    timeout_s: float = 60,
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """`horde-tui ARGS` in `cwd` from a shell (as `member` when given: HORDE_MEMBER),
-    with `env` over the host's environment without its `HORDE_*`."""
+    with `env` over the host's environment without its `HORDE_*`; killed after
+    `timeout_s` (a command that starts a gateway and a model session takes longer)."""
     if member is not None:
         env["HORDE_MEMBER"] = member
     return subprocess.run(
@@ -94,7 +100,7 @@ def cli(
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout_s,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,30 @@ def test_members_the_doctor_and_the_supervisor_call_the_gateway_through_the_one_
             imported |= {alias.name for alias in node.names}
     assert "horde_tui.common.gatewayclient" in imported
     assert not imported & {"http.client", "urllib.request", "httpx", "aiohttp"}
+
+
+async def test_a_streamed_chat_hands_on_its_text_and_returns_the_whole_answer() -> None:
+    """`chat(on_delta=...)` (the ask analyst, `HORDE_STREAM=1`): each piece of text as it
+    arrives, then the same answer a non-streamed call returns, tool calls and usage whole."""
+    from horde_tui.stubmodel import start_stub
+
+    text = "The finding F1 holds, and the long answer arrives in several pieces. " * 3
+    call = {"name": "horde", "arguments": {"action": "list", "kind": "findings"}}
+    steps = [{"content": text, "prompt_tokens": 7, "completion_tokens": 5}]
+    steps.append({"content": "Looking.", "tool_calls": [call]})
+    async with start_stub({"ask": steps}) as stub:
+        client = GatewayClient(stub.url, "tok", "ask", timeout_s=10)
+        pieces: list[str] = []
+        try:
+            hi = [{"role": "user", "content": "hi"}]
+            answer = await asyncio.to_thread(client.chat, hi, [], pieces.append)
+            called = await asyncio.to_thread(client.chat, hi, [], pieces.append)
+        finally:
+            client.close()
+    assert len(pieces) > 2 and "".join(pieces) == text + "Looking."
+    assert answer["choices"][0]["message"]["content"] == text
+    assert answer["usage"]["prompt_tokens"] == 7 and answer["usage"]["completion_tokens"] == 5
+    (tool,) = called["choices"][0]["message"]["tool_calls"]
+    assert tool["function"]["name"] == "horde" and tool["id"]
+    assert json.loads(tool["function"]["arguments"]) == call["arguments"]
+    assert stub.stub.requests[0].body["stream"] is True

@@ -201,7 +201,7 @@ def test_dispatch_checks_tools_and_arguments(tools: WorkspaceTools) -> None:
     assert tools.dispatch("bash", {"command": "true", "timeout": 2.5}).ok
 
     errors = {
-        ("grep", '{"path": "x"}'): "unknown tool 'grep'; use one of read, bash, edit, write",
+        ("find", '{"path": "x"}'): "unknown tool 'find'; use one of read, grep, bash, edit, write",
         ("read", "{}"): "read is missing argument 'path' (string)",
         ("read", '{"file_path": "x"}'): "read has no argument 'file_path'",
         ("read", '{"path": 3}'): "read argument 'path' must be a string, got int 3",
@@ -229,3 +229,42 @@ def test_tool_definitions_are_openai_functions() -> None:
         assert params["type"] == "object"
         assert set(params["required"]) <= set(params["properties"])
         assert definition["function"]["description"]
+
+
+def test_grep_searches_text_files_without_a_shell(tools: WorkspaceTools, work: Path) -> None:
+    """The read-only sessions' search: `path:line: text` per match, in name order; .git/,
+    binary files and the run's secret files are never searched; a link leaving the working
+    directory is not followed."""
+    (work / "src").mkdir()
+    (work / "src" / "a.py").write_text("x = 1\nTOKEN = 'abc'\n")
+    (work / "src" / "b.bin").write_bytes(b"TOKEN\0\0")
+    (work / ".git").mkdir()
+    (work / ".git" / "config").write_text("TOKEN in git\n")
+    (work / ".horde" / "runs" / "r1").mkdir(parents=True)
+    (work / ".horde" / "runs" / "r1" / "gateway.token").write_text("TOKEN secret\n")
+    (work / ".horde" / "FINDINGS.md").write_text("F1 TOKEN is hard-coded\n")
+    (work / "out").symlink_to(work.parent / "secret.txt")
+
+    found = tools.dispatch("grep", {"pattern": "TOKEN"})
+    assert found.ok
+    assert found.text == ".horde/FINDINGS.md:1: F1 TOKEN is hard-coded\nsrc/a.py:2: TOKEN = 'abc'"
+    assert tools.grep("(?i)token", "src").text == "src/a.py:2: TOKEN = 'abc'"
+    assert tools.grep("outside").text == "no line matches 'outside' under ."
+    assert tools.grep("x = ", "src/a.py").text == "src/a.py:1: x = 1"
+
+
+def test_grep_refuses_bad_patterns_and_paths_in_one_line(tools: WorkspaceTools) -> None:
+    for refused in (
+        tools.grep("(unclosed"),
+        tools.grep("x", "../"),
+        tools.grep("x", "nowhere"),
+        tools.dispatch("grep", {"path": "."}),
+    ):
+        assert not refused.ok and _one_line_refusal(refused.text), refused.text
+
+
+def test_grep_caps_its_matches(work: Path) -> None:
+    (work / "many.txt").write_text("hit\n" * 300)
+    text = WorkspaceTools(work).grep("hit").text.splitlines()
+    assert len(text) == 201 and text[199] == "many.txt:200: hit"
+    assert text[-1].startswith("[... more than 200 matches")

@@ -144,3 +144,31 @@ def test_an_earlier_run_reports_without_entries_of_later_runs(horde: Horde) -> N
     assert "- F1 (run r1) unreviewed [low/high/speculative]: No Cache-Control on /account" in later
     assert "Review coverage: this run filed no current findings." in later
     assert "Ideas of this run: 1 (1 still open).\n- still open: #2\n" in later
+
+
+def test_an_answers_citations_are_all_listed_with_their_check_ideas_included(
+    horde: Horde,
+) -> None:
+    """`document_citations` (an ask's answer): every id once and every line citation, ok
+    or not; ideas count as `#N` and `IN`, as the ledger keys them `#N`."""
+    from horde_tui.supervisor.citations import document_citations, document_problems
+
+    idea = horde.claimed("member-1", "check the login")
+    (horde.workdir / "app.py").write_text("def login(user):\n    return True\n")
+    text = (
+        f"Idea {idea} (I1) led to nothing; #7 and I7 do not exist; F3 neither. "
+        "See app.py:2 `return True`, app.py:1 `return False` and app.py:9; F3 again."
+    )
+    found = document_citations(text, horde.state(), horde.workdir, {})
+    assert [(c.token, c.why) for c in found] == [
+        ("#1", ""),
+        ("I1", ""),
+        ("#7", "no such idea in the ledgers"),
+        ("I7", "no such idea in the ledgers"),
+        ("F3", "no such finding in the ledgers"),
+        ("app.py:2", ""),
+        ("app.py:1", "the quoted code is not on those lines"),
+        ("app.py:9", "app.py has fewer than 9 lines"),
+    ]
+    problems = document_problems(text, horde.state(), horde.workdir, {})
+    assert problems == [c for c in found if c.why]
