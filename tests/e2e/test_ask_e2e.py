@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import start_gateway
-from support.cli import cli, cli_argv, host_env
+from support.cli import cli
 from support.gateway import price_map_entry
 from support.processes import alive, describe, kill_all
 
@@ -38,20 +38,10 @@ BIG = 100_000
 """Prompt tokens of one priced call: $0.015 at gpt-4o-mini's input price."""
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's kept project (its `.horde/` with one finished run)."""
-    tmp = tmp_path_factory.mktemp("ask-demo")
-    done = subprocess.run(
-        cli_argv("demo", "--headless", "--speed", "0"),
-        cwd=tmp,
-        env=host_env(TMPDIR=str(tmp)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]  # solved
-    return next(tmp.glob("horde-demo-*"))
+@pytest.fixture
+def project(demo_project: Path, tmp_path: Path) -> Path:
+    """A copy of the demo's kept project (an ask appends to its run's asks.jsonl)."""
+    return Path(shutil.copytree(demo_project, tmp_path / demo_project.name, symlinks=True))
 
 
 def ask(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

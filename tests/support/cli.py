@@ -154,6 +154,21 @@ class StoppedClean:
         return next((self.workdir / ".horde" / "runs").iterdir())
 
 
+def run_demo(tmp: Path) -> Path:
+    """`horde-tui demo --headless --speed 0` in `tmp`: its kept project, with a `.horde/`
+    holding one solved run."""
+    done = subprocess.run(
+        cli_argv("demo", "--headless", "--speed", "0"),
+        cwd=tmp,
+        env=host_env(TMPDIR=str(tmp)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]  # solved
+    return next(tmp.glob("horde-demo-*"))
+
+
 def run_stopped_clean(workdir: Path) -> StoppedClean:
     """Start `run --headless 3` on `HEADLESS_PLAN`; once member-3 has spawned, `status`,
     `pause member-2`, `resume 2` and `stop-clean postmortem --grace 1` from another shell.
