@@ -29,7 +29,7 @@ from horde_tui.app.hosting import host
 from horde_tui.common.settings import Settings, load_settings
 from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
 from horde_tui.demo.sloppy import SLOPPY_MEMBERS, SLOPPY_PROMPT, sloppy_policy
-from horde_tui.stubmodel import StubThread
+from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.summary import DEMO_MODEL
 
@@ -37,7 +37,6 @@ MEMBERS = 4
 """Three workers and the verifier (`assign_roles` makes the last of 3+ the verifier)."""
 DEMO_KEY = "demo"
 """The stub's bearer token and the run's api_key: not a provider key."""
-LOOPBACK = ("127.0.0.1", "localhost")
 _SKIP = frozenset({"__pycache__"})
 
 
@@ -65,20 +64,6 @@ def copy_tree(source: Traversable, dest: Path) -> None:
             copy_tree(entry, dest / entry.name)
         else:
             (dest / entry.name).write_bytes(entry.read_bytes())
-
-
-def bypass_proxies_for_loopback() -> None:
-    """Keep the gateway's requests to the local stub off any HTTP proxy.
-
-    A user behind a corporate proxy has HTTP(S)_PROXY set; httpx would send even
-    127.0.0.1 through it and the demo would fail for a reason unrelated to horde-tui.
-    The supervisor passes this process's environment to the gateway it spawns.
-    """
-    for name in ("NO_PROXY", "no_proxy"):
-        present = [p.strip() for p in os.environ.get(name, "").split(",") if p.strip()]
-        missing = [host for host in LOOPBACK if host not in present]
-        if missing:
-            os.environ[name] = ",".join([*present, *missing])
 
 
 def prepare_demo(

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from horde_tui.demo.policy import DEFECTS, DEMO_PROMPT, demo_policy
-from horde_tui.demo.run import DEMO_KEY, bypass_proxies_for_loopback, copy_tree, sample_files
-from horde_tui.stubmodel import StubThread
+from horde_tui.demo.run import DEMO_KEY, copy_tree, sample_files
+from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
 
 TASK_NAME = "demo-userdir"
 

@@ -51,6 +51,7 @@ from horde_tui.supervisor import citations
 from horde_tui.supervisor.finalize import existing_files, run_helper
 from horde_tui.supervisor.processes import GatewayStartError, end_gateway, launch_gateway
 from horde_tui.supervisor.setup import MemberSpec
+from horde_tui.supervisor.summary import DEMO_MODEL
 
 ANALYST = "ask"
 """The analyst's name: its status lines, its line in the gateway's `usage.jsonl`, its
@@ -58,6 +59,8 @@ transcripts under `runs/<id>/asks/ask/`."""
 ASKS_DIR = "asks"
 """The analyst's own folder in the run directory (its log and transcripts), apart from
 the members' `sessions/` so no view counts it as a member."""
+DEMO_TOKEN = "demo"
+"""The demo model's bearer token (as the demo's): not a provider key."""
 RUN_FILES = ("REPORT.md", "DELIVERABLE.md", "POSTMORTEM.md", "SUMMARY.md", "ACCEPTANCE.md")
 LEDGER_FILES = ("BOARD.md", "IDEAS.md", "FINDINGS.md", "FACTS.md", "RESOURCES.md")
 
@@ -164,6 +167,8 @@ class _Session:
         self.model = ""
         self.settings = Settings()
         self.gateway: subprocess.Popen[bytes] | None = None
+        self.stub: Any = None
+        """The demo model, served for an ask of a run it played (`StubThread`)."""
         self.folder: Path | None = None
         self.events: asyncio.Queue[AskText | AskStep] = asyncio.Queue()
         self.halted = asyncio.Event()
@@ -196,7 +201,11 @@ class _Session:
                 )
             await session._join_live()
         else:
-            await session._start_own(model)
+            try:
+                await session._start_own(model)
+            except BaseException:
+                await session.close()  # the demo model, if it was served for this ask
+                raise
         return session
 
     def _read_run(self, model: str | None, api_base: str | None, api_key: str | None) -> str:
@@ -253,12 +262,7 @@ class _Session:
         usage file and token are not the run's)."""
         manifest = await asyncio.to_thread(_manifest, self.run_dir)
         if manifest.get("demo_model") and not model:
-            raise _Refused(
-                f"refused: run {self.run_dir.name} was played by the demo model, which "
-                "answers no questions (ask rule: a real model answers); give --model, with "
-                "--api-base and --api-key as for `run`",
-                bad_input=True,
-            )
+            await self._serve_demo_analyst()
         from horde_tui.supervisor.run import gateway_env
 
         self.folder = Path(tempfile.mkdtemp(prefix="horde-ask-"))
@@ -278,11 +282,29 @@ class _Session:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
         self.token = env["HORDE_GATEWAY_TOKEN"]
+        if self.stub is not None:
+            self.model = DEMO_MODEL
+            return
         try:
             info = json.loads(await asyncio.to_thread((self.folder / "gateway.json").read_text))
             self.model = str(info.get("model") or "")
         except (OSError, ValueError):
             self.model = self.settings.gateway.model or ""
+
+    async def _serve_demo_analyst(self) -> None:
+        """A run the demo model played is asked of the demo model again (the one that
+        played it died with the demo), which plays a scripted analyst: a newcomer's
+        first ask works without a key, and says it is a script."""
+        from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+        from horde_tui.stubmodel.agent import AgentPolicy
+        from horde_tui.stubmodel.analyst import analyst_plan
+
+        bypass_proxies_for_loopback()  # the gateway inherits this process's NO_PROXY
+        stub = StubThread(policy=AgentPolicy({ANALYST: analyst_plan()}), token=DEMO_TOKEN)
+        self.stub = await asyncio.to_thread(stub.__enter__)
+        self.settings = await asyncio.to_thread(
+            _recorded_settings, self.horde_dir, self.run_dir, stub.model, stub.api_base, DEMO_TOKEN
+        )
 
     async def answer(self) -> AsyncIterator[AskEvent]:
         """Run the analyst, yielding its text and steps; then its checked record."""
@@ -357,6 +379,9 @@ class _Session:
         if self.folder is not None:
             await asyncio.to_thread(shutil.rmtree, self.folder, ignore_errors=True)
             self.folder = None
+        if self.stub is not None:
+            await asyncio.to_thread(self.stub.close)
+            self.stub = None
 
 
 class _AnalystHost:

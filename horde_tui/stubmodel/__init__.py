@@ -24,6 +24,7 @@ from horde_tui.stubmodel.server import (
     RunningStub,
     StubModel,
     StubThread,
+    bypass_proxies_for_loopback,
     start_stub,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "StubModel",
     "StubThread",
     "ToolCallSpec",
+    "bypass_proxies_for_loopback",
     "load_scripts",
     "parse_scripts",
     "start_stub",

@@ -11,6 +11,7 @@ process (`python -m horde_tui.stubmodel`) driven over `/stub/script` and
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -295,3 +296,20 @@ class StubThread(RunningStub):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+_LOOPBACK = ("127.0.0.1", "localhost")
+
+
+def bypass_proxies_for_loopback() -> None:
+    """Keep the gateway's requests to the local stub off any HTTP proxy.
+
+    A user behind a corporate proxy has HTTP(S)_PROXY set; httpx would send even
+    127.0.0.1 through it and the demo would fail for a reason unrelated to horde-tui.
+    The supervisor (and an ask) passes this process's environment to the gateway it spawns.
+    """
+    for name in ("NO_PROXY", "no_proxy"):
+        present = [p.strip() for p in os.environ.get(name, "").split(",") if p.strip()]
+        missing = [host for host in _LOOPBACK if host not in present]
+        if missing:
+            os.environ[name] = ",".join([*present, *missing])

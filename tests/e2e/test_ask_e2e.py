@@ -30,6 +30,7 @@ from horde_tui.store.asks import read_asks
 from horde_tui.store.runs import mark_live, run_ids
 from horde_tui.store.transcript import summarize
 from horde_tui.stubmodel import StubThread
+from horde_tui.supervisor.summary import DEMO_MODEL
 
 WRONG_LINE = 'app.py:13 `SECRET_KEY = "hunter2"`'
 ANSWER = f"F1 holds: the token is hard-coded. F42 says it was rotated, but {WRONG_LINE} disagrees."
@@ -115,13 +116,30 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
     assert summarize("grep", {"pattern": "x"}) == "grep x ."
 
 
+def test_the_demo_model_answers_an_ask_of_the_demo_from_its_ledgers(
+    project: Path, tmp_path: Path
+) -> None:
+    """A newcomer's first ask, on the demo, without a key: the demo model plays a scripted
+    analyst that reads the ledger, says it is a script, and cites what it read (each
+    citation holds)."""
+    before = ledgers(project)
+    done = ask(project, "last", "What did the horde find?", TMPDIR=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "The demo model plays the analyst here: it is a script" in done.stdout
+    assert "[check:" not in done.stdout and "--- checked" not in done.stdout
+    assert ledgers(project) == before
+    assert not list(tmp_path.glob("horde-ask-*"))
+    (run,) = run_ids(project / ".horde")
+    (record,) = read_asks(project / ".horde" / "runs" / run)
+    assert record.model == DEMO_MODEL and "The run filed 5 findings" in record.answer
+    assert [(c.token, c.ok) for c in record.citations] == [("F1", True), ("app.py:13", True)]
+
+
 def test_bad_input_is_refused_in_one_line_with_status_2(project: Path) -> None:
-    """An empty question, a run that is not there, and a demo run with no model to ask
-    (the demo model answers no questions): one line each, nothing kept."""
+    """An empty question and a run that is not there: one line each, nothing kept."""
     for args, said in (
         (("last", "  "), "the question is empty"),
         (("no-such-run", "why?"), "no run named no-such-run"),
-        (("last", "why?"), "was played by the demo model"),
     ):
         done = ask(project, *args)
         assert done.returncode == 2 and done.stdout == "", done.stderr
