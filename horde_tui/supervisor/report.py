@@ -132,7 +132,7 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
         times = ", ".join(format_time(t) for t in summary.resumed_at)
         lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
     if summary.sandbox_note:
-        lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
+        lines.append(f"- Sandbox: {summary.sandbox_note} (see SECURITY.md)")
     return "\n".join([*lines, ""])
 
 
