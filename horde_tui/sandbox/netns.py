@@ -113,6 +113,7 @@ class Network:
     joins slirp4netns to the sandbox once bwrap runs, `close` ends it after the command."""
 
     def __init__(self) -> None:
+        _LEFT[:] = [proc for proc in _LEFT if proc.poll() is None]
         self._info_r, self._info_w = os.pipe()
         self._set_r, self._set_w = os.pipe()
         self._go_r, self._go_w = os.pipe()
@@ -211,9 +212,9 @@ class Network:
         lines = self._log.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exit {self._slirp.returncode}"
 
-    def close(self) -> None:
-        """End slirp4netns (it exits when its exit pipe closes) and every pipe; it is
-        reaped at a later command, or when the member exits, never waited for here."""
+    def close(self, wait: bool = False) -> None:
+        """End slirp4netns (it exits when its exit pipe closes) and every pipe; unless
+        `wait`, it is reaped at a later command or when the member exits."""
         _close(self._info_r, self._set_r, self._go_w, *self._theirs)
         self._theirs.clear()
         if self._exit_w is not None:
@@ -224,7 +225,8 @@ class Network:
         if self._slirp is not None:
             _LEFT.append(self._slirp)
             self._slirp = None
-        _LEFT[:] = [proc for proc in _LEFT if proc.poll() is None]
+        if wait:
+            _reap()
 
 
 def _close(*fds: int) -> None:
@@ -276,7 +278,7 @@ def probe(argv: Sequence[str]) -> str | None:
         proc.wait()
         problem = "bwrap with slirp4netns did not finish in time"
     finally:
-        network.close()
+        network.close(wait=True)
     if problem is None and proc.returncode != 0:
         said = (err.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
         problem = f"bwrap cannot run with a network of its own here ({said})"
@@ -292,3 +294,4 @@ def _reap() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    _LEFT.clear()

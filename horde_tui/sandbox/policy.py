@@ -261,14 +261,12 @@ def bwrap_argv(
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
     the working directory (it may lie under either), read-write unless
     `policy.workdir_write` is off, then its `.git/` and `.horde/` read-only inside it,
-    then masks over the secret and lock files.
+    then masks over the secret and lock files, then the network's resolv.conf.
     """
     args = _bwrap_head()
     if not policy.network:
         args.append("--unshare-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    if policy.network and network is not None:
-        args += network.bwrap_args()
     cwd = Path(os.path.realpath(cwd))
     tmp = Path(os.path.realpath("/tmp"))
     layers: list[tuple[Path, list[str]]] = [
@@ -296,6 +294,8 @@ def bwrap_argv(
             stand_in = _empty_file(ro)
             for lock in sorted(set(masked_files(ro, locks=True)) - set(secrets)):
                 args += ["--ro-bind", str(stand_in), str(lock)]
+    if policy.network and network is not None:
+        args += network.bwrap_args()  # last: its resolv.conf wins over every bind
     return [*args, "--chdir", str(cwd), "--", *argv]
 
 

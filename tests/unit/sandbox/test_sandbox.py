@@ -27,6 +27,7 @@ from conftest import PROBLEM, Horde, needs_bwrap
 from support.cli import cli_argv
 
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.sandbox import netns
 from horde_tui.sandbox.netns import resolv_conf
 from horde_tui.sandbox.policy import (
     SandboxPolicy,
@@ -345,6 +346,9 @@ def test_with_the_network_on_the_hosts_sockets_and_loopback_are_out_of_reach(
         assert lines[kind].startswith("out of reach"), result.text
     assert lines["own"] == "reached", result.text
     assert lines["default"] == "['tap0']", result.text
+    cleanup = BWRAP.for_cleanup((work / ".horde",))  # finalize's cleanups: the same rule
+    again = run_command(f"python3 peek.py {path} {name} {port}", work, sandbox=cleanup)
+    assert "loopback out of reach" in again.output, again.output
     for sock in sockets:  # nothing knocked on the host side either
         with pytest.raises(BlockingIOError):
             sock.accept()
@@ -353,6 +357,27 @@ def test_with_the_network_on_the_hosts_sockets_and_loopback_are_out_of_reach(
         inside = tools.bash(f"grep ^nameserver {resolv}").text
         servers = [line.split()[1] for line in inside.splitlines() if line.startswith("nameserver")]
         assert servers and not any(s.startswith("127.") or s == "::1" for s in servers), inside
+
+
+@needs_bwrap
+def test_a_resolver_on_the_hosts_loopback_gives_way_to_slirps_forwarder(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With systemd-resolved's 127.0.0.53 in the host's resolv.conf, the sandbox sees one
+    that names slirp4netns's forwarder instead (the host's loopback is not its own); the
+    file is bound over the host's, which stays as it was."""
+    if (problem := network_problem()) is not None:
+        pytest.skip(f"no network namespace of its own here: {problem}")
+    host = work / "resolv.conf"
+    host.write_text("nameserver 127.0.0.53\noptions edns0\n")
+    monkeypatch.setattr(netns, "_RESOLV", host)
+    netns._resolv.cache_clear()
+    try:
+        result = _tools(work).bash(f"cat {host}")
+    finally:
+        netns._resolv.cache_clear()
+    assert result.ok and "nameserver 10.0.2.3\noptions edns0" in result.text, result.text
+    assert "127.0.0.53" not in result.text and "127.0.0.53" in host.read_text()
 
 
 @needs_bwrap
