@@ -123,6 +123,28 @@ def test_auto_resolves_to_bwrap_where_it_runs(
         assert "share this machine's network" in sup.sandbox_note, sup.sandbox_note
 
 
+@needs_bwrap
+def test_without_slirp4netns_the_run_notes_once_that_commands_share_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_slirp4netns: None
+) -> None:
+    """bwrap without slirp4netns (issue 29 item 8): the run's one note (header, run-start,
+    REPORT.md) says commands with the network on share this machine's network; with the
+    network off there is nothing to say."""
+    from horde_tui.store.state import LedgerState
+    from horde_tui.supervisor.report import render_report
+
+    sup = _supervisor(tmp_path, {"HORDE_SANDBOX": "auto"}, monkeypatch)
+    assert sup.sandbox.mode == "bwrap"
+    assert sup.sandbox_note.startswith("with sandbox_network on, member commands share this")
+    now = time.time()
+    summary = RunSummary("r1", "finished", "done", "ok", now - 5, now, "m/x")
+    shared = RunSummary(**{**summary.__dict__, "sandbox_note": sup.sandbox_note})
+    text = render_report(LedgerState(), shared, Path("."))
+    assert text.count("- Sandbox: with sandbox_network on, member commands share") == 1
+    env = {"HORDE_SANDBOX": "auto", "HORDE_SANDBOX_NETWORK": "off"}
+    assert _supervisor(tmp_path, env, monkeypatch).sandbox_note == ""
+
+
 def test_report_says_once_when_commands_ran_without_a_sandbox() -> None:
     from horde_tui.store.state import LedgerState
     from horde_tui.supervisor.report import render_report
