@@ -109,13 +109,16 @@ def bwrap_problem() -> str | None:
     """
     if _bwrap() is None:
         return f"bwrap is not installed; {INSTALL_HINT}"
-    argv = [*_bwrap_head(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    return _probe(argv, "bwrap")
+    return _probe([*_bwrap_head(), *_ROOT], "bwrap")
 
 
 def _bwrap_head() -> list[str]:
     """bwrap with the options every command gets, up to its first mount."""
     return [_bwrap() or "bwrap", *_BASE, *_caps()]
+
+
+_ROOT = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+"""The first mounts: the host's root read-only, a fresh /dev and the sandbox's /proc."""
 
 
 @functools.cache
@@ -124,7 +127,7 @@ def network_problem() -> str | None:
     (bwrap and slirp4netns both run), else why not (one phrase). Probed once per process."""
     if (problem := bwrap_problem()) is not None:
         return problem
-    return netns.probe([*_bwrap_head(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+    return netns.probe([*_bwrap_head(), *_ROOT])
 
 
 def private_network(policy: SandboxPolicy, mode: str) -> bool:
@@ -266,7 +269,7 @@ def bwrap_argv(
     args = _bwrap_head()
     if not policy.network:
         args.append("--unshare-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += _ROOT
     cwd = Path(os.path.realpath(cwd))
     tmp = Path(os.path.realpath("/tmp"))
     layers: list[tuple[Path, list[str]]] = [
@@ -294,7 +297,7 @@ def bwrap_argv(
             stand_in = _empty_file(ro)
             for lock in sorted(set(masked_files(ro, locks=True)) - set(secrets)):
                 args += ["--ro-bind", str(stand_in), str(lock)]
-    if policy.network and network is not None:
+    if network is not None:
         args += network.bwrap_args()  # last: its resolv.conf wins over every bind
     return [*args, "--chdir", str(cwd), "--", *argv]
 

@@ -332,7 +332,10 @@ def _finish(
         _kill_group(proc)
         proc.stdout.close()
         release_limit(group)
-        text = f"could not start the command: {problem}; tell the user (sandbox_network = off runs without it)"
+        text = (
+            f"could not start the command: {problem}; tell the user "
+            "(sandbox_network = off runs commands without a network)"
+        )
         return ShellResult(None, text, False, None, time.monotonic() - start)
     sink = _OutputSink(2 * limit)
     with proc.stdout:
