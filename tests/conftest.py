@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from horde_tui.protocol import ToolResult, run_action
-from horde_tui.sandbox.policy import bwrap_problem
+from horde_tui.sandbox.policy import bwrap_problem, network_problem
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
 from horde_tui.stubmodel import StubThread
@@ -97,6 +97,16 @@ def no_bwrap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     bwrap_problem.cache_clear()
     yield
     bwrap_problem.cache_clear()
+
+
+@pytest.fixture
+def no_slirp4netns(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process believes slirp4netns is not installed (`HORDE_SLIRP4NETNS` names a
+    missing one): commands with the network on share the host's."""
+    monkeypatch.setenv("HORDE_SLIRP4NETNS", "horde-no-such-slirp4netns")
+    network_problem.cache_clear()
+    yield
+    network_problem.cache_clear()
 
 
 # -- a real gateway process in front of the scripted stub model ------------------------------

@@ -6,8 +6,11 @@ is read-only, the working directory writable, its `.git/` and `.horde/` read-onl
 secret and lock files of `.horde/` masked (`store/secretfiles.py`, the one list), `/tmp`
 and `$HOME` private, and the command sees only its own processes (a new PID namespace:
 no `/proc/<supervisor>/environ`), so a command can neither forge a ledger record, nor
-read the run's secrets, nor plant a git hook, whatever it is. Every command, sandboxed or
-not, is capped in processes where the kernel lets us (`process_cap`). Stdlib only.
+read the run's secrets, nor plant a git hook, whatever it is. With the network on, it gets
+a network namespace of its own with user-mode networking where slirp4netns runs
+(`netns.py`): the internet, not the host's loopback or unix sockets. Every command,
+sandboxed or not, is capped in processes where the kernel lets us (`process_cap`). Stdlib
+only.
 
 `auto` uses bwrap when it can run here; otherwise a PID namespace of its own where
 `unshare` can make one (mode `namespace`), else nothing; the run says once what a
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from horde_tui.sandbox import netns
 from horde_tui.store.secretfiles import masked_files
 
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
@@ -103,11 +107,32 @@ def bwrap_problem() -> str | None:
     Probed once per process with the options commands use: a bwrap that is installed
     but cannot make namespaces (some containers) must count as missing.
     """
-    path = _bwrap()
-    if path is None:
+    if _bwrap() is None:
         return f"bwrap is not installed; {INSTALL_HINT}"
-    argv = [path, *_BASE, *_caps(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    return _probe(argv, "bwrap")
+    return _probe([*_bwrap_head(), *_ROOT], "bwrap")
+
+
+def _bwrap_head() -> list[str]:
+    """bwrap with the options every command gets, up to its first mount."""
+    return [_bwrap() or "bwrap", *_BASE, *_caps()]
+
+
+_ROOT = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+"""The first mounts: the host's root read-only, a fresh /dev and the sandbox's /proc."""
+
+
+@functools.cache
+def network_problem() -> str | None:
+    """None when a command with the network on gets a network namespace of its own here
+    (bwrap and slirp4netns both run), else why not (one phrase). Probed once per process."""
+    if (problem := bwrap_problem()) is not None:
+        return problem
+    return netns.probe([*_bwrap_head(), *_ROOT])
+
+
+def private_network(policy: SandboxPolicy, mode: str) -> bool:
+    """Whether a command under `policy`, run in `mode`, gets slirp4netns's network."""
+    return mode == "bwrap" and policy.network and network_problem() is None
 
 
 def _probe(argv: list[str], what: str) -> str | None:
@@ -192,12 +217,24 @@ def resolve(mode: str, network: bool = True) -> tuple[str, str]:
         )
     problem = bwrap_problem()
     if mode == "bwrap" or (problem is None and mode != "namespace"):
-        return "bwrap", ""
+        return "bwrap", _shared_network(network)
     namespace = unshare_problem() is None
     why = problem or "the run chose a PID namespace only"
     return (
         "namespace" if namespace else "off",
         f"member commands run without a sandbox: {why}; {_gaps(network, namespace)}",
+    )
+
+
+def _shared_network(network: bool) -> str:
+    """The run's note when bwrap runs but a command with the network on shares the host's
+    (no slirp4netns here), else ""."""
+    if not network or bwrap_problem() is not None or (problem := network_problem()) is None:
+        return ""
+    return (
+        "with sandbox_network on, member commands share this machine's network: they can "
+        "reach every service on 127.0.0.1 (the run's gateway, serve) and the abstract unix "
+        f"sockets, and list every unix socket in /proc/net/unix; {problem}"
     )
 
 
@@ -215,19 +252,24 @@ def _caps() -> list[str]:
 
 
 def bwrap_argv(
-    argv: Sequence[str], cwd: Path, policy: SandboxPolicy, home: str | None
+    argv: Sequence[str],
+    cwd: Path,
+    policy: SandboxPolicy,
+    home: str | None,
+    network: netns.Network | None = None,
 ) -> list[str]:
-    """`argv` wrapped in bwrap under `policy`, run in `cwd`.
+    """`argv` wrapped in bwrap under `policy`, run in `cwd`; with `network`, in a network
+    namespace of its own that `network` joins to slirp4netns.
 
     Mount order matters (a later mount wins): private `/tmp` and `$HOME` first, then
     the working directory (it may lie under either), read-write unless
     `policy.workdir_write` is off, then its `.git/` and `.horde/` read-only inside it,
-    then masks over the secret and lock files.
+    then masks over the secret and lock files, then the network's resolv.conf.
     """
-    args = [_bwrap() or "bwrap", *_BASE, *_caps()]
+    args = _bwrap_head()
     if not policy.network:
         args.append("--unshare-net")
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += _ROOT
     cwd = Path(os.path.realpath(cwd))
     tmp = Path(os.path.realpath("/tmp"))
     layers: list[tuple[Path, list[str]]] = [
@@ -255,6 +297,8 @@ def bwrap_argv(
             stand_in = _empty_file(ro)
             for lock in sorted(set(masked_files(ro, locks=True)) - set(secrets)):
                 args += ["--ro-bind", str(stand_in), str(lock)]
+    if network is not None:
+        args += network.bwrap_args()  # last: its resolv.conf wins over every bind
     return [*args, "--chdir", str(cwd), "--", *argv]
 
 

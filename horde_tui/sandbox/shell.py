@@ -32,12 +32,14 @@ from pathlib import Path
 
 from horde_tui.common import procfs
 from horde_tui.common.refusal import refusal_reason
+from horde_tui.sandbox import netns
 from horde_tui.sandbox.policy import (
     NEVER_PASSED,
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
     namespace_argv,
+    private_network,
     process_cap,
     release_limit,
     resolve,
@@ -279,8 +281,11 @@ def run_command(
     outer, inner, group = process_cap(policy, mode)
     argv = [*inner, shutil.which("bash") or "/bin/sh", "-c", command]
     command_environ = command_env(source, policy.env_names, cwd)
+    network = netns.Network() if private_network(policy, mode) else None
+    if network:
+        argv = network.inside(argv)
     if mode == "bwrap":
-        argv = bwrap_argv(argv, cwd, policy, source.get("HOME"))
+        argv = bwrap_argv(argv, cwd, policy, source.get("HOME"), network)
         command_environ["TMPDIR"] = "/tmp"
         command_environ["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` need not write a read-only .git/
     elif mode == "namespace":
@@ -296,13 +301,42 @@ def run_command(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             process_group=0,  # its own group, in the member's session: see horde_tui/common/reaper.py
+            pass_fds=network.pass_fds if network else (),
         )
     except OSError as exc:
+        if network:
+            network.close()
         release_limit(group)
         text = f"could not start the command: {exc}"
         return ShellResult(None, text, False, None, time.monotonic() - start)
     _GROUPS.add(proc.pid)
+    try:
+        return _finish(proc, network, start, timeout_s, limit, group)
+    finally:
+        if network:
+            network.close()
+
+
+def _finish(
+    proc: subprocess.Popen[bytes],
+    network: netns.Network | None,
+    start: float,
+    timeout_s: float,
+    limit: int,
+    group: Path | None,
+) -> ShellResult:
+    """Give a started command its network (if it has one of its own), read its output until
+    it ends or times out, and say how it went."""
     assert proc.stdout is not None
+    if network and (problem := network.attach(start + min(timeout_s, 30))):
+        _kill_group(proc)
+        proc.stdout.close()
+        release_limit(group)
+        text = (
+            f"could not start the command: {problem}; tell the user "
+            "(sandbox_network = off runs commands without a network)"
+        )
+        return ShellResult(None, text, False, None, time.monotonic() - start)
     sink = _OutputSink(2 * limit)
     with proc.stdout:
         ending = _pump(proc, sink, start + timeout_s)

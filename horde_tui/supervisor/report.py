@@ -138,7 +138,7 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
             f"(`horde-tui resume {summary.run_id} --member {member}`{after})"
         )
     if summary.sandbox_note:
-        lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
+        lines.append(f"- Sandbox: {summary.sandbox_note} (see SECURITY.md)")
     return "\n".join([*lines, ""])
 
 

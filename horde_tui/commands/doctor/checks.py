@@ -411,22 +411,44 @@ def check_programs(environ: Mapping[str, str]) -> list[Check]:
 
 def check_sandbox(settings: Settings | None) -> list[Check]:
     """Member commands in bubblewrap: required (FAIL without it), auto (warn) or off.
-    Resource cleanup runs only in bubblewrap, whatever the mode: without it, none runs."""
+    Resource cleanup runs only in bubblewrap, whatever the mode: without it, none runs.
+    With bubblewrap and the network on, whether commands get a network of their own."""
     from horde_tui.sandbox.policy import bwrap_problem
 
-    mode = (settings or Settings()).sandboxing.sandbox
+    sandboxing = (settings or Settings()).sandboxing
+    mode = sandboxing.sandbox
     problem = bwrap_problem()
     no_cleanup = "; resource cleanup commands do not run" if problem else ""
     if mode == "off":
         text = f"off: member commands run unsandboxed{no_cleanup}"
         return [Check("sandbox", "warn", text, "sandbox = auto")]
     if problem is None:
-        return [Check("sandbox", "ok", "bubblewrap works: member commands run in it")]
+        ok = Check("sandbox", "ok", "bubblewrap works: member commands run in it")
+        return [ok, *_check_sandbox_network(sandboxing.sandbox_network)]
     if mode == "bwrap":
         return [Check("sandbox", "FAIL", f"sandbox = bwrap but {problem}", "or set sandbox = auto")]
     return [
         Check("sandbox", "warn", f"{problem}: member commands run unsandboxed{no_cleanup}", problem)
     ]
+
+
+def _check_sandbox_network(network: bool) -> list[Check]:
+    """With the network on: a network namespace of the command's own (slirp4netns), or
+    the host's shared (warn: its 127.0.0.1 and unix sockets are in reach)."""
+    from horde_tui.sandbox.netns import INSTALL_HINT
+    from horde_tui.sandbox.policy import network_problem
+
+    if not network:
+        return [Check("sandbox network", "ok", "off: commands have only a loopback of their own")]
+    problem = network_problem()
+    if problem is None:
+        text = "slirp4netns works: commands reach the internet, not this machine's 127.0.0.1"
+        return [Check("sandbox network", "ok", text)]
+    text = (
+        "with sandbox_network on, member commands share this machine's network (its "
+        f"127.0.0.1, the run's gateway, its unix sockets): {problem}"
+    )
+    return [Check("sandbox network", "warn", text, INSTALL_HINT)]
 
 
 def check_terminal(environ: Mapping[str, str], size: tuple[int, int] | None) -> list[Check]:

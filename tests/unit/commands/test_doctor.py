@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import needs_bwrap
 from support.aihorde import FakeHorde, FakeHordeThread, FakeModel, json_tool_answer
 from support.cli import cli, cli_argv, host_env, stub_env
 from support.processes import dead_pid
@@ -518,6 +519,29 @@ def test_sandbox_off_warns_and_auto_says_what_runs() -> None:
         assert auto.status == required.status == "ok"
     else:
         assert auto.status == "warn" and required.status == "FAIL"
+
+
+@needs_bwrap
+def test_doctor_says_commands_get_a_network_of_their_own() -> None:
+    """Issue 29 item 8: with bubblewrap and the network on, a command gets a network
+    namespace of its own where slirp4netns runs (off: only a loopback of its own)."""
+    from horde_tui.sandbox.policy import network_problem
+
+    off = only(doctor.check_sandbox(Settings(sandbox_network=False)), "sandbox network")
+    assert off.status == "ok" and "loopback" in off.text, off
+    if (problem := network_problem()) is not None:
+        pytest.skip(f"no network namespace of its own here: {problem}")
+    on = only(doctor.check_sandbox(Settings()), "sandbox network")
+    assert on.status == "ok" and "slirp4netns works" in on.text, on
+
+
+@needs_bwrap
+def test_without_slirp4netns_doctor_says_commands_share_this_machines_network(
+    no_slirp4netns: None,
+) -> None:
+    shared = only(doctor.check_sandbox(Settings()), "sandbox network")
+    assert shared.status == "warn" and "share this machine's network" in shared.text, shared
+    assert "127.0.0.1" in shared.text and "apt-get install slirp4netns" in shared.fix, shared
 
 
 def test_without_bubblewrap_doctor_says_cleanup_commands_do_not_run(no_bwrap: None) -> None:

@@ -14,10 +14,12 @@ import itertools
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,13 @@ from conftest import PROBLEM, Horde, needs_bwrap
 from support.cli import cli_argv
 
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.sandbox import netns
+from horde_tui.sandbox.netns import resolv_conf
 from horde_tui.sandbox.policy import (
     SandboxPolicy,
     bwrap_argv,
     bwrap_problem,
+    network_problem,
     process_limit_problem,
     resolve,
     unshare_problem,
@@ -261,9 +266,159 @@ def test_network_can_be_cut(work: Path) -> None:
     )
     assert on.ok and off.ok
     assert int(off.text.split()[0]) == 1  # loopback only
-    # On: the host's own interfaces, not a private loopback.
+    # On: loopback and slirp4netns's tap0 where it runs, else the host's own interfaces.
     host = sum(":" in line for line in Path("/proc/net/dev").read_text().splitlines())
-    assert int(on.text.split()[0]) == host
+    assert int(on.text.split()[0]) == (2 if network_problem() is None else host)
+
+
+PEEK = """import socket, sys
+listing = open("/proc/net/unix").read()
+for name in sys.argv[1:3]:
+    print(name, "listed" if name in listing else "unlisted")
+def reach(family, address):
+    s = socket.socket(family)
+    s.settimeout(5)
+    try:
+        s.connect(address)
+        return "reached"
+    except OSError as exc:
+        return f"out of reach ({exc})"
+    finally:
+        s.close()
+print("abstract", reach(socket.AF_UNIX, "\\0" + sys.argv[2]))
+port = int(sys.argv[3])
+print("loopback", reach(socket.AF_INET, ("127.0.0.1", port)))
+print("gateway", reach(socket.AF_INET, ("10.0.2.2", port)))
+own = socket.socket()
+own.bind(("127.0.0.1", 0))
+own.listen()
+print("own", reach(socket.AF_INET, own.getsockname()))
+routes = open("/proc/net/route").read().splitlines()[1:]
+print("default", [r.split()[0] for r in routes if r.split()[1] == "00000000"])
+"""
+
+
+@pytest.fixture
+def host_listeners() -> Iterator[tuple[str, str, int, list[socket.socket]]]:
+    """A listening unix socket at a path, an abstract one and a TCP listener on
+    127.0.0.1, all on the host side: (path, abstract name, port, the sockets)."""
+    folder = tempfile.mkdtemp(prefix="hs-")  # short: a socket path has 108 bytes
+    path = os.path.join(folder, f"horde-{os.urandom(4).hex()}.sock")
+    name = f"horde-abstract-{os.urandom(4).hex()}"
+    made = []
+    for family, address in ((socket.AF_UNIX, path), (socket.AF_UNIX, "\0" + name)):
+        made.append(socket.socket(family))
+        made[-1].bind(address)
+    made.append(socket.socket())
+    made[-1].bind(("127.0.0.1", 0))
+    for sock in made:
+        sock.listen()
+        sock.setblocking(False)
+    listing = Path("/proc/net/unix").read_text()
+    assert path in listing and name in listing  # what a command on the host sees
+    try:
+        yield path, name, made[2].getsockname()[1], made
+    finally:
+        for sock in made:
+            sock.close()
+        shutil.rmtree(folder)
+
+
+@needs_bwrap
+def test_with_the_network_on_the_hosts_sockets_and_loopback_are_out_of_reach(
+    work: Path, host_listeners: tuple[str, str, int, list[socket.socket]]
+) -> None:
+    """Issue 29 item 8: a command with the network on has a network namespace of its own
+    (slirp4netns): the host's unix sockets are not listed, its abstract socket and its
+    127.0.0.1 (the gateway, serve) are out of reach, also through slirp's 10.0.2.2, while
+    the sandbox's own loopback, a tap device and a default route are there."""
+    if (problem := network_problem()) is not None:
+        pytest.skip(f"no network namespace of its own here: {problem}")
+    path, name, port, sockets = host_listeners
+    tools = _tools(work)
+    _sandboxed(tools)
+    (work / "peek.py").write_text(PEEK)
+    result = tools.bash(f"python3 peek.py {path} {name} {port}")
+    assert result.ok, result.text
+    lines = dict(line.split(" ", 1) for line in result.text.splitlines()[:-1])
+    assert lines[path] == "unlisted" and lines[name] == "unlisted", result.text
+    for kind in ("abstract", "loopback", "gateway"):
+        assert lines[kind].startswith("out of reach"), result.text
+    assert lines["own"] == "reached", result.text
+    assert lines["default"] == "['tap0']", result.text
+    cleanup = BWRAP.for_cleanup((work / ".horde",))  # finalize's cleanups: the same rule
+    again = run_command(f"python3 peek.py {path} {name} {port}", work, sandbox=cleanup)
+    assert "loopback out of reach" in again.output, again.output
+    for sock in sockets:  # nothing knocked on the host side either
+        with pytest.raises(BlockingIOError):
+            sock.accept()
+    resolv = Path(os.path.realpath("/etc/resolv.conf"))
+    if resolv.is_file():
+        inside = tools.bash(f"grep ^nameserver {resolv}").text
+        servers = [line.split()[1] for line in inside.splitlines() if line.startswith("nameserver")]
+        assert servers and not any(s.startswith("127.") or s == "::1" for s in servers), inside
+
+
+@needs_bwrap
+def test_a_resolver_on_the_hosts_loopback_gives_way_to_slirps_forwarder(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With systemd-resolved's 127.0.0.53 in the host's resolv.conf, the sandbox sees one
+    that names slirp4netns's forwarder instead (the host's loopback is not its own); the
+    file is bound over the host's, which stays as it was."""
+    if (problem := network_problem()) is not None:
+        pytest.skip(f"no network namespace of its own here: {problem}")
+    host = work / "resolv.conf"
+    host.write_text("nameserver 127.0.0.53\noptions edns0\n")
+    monkeypatch.setattr(netns, "_RESOLV", host)
+    netns._resolv.cache_clear()
+    try:
+        result = _tools(work).bash(f"cat {host}")
+    finally:
+        netns._resolv.cache_clear()
+    assert result.ok and "nameserver 10.0.2.3\noptions edns0" in result.text, result.text
+    assert "127.0.0.53" not in result.text and "127.0.0.53" in host.read_text()
+
+
+@needs_bwrap
+def test_slirp4netns_failing_refuses_the_command_in_one_line(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network namespace that cannot get its network ends the command before it runs
+    (never run it on the host's network instead), with one line that says why."""
+    if (problem := network_problem()) is not None:
+        pytest.skip(f"no network namespace of its own here: {problem}")
+    monkeypatch.setenv("HORDE_SLIRP4NETNS", "false")  # found, and fails at once
+    result = run_command("touch ran.txt", work, env=_tools(work).env, sandbox=BWRAP)
+    assert result.exit_code is None and not (work / "ran.txt").exists(), result.output
+    assert result.output.startswith("could not start the command: slirp4netns could not"), (
+        result.output
+    )
+    assert "\n" not in result.output
+
+
+@needs_bwrap
+def test_without_slirp4netns_the_run_says_commands_share_the_network(
+    work: Path, no_slirp4netns: None, host_listeners: tuple[str, str, int, list[socket.socket]]
+) -> None:
+    """bwrap without slirp4netns: commands with the network on share the host's (what
+    they reach is the same as before this item), and the run's note says so once;
+    with the network off there is nothing to say."""
+    mode, note = resolve("auto")
+    assert mode == "bwrap"
+    for gap in (
+        "127.0.0.1",
+        "abstract unix sockets",
+        "/proc/net/unix",
+        "apt-get install slirp4netns",
+    ):
+        assert gap in note, note
+    assert resolve("auto", network=False) == ("bwrap", "")
+    path, name, port, _ = host_listeners
+    (work / "peek.py").write_text(PEEK)
+    result = _tools(work).bash(f"python3 peek.py {path} {name} {port}")
+    for seen in (f"{path} listed", f"{name} listed", "abstract reached", "loopback reached"):
+        assert seen in result.text, result.text
 
 
 @needs_bwrap
@@ -486,3 +641,26 @@ def test_a_command_cannot_start_processes_without_limit(work: Path) -> None:
     assert 1 <= made < 20 and "failed=" in result.text, result.text
     unlimited = _tools(work).bash(f"{sys.executable} forker.py")
     assert "made=60 failed=0" in unlimited.text, unlimited.text
+
+
+@pytest.mark.parametrize(
+    ("host", "inside", "forwarder"),
+    [
+        ("nameserver 10.255.255.53\n", None, False),
+        (
+            "search lan\nnameserver 127.0.0.53\noptions edns0\n",
+            "nameserver 10.0.2.3\nsearch lan\noptions edns0\n",
+            True,
+        ),
+        ("nameserver ::1\nnameserver 9.9.9.9\n", "nameserver 9.9.9.9\n", False),
+        ("# no servers\n", None, False),
+    ],
+    ids=["reachable", "systemd-resolved", "mixed", "none"],
+)
+def test_the_sandbox_resolv_conf_names_no_loopback_server(
+    host: str, inside: str | None, forwarder: bool
+) -> None:
+    """The host's loopback is not the sandbox's: a resolver there (systemd-resolved's
+    127.0.0.53) gives way to slirp4netns's forwarder, which stays off when not needed
+    (it is the one door left to a port on the host's loopback)."""
+    assert resolv_conf(host) == (inside, forwarder)

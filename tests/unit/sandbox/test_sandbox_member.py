@@ -21,7 +21,7 @@ from horde_tui.common.settings import SettingsError, load_settings
 from horde_tui.launch.launch import RunOptions, check_launch
 from horde_tui.member.config import sandbox_policy
 from horde_tui.protocol.outcome import RunSummary
-from horde_tui.sandbox.policy import bwrap_problem
+from horde_tui.sandbox.policy import bwrap_problem, network_problem
 from horde_tui.stubmodel import StubThread
 from horde_tui.supervisor.processes import GatewayHandle
 from horde_tui.supervisor.setup import RunRequest
@@ -117,7 +117,32 @@ def test_auto_resolves_to_bwrap_where_it_runs(
 ) -> None:
     sup = _supervisor(tmp_path, {"HORDE_SANDBOX": "auto"}, monkeypatch)
     assert sup.member_env(sup.specs[0], 1)["HORDE_SANDBOX"] == "bwrap"
-    assert sup.sandbox_note == ""
+    if network_problem() is None:
+        assert sup.sandbox_note == ""
+    else:  # bwrap without slirp4netns: the network is the one gap, and the note says so
+        assert "share this machine's network" in sup.sandbox_note, sup.sandbox_note
+
+
+@needs_bwrap
+def test_without_slirp4netns_the_run_notes_once_that_commands_share_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_slirp4netns: None
+) -> None:
+    """bwrap without slirp4netns (issue 29 item 8): the run's one note (header, run-start,
+    REPORT.md) says commands with the network on share this machine's network; with the
+    network off there is nothing to say."""
+    from horde_tui.store.state import LedgerState
+    from horde_tui.supervisor.report import render_report
+
+    sup = _supervisor(tmp_path, {"HORDE_SANDBOX": "auto"}, monkeypatch)
+    assert sup.sandbox.mode == "bwrap"
+    assert sup.sandbox_note.startswith("with sandbox_network on, member commands share this")
+    now = time.time()
+    summary = RunSummary("r1", "finished", "done", "ok", now - 5, now, "m/x")
+    shared = RunSummary(**{**summary.__dict__, "sandbox_note": sup.sandbox_note})
+    text = render_report(LedgerState(), shared, Path("."))
+    assert text.count("- Sandbox: with sandbox_network on, member commands share") == 1
+    env = {"HORDE_SANDBOX": "auto", "HORDE_SANDBOX_NETWORK": "off"}
+    assert _supervisor(tmp_path, env, monkeypatch).sandbox_note == ""
 
 
 def test_report_says_once_when_commands_ran_without_a_sandbox() -> None:
@@ -129,7 +154,7 @@ def test_report_says_once_when_commands_ran_without_a_sandbox() -> None:
     bare = RunSummary(**{**summary.__dict__, "sandbox_note": "member commands run bare"})
     assert "Sandbox" not in render_report(LedgerState(), summary, Path("."))
     text = render_report(LedgerState(), bare, Path("."))
-    assert text.count("- Sandbox: none; member commands run bare") == 1
+    assert text.count("- Sandbox: member commands run bare (see SECURITY.md)") == 1
 
 
 # -- a real member process ------------------------------------------------------------
@@ -225,4 +250,4 @@ def test_a_run_without_the_sandbox_says_so_once_in_its_header_and_report(
     assert done.stdout.count("run without a sandbox") == 2  # the header, the run-start line
     (run_dir,) = (tmp_path / ".horde" / "runs").iterdir()
     report = (run_dir / "REPORT.md").read_text()
-    assert report.count("- Sandbox: none; member commands run without a sandbox") == 1
+    assert report.count("- Sandbox: member commands run without a sandbox") == 1
