@@ -133,6 +133,8 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
         lines.append(f"- Resumed: {times} (a new supervisor carried the run on)")
     if summary.sandbox_note:
         lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
+    if summary.lessons:
+        lines.append(f"- {summary.lessons}")
     return "\n".join([*lines, ""])
 
 
