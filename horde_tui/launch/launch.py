@@ -312,15 +312,14 @@ def check_launch(
 
 def lessons_refusal(horde_dir: Path) -> Refusal | None:
     """`--lessons` (or `lessons = true`) with no lesson to give: refused, not run without."""
-    path = lessons.lessons_path(horde_dir)
-    if lessons.read_top(horde_dir)[0]:
+    missing = lessons.missing(horde_dir)
+    if missing is None:
         return None
-    why = "holds no ranked lesson" if path.is_file() else "does not exist"
     flag = flag_name("lessons")
     return Refusal(
         "lessons",
-        f"refused: {flag} (lessons = true) gives members the top lessons of {path}, which "
-        f"{why}; write it with `horde-tui lessons`, or run without {flag}",
+        f"refused: {flag} (lessons = true) gives members the top lessons of {missing}; "
+        f"write it with `horde-tui lessons`, or run without {flag}",
     )
 
 

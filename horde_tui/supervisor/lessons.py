@@ -260,6 +260,14 @@ def read_top(horde_dir: Path) -> tuple[list[str], str | None]:
     return top_lessons(data.decode("utf-8", errors="replace")), hashlib.sha256(data).hexdigest()
 
 
+def missing(horde_dir: Path) -> str | None:
+    """Why a run in `horde_dir` would have no lesson to give (`path, which ...`), or None."""
+    path = lessons_path(horde_dir)
+    if read_top(horde_dir)[0]:
+        return None
+    return f"{path}, which {'holds no ranked lesson' if path.is_file() else 'does not exist'}"
+
+
 def report_line(run_dir: Path) -> str:
     """REPORT.md's line on the lessons the run's members were given, as its MANIFEST.json
     recorded them; "" when they were given none."""
