@@ -109,11 +109,8 @@ def dry_run_text(
     sent = sum(len(m["content"]) for m in lessons.messages(postmortems))
     lines = [f"lessons: {len(postmortems)} post-mortem(s) in {horde_dir}:"]
     for pm in postmortems:
-        cut = (
-            " (cut to the first 16,000 for the model)"
-            if len(pm.text) > lessons.POSTMORTEM_CAP
-            else ""
-        )
+        cap = lessons.POSTMORTEM_CAP
+        cut = f" (the first {cap:,} go to the model)" if len(pm.text) > cap else ""
         lines.append(
             f"  {pm.run}  {os.path.relpath(pm.path, horde_dir)}  {len(pm.text):,} chars{cut}"
         )

@@ -147,6 +147,7 @@ def test_run_lessons_puts_the_top_lessons_in_every_members_brief(
     run_dir, manifest = launched(tmp_path, "--lessons")
     assert manifest["hashes"]["LESSONS.md"] == hashlib.sha256(SIX.encode()).hexdigest()
     assert manifest["lessons"] == 5 and manifest["config"]["lessons"] is True
+    assert "Lesson" not in (run_dir / "TASK.md").read_text()  # the task is not changed
     # A real member's first model request carries them (its system prompt is SYSTEM.md).
     gateway.stub.stub.set_scripts({"member-1": [{"content": "Nothing to do."}]})
     code, _, stderr = run_member(gateway, tmp_path, "member-1")
@@ -193,3 +194,20 @@ def test_run_lessons_without_a_lesson_is_refused_in_one_line(
     # the config's `lessons = true` is the same rule
     config = load_settings(environ={"HORDE_LESSONS": "on"})
     assert config.supervisor.lessons is True
+
+
+def test_a_quote_past_what_the_model_was_sent_still_counts_and_swarms_share_one_file(
+    tmp_path: Path,
+) -> None:
+    tail = "the verifier never reviewed F9 at all"
+    long = PostMortem("r-b", Path("x"), "# Post-mortem\n\n" + "x" * lessons.POSTMORTEM_CAP + tail)
+    assert tail not in lessons.messages([long])[1]["content"]
+    answer = json.dumps({"lessons": [{"lesson": "Review.", "quotes": [quote_of("r-b", tail)]}]})
+    [lesson] = lessons.parse_answer(answer, [long])
+    assert lesson.runs == ["r-b"]
+    horde = tmp_path / ".horde"
+    assert lessons.lessons_path(horde / "swarms" / "s1" / "h2") == horde / "LESSONS.md"
+
+
+def quote_of(run: str, text: str) -> dict[str, str]:
+    return {"run": run, "quote": text}
