@@ -8,7 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from support.cli import cli_argv, host_env, stub_env
+import pytest
+from support.cli import cli, stub_env
 
 from horde_tui.stubmodel import StubThread
 
@@ -70,14 +71,7 @@ ANSWER = {
 
 
 def lessons_cli(workdir: Path, stub: StubThread, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cli_argv("lessons", *args),
-        cwd=workdir,
-        env=stub_env(stub),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return cli(workdir, "lessons", *args, **stub_env(stub))
 
 
 def test_lessons_ranks_by_runs_with_found_quotes(tmp_path: Path, stub_model: StubThread) -> None:
@@ -129,19 +123,13 @@ def test_lessons_dry_run_calls_no_model(tmp_path: Path, stub_model: StubThread) 
 
 def test_lessons_without_postmortems_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / ".horde" / "runs" / "20261204-100000-dddd").mkdir(parents=True)
-    done = subprocess.run(
-        cli_argv("lessons"),
-        cwd=tmp_path,
-        env=host_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = cli(tmp_path, "lessons")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no post-mortem to learn from" in done.stderr
     assert not (tmp_path / ".horde" / "LESSONS.md").exists()
 
 
+@pytest.mark.slow  # a gateway of its own (litellm's import) for a two-line path
 def test_lessons_answer_not_json_keeps_the_old_file(tmp_path: Path, stub_model: StubThread) -> None:
     horde_dir = plant(tmp_path)
     (horde_dir / "LESSONS.md").write_text("# Lessons across runs\n\nthe earlier ones\n")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import cli_argv
+from support.cli import cli, cli_argv
 
 from horde_tui.commands.cli import build_parser, main
 from horde_tui.common.settings import SettingsError, load_settings
@@ -253,21 +253,16 @@ def test_a_lessons_run_gets_the_lessons_and_the_same_budget(tmp_path: Path) -> N
 
 
 def test_eval_refuses_lessons_without_a_lessons_file_and_writes_nothing(tmp_path: Path) -> None:
-    done = subprocess.run(
-        cli_argv(
-            "eval",
-            "demo",
-            "--model",
-            "demo",
-            "--configs",
-            "horde:2,horde:2:lessons",
-            "--out",
-            "out",
-        ),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = cli(
+        tmp_path,
+        "eval",
+        "demo",
+        "--model",
+        "demo",
+        "--configs",
+        "horde:2,horde:2:lessons",
+        "--out",
+        "out",
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "a :lessons configuration" in done.stderr
