@@ -29,6 +29,9 @@ TOP_LESSONS = 5
 """How many lessons a run's members get in their brief, most raised first."""
 MIN_QUOTE_WORDS = 4
 """A quote shorter than this proves nothing (a word or two is in any post-mortem)."""
+LESSON_CAP = 300
+"""Characters of one lesson a brief takes: a lesson is a line of advice, and a model's
+text that reaches every member's system prompt is kept short."""
 POSTMORTEM_CAP = 16_000
 """Characters of one post-mortem the model is given; quotes are checked against all of it."""
 NOT_WRITTEN = "Not written: the helper ended with"
@@ -239,7 +242,8 @@ def top_lessons(text: str, count: int = TOP_LESSONS) -> list[str]:
     for line in text.splitlines():
         m = HEADING.match(line.strip())
         if m:
-            found.append(f"{m['text']} (raised in {m['runs']} of {m['of']} runs)")
+            text = m["text"] if len(m["text"]) <= LESSON_CAP else m["text"][: LESSON_CAP - 1] + "…"
+            found.append(f"{text} (raised in {m['runs']} of {m['of']} runs)")
     return found[:count]
 
 
