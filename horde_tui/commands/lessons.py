@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.common.settings import FLAGS, Settings, SettingsError, load_settings
+from horde_tui.store.paths import atomic_write_text, default_horde_dir
 from horde_tui.supervisor import lessons
 
 GATEWAY_FOLDER = "lessons"
 """Under the horde directory: the lessons gateway's log, `gateway.json` and usage."""
+ANSWER_FILE = "answer.txt"
+"""Under the gateway's folder: a model answer that was not the lessons asked for."""
 MEMBER = "lessons"
 """Who the gateway is told is calling (its usage lines and the stub model's scripts)."""
 
@@ -49,8 +52,6 @@ def _err(message: str, code: int = 2) -> int:
 
 
 def cmd_lessons(args: argparse.Namespace) -> int:
-    from horde_tui.store.paths import default_horde_dir
-
     horde_dir = default_horde_dir()
     postmortems, skipped = lessons.read_postmortems(horde_dir)
     if not postmortems:
@@ -80,8 +81,9 @@ def cmd_lessons(args: argparse.Namespace) -> int:
     try:
         kept, dropped = lessons.rank(lessons.parse_answer(answer, postmortems))
     except lessons.LessonsError as exc:
-        return _err(f"{exc}; nothing written (the model's answer is in the gateway's log)", 1)
-    from horde_tui.store.paths import atomic_write_text
+        kept_answer = horde_dir / GATEWAY_FOLDER / ANSWER_FILE
+        atomic_write_text(kept_answer, answer)
+        return _err(f"{exc}; LESSONS.md not written (the answer is in {kept_answer})", 1)
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     out = lessons.lessons_path(horde_dir)
@@ -91,7 +93,7 @@ def cmd_lessons(args: argparse.Namespace) -> int:
     spent = "cost unknown" if cost is None else f"${cost:.4f}"
     print(
         f"lessons: wrote {out}: {len(kept)} lesson(s) from {len(postmortems)} post-mortem(s), "
-        f"{marked} quote(s) not found (marked, not counted), {len(dropped)} lesson(s) "
+        f"{marked} quote(s) failing the check (marked, not counted), {len(dropped)} lesson(s) "
         f"without a found quote (not kept); {spent}"
     )
     return 0

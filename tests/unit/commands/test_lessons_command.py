@@ -137,4 +137,5 @@ def test_lessons_answer_not_json_keeps_the_old_file(tmp_path: Path, stub_model: 
     done = lessons_cli(tmp_path, stub_model)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "holds no JSON object" in done.stderr
+    assert (horde_dir / "lessons" / "answer.txt").read_text() == "Members should claim ideas."
     assert (horde_dir / "LESSONS.md").read_text() == "# Lessons across runs\n\nthe earlier ones\n"
