@@ -193,7 +193,7 @@ def rank(lessons: list[Lesson]) -> tuple[list[Lesson], list[Lesson]]:
     return [lesson for _, lesson in found], dropped
 
 
-HEADING = re.compile(r"^## (\d+)\. (?P<text>.+) \(raised in (?P<runs>\d+) of (?P<of>\d+) runs?\)$")
+HEADING = re.compile(r"^## (\d+)\. (?P<text>.+) (?P<count>\(raised in \d+ of \d+ runs?\))$")
 
 
 def render(
@@ -237,13 +237,14 @@ def _quote_line(quote: Quote) -> str:
 
 
 def top_lessons(text: str, count: int = TOP_LESSONS) -> list[str]:
-    """The first `count` lessons of a LESSONS.md, each as `text (raised in N of M runs)`."""
+    """The first `count` lessons of a LESSONS.md, each as `text (raised in N of M runs)`
+    (`LESSON_CAP` characters of its text at the most)."""
     found = []
     for line in text.splitlines():
         m = HEADING.match(line.strip())
         if m:
             text = m["text"] if len(m["text"]) <= LESSON_CAP else m["text"][: LESSON_CAP - 1] + "…"
-            found.append(f"{text} (raised in {m['runs']} of {m['of']} runs)")
+            found.append(f"{text} {m['count']}")
     return found[:count]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.cli import cli, stub_env
 
+from horde_tui.commands.cli import main
 from horde_tui.stubmodel import StubThread
 
 RUNS = {
@@ -122,12 +123,15 @@ def test_lessons_dry_run_calls_no_model(tmp_path: Path, stub_model: StubThread) 
     assert not (horde_dir / "LESSONS.md").exists() and not (horde_dir / "lessons").exists()
 
 
-def test_lessons_without_postmortems_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
-    (tmp_path / ".horde" / "runs" / "20261204-100000-dddd").mkdir(parents=True)
-    done = cli(tmp_path, "lessons")
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "no post-mortem to learn from" in done.stderr
-    assert not (tmp_path / ".horde" / "LESSONS.md").exists()
+def test_lessons_without_postmortems_is_one_line_and_writes_nothing(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_dir / ".horde" / "runs" / "20261204-100000-dddd").mkdir(parents=True)
+    assert main(["lessons"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no post-mortem to learn from" in err
+    assert "(1 run(s), none with a written POSTMORTEM.md)" in err
+    assert not (in_dir / ".horde" / "LESSONS.md").exists()
 
 
 @pytest.mark.slow  # a gateway of its own (litellm's import) for a two-line path

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import cli, cli_argv
+from support.cli import cli_argv
 
 from horde_tui.commands.cli import build_parser, main
 from horde_tui.common.settings import SettingsError, load_settings
@@ -252,18 +252,11 @@ def test_a_lessons_run_gets_the_lessons_and_the_same_budget(tmp_path: Path) -> N
         assert check.settings is not None and check.settings.supervisor.lessons is on
 
 
-def test_eval_refuses_lessons_without_a_lessons_file_and_writes_nothing(tmp_path: Path) -> None:
-    done = cli(
-        tmp_path,
-        "eval",
-        "demo",
-        "--model",
-        "demo",
-        "--configs",
-        "horde:2,horde:2:lessons",
-        "--out",
-        "out",
-    )
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "a :lessons configuration" in done.stderr
-    assert "horde-tui lessons" in done.stderr and not (tmp_path / "out").exists()
+def test_eval_refuses_lessons_without_a_lessons_file_and_writes_nothing(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "demo", "--model", "demo", "--configs", "horde:2,horde:2:lessons"]
+    assert main([*argv, "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a :lessons configuration" in err
+    assert "horde-tui lessons" in err and not (in_dir / "out").exists()

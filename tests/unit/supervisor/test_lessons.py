@@ -99,6 +99,8 @@ def test_lessons_md_reads_back_its_top_lessons() -> None:
         f"Lesson {n}. (raised in {7 - n} of 6 runs)" for n in range(1, 6)
     ]
     assert lessons.top_lessons("# Lessons\n\nno ranked heading\n") == []
+    one = "## 1. Claim first. (raised in 1 of 1 run)"
+    assert lessons.top_lessons(one) == ["Claim first. (raised in 1 of 1 run)"]
     long = "## 1. " + "word " * 100 + "(raised in 2 of 2 runs)"
     [cut] = lessons.top_lessons(long)
     assert cut == "word " * 59 + "word… (raised in 2 of 2 runs)"  # 300 characters
