@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import signal
 import sys
 import tempfile
@@ -154,7 +155,7 @@ def _run_eval(args: argparse.Namespace) -> int:
     from horde_tui.eval.report import aggregate, eval_json, now_iso, plain, table, write_outputs
     from horde_tui.eval.taskset import TaskSetError, load_taskset, taskset_hash
     from horde_tui.store.paths import default_horde_dir, sha256_file
-    from horde_tui.supervisor.lessons import lessons_path, missing
+    from horde_tui.supervisor.lessons import LESSONS_FILE, lessons_path, missing
     from horde_tui.supervisor.processes import GatewayStartError
 
     out = (
@@ -176,7 +177,11 @@ def _run_eval(args: argparse.Namespace) -> int:
                 f"refused: a :lessons configuration gives its runs the top lessons of "
                 f"{problem}; write it with `horde-tui lessons`, or leave :lessons out"
             )
-        lessons_file = lessons_path(default_horde_dir())
+        # One copy for the whole eval: every `:lessons` run gets the same lessons, and
+        # EVAL.json's hash is of what they got, whatever happens to the project's file.
+        out.mkdir(parents=True, exist_ok=True)
+        lessons_file = out / LESSONS_FILE
+        shutil.copyfile(lessons_path(default_horde_dir()), lessons_file)
     try:
         taskset = load_taskset(_materialize(args.taskset, args.from_jsonl, out / "taskset"))
         tasks = taskset.select([t.strip() for t in args.tasks.split(",")] if args.tasks else None)
@@ -256,7 +261,11 @@ def _run_eval(args: argparse.Namespace) -> int:
         },
         "lessons": None
         if lessons_file is None
-        else {"path": str(lessons_file), "sha256": sha256_file(lessons_file)},
+        else {
+            "from": str(lessons_path(default_horde_dir())),
+            "copy": str(lessons_file),
+            "sha256": sha256_file(lessons_file),
+        },
     }
     data = eval_json(meta, runs, names)
     write_outputs(out, data)
