@@ -314,6 +314,9 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.commands.completion import add_completion_command
 
     add_completion_command(sub)
+    from horde_tui.commands.lessons import add_lessons_command
+
+    add_lessons_command(sub)
     from horde_tui.commands.settings_doc import add_config_command
 
     add_config_command(sub)

@@ -26,6 +26,7 @@ from horde_tui.store.events import EVENT_ID
 from horde_tui.store.jsonl import JsonlTail, parse_record
 from horde_tui.store.paths import atomic_write_text
 from horde_tui.store.runs import resolve_run
+from horde_tui.supervisor.lessons import lessons_path
 
 
 class ForkRefused(Exception):
@@ -113,6 +114,9 @@ def prepare(workdir: Path, run: str, at: str, into: Path | None) -> Fork:
     presets = horde_dir / "presets"
     if presets.is_dir():
         shutil.copytree(presets, fork_horde / "presets")
+    given = lessons_path(horde_dir)  # a run with `lessons = true` needs them in the fork too
+    if given.is_file():
+        shutil.copyfile(given, fork_horde / given.name)
     from horde_tui.supervisor.resume import prompt_of  # the one reader of TASK.md's prompt
 
     return Fork(target, run, f"E{m[1]}", seq, manifest, prompt_of(task))

@@ -104,6 +104,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="every member bash command waits for a person: the app's queue, y/N/a on "
         "the terminal, or horde-tui approve/refuse from another shell",
     )
+    p.add_argument(
+        FLAGS["lessons"],
+        action="store_const",
+        const=True,
+        help="give members the top lessons of .horde/LESSONS.md (`horde-tui lessons`) in "
+        "their brief",
+    )
     p.add_argument("--no-mouse", action="store_true", help="the app ignores the mouse")
 
 

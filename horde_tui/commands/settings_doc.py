@@ -20,6 +20,7 @@ from horde_tui.common.settings import (
     FLAGS,
     SECRET_SETTINGS,
     SETTING_FIELDS,
+    SWITCHES,
     SettingsError,
     default_text,
     env_name,
@@ -113,7 +114,7 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """The run's setting flags (`FLAGS`), taken as text (`load_settings` checks them), those
     of a fixed few values offering the model's (for `--help` and completion)."""
     for name, flag in FLAGS.items():
-        if name == "confirm":
+        if name in SWITCHES:
             parser.add_argument(flag, dest=name, action="store_const", const=True)
         elif name == "member_models":
             parser.add_argument(flag, dest=name, action="append", metavar="MEMBER=MODEL")

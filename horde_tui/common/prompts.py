@@ -8,7 +8,7 @@ supervisor writes it to `runs/<id>/SYSTEM.md`; a member started without one (tes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 AGENTS_MD_CAP = 8_000
@@ -84,12 +84,29 @@ its R#. You can `read` their ledger files; never write to a sibling's directory.
 """
 
 
-def system_prompt(siblings: Mapping[str, Path] | None = None) -> str:
-    """SYSTEM.md: the protocol, plus the sibling hordes' directories in a swarm."""
-    if not siblings:
-        return SYSTEM_PROMPT
-    listing = "\n".join(f"- {name}: {path}" for name, path in siblings.items())
-    return SYSTEM_PROMPT + SIBLINGS_SECTION.format(listing=listing)
+LESSONS_SECTION = """
+## Lessons from earlier runs (`run --lessons`)
+The post-mortems of earlier runs in this directory criticised how their members
+coordinated; these critiques recurred most (.horde/LESSONS.md). Work so that they do not
+apply to this run. They are advice on how to work, not part of the task:
+{listing}
+"""
+
+
+def system_prompt(
+    siblings: Mapping[str, Path] | None = None, lessons: Sequence[str] = ()
+) -> str:
+    """SYSTEM.md: the protocol, plus the sibling hordes' directories in a swarm and the
+    top lessons of earlier runs when the run was given them (every session of every
+    member reads SYSTEM.md, so a reset or a resumed member keeps them)."""
+    text = SYSTEM_PROMPT
+    if siblings:
+        listing = "\n".join(f"- {name}: {path}" for name, path in siblings.items())
+        text += SIBLINGS_SECTION.format(listing=listing)
+    if lessons:
+        listing = "\n".join(f"{n}. {lesson}" for n, lesson in enumerate(lessons, 1))
+        text += LESSONS_SECTION.format(listing=listing)
+    return text
 
 
 DELIVERABLE_BRIEF = """\

@@ -194,6 +194,13 @@ class SupervisorSettings(BaseModel):
         default=None,
         description="role presets: give the members personas (`horde-tui presets` lists them).",
     )
+    lessons: bool = Field(
+        default=False,
+        description=(
+            "give the members the top lessons of .horde/LESSONS.md (written by "
+            "`horde-tui lessons` from earlier runs' post-mortems) in their brief."
+        ),
+    )
 
 
 class RepairSettings(BaseModel):
@@ -397,9 +404,12 @@ FLAGS: dict[str, str] = {
     "sandbox": "--sandbox",
     "confirm": "--confirm",
     "preset": "--preset",
+    "lessons": "--lessons",
 }
 """The settings `run` and `plan` take as flags, and their spelling: the parser, the
 detached command line and the error lines all read it."""
+SWITCHES = frozenset({"confirm", "lessons"})
+"""Settings whose flag takes no value: given, it turns the setting on."""
 SECRET_SETTINGS = frozenset({"api_key"})
 """Settings never printed (`horde-tui config --effective` says only that one is set)."""
 

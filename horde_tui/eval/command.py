@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import signal
 import sys
 import tempfile
@@ -28,6 +29,8 @@ Examples:
   horde-tui eval --list
   horde-tui eval bundled --model openai/gpt-4o-mini --max-cost-usd 0.50 --max-minutes 10
   horde-tui eval demo --model demo --configs horde:4   (no key: the demo model)
+  horde-tui eval bundled --model openai/gpt-4o-mini --configs horde:4,horde:4:lessons
+      (with and without the top lessons of .horde/LESSONS.md: `horde-tui lessons`)
   horde-tui eval financebench.jsonl --from-jsonl --model openai/gpt-4o --configs single
 """
 
@@ -151,6 +154,8 @@ def _run_eval(args: argparse.Namespace) -> int:
     )
     from horde_tui.eval.report import aggregate, eval_json, now_iso, plain, table, write_outputs
     from horde_tui.eval.taskset import TaskSetError, load_taskset, taskset_hash
+    from horde_tui.store.paths import default_horde_dir, sha256_file
+    from horde_tui.supervisor.lessons import LESSONS_FILE, lessons_path, missing
     from horde_tui.supervisor.processes import GatewayStartError
 
     out = (
@@ -162,9 +167,25 @@ def _run_eval(args: argparse.Namespace) -> int:
         return _err(f"refused: --out {out} is not empty; name a new folder")
     try:
         configs = parse_configs(args.configs)
+    except EvalUsageError as exc:
+        return _err(str(exc))
+    lessons_file = None
+    if any(config.with_lessons for config in configs):
+        problem = missing(default_horde_dir())
+        if problem is not None:
+            return _err(
+                f"refused: a :lessons configuration gives its runs the top lessons of "
+                f"{problem}; write it with `horde-tui lessons`, or leave :lessons out"
+            )
+        # One copy for the whole eval: every `:lessons` run gets the same lessons, and
+        # EVAL.json's hash is of what they got, whatever happens to the project's file.
+        out.mkdir(parents=True, exist_ok=True)
+        lessons_file = out / LESSONS_FILE
+        shutil.copyfile(lessons_path(default_horde_dir()), lessons_file)
+    try:
         taskset = load_taskset(_materialize(args.taskset, args.from_jsonl, out / "taskset"))
         tasks = taskset.select([t.strip() for t in args.tasks.split(",")] if args.tasks else None)
-    except (EvalUsageError, TaskSetError) as exc:
+    except TaskSetError as exc:
         return _err(str(exc))
     stub = None
     model, api_base, api_key = args.model, args.api_base, args.api_key
@@ -184,6 +205,7 @@ def _run_eval(args: argparse.Namespace) -> int:
         parallel=int(args.parallel),
         api_base=api_base,
         api_key=api_key,
+        lessons=lessons_file,
     )
     jobs = plan_jobs(tasks, options)
     try:
@@ -236,6 +258,13 @@ def _run_eval(args: argparse.Namespace) -> int:
             "root": str(taskset.root),
             "sha256": taskset_hash(taskset.root),
             "tasks": [t.name for t in tasks],
+        },
+        "lessons": None
+        if lessons_file is None
+        else {
+            "from": str(lessons_path(default_horde_dir())),
+            "copy": str(lessons_file),
+            "sha256": sha256_file(lessons_file),
         },
     }
     data = eval_json(meta, runs, names)

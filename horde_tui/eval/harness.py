@@ -8,7 +8,10 @@ interface, so the harness measures exactly what a user's `horde-tui run` does.
 
 Configurations: `single` is one member (no verifier, no repair); `horde:N` is N members
 (the last of 3+ is the verifier) with repair; `horde:N:no-repair` the same with repair
-disabled (`HORDE_REPAIR_ROUNDS=0`). Runs of one configuration run up to `parallel` at a
+disabled (`HORDE_REPAIR_ROUNDS=0`); `:lessons` after either gives the members the top
+lessons of the eval's LESSONS.md (`run --lessons`: each such run gets a copy of it in its
+fresh `.horde/`), so `horde:4,horde:4:lessons` compares a horde with and without them
+under the same model and budget. Runs of one configuration run up to `parallel` at a
 time, and every run of the eval joins its one gateway (`eval.gateway`) with its own
 token and run directory: usage, cost and budget stay the run's, while P runs put no more
 calls in flight on the provider than one run may (`max_in_flight`), a 429 seen by one
@@ -38,6 +41,7 @@ from horde_tui.eval.taskset import Task
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
 from horde_tui.launch.launch import RunOptions, detached_argv, detached_env
 from horde_tui.store.paths import atomic_write_text
+from horde_tui.supervisor.lessons import LESSONS_FILE
 from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 
 CLEAN_STOP_GRACE_S = 180.0
@@ -46,7 +50,9 @@ HARD_STOP_GRACE_S = 30.0
 MEMBER_ENV = ("HORDE_DIR", "HORDE_RUN", "HORDE_MEMBER", "HORDE_ROLE", "HORDE_SIBLINGS")
 """Variables that point a process at one particular `.horde/` or run: each eval run must
 get its own, and a member's (HORDE_GATEWAY_URL) would make the run a refused nested one."""
-_CONFIG = re.compile(r"^(?:single|horde:(?P<n>\d+)(?P<norepair>:no-repair)?)$")
+_CONFIG = re.compile(
+    r"^(?:single|horde:(?P<n>\d+)(?P<norepair>:no-repair)?)(?P<lessons>:lessons)?$"
+)
 
 
 class EvalUsageError(ValueError):
@@ -55,30 +61,35 @@ class EvalUsageError(ValueError):
 
 @dataclass(frozen=True)
 class Config:
-    """One way of running a task: how many members, with or without repair."""
+    """One way of running a task: how many members, with or without repair, with or
+    without the lessons of earlier runs."""
 
     name: str
     members: int
     repair: bool
+    with_lessons: bool = False
 
 
 def parse_configs(text: str) -> list[Config]:
-    """`single,horde:4,horde:4:no-repair` -> configurations, in the order given."""
+    """`single,horde:4,horde:4:no-repair,horde:4:lessons` -> configurations, in the order
+    given."""
     out: list[Config] = []
     for word in (w.strip() for w in text.split(",")):
         m = _CONFIG.match(word)
         if m is None:
             raise EvalUsageError(
                 f"--configs: {word!r} is not a configuration; use single, horde:N or "
-                "horde:N:no-repair (N members, 2-12), comma-separated"
+                "horde:N:no-repair (N members, 2-12), each optionally followed by :lessons, "
+                "comma-separated"
             )
-        if word == "single":
-            config = Config("single", 1, False)
+        given = bool(m.group("lessons"))
+        if m.group("n") is None:
+            config = Config(word, 1, False, given)
         else:
             n = int(m.group("n"))
             if not 2 <= n <= 12:
                 raise EvalUsageError(f"--configs: {word!r}: a horde has 2-12 members")
-            config = Config(word, n, not m.group("norepair"))
+            config = Config(word, n, not m.group("norepair"), given)
         if config in out:
             raise EvalUsageError(f"--configs: {word!r} is given twice")
         out.append(config)
@@ -99,6 +110,8 @@ class EvalOptions:
     api_base: str | None = None
     api_key: str | None = None
     """Given to each run in its environment (`detached_env`), never on its command line."""
+    lessons: Path | None = None
+    """The LESSONS.md each `:lessons` run gets a copy of (`supervisor.lessons`)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +166,7 @@ def run_env(
     env.update(joined or {})
     if not job.config.repair:
         env["HORDE_REPAIR_ROUNDS"] = "0"
+    env["HORDE_LESSONS"] = "on" if job.config.with_lessons else "off"
     return env
 
 
@@ -178,6 +192,20 @@ def _wait(proc: subprocess.Popen[bytes], deadline_s: float | None) -> None:
     proc.wait()
 
 
+def prepare_work(job: RunJob, options: EvalOptions) -> Path:
+    """The job's fresh working directory: a copy of the task's material, and for a
+    `:lessons` configuration the eval's LESSONS.md in its `.horde/`."""
+    work = job.folder / "work"
+    if job.folder.exists():
+        shutil.rmtree(job.folder)
+    job.folder.mkdir(parents=True)
+    shutil.copytree(job.task.material, work, symlinks=True)
+    if job.config.with_lessons and options.lessons is not None:
+        (work / ".horde").mkdir(exist_ok=True)
+        shutil.copyfile(options.lessons, work / ".horde" / LESSONS_FILE)
+    return work
+
+
 def execute(
     job: RunJob,
     options: EvalOptions,
@@ -187,11 +215,7 @@ def execute(
     """Copy, run, score one job; every figure of it as a JSON-able dict, also kept in
     the run's folder as RESULT.json (an interrupted eval keeps what it finished)."""
     started, cpu = time.perf_counter(), time.thread_time()
-    work = job.folder / "work"
-    if job.folder.exists():
-        shutil.rmtree(job.folder)
-    job.folder.mkdir(parents=True)
-    shutil.copytree(job.task.material, work, symlinks=True)
+    work = prepare_work(job, options)
     setup_s, setup_cpu = time.perf_counter() - started, time.thread_time() - cpu
     minutes = options.max_minutes
     deadline = None if minutes is None or math.isinf(minutes) else minutes * 60 + 60

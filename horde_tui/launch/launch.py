@@ -40,6 +40,7 @@ from horde_tui.store.runs import (
     swarm_json_path,
     swarms_by_state,
 )
+from horde_tui.supervisor import lessons
 from horde_tui.supervisor.observe import Sink
 from horde_tui.supervisor.setup import RunRequest, assign_roles, parse_layers
 from horde_tui.supervisor.swarm_plan import SwarmError, deal_layers
@@ -94,6 +95,9 @@ class RunOptions:
     confirm: bool | None = None
     """`--confirm` (None: the config's `confirm`); not passed to a detached run, which
     has no terminal to ask on."""
+    lessons: bool | None = None
+    """`--lessons` (None: the config's `lessons`): the top lessons of .horde/LESSONS.md in
+    the members' brief (`supervisor.lessons`)."""
     no_verifier: bool = False
     until_stop: bool = False
     demo: bool = False
@@ -110,6 +114,7 @@ class RunOptions:
             "prompt",
             *SETTING_OPTIONS,
             "confirm",
+            "lessons",
             *DETACH_FLAGS,
             "demo",
             "baseline",
@@ -156,6 +161,7 @@ def checked_settings(
     re-checked, so each bad field gets its own line."""
     overrides: dict[str, Any] = {n: getattr(options, n) for n in SETTING_OPTIONS}
     overrides["confirm"] = options.confirm
+    overrides["lessons"] = options.lessons
     refusals: list[Refusal] = []
     while True:
         try:
@@ -225,6 +231,10 @@ def check_launch(
             preset = find_preset(settings.supervisor.preset, horde_dir)
         except PresetError as exc:
             refuse(Refusal("preset", str(exc)))
+    if settings is not None and settings.supervisor.lessons:
+        refused_lessons = lessons_refusal(horde_dir)
+        if refused_lessons is not None:
+            refuse(refused_lessons)
     if preset is not None and settings is not None and check.count is not None:
         # A role's model is that member's, unless the run names one for it itself.
         slots = assign_roles(RunRequest("", check.count.members, layers, not options.no_verifier))
@@ -298,6 +308,19 @@ def check_launch(
         forked_from=options.forked_from or "",
     )
     return check
+
+
+def lessons_refusal(horde_dir: Path) -> Refusal | None:
+    """`--lessons` (or `lessons = true`) with no lesson to give: refused, not run without."""
+    missing = lessons.missing(horde_dir)
+    if missing is None:
+        return None
+    flag = flag_name("lessons")
+    return Refusal(
+        "lessons",
+        f"refused: {flag} (lessons = true) gives members the top lessons of {missing}; "
+        f"write it with `horde-tui lessons`, or run without {flag}",
+    )
 
 
 def prompt_budget(prompt: str, budget: int) -> Refusal | str | None:
@@ -393,6 +416,8 @@ def detached_argv(options: RunOptions | Any, layers_text: str | None) -> list[st
         for one in value if isinstance(value, list | tuple) else [value]:
             command += [flag_name(name), str(one)]
     command += [f"--{name.replace('_', '-')}" for name in DETACH_FLAGS if getattr(options, name)]
+    if getattr(options, "lessons", None):
+        command.append(flag_name("lessons"))
     for name in ("baseline", "forked_from"):
         if getattr(options, name, None):
             command += [f"--{name.replace('_', '-')}", str(getattr(options, name))]

@@ -250,6 +250,8 @@ class RunSummary:
     """`--baseline` as asked (a run id or `last`): REPORT.md's Delta section."""
     forecast: dict[str, Any] | None = None
     """The `forecast` event made after the canary (`supervisor.forecast`), if any."""
+    lessons: str = ""
+    """REPORT.md's line on the lessons in the members' brief (`supervisor.lessons`), or ""."""
 
     @property
     def exit_code(self) -> int:

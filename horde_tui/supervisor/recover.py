@@ -20,7 +20,7 @@ from horde_tui.store.members import MemberState, external_members, fold_lifecycl
 from horde_tui.store.runs import clear_live, supervisor_pid
 from horde_tui.store.store import HordeStore
 from horde_tui.store.timestamps import epoch
-from horde_tui.supervisor import acceptance_freeze, cleanup, lifecycle
+from horde_tui.supervisor import acceptance_freeze, cleanup, lessons, lifecycle
 from horde_tui.supervisor.finalize import read_events, write_reports
 
 
@@ -75,6 +75,7 @@ def finalize_from_disk(horde_dir: Path, run_id: str) -> RunSummary:
         members=rebuild_members(manifest, events),
         layers=list(manifest.get("request", {}).get("layers", [])),
         resumed_at=[_parse_ts(e.get("ts")) for e in events if e.get("kind") == "run-resume"],
+        lessons=lessons.report_line(run_dir),
     )
     parent = HordeStore(horde_dir, "parent")
     lifecycle.release_ideas(parent, run_id)

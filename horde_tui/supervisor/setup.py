@@ -25,6 +25,7 @@ from horde_tui.store import runs
 from horde_tui.store.paths import HordePaths, atomic_write_text, sha256_file
 from horde_tui.store.state import LedgerState
 from horde_tui.store.store import Decision, HordeStore
+from horde_tui.supervisor import lessons
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def write_run_files(
     (run_dir / "control").mkdir(parents=True, exist_ok=True)
     runs.sessions_dir(run_dir).mkdir(exist_ok=True)
     atomic_write_text(run_dir / "TASK.md", task_text(request, settings, specs))
-    atomic_write_text(run_dir / "SYSTEM.md", prompts.system_prompt(request.siblings))
+    top, lessons_sha256 = lessons.read_top(horde_dir) if settings.supervisor.lessons else ([], None)
+    atomic_write_text(run_dir / "SYSTEM.md", prompts.system_prompt(request.siblings, top))
     if request.layers:
         atomic_write_text(run_dir / "PLAN.md", plan_text(specs))
     dealt = personas(request, specs)
@@ -190,7 +192,10 @@ def write_run_files(
             "TASK.md": sha256_file(run_dir / "TASK.md"),
             "SYSTEM.md": sha256_file(run_dir / "SYSTEM.md"),
             "AGENTS.md": sha256_file(HordePaths(horde_dir).workdir / "AGENTS.md"),
+            # the file the lessons in SYSTEM.md came from, as it was read (None: not given)
+            lessons.LESSONS_FILE: lessons_sha256 if top else None,
         },
+        "lessons": len(top),
         "config": config,
         "request": {
             "count": request.count,

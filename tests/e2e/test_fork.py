@@ -74,6 +74,17 @@ def test_a_fork_at_any_event_folds_to_the_ledgers_as_they_were(scene, tmp_path: 
     assert fork.prompt == "Review app.py" and fork.at == event
 
 
+def test_a_fork_takes_the_lessons_along(scene, tmp_path: Path) -> None:
+    """A run started with `lessons = true` (kept in the fork's config.toml) would be
+    refused in a fork without them: the fork gets the project's LESSONS.md as it is."""
+    horde, seen = scene
+    (horde.root / "LESSONS.md").write_text("## 1. Claim first. (raised in 2 of 2 runs)\n")
+    fork = prepare(horde.workdir, "r1", next(iter(seen)), tmp_path / "fork")
+    assert (fork.into / ".horde" / "LESSONS.md").read_text() == (
+        horde.root / "LESSONS.md"
+    ).read_text()
+
+
 def test_bad_forks_are_refused_in_one_line(scene, tmp_path: Path) -> None:
     horde, _ = scene
     with pytest.raises(UnknownRun, match=r"^no run named r9 in .*\(newest: r1\)"):

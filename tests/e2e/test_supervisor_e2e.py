@@ -7,6 +7,7 @@ the run hands out); everything else is the real thing.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -15,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import HEADLESS_PLAN, StoppedClean, cli, headless, wait_for_line
+from support.cli import (
+    HEADLESS_PLAN,
+    STOPPED_CLEAN_LESSONS,
+    StoppedClean,
+    cli,
+    headless,
+    wait_for_line,
+)
 from support.plans import APP, HELPERS, horde, lifecycle, run_supervisor, settings, worker
 from support.processes import alive
 
@@ -161,6 +169,26 @@ def test_stop_clean_from_another_shell(stopped_clean: StoppedClean) -> None:
     assert (run.run_dir / ".stop-clean").exists()
     assert "WRAP UP" in (run.workdir / ".horde" / "BOARD.md").read_text()
     assert run.stop_hard_after.returncode == 1  # nothing live any more
+
+
+def test_a_run_with_lessons_gives_every_member_them_and_says_so(
+    stopped_clean: StoppedClean,
+) -> None:
+    run_dir = stopped_clean.run_dir
+    manifest = json.loads((run_dir / "MANIFEST.json").read_text())
+    given = hashlib.sha256(STOPPED_CLEAN_LESSONS.encode()).hexdigest()
+    assert manifest["hashes"]["LESSONS.md"] == given and manifest["lessons"] == 2
+    assert (
+        f"- Lessons: the members' brief held the top 2 lessons of .horde/LESSONS.md (sha256 `{given}`)"
+        in (run_dir / "REPORT.md").read_text()
+    )
+    # Every member's session opened with them in its system prompt.
+    for member in ("member-1", "member-2", "member-3"):
+        first = next((run_dir / "sessions" / member).glob("*.jsonl")).read_text().splitlines()[0]
+        system = json.loads(first)
+        assert system["role"] == "system", member
+        assert "1. Claim an idea before working it. (raised in 2 of 3 runs)" in system["content"]
+        assert "2. Ask the verifier for each review. (raised in 1 of 3 runs)" in system["content"]
 
 
 def test_parent_sigkill_then_finalize_from_disk(tmp_path: Path) -> None:

@@ -169,12 +169,23 @@ def run_demo(tmp: Path) -> Path:
     return next(tmp.glob("horde-demo-*"))
 
 
+STOPPED_CLEAN_LESSONS = (
+    "# Lessons across runs\n\n"
+    "## 1. Claim an idea before working it. (raised in 2 of 3 runs)\n\n"
+    "## 2. Ask the verifier for each review. (raised in 1 of 3 runs)\n"
+)
+"""The project's LESSONS.md of the `stopped_clean` run, which runs with `lessons` on."""
+
+
 def run_stopped_clean(workdir: Path) -> StoppedClean:
-    """Start `run --headless 3` on `HEADLESS_PLAN`; once member-3 has spawned, `status`,
-    `pause member-2`, `resume 2` and `stop-clean postmortem --grace 1` from another shell.
-    One run serves every test that reads a clean stop (it takes a minute on a loaded box)."""
+    """Start `run --headless 3` on `HEADLESS_PLAN`, with lessons on (`HORDE_LESSONS`,
+    `STOPPED_CLEAN_LESSONS`); once member-3 has spawned, `status`, `pause member-2`,
+    `resume 2` and `stop-clean postmortem --grace 1` from another shell. One run serves
+    every test that reads a clean stop (it takes a minute on a loaded box)."""
+    (workdir / ".horde").mkdir(exist_ok=True)
+    (workdir / ".horde" / "LESSONS.md").write_text(STOPPED_CLEAN_LESSONS)
     with StubThread(policy=AgentPolicy(HEADLESS_PLAN)) as stub:
-        proc = headless(workdir, stub)
+        proc = headless(workdir, stub, ("HORDE_LESSONS", "on"))
         try:
             seen = wait_for_line(proc, "[member-spawn] member-3")
             status = cli(workdir, "status")

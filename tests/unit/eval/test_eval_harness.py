@@ -29,7 +29,7 @@ from horde_tui.eval.harness import (
 )
 from horde_tui.eval.taskset import load_taskset
 from horde_tui.gateway.limiter import SHARED_LIMIT_ENV
-from horde_tui.launch.launch import RunOptions, detached_argv
+from horde_tui.launch.launch import RunOptions, check_launch, detached_argv
 from horde_tui.supervisor.processes import SHARED_GATEWAY_TOKEN_ENV, SHARED_GATEWAY_URL_ENV
 
 TASK = load_taskset("bundled").select(["sql-injection"])[0]
@@ -212,3 +212,51 @@ def test_eval_takes_a_budget_flag_exactly_when_run_s_settings_model_does(
         assert "is not empty" in lines[0]
     else:
         assert lines[0].startswith(f"horde-tui eval: refused: {flag}"), lines[0]
+
+
+def test_lessons_configurations_parse_beside_the_others() -> None:
+    assert parse_configs("horde:4,horde:4:lessons,horde:3:no-repair:lessons,single:lessons") == [
+        Config("horde:4", 4, True),
+        Config("horde:4:lessons", 4, True, True),
+        Config("horde:3:no-repair:lessons", 3, False, True),
+        Config("single:lessons", 1, False, True),
+    ]
+    for bad in ("horde:4:lessons:no-repair", "horde:4:lessons:lessons", "lessons"):
+        with pytest.raises(EvalUsageError, match="optionally followed by :lessons"):
+            parse_configs(bad)
+
+
+def test_a_lessons_run_gets_the_lessons_and_the_same_budget(tmp_path: Path) -> None:
+    """`horde:2,horde:2:lessons`: both runs the same command line (model, budget), only the
+    `:lessons` one with LESSONS.md in its fresh `.horde/` and lessons on, as its own launch
+    check reads them."""
+    source = tmp_path / "LESSONS.md"
+    source.write_text("## 1. Claim an idea before working it. (raised in 2 of 2 runs)\n")
+    options = EvalOptions(
+        model="openai/gpt-4o-mini",
+        configs=tuple(parse_configs("horde:2,horde:2:lessons")),
+        out=tmp_path / "out",
+        max_cost_usd=0.5,
+        lessons=source,
+    )
+    plain, given = plan_jobs([TASK], options)
+    assert run_argv(plain, options)[4:] == run_argv(given, options)[4:]
+    for job, on in ((plain, False), (given, True)):
+        work = harness.prepare_work(job, options)
+        assert (work / ".horde" / "LESSONS.md").exists() is on
+        args = build_parser().parse_args(run_argv(job, options)[3:])
+        check = check_launch(
+            RunOptions.from_args(args), work / ".horde", environ=run_env(job, options)
+        )
+        assert check.ok, [r.message for r in check.refusals]
+        assert check.settings is not None and check.settings.supervisor.lessons is on
+
+
+def test_eval_refuses_lessons_without_a_lessons_file_and_writes_nothing(
+    in_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "demo", "--model", "demo", "--configs", "horde:2,horde:2:lessons"]
+    assert main([*argv, "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a :lessons configuration" in err
+    assert "horde-tui lessons" in err and not (in_dir / "out").exists()

@@ -117,6 +117,7 @@ SUPERVISOR = [
     Case("cleanup", False, "off", None, False),
     Case("continue_cooldown_ms", 14, "14", None, 14),
     Case("preset", "code-audit", "code-audit", ("--preset", "code-audit"), "code-audit"),
+    Case("lessons", True, "on", ("--lessons",), True),
 ]
 SERVE = ["serve_port"]
 """Read by `horde-tui serve` alone, no process of a run (tests/unit/web/test_web_serve.py checks
@@ -153,6 +154,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("HORDE_MODEL", "openai/stub")
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".horde").mkdir()
+    # `lessons` on is refused without a lesson to give (`launch.lessons_refusal`).
+    (tmp_path / ".horde" / "LESSONS.md").write_text("## 1. Claim first. (raised in 2 of 2 runs)\n")
     yield tmp_path
 
 
