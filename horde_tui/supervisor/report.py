@@ -138,13 +138,9 @@ def _header(state: LedgerState, summary: RunSummary, spend: list[str]) -> str:
             f"(`horde-tui resume {summary.run_id} --member {member}`{after})"
         )
     if summary.sandbox_note:
-<<<<<<< HEAD
         lines.append(f"- Sandbox: {summary.sandbox_note} (see SECURITY.md)")
-=======
-        lines.append(f"- Sandbox: none; {summary.sandbox_note} (see SECURITY.md)")
     if summary.lessons:
         lines.append(f"- {summary.lessons}")
->>>>>>> lessons
     return "\n".join([*lines, ""])
 
 

@@ -41,12 +41,8 @@ from horde_tui.store.runs import DETACHED_LOG_ENV, clear_live, mark_live, reatta
 from horde_tui.store.siblings import siblings_json
 from horde_tui.store.standing import standing
 from horde_tui.store.store import HordeStore
-<<<<<<< HEAD
 from horde_tui.store.transcript import sessions
-from horde_tui.supervisor import finalize, handoff, lifecycle, repair, reviews, watch
-=======
 from horde_tui.supervisor import finalize, handoff, lessons, lifecycle, repair, reviews, watch
->>>>>>> lessons
 from horde_tui.supervisor.confirm import DECISIONS, ConfirmDesk
 from horde_tui.supervisor.context import StopState
 from horde_tui.supervisor.forecast import canary_forecast
