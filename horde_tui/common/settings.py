@@ -479,6 +479,13 @@ ENVIRONMENT: tuple[ProcessVariable, ...] = (
         "you",
     ),
     ProcessVariable(
+        "HORDE_SLIRP4NETNS",
+        "slirp4netns",
+        "The slirp4netns that gives a sandboxed command with the network on a network of its own (a name on PATH or a path); a missing one shares this machine's network, and the run says so.",
+        ("horde_tui/sandbox/netns.py",),
+        "you",
+    ),
+    ProcessVariable(
         "HORDE_SECRETS_FD",
         "unset",
         "The pipe on which the gateway receives the provider key and its token at start (never in its environment).",
