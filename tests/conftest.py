@@ -227,6 +227,13 @@ def stopped_clean(tmp_path_factory: pytest.TempPathFactory) -> StoppedClean:
     return run_stopped_clean(tmp_path_factory.mktemp("stopped-clean"))
 
 
+@pytest.fixture(scope="session")
+def demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from support.cli import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo"))
+
+
 E2E = Path(__file__).resolve().parent / "e2e"
 """Whole runs with real processes: the folder is the marker."""
 
@@ -251,7 +258,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return workers_for(list(config.args))
 
 
-SHARED_RUNS = ("stopped_clean",)
+SHARED_RUNS = ("stopped_clean", "demo_project")
 """Session fixtures that cost a whole run: their tests go to one worker, which starts it once."""
 
 

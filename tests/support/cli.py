@@ -182,3 +182,18 @@ def start(tmp_path: Path, stub: StubThread, members: int) -> tuple[subprocess.Po
     proc = headless(tmp_path, stub, members=members)
     wait_for_line(proc, f"[member-spawn] member-{members}")
     return proc, next((tmp_path / ".horde" / "runs").iterdir())
+
+
+def run_demo(tmp: Path) -> Path:
+    """`demo --headless --speed 0` in `tmp` (its temp project lands there): the kept
+    project folder, once the run has ended solved (exit status 3)."""
+    done = subprocess.run(
+        cli_argv("demo", "--headless", "--speed", "0"),
+        cwd=tmp,
+        env=host_env(TMPDIR=str(tmp)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+    return next(tmp.glob("horde-demo-*"))
