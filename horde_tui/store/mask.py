@@ -68,6 +68,11 @@ def _machine_roots() -> list[str]:
         return ["tmp", "home", "root"]
 
 
+GENERIC_NAMES = frozenset({"root", "user", "admin", "ubuntu", "runner", "localhost"})
+"""User and host names that name nobody (the superuser, cloud images' and CI's default
+user): masking them would turn "the root cause" into noise and hide nothing."""
+
+
 def _names() -> dict[str, str]:
     """This machine's user and host names (and the host's short name), each with its kind."""
     host = socket.gethostname()
@@ -76,7 +81,7 @@ def _names() -> dict[str, str]:
         names[getpass.getuser()] = "user name"
     except (OSError, KeyError):
         pass
-    return {n: kind for n, kind in names.items() if len(n) >= 2 and n != "localhost"}
+    return {n: kind for n, kind in names.items() if len(n) >= 2 and n not in GENERIC_NAMES}
 
 
 class Masker:
@@ -124,7 +129,7 @@ class Masker:
         self.public = public
         self.counts: Counter[str] = Counter()
         roots = "|".join(re.escape(r) for r in _machine_roots()) if public else ""
-        self._rooted = re.compile(rf"(?<![\w.~\]/:-])/(?:{roots})(?:/[\w.@+-]+)*/?(?![\w.@+-])")
+        self._rooted = re.compile(rf"(?<![\w.~\]/-])/(?:{roots})(?:/[\w.@+-]+)*/?(?![\w.@+-])")
         self._names = (
             [
                 (re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])"), kind)

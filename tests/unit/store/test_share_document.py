@@ -105,3 +105,14 @@ def test_the_public_masker_keeps_routes_identifiers_and_digests_of_words(tmp_pat
         value = secrets.token_urlsafe(32)  # the rule wants a digit, as real tokens have
     assert mask(f"key {value} here") == "key [masked] here"
     assert mask.counts["long base64 value"] == 1
+
+
+def test_a_path_after_a_colon_goes_and_a_generic_user_name_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`PATH=/usr/bin:/tmp/acme/bin` holds two paths; the user `root` (or `ubuntu`, a CI
+    `runner`) names nobody, and masking it would turn "the root cause" into noise."""
+    monkeypatch.setenv("LOGNAME", "root")
+    mask = Masker(tmp_path / ".horde", public=True)
+    assert mask("PATH=/usr/bin:/tmp/acme/bin") == "PATH=[path]:[path]"
+    assert mask("the root cause was a retry loop") == "the root cause was a retry loop"
