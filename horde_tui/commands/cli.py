@@ -329,6 +329,9 @@ def build_parser(*, tool_only: bool = False) -> argparse.ArgumentParser:
     from horde_tui.web.command import add_web_commands
 
     add_web_commands(sub)
+    from horde_tui.commands.share import add_share_command
+
+    add_share_command(sub)
 
     transcript = sub.add_parser("transcript", help="print a member transcript readably")
     transcript.add_argument("file", help="runs/<id>/sessions/member-N/<session>.jsonl")

@@ -29,6 +29,13 @@ def complete_runs(prefix: str, **_: Any) -> list[str]:
     return [r for r in reversed(run_ids(default_horde_dir())) if r.startswith(prefix)]
 
 
+def complete_last_and_runs(prefix: str, **_: Any) -> list[str]:
+    """What `share` and `replay` take: `last` or a run id, newest first."""
+    from horde_tui.commands.share import LAST
+
+    return [r for r in [LAST, *complete_runs(prefix)] if r.startswith(prefix)]
+
+
 def complete_runs_and_swarms(prefix: str, **_: Any) -> list[str]:
     """What `resume` carries on: a run or a swarm, newest first."""
     found = [*reversed(swarm_ids(default_horde_dir())), *reversed(run_ids(default_horde_dir()))]
@@ -97,6 +104,8 @@ BY_COMMAND: dict[tuple[str, str], Completer] = {
     ("resume", "words"): complete_resume,
     ("resume", "member"): complete_run_members,
     ("export", "target"): complete_export,
+    ("share", "run"): complete_last_and_runs,
+    ("replay", "run"): complete_last_and_runs,
     ("tool", "action"): complete_actions,
 }
 """Where one command's argument of that name takes something else."""

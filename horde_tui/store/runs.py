@@ -168,7 +168,8 @@ def find_run(
     horde_dir: Path, run: str | None, states: tuple[str, ...] = ("active",)
 ) -> Path | None:
     """The run named `run` (a single run, or a swarm's horde run `<swarm>-hN`), or the
-    newest run in one of `states` when none is named; None when there is no such run."""
+    newest run in one of `states` when none is named (a run id begins with its start
+    time, so the greatest is the newest whatever its state); None when there is no such run."""
     horde_dir = Path(horde_dir)
     if run:
         if not valid_run_id(run):
@@ -180,7 +181,7 @@ def find_run(
         return next(iter(sorted(horde_dir.glob(f"swarms/*/h[1-4]/runs/{run}"))), None)
     by_state = runs_by_state(horde_dir)
     candidates = [r for s in states for r in by_state.get(s, [])]
-    return HordePaths(horde_dir).runs / candidates[-1] if candidates else None
+    return HordePaths(horde_dir).runs / max(candidates) if candidates else None
 
 
 class UnknownRun(LookupError):

@@ -2,7 +2,7 @@
 
 Every place that keeps a file out of sight reads it from here: the sandbox masks
 (`sandbox/policy.py`), the member's `read` tool (`member/tools.py`), and `serve` and
-`export` (`web/mask.py`, `web/pages.py`). Before, each had its own copy and they
+`export` (`store/mask.py`, `web/pages.py`). Before, each had its own copy and they
 disagreed (`runs/<id>/mcp-token` was masked by none). `tests/e2e/test_secret_files.py` runs
 a gateway, a run and an MCP server, and fails on any file holding a secret that this
 list does not name. Stdlib only: members import it.

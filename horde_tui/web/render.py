@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from horde_tui.store.display import format_cost, format_time
+from horde_tui.store.mask import Masker
 from horde_tui.store.pagelinks import entry_page
 from horde_tui.store.runs import READING_ORDER
 from horde_tui.store.secretfiles import is_secret
@@ -31,7 +32,6 @@ from horde_tui.web.anchors import anchor
 from horde_tui.web.confine import Outside, confined
 from horde_tui.web.footer import build_footer
 from horde_tui.web.markup import markdown, markdown_line
-from horde_tui.web.mask import Masker
 from horde_tui.web.scope import Page, Scope
 from horde_tui.web.style import CSS
 

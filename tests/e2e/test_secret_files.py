@@ -19,10 +19,10 @@ from support.mcpclient import http_server
 from support.web_scene import web_scene
 
 from horde_tui.member.tools import WorkspaceTools
+from horde_tui.store.mask import Masker
 from horde_tui.store.secretfiles import is_secret, masked_files
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
-from horde_tui.web.mask import Masker
 from horde_tui.web.pages import Site
 
 PLAN = {"*": [{"tool": "horde", "args": {"action": "list"}, "until_ok": 0, "hold_ms": 200}] * 300}

@@ -77,6 +77,9 @@ def test_a_run_id_completes(tmp_path: Path) -> None:
     assert complete(tmp_path, "horde-tui attach 2026") == [OLD, NEW]
     assert complete(tmp_path, "horde-tui finalize 20260103") == [NEW]
     assert complete(tmp_path, "horde-tui status --run 20260102") == [OLD]
+    assert complete(tmp_path, "horde-tui share 2026") == [OLD, NEW]
+    assert complete(tmp_path, "horde-tui share l") == ["last"]
+    assert complete(tmp_path, "horde-tui replay la") == ["last"]
 
 
 def test_member_targets_complete_from_the_live_run(tmp_path: Path) -> None:

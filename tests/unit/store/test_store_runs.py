@@ -99,6 +99,9 @@ def test_a_run_is_found_by_name_in_a_swarm_or_as_the_newest_live_one(horde: Path
     assert runs.find_run(horde, "20260101-000006-swa1-h1") == horde_run
     assert runs.find_run(horde, None) == horde / "runs" / "20260101-000005-ffff"
     assert runs.find_run(horde, None, ("interrupted",)) == horde / "runs/20260101-000003-dddd"
+    # the newest of the states named, whatever their order (`share last`)
+    ended = ("interrupted", "finished")
+    assert runs.find_run(horde, None, ended) == horde / "runs/20260101-000003-dddd"
     assert runs.find_run(horde, "20991231-000000-zzzz") is None
     assert runs.find_run(horde, "../runs") is None  # never a path outside runs/
     assert runs.find_run(horde / "absent", None) is None

@@ -29,9 +29,9 @@ from support.web_scene import (
     web_scene,
 )
 
+from horde_tui.store.mask import Masker
 from horde_tui.store.runs import UnknownRun
 from horde_tui.web.export import WARNING, export, resolve_scope
-from horde_tui.web.mask import Masker
 from horde_tui.web.pages import CSP, Site, esc
 
 
