@@ -11,7 +11,6 @@ budget is spent, an ask is refused in one line and nothing is kept.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pytest
 from conftest import start_gateway
 from support.cli import cli
 from support.gateway import price_map_entry
-from support.processes import alive, describe, kill_all
+from support.processes import alive, children, describe, kill_all
 
 from horde_tui.launch.ask import AskStep
 from horde_tui.launch.ask import ask as launch_ask
@@ -40,9 +39,8 @@ BIG = 100_000
 
 
 @pytest.fixture
-def project(demo_project: Path, tmp_path: Path) -> Path:
-    """A copy of the demo's kept project (an ask appends to its run's asks.jsonl)."""
-    return Path(shutil.copytree(demo_project, tmp_path / demo_project.name, symlinks=True))
+def project(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def ask(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -225,18 +223,3 @@ async def test_a_live_run_is_asked_through_its_gateway_and_refused_once_its_budg
     assert len(read_asks(live)) == 1
     flagged = ask(project, "last", "q", "--model", "x")  # a live run: its own model
     assert flagged.returncode == 2 and "leave out --model" in flagged.stderr
-
-
-def children(*modules: str) -> list[int]:
-    """This process's live children running one of `modules` (`python -m MODULE`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            stat = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError):
-            continue
-        if int(stat[1]) == os.getpid() and alive(int(entry)):
-            if any(m.encode() in cmdline for m in modules):
-                found.append(int(entry))
-    return found
