@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.app import NOW, wait_for
+from support.app import NOW, FakeSupervisor, deterministic_app, wait_for
 from support.processes import children
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
@@ -123,6 +123,10 @@ async def test_a_scripted_analyst_streams_then_its_made_up_id_is_marked(
         await ask(pilot, "Is the admin token still hard-coded?")
         await wait_for(pilot, lambda: texts(app, ".ask-step") == ["· horde list"], timeout=60)
         assert texts(app, ".ask-stream") == [THINKING]  # while the model holds its answer
+        app.screen.query_one(Input).value = "And F2?"
+        await pilot.press("enter")  # one ask at a time: this one stays in the input
+        assert app.screen.query_one(Input).value == "And F2?"
+        assert len(texts(app, ".ask-question")) == 1
         await wait_for(pilot, lambda: bool(texts(app, ".ask-answer")), timeout=60)
         (answer,) = app.screen.query(".ask-answer").results(Static)
         shown = answer.render()
@@ -160,3 +164,18 @@ async def test_escape_mid_answer_stops_the_analyst_and_keeps_nothing(
         await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
         await wait_for(pilot, lambda: not children(*PROCESSES), timeout=30)
     assert not (run_dir / "asks.jsonl").exists()
+
+
+async def test_a_refused_ask_is_its_one_line_and_nothing_is_kept(tmp_path: Path) -> None:
+    """The scripted run has no MANIFEST.json: the engine refuses before any process starts."""
+    fake = FakeSupervisor(tmp_path)
+    app = deterministic_app(fake)
+    async with app.run_test(size=SIZE) as pilot:
+        fake.finish()
+        await wait_for(pilot, lambda: isinstance(app.screen, ReportScreen))
+        await ask(pilot, "Why?")
+        await wait_for(pilot, lambda: bool(texts(app, ".ask-refused")))
+        (line,) = texts(app, ".ask-refused")
+        assert line.startswith("refused: ") and "is not a run started by horde-tui" in line
+        assert not app.screen.query(".ask-stream")
+    assert not (fake.run_dir / "asks.jsonl").exists()
