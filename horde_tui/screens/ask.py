@@ -22,6 +22,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
@@ -35,11 +36,13 @@ CHECK_MARK = re.compile(re.escape(MARK.strip()) + r"[^\]]*\]")
 """A `[check: why]` mark the evidence check put in an answer."""
 
 
-def answer_text(answer: str) -> Text:
-    """The answer with each `[check: ...]` mark in the error style, so it stands out."""
-    text = Text(answer)
-    text.highlight_regex(CHECK_MARK, "bold reverse red")
-    return text
+def answer_text(answer: str) -> Content:
+    """The answer with each `[check: ...]` mark reversed in the theme's error colour, so
+    a citation that does not hold stands out."""
+    content = Content(answer)
+    for mark in CHECK_MARK.finditer(answer):
+        content = content.stylize("bold reverse $error", mark.start(), mark.end())
+    return content
 
 
 def meta_line(record: AskRecord) -> str:
