@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -245,6 +246,13 @@ def demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from support.cli import run_demo
 
     return run_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def demo_copy(demo_project: Path, tmp_path: Path) -> Path:
+    """A copy of the demo's kept project, for a test that writes there (an ask appends
+    to its run's asks.jsonl)."""
+    return Path(shutil.copytree(demo_project, tmp_path / demo_project.name, symlinks=True))
 
 
 E2E = Path(__file__).resolve().parent / "e2e"

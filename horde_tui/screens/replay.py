@@ -143,6 +143,7 @@ class ReplayScreen(RunScreen):
         Binding("g", "seek(1)", "First event", show=False, id="first-event"),
         Binding("G", "seek(0)", "Last event", show=False, id="last-event"),
     ]
+    ask_in_footer_from = None  # the moves fill the footer; `a` works, F1 lists it
 
     def __init__(self, replay: Replay) -> None:
         self.replay = replay

@@ -1,5 +1,6 @@
 """The report screen: a finished run's REPORT.md, with the deliverable and the
-post-mortem one key away. It opens by itself when a hosted run ends, and on the newest
+post-mortem one key away, and the ask pane
+(`a`). It opens by itself when a hosted run ends, and on the newest
 run when the app starts with nothing live. Read-only: it never writes a run file.
 """
 
@@ -13,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown, Static
 
+from horde_tui.screens.ask import AskScreen
 from horde_tui.screens.panes import read_markdown
 
 DOCUMENTS = {
@@ -29,6 +31,7 @@ class ReportScreen(Screen[None]):
         Binding("r", "show('report')", "Report", id="report-report"),
         Binding("d", "show('deliverable')", "Deliverable", id="report-deliverable"),
         Binding("m", "show('postmortem')", "Post-mortem", id="report-postmortem"),
+        Binding("a", "ask", "Ask", id="report-ask", tooltip="ask the run a question"),
         Binding("escape", "app.pop_screen", "Back", id="report-back"),
     ]
 
@@ -55,6 +58,9 @@ class ReportScreen(Screen[None]):
             if document == self.document or not self.path_of(document).is_file():
                 return None
         return True
+
+    def action_ask(self) -> None:
+        self.app.push_screen(AskScreen(self.run_dir))
 
     async def action_show(self, document: str) -> None:
         self.document = document

@@ -24,6 +24,7 @@ from textual.command import Provider
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from horde_tui.protocol.outcome import RunSummary
+from horde_tui.screens.ask import AskScreen
 from horde_tui.screens.base import HordeScreen
 from horde_tui.screens.commands import MemberCommands
 from horde_tui.screens.cost import CostLine
@@ -45,6 +46,7 @@ from horde_tui.screens.panes import (
     ThreadsPane,
 )
 from horde_tui.screens.report import ReportScreen
+from horde_tui.store.asks import ASKS_FILE
 from horde_tui.store.display import MemberRow, format_elapsed
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.observe import SupervisorEvent
@@ -78,6 +80,9 @@ KEYED_ACTIONS = ("pause", "resume", "reset", "stop_hard", "member_detail", "stop
 RUN_CONTROLS = frozenset(KEYED_ACTIONS) - {"member_detail"}
 """Keys that act on a live run: shown greyed while they do not apply to the selected
 member, hidden once the run has ended."""
+ASK_IN_FOOTER = 90
+"""A live run's footer shows `a Ask` from this width: at 80 columns the member keys,
+help and quit fill it (`a` works there all the same, and F1 lists it)."""
 
 
 def run_screen_of(app: App[Any]) -> RunScreen | None:
@@ -91,6 +96,8 @@ class RunScreen(HordeScreen):
 
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {MemberCommands}
     AUTO_FOCUS = "#members"
+    ask_in_footer_from: ClassVar[int | None] = ASK_IN_FOOTER
+    """The width from which a live run's footer shows `a Ask` (None: never)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "pause", "Pause", id="pause", tooltip="pause the selected member"),
@@ -106,6 +113,10 @@ class RunScreen(HordeScreen):
         Binding("slash", "filter", "Filter events", show=False, id="filter", key_display="/"),
         Binding("f", "follow", "Follow the event tail", show=False, id="follow"),
         Binding("escape", "back", "Back", show=False, id="back"),
+        # Before confirm mode's `a`: the ask pane while no command waits (`check_action`);
+        # in the footer only when it has room (a live run's 80 columns hold `q` last).
+        Binding("a", "ask('footer')", "Ask", id="ask", tooltip="ask the run a question"),
+        Binding("a", "ask", "Ask", show=False, id="ask-narrow", tooltip="ask the run a question"),
         Binding("y", "confirm('allow')", "Allow the waiting command", show=False, id="allow"),
         Binding("n", "confirm('refuse')", "Refuse the waiting command", show=False, id="refuse"),
         Binding(
@@ -153,7 +164,7 @@ class RunScreen(HordeScreen):
         ledgers = self.ledger_source(horde_dir)
         yield Header()
         yield StatusLine(id="run-status")
-        yield CostLine(ledgers, id="run-cost")
+        yield CostLine(ledgers, self.source.run_dir, id="run-cost")
         yield MemberTable(id="members")
         yield ConfirmQueue(self.source.run_dir, id="confirm-queue")
         with TabbedContent(initial="events", id="tabs"):
@@ -209,6 +220,9 @@ class RunScreen(HordeScreen):
             return
         if paths is None or any(p.name == "events.jsonl" for p in paths):
             self.event_log.catch_up()  # a stat when `wake` has read it already
+        run_id = self.source.run_dir.name
+        if paths is None or any(p.name == ASKS_FILE and p.parent.name == run_id for p in paths):
+            self.query_one(CostLine).count_asks()
         await self.reload_visible_tab()
 
     def wake(self) -> None:
@@ -274,6 +288,7 @@ class RunScreen(HordeScreen):
 
     def on_confirm_queue_changed(self, event: ConfirmQueue.Changed) -> None:
         self.refresh_table()
+        self.refresh_bindings()  # `a` is the ask pane or confirm mode's allow-all
 
     def action_confirm(self, decision: str) -> None:
         """Confirm mode: decide the first command waiting (`y`, `n`, `a`)."""
@@ -331,6 +346,13 @@ class RunScreen(HordeScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.live and action in RUN_CONTROLS:
             return False  # an ended run has nothing to pause, reset or stop: hide the keys
+        if action == "ask":  # confirm mode's `a` (allow all) while a command waits
+            if self.query_one(ConfirmQueue).waiting:
+                return False
+            if not parameters:
+                return True
+            room = self.ask_in_footer_from
+            return room is not None and (not self.live or self.size.width >= room)
         if action == "report":  # shown once the run has ended with its report
             return not self.live and (self.source.run_dir / "REPORT.md").is_file()
         if action in MEMBER_ACTIONS:
@@ -453,6 +475,13 @@ class RunScreen(HordeScreen):
 
     def action_report(self) -> None:
         self.app.push_screen(ReportScreen(self.source.run_dir))
+
+    def action_ask(self, _shown: str = "") -> None:
+        cost = self.query_one(CostLine)
+        self.app.push_screen(AskScreen(self.source.run_dir, answered=cost.count_asks))
+
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # `a Ask` is in the footer from ASK_IN_FOOTER columns
 
     def action_export(self) -> None:
         """Write `horde-export-<run>/` here (`web.export`) from a thread; say where."""

@@ -16,6 +16,7 @@ from support.app import RUN_ID, FakeSupervisor, deterministic_app, wait_for
 from textual.widgets import Static
 
 from horde_tui.screens.cost import cost_text
+from horde_tui.store.asks import AskRecord, AsksCost, append_ask, asks_path
 from horde_tui.store.members import MemberState
 from horde_tui.supervisor.forecast import Forecast, Spend
 
@@ -122,5 +123,38 @@ async def test_the_cost_line_follows_the_run_live(tmp_path: Path) -> None:
             lambda: cost_line(app).startswith(
                 "spent $0.0400, 4.0k tok · per accepted (1): $0.0400, 4.0k tok · "
                 "per finding (1): $0.0400, 4.0k tok · forecast:"
+            ),
+        )
+
+
+def test_the_asks_cost_is_said_apart_from_the_members_spend() -> None:
+    asks = AsksCost(asks=3, cost_usd=0.0012, tokens=900)
+    assert cost_text(Spend.of(TWO, 0, 0), None, asks=asks) == (
+        "spent $0.0400, 4.0k tok · asks $0.0012 (3) · no findings yet"
+    )
+    none_yet = AsksCost(asks=0, cost_usd=0.0, tokens=0)
+    assert cost_text(Spend.of(TWO, 0, 0), None, asks=none_yet) == (
+        "spent $0.0400, 4.0k tok · no findings yet"
+    )
+
+
+async def test_the_cost_line_counts_the_asks_again_when_asks_jsonl_changes(
+    tmp_path: Path,
+) -> None:
+    """An ask kept by another process (`horde-tui ask`): the watcher's batch names
+    `asks.jsonl`, and the line counts it, apart from the members' spend."""
+    fake = FakeSupervisor(tmp_path, count=1)
+    app = deterministic_app(fake)
+    async with app.run_test(size=(200, 30)) as pilot:
+        fake.emit("run-start", at=0, members=1, model=fake.settings.gateway.model)
+        fake.spawn("member-1", at=2)
+        fake.answer("member-1", 5, (2400, 600), 0.03, "horde", {"action": "idea"})
+        await wait_for(pilot, lambda: cost_line(app) == "spent $0.0300, 3.0k tok · no findings yet")
+        append_ask(fake.run_dir, AskRecord("Why?", "Because.", cost_usd=0.0012))
+        await app.files_changed({asks_path(fake.run_dir)})
+        await wait_for(
+            pilot,
+            lambda: (
+                cost_line(app) == "spent $0.0300, 3.0k tok · asks $0.0012 (1) · no findings yet"
             ),
         )

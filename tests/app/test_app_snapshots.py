@@ -36,6 +36,7 @@ from horde_tui.screens.launch import LaunchScreen
 from horde_tui.screens.member import MemberDetailScreen
 from horde_tui.screens.modals import ChoiceScreen, HelpScreen
 from horde_tui.screens.report import ReportScreen
+from horde_tui.store.asks import AskRecord, Citation, append_ask
 from horde_tui.supervisor.forecast import Forecast
 from horde_tui.widgets.event_log import EventTail
 from horde_tui.widgets.log_tail import LogTail
@@ -146,6 +147,37 @@ def test_report_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
         )
 
     assert snap_compare(deterministic_app(fake), terminal_size=size, run_before=before)
+
+
+def test_ask_pane(snap_compare: Any, tmp_path: Path) -> None:
+    """`a` on the report screen of a run asked twice before. A reviewer should see the
+    dialog "Ask run 20250101-120000-beef" over the report; "2 earlier asks, newest
+    last"; each ask's question in bold after "›", its answer, and a muted line of
+    tokens, cost, citations and model; in the second answer "[check: no such finding
+    in the ledgers]" after F42, in red reversed; the question input with its
+    placeholder, and a footer with esc Close."""
+    fake = FakeSupervisor(tmp_path)
+    asked = (
+        ("Which findings are still unreviewed?", "F2: nobody has reviewed it yet.", ()),
+        (
+            "Is the admin token still hard-coded?",
+            "F1 holds: app.py hard-codes it. F42 [check: no such finding in the ledgers] "
+            "says it was rotated.",
+            (Citation("F1"), Citation("F42", "no such finding in the ledgers")),
+        ),
+    )
+    for question, answer, cites in asked:
+        record = AskRecord(question, answer, cites, 1200, 80, 0.0002, "openai/gpt-4o-mini")
+        append_ask(fake.run_dir, record)
+
+    async def before(pilot: Pilot[Any]) -> None:
+        await six_members(pilot, fake)
+        fake.finish()
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ReportScreen))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: len(pilot.app.screen.query(".ask-answer")) == 2)
+
+    assert snap_compare(deterministic_app(fake), terminal_size=(120, 36), run_before=before)
 
 
 def write_prompt(run: Path, prompt: str) -> None:

@@ -11,7 +11,6 @@ budget is spent, an ask is refused in one line and nothing is kept.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pytest
 from conftest import start_gateway
 from support.cli import cli
 from support.gateway import price_map_entry
-from support.processes import alive, describe, kill_all
+from support.processes import alive, children, describe, kill_all
 
 from horde_tui.launch.ask import AskStep
 from horde_tui.launch.ask import ask as launch_ask
@@ -39,12 +38,6 @@ BIG = 100_000
 """Prompt tokens of one priced call: $0.015 at gpt-4o-mini's input price."""
 
 
-@pytest.fixture
-def project(demo_project: Path, tmp_path: Path) -> Path:
-    """A copy of the demo's kept project (an ask appends to its run's asks.jsonl)."""
-    return Path(shutil.copytree(demo_project, tmp_path / demo_project.name, symlinks=True))
-
-
 def ask(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return cli(cwd, "ask", *args, timeout_s=240, **env)
 
@@ -58,7 +51,7 @@ def ledgers(project: Path) -> dict[str, bytes]:
 
 
 def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger(
-    project: Path, stub_model: StubThread, tmp_path: Path
+    demo_copy: Path, stub_model: StubThread, tmp_path: Path
 ) -> None:
     stub_model.stub.set_scripts(
         {
@@ -69,15 +62,15 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
             ]
         }
     )
-    before = ledgers(project)
+    before = ledgers(demo_copy)
     flags = ("--model", stub_model.model, "--api-base", stub_model.api_base, "--api-key", "x")
     done = ask(
-        project, "last", "Is the admin token still hard-coded?", *flags, TMPDIR=str(tmp_path)
+        demo_copy, "last", "Is the admin token still hard-coded?", *flags, TMPDIR=str(tmp_path)
     )
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob("horde-ask-*"))  # the ask's own gateway folder is gone
 
-    assert ledgers(project) == before
+    assert ledgers(demo_copy) == before
     assert done.stdout.startswith(ANSWER)  # streamed as it came, then the answer as kept
     kept = (
         "F1 holds: the token is hard-coded. F42 [check: no such finding in the ledgers] "
@@ -89,8 +82,8 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
     assert "  · horde list\n  · grep SECRET_KEY .\n" in done.stderr
     assert "ask: 3 citations checked, 2 marked; " in done.stderr
 
-    (run,) = run_ids(project / ".horde")
-    run_dir = project / ".horde" / "runs" / run
+    (run,) = run_ids(demo_copy / ".horde")
+    run_dir = demo_copy / ".horde" / "runs" / run
     (record,) = read_asks(run_dir)
     assert (record.question, record.answer, record.live) == (
         "Is the admin token still hard-coded?",
@@ -117,41 +110,41 @@ def test_ask_last_marks_a_made_up_finding_and_a_wrong_line_and_changes_no_ledger
 
 
 def test_the_demo_model_answers_an_ask_of_the_demo_from_its_ledgers(
-    project: Path, tmp_path: Path
+    demo_copy: Path, tmp_path: Path
 ) -> None:
     """A newcomer's first ask, on the demo, without a key: the demo model plays a scripted
     analyst that reads the ledger, says it is a script, and cites what it read (each
     citation holds)."""
-    before = ledgers(project)
-    done = ask(project, "last", "What did the horde find?", TMPDIR=str(tmp_path))
+    before = ledgers(demo_copy)
+    done = ask(demo_copy, "last", "What did the horde find?", TMPDIR=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "The demo model plays the analyst here: it is a script" in done.stdout
     assert "[check:" not in done.stdout and "--- checked" not in done.stdout
-    assert ledgers(project) == before
+    assert ledgers(demo_copy) == before
     assert not list(tmp_path.glob("horde-ask-*"))
-    (run,) = run_ids(project / ".horde")
-    (record,) = read_asks(project / ".horde" / "runs" / run)
+    (run,) = run_ids(demo_copy / ".horde")
+    (record,) = read_asks(demo_copy / ".horde" / "runs" / run)
     assert record.model == DEMO_MODEL and "The run filed 5 findings" in record.answer
     assert [(c.token, c.ok) for c in record.citations] == [("F1", True), ("app.py:13", True)]
 
 
-def test_bad_input_is_refused_in_one_line_with_status_2(project: Path) -> None:
+def test_bad_input_is_refused_in_one_line_with_status_2(demo_copy: Path) -> None:
     """An empty question and a run that is not there: one line each, nothing kept."""
     for args, said in (
         (("last", "  "), "the question is empty"),
         (("no-such-run", "why?"), "no run named no-such-run"),
     ):
-        done = ask(project, *args)
+        done = ask(demo_copy, *args)
         assert done.returncode == 2 and done.stdout == "", done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and said in done.stderr
 
 
 @pytest.fixture
-def live(project: Path, stub_model: StubThread, tmp_path: Path) -> Iterator[Path]:
+def live(demo_copy: Path, stub_model: StubThread, tmp_path: Path) -> Iterator[Path]:
     """A copy of the demo's project whose run is live (this process supervises it) with
     its own gateway on a priced model and a $0.02 budget."""
     copy = tmp_path / "live"
-    shutil.copytree(project, copy, symlinks=True)
+    shutil.copytree(demo_copy, copy, symlinks=True)
     (run,) = run_ids(copy / ".horde")
     run_dir = copy / ".horde" / "runs" / run
     for spent in ("asks.jsonl", "usage.jsonl"):  # the demo's: this gateway starts at zero
@@ -225,18 +218,3 @@ async def test_a_live_run_is_asked_through_its_gateway_and_refused_once_its_budg
     assert len(read_asks(live)) == 1
     flagged = ask(project, "last", "q", "--model", "x")  # a live run: its own model
     assert flagged.returncode == 2 and "leave out --model" in flagged.stderr
-
-
-def children(*modules: str) -> list[int]:
-    """This process's live children running one of `modules` (`python -m MODULE`)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            stat = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError):
-            continue
-        if int(stat[1]) == os.getpid() and alive(int(entry)):
-            if any(m.encode() in cmdline for m in modules):
-                found.append(int(entry))
-    return found

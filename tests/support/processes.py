@@ -50,6 +50,21 @@ def alive(pid: int) -> bool:
         return False
 
 
+def children(*modules: str) -> list[int]:
+    """This process's live children running one of `modules` (`python -m MODULE`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path("/proc", entry, "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if int(stat[1]) == os.getpid() and alive(int(entry)):
+            if any(m.encode() in cmdline for m in modules):
+                found.append(int(entry))
+    return found
+
+
 def sleeper(tag: str, *, forked: bool) -> dict[str, Any]:
     """A bash tool call that sleeps for ten minutes. `forked`: bash stays as the sleep's
     parent (two processes); else bash execs the sleep (one)."""
