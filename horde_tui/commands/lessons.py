@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ from typing import Any
 from horde_tui.common.settings import FLAGS, Settings, SettingsError, load_settings
 from horde_tui.store.paths import atomic_write_text, default_horde_dir
 from horde_tui.supervisor import lessons
+from horde_tui.supervisor.summary import DEMO_MODEL
 
 GATEWAY_FOLDER = "lessons"
 """Under the horde directory: the lessons gateway's log, `gateway.json` and usage."""
@@ -69,6 +71,14 @@ def cmd_lessons(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(dry_run_text(horde_dir, postmortems, skipped, settings))
         return 0
+    demo = None
+    if not settings.gateway.model and all(map(_played_by_demo, postmortems)):
+        demo = _demo_model()  # the demo's runs: the demo model reads its own post-mortems
+        settings = load_settings(
+            horde_dir / "config.toml",
+            None,
+            {"model": demo.model, "api_base": demo.api_base, "api_key": DEMO_KEY},
+        )
     if not settings.gateway.model:
         return _err(
             f"refused: no model; give {FLAGS['model']}, HORDE_MODEL or `model` in "
@@ -78,6 +88,9 @@ def cmd_lessons(args: argparse.Namespace) -> int:
         answer, cost = asyncio.run(ask_model(horde_dir, settings, lessons.messages(postmortems)))
     except LessonsCallError as exc:
         return _err(f"{exc}; nothing written", 1)
+    finally:
+        if demo is not None:
+            demo.close()
     try:
         kept, dropped = lessons.rank(lessons.parse_answer(answer, postmortems))
     except lessons.LessonsError as exc:
@@ -87,7 +100,8 @@ def cmd_lessons(args: argparse.Namespace) -> int:
 
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     out = lessons.lessons_path(horde_dir)
-    text = lessons.render(kept, dropped, postmortems, settings.gateway.model, when)
+    model = DEMO_MODEL if demo is not None else settings.gateway.model
+    text = lessons.render(kept, dropped, postmortems, model, when)
     atomic_write_text(out, text)
     marked = sum(bool(q.problem) for lesson in kept + dropped for q in lesson.quotes)
     spent = "cost unknown" if cost is None else f"${cost:.4f}"
@@ -97,6 +111,30 @@ def cmd_lessons(args: argparse.Namespace) -> int:
         f"without a found quote (not kept); {spent}"
     )
     return 0
+
+
+DEMO_KEY = "demo"
+"""The demo model's bearer token (as the demo's): not a provider key."""
+
+
+def _played_by_demo(pm: lessons.PostMortem) -> bool:
+    """Whether the demo model played the run of `pm` (its MANIFEST.json says so)."""
+    try:
+        manifest = json.loads((pm.path.parent / "MANIFEST.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("demo_model") is True
+
+
+def _demo_model() -> Any:
+    """The demo model (a `StubThread`) playing the lessons pass over the demo's own
+    post-mortems: `horde-tui lessons` right after `horde-tui demo` works without a key."""
+    from horde_tui.demo.policy import lessons_plan
+    from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+    from horde_tui.stubmodel.agent import AgentPolicy
+
+    bypass_proxies_for_loopback()  # the gateway inherits this process's NO_PROXY
+    return StubThread(policy=AgentPolicy({MEMBER: lessons_plan()}), token=DEMO_KEY)
 
 
 def dry_run_text(

@@ -25,6 +25,7 @@ verified (that is what makes the outcome `solved` rather than `finished`).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -246,6 +247,37 @@ POSTMORTEM = """\
   a real model with `horde-tui run 4 "<your task>" --model <litellm model>` in your own
   project.
 - **Read**: `$<report>` and `$<board>`."""
+
+LESSONS = (
+    (
+        "Wait by reading the ledger (inbox, findings, inspect), never by retrying a refused call.",
+        "never by retrying a refused call",
+    ),
+    (
+        "Claim a distinct idea before working on it, so no work is duplicated.",
+        "each worker claimed a distinct idea, so no work was duplicated",
+    ),
+    (
+        "Check what a response really is (its content type) before filing an injection into it.",
+        "read the response's content type before filing an injection into a page",
+    ),
+)
+"""The demo model's lessons from its own post-mortem (`horde-tui lessons` on demo runs):
+each line with the quote of POSTMORTEM it rests on, word for word."""
+
+
+def lessons_plan() -> list[dict[str, Any]]:
+    """The stub plan that answers `horde-tui lessons` on demo runs: the lessons above,
+    each quoted from the first post-mortem it is sent (its run id bound from the brief)."""
+    lessons = [
+        {"lesson": f"{text} (demo model: scripted)", "quotes": [{"run": "$<run>", "quote": quote}]}
+        for text, quote in LESSONS
+    ]
+    return [
+        {"brief": [r"=== post-mortem of run (\S+) ==="], "bind": ["$<run>"]},
+        {"say": json.dumps({"lessons": lessons})},
+    ]
+
 
 def brief_paths(**files: str) -> dict[str, Any]:
     """Bind `$<name>` to the path of each file a helper's brief lists (one a line, `- path`),
