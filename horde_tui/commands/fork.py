@@ -127,13 +127,11 @@ def demo_model(prompt: str, speed: float) -> Any:
     `prompt` came from (the sloppy members, or the four-member review), for a fork of a
     run it played: the one that played it died with the demo's process."""
     from horde_tui.demo.policy import demo_policy
-    from horde_tui.demo.run import DEMO_KEY
     from horde_tui.demo.sloppy import SLOPPY_PROMPT, sloppy_policy
-    from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+    from horde_tui.stubmodel import demo_stub
 
     policy = sloppy_policy(speed) if prompt == SLOPPY_PROMPT else demo_policy(speed)
-    bypass_proxies_for_loopback()
-    return StubThread(policy=policy, token=DEMO_KEY)
+    return demo_stub(policy)
 
 
 def config_toml(config: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from horde_tui.common.settings import FLAGS, Settings, SettingsError, load_settings
 from horde_tui.store.paths import atomic_write_text, default_horde_dir
+from horde_tui.stubmodel.server import DEMO_KEY
 from horde_tui.supervisor import lessons
 from horde_tui.supervisor.summary import DEMO_MODEL
 
@@ -113,10 +114,6 @@ def cmd_lessons(args: argparse.Namespace) -> int:
     return 0
 
 
-DEMO_KEY = "demo"
-"""The demo model's bearer token (as the demo's): not a provider key."""
-
-
 def _played_by_demo(pm: lessons.PostMortem) -> bool:
     """Whether the demo model played the run of `pm` (its MANIFEST.json says so)."""
     try:
@@ -130,11 +127,10 @@ def _demo_model() -> Any:
     """The demo model (a `StubThread`) playing the lessons pass over the demo's own
     post-mortems: `horde-tui lessons` right after `horde-tui demo` works without a key."""
     from horde_tui.demo.policy import lessons_plan
-    from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+    from horde_tui.stubmodel import demo_stub
     from horde_tui.stubmodel.agent import AgentPolicy
 
-    bypass_proxies_for_loopback()  # the gateway inherits this process's NO_PROXY
-    return StubThread(policy=AgentPolicy({MEMBER: lessons_plan()}), token=DEMO_KEY)
+    return demo_stub(AgentPolicy({MEMBER: lessons_plan()}))
 
 
 def dry_run_text(

@@ -29,14 +29,12 @@ from horde_tui.app.hosting import host
 from horde_tui.common.settings import Settings, load_settings
 from horde_tui.demo.policy import DEMO_PROMPT, Timing, demo_policy
 from horde_tui.demo.sloppy import SLOPPY_MEMBERS, SLOPPY_PROMPT, sloppy_policy
-from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+from horde_tui.stubmodel import DEMO_KEY, StubThread, demo_stub
 from horde_tui.supervisor.setup import RunRequest
 from horde_tui.supervisor.summary import DEMO_MODEL
 
 MEMBERS = 4
 """Three workers and the verifier (`assign_roles` makes the last of 3+ the verifier)."""
-DEMO_KEY = "demo"
-"""The stub's bearer token and the run's api_key: not a provider key."""
 _SKIP = frozenset({"__pycache__"})
 
 
@@ -90,8 +88,7 @@ def prepare_demo(
     workdir = Path(tempfile.mkdtemp(prefix="horde-demo-", dir=parent)).resolve()
     try:
         copy_tree(sample_files(), workdir)
-        bypass_proxies_for_loopback()
-        stub = StubThread(policy=policy, token=DEMO_KEY)
+        stub = demo_stub(policy)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

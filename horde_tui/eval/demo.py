@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from horde_tui.demo.policy import DEFECTS, DEMO_PROMPT, demo_policy
-from horde_tui.demo.run import DEMO_KEY, copy_tree, sample_files
-from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+from horde_tui.demo.run import copy_tree, sample_files
+from horde_tui.stubmodel import StubThread, demo_stub
 
 TASK_NAME = "demo-userdir"
 
@@ -22,8 +22,7 @@ TASK_NAME = "demo-userdir"
 def start_demo_model() -> StubThread:
     """Serve the demo model (no pauses) on 127.0.0.1; the caller closes it. Its key is
     `DEMO_KEY`."""
-    bypass_proxies_for_loopback()  # the runs inherit this process's NO_PROXY
-    return StubThread(policy=demo_policy(0.0), token=DEMO_KEY)
+    return demo_stub(demo_policy(0.0))
 
 
 def write_demo_taskset(dest: Path) -> Path:

@@ -59,8 +59,6 @@ transcripts under `runs/<id>/asks/ask/`."""
 ASKS_DIR = "asks"
 """The analyst's own folder in the run directory (its log and transcripts), apart from
 the members' `sessions/` so no view counts it as a member."""
-DEMO_TOKEN = "demo"
-"""The demo model's bearer token (as the demo's): not a provider key."""
 RUN_FILES = ("REPORT.md", "DELIVERABLE.md", "POSTMORTEM.md", "SUMMARY.md", "ACCEPTANCE.md")
 LEDGER_FILES = ("BOARD.md", "IDEAS.md", "FINDINGS.md", "FACTS.md", "RESOURCES.md")
 
@@ -295,15 +293,14 @@ class _Session:
         """A run the demo model played is asked of the demo model again (the one that
         played it died with the demo), which plays a scripted analyst: a newcomer's
         first ask works without a key, and says it is a script."""
-        from horde_tui.stubmodel import StubThread, bypass_proxies_for_loopback
+        from horde_tui.stubmodel import DEMO_KEY, demo_stub
         from horde_tui.stubmodel.agent import AgentPolicy
         from horde_tui.stubmodel.analyst import analyst_plan
 
-        bypass_proxies_for_loopback()  # the gateway inherits this process's NO_PROXY
-        stub = StubThread(policy=AgentPolicy({ANALYST: analyst_plan()}), token=DEMO_TOKEN)
+        stub = demo_stub(AgentPolicy({ANALYST: analyst_plan()}))
         self.stub = await asyncio.to_thread(stub.__enter__)
         self.settings = await asyncio.to_thread(
-            _recorded_settings, self.horde_dir, self.run_dir, stub.model, stub.api_base, DEMO_TOKEN
+            _recorded_settings, self.horde_dir, self.run_dir, stub.model, stub.api_base, DEMO_KEY
         )
 
     async def answer(self) -> AsyncIterator[AskEvent]:

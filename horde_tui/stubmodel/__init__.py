@@ -17,6 +17,7 @@ from horde_tui.stubmodel.script import (
     parse_scripts,
 )
 from horde_tui.stubmodel.server import (
+    DEMO_KEY,
     MEMBER_HEADER,
     MODEL_ID,
     Policy,
@@ -25,10 +26,12 @@ from horde_tui.stubmodel.server import (
     StubModel,
     StubThread,
     bypass_proxies_for_loopback,
+    demo_stub,
     start_stub,
 )
 
 __all__ = [
+    "DEMO_KEY",
     "DONE",
     "FALLBACK",
     "MEMBER_HEADER",
@@ -41,6 +44,7 @@ __all__ = [
     "StubThread",
     "ToolCallSpec",
     "bypass_proxies_for_loopback",
+    "demo_stub",
     "load_scripts",
     "parse_scripts",
     "start_stub",

@@ -313,3 +313,14 @@ def bypass_proxies_for_loopback() -> None:
         missing = [host for host in _LOOPBACK if host not in present]
         if missing:
             os.environ[name] = ",".join([*present, *missing])
+
+
+DEMO_KEY = "demo"
+"""The demo model's bearer token, and the api_key of the runs it plays: not a provider key."""
+
+
+def demo_stub(policy: Policy) -> StubThread:
+    """The stub serving `policy` as the demo model (the demo, its fork, its eval, an ask
+    or a lessons pass over demo runs): off any HTTP proxy, with the demo's token."""
+    bypass_proxies_for_loopback()  # the gateway inherits this process's NO_PROXY
+    return StubThread(policy=policy, token=DEMO_KEY)
