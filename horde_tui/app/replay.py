@@ -21,11 +21,10 @@ from horde_tui.screens.base import AppConfig
 from horde_tui.screens.replay import ReplayScreen
 from horde_tui.store.events import EVENT_ID
 from horde_tui.store.paths import default_horde_dir
-from horde_tui.store.runs import UnknownRun, resolve_run
+from horde_tui.store.runs import LAST, UnknownRun, resolve_run
 from horde_tui.view.replay import Replay, ReplayRefused
 from horde_tui.view.run import LIVE_STATES, RunsIndex, state_of
 
-LAST = "last"
 BIG_LOG = 5_000_000
 """Bytes of event log past which opening takes a noticeable while (~1 s per 8 MB)."""
 

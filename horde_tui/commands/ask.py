@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.paths import default_horde_dir
-from horde_tui.store.runs import UnknownRun, resolve_run, run_ids
-
-LAST = "last"
+from horde_tui.store.runs import RUN_STATES, resolve_run
 
 
 def add_ask_command(sub: Any) -> None:
@@ -41,13 +39,9 @@ def add_ask_command(sub: Any) -> None:
 
 
 def ask_run_dir(horde_dir: Path, run: str) -> Path:
-    """The run `run` names (`last`: the newest run); `UnknownRun` when there is none."""
-    if run == LAST:
-        ids = run_ids(horde_dir)
-        if not ids:
-            raise UnknownRun(f"no run in {horde_dir} yet (there is none to ask about)")
-        run = ids[-1]
-    return resolve_run(horde_dir, run)
+    """The run `run` names (`last`: the newest run, live or not); `UnknownRun` when
+    there is none."""
+    return resolve_run(horde_dir, run, last=RUN_STATES)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:

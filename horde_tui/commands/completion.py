@@ -30,8 +30,8 @@ def complete_runs(prefix: str, **_: Any) -> list[str]:
 
 
 def complete_last_and_runs(prefix: str, **_: Any) -> list[str]:
-    """What `share` and `replay` take: `last` or a run id, newest first."""
-    from horde_tui.commands.share import LAST
+    """What `ask`, `share` and `replay` take: `last` or a run id, newest first."""
+    from horde_tui.store.runs import LAST
 
     return [r for r in [LAST, *complete_runs(prefix)] if r.startswith(prefix)]
 

@@ -8,19 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from horde_tui.store.paths import atomic_write_text, default_horde_dir
-from horde_tui.store.runs import UnknownRun, find_run, resolve_run
-
-LAST = "last"
+from horde_tui.store.runs import ENDED, resolve_run
 
 
 def _run_dir(horde_dir: Path, run: str) -> Path:
     """The run `run` names; `last`: the newest run that has ended, finished or interrupted."""
-    if run != LAST:
-        return resolve_run(horde_dir, run)
-    found = find_run(horde_dir, None, ("finished", "interrupted"))
-    if found is None:
-        raise UnknownRun(f"no run has ended in {horde_dir}; give a run id (`horde-tui runs`)")
-    return found
+    return resolve_run(horde_dir, run, last=ENDED)
 
 
 def cmd_share(args: argparse.Namespace) -> int:

@@ -189,12 +189,32 @@ class UnknownRun(LookupError):
     every command that takes one. The message is one line naming the nearest ids."""
 
 
-def resolve_run(horde_dir: Path, run: str, *, swarms: bool = False) -> Path:
+LAST = "last"
+"""What a person types for the newest run (`ask last`, `share last`, `replay last`)."""
+ENDED = ("finished", "interrupted")
+
+
+def resolve_run(
+    horde_dir: Path,
+    run: str,
+    *,
+    swarms: bool = False,
+    last: tuple[str, ...] | None = None,
+) -> Path:
     """The run named `run` (`find_run`), or with `swarms` also the swarm of that name;
     `UnknownRun` naming the nearest ids when there is none: the one resolver of a run id
     a person typed (status, attach, replay, fork, export, resume, finalize, the controls,
-    mcp)."""
+    mcp, ask, share). With `last` (run states), `run` may be `last`: the newest run in
+    one of them."""
     horde_dir = Path(horde_dir)
+    if last is not None and run == LAST:
+        newest = find_run(horde_dir, None, last)
+        if newest is not None:
+            return newest
+        which = "run" if last == RUN_STATES else "run has ended"
+        raise UnknownRun(
+            f"no {which} in {horde_dir} yet; give a run id once there is one (`horde-tui runs`)"
+        )
     found = find_run(horde_dir, run) or (existing_swarm(horde_dir, run) if swarms else None)
     if found is not None:
         return found
