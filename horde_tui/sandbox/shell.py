@@ -44,22 +44,10 @@ from horde_tui.sandbox.policy import (
     release_limit,
     resolve,
 )
+from horde_tui.store.secretfiles import secret_variable
 
 # --- environment ----------------------------------------------------------------------
 
-_SECRET_SUFFIXES = tuple(
-    "_API_KEY _APIKEY _TOKEN _SECRET _PASSWORD _PASSWD _ACCESS_KEY _KEY_ID _PRIVATE_KEY "
-    "_CREDENTIALS".split()
-)
-_SECRET_PREFIXES = tuple(
-    f"{p}_"
-    for p in "OPENAI ANTHROPIC AZURE AWS DEEPSEEK GROQ MISTRAL GEMINI OPENROUTER TOGETHER "
-    "LITELLM".split()
-)
-_SECRET_NAMES = frozenset(
-    "GOOGLE_APPLICATION_CREDENTIALS HF_TOKEN HUGGING_FACE_HUB_TOKEN HORDE_GATEWAY_URL "
-    "HORDE_GATEWAY_TOKEN HORDE_API_KEY".split()
-)
 _KEEP = frozenset({"HORDE_MEMBER", "HORDE_DIR", "HORDE_RUN", "HORDE_ROLE"})
 _NON_INTERACTIVE = {
     "PAGER": "cat",
@@ -106,13 +94,7 @@ def scrubbed_env(environ: Mapping[str, str]) -> dict[str, str]:
     """
     env = {}
     for name, value in environ.items():
-        upper = name.upper()
-        secret = (
-            upper.endswith(_SECRET_SUFFIXES)
-            or upper.startswith(_SECRET_PREFIXES)
-            or upper in _SECRET_NAMES
-        )
-        if name in _KEEP or not secret:
+        if name in _KEEP or not secret_variable(name):
             env[name] = value
     env.update(_NON_INTERACTIVE)
     return env

@@ -21,7 +21,7 @@ import socket
 from collections import Counter
 from pathlib import Path
 
-from horde_tui.store.secretfiles import mask_url_credentials, masked_files
+from horde_tui.store.secretfiles import mask_url_credentials, masked_files, secret_variable
 
 MASK = "[masked]"
 _KEY_PATTERNS = re.compile(
@@ -33,7 +33,6 @@ Face, Groq, Slack, AWS). Every branch starts with a literal, so the engine scans
 their first characters (a lookbehind branch made it 4x slower on a page)."""
 _BEARER = re.compile(r"(Bearer )[A-Za-z0-9._~+/=-]{20,}")
 """A bearer credential in a logged header."""
-_SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET)$")
 _LONG_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32,}(?![0-9A-Za-z])")
 """32 hex digits or more: a secret, a session id or a digest; none is worth a reader's risk."""
 _LONG_B64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{32,}={0,2}")
@@ -110,7 +109,7 @@ class Masker:
         except (OSError, UnicodeDecodeError):
             pass
         for name, value in os.environ.items():
-            if _SECRET_ENV.search(name):
+            if secret_variable(name):
                 found.setdefault(value, "key-like environment value")
         self.secrets = sorted(
             ((s, kind) for s, kind in found.items() if len(s) >= 12),

@@ -73,3 +73,30 @@ def mask_url_credentials(text: str, mask: str) -> str:
     """`postgres://app:pw@db/app` -> `postgres://[masked]@db/app`: the user and password
     of every URL in `text`."""
     return _URL_CREDENTIALS.sub(rf"\1{mask}@", text)
+
+
+_SECRET_SUFFIXES = tuple(
+    "_API_KEY _APIKEY _TOKEN _SECRET _PASSWORD _PASSWD _ACCESS_KEY _KEY_ID _PRIVATE_KEY "
+    "_CREDENTIALS".split()
+)
+_SECRET_PREFIXES = tuple(
+    f"{p}_"
+    for p in "OPENAI ANTHROPIC AZURE AWS DEEPSEEK GROQ MISTRAL GEMINI OPENROUTER TOGETHER "
+    "LITELLM".split()
+)
+_SECRET_NAMES = frozenset(
+    "GOOGLE_APPLICATION_CREDENTIALS HF_TOKEN HUGGING_FACE_HUB_TOKEN HORDE_GATEWAY_URL "
+    "HORDE_GATEWAY_TOKEN HORDE_API_KEY API_KEY TOKEN SECRET PASSWORD".split()
+)
+
+
+def secret_variable(name: str) -> bool:
+    """Whether the environment variable `name` holds a credential: the one rule for what
+    a member process never inherits (`sandbox/shell.scrubbed_env`) and whose values the
+    masker hides (`store/mask.py`)."""
+    upper = name.upper()
+    return (
+        upper.endswith(_SECRET_SUFFIXES)
+        or upper.startswith(_SECRET_PREFIXES)
+        or upper in _SECRET_NAMES
+    )
