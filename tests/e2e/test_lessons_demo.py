@@ -3,7 +3,6 @@ own post-mortem, no key needed, and every quote it gives holds."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from support.cli import cli
@@ -13,9 +12,9 @@ from horde_tui.store.runs import run_ids
 
 
 def test_lessons_on_the_demo_are_the_demo_models_own_and_every_quote_holds(
-    demo_project: Path, tmp_path: Path
+    demo_copy: Path,
 ) -> None:
-    project = Path(shutil.copytree(demo_project, tmp_path / "demo", symlinks=True))
+    project = demo_copy
     done = cli(project, "lessons", timeout_s=240)
     assert done.returncode == 0, done.stderr
     assert f"{len(LESSONS)} lesson(s) from 1 post-mortem(s), 0 quote(s) failing" in done.stdout
