@@ -54,7 +54,7 @@ PLANS = {
 
 
 async def external_member(workdir: Path) -> tuple[str, str, str]:
-    """Join as `auto`, file the finding, wait for member-1's review of it, then leave."""
+    """Join as `auto`, file the finding, close the idea, wait for member-1's review, leave."""
     async with stdio_session(workdir, "--member", "auto") as session:
         added = await call(session, "idea", text="Check app.py for secrets")
         assert not added[0], added
@@ -75,14 +75,16 @@ async def external_member(workdir: Path) -> tuple[str, str, str]:
         )
         assert not filed[0], filed
         finding = filed[1].split()[1]
+        # Close the idea before waiting: once member-1 has reviewed and said its last
+        # word the run finalizes, and finalize releases every idea still claimed.
+        closed = await call(session, "done", id=idea, result=f"filed {finding}")
+        assert not closed[0], closed
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             shown = await call(session, "inspect", target=finding)
             if "V1" in shown[1]:
                 break
             await asyncio.sleep(0.3)
-        closed = await call(session, "done", id=idea, result=f"filed {finding}")
-        assert not closed[0], closed
         return idea, finding, shown[1]
 
 
