@@ -120,6 +120,7 @@ def usage(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "usage.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.spawned_gateway  # it checks the runs name the eval's own gateway process
 def test_parallel_runs_share_one_gateway_and_its_limit(tmp_path: Path) -> None:
     """Three runs at once, `max_in_flight` 2: one gateway process for the eval, and the
     provider never sees more than two requests at a time from the whole eval."""

@@ -32,6 +32,9 @@ from support.processes import (
 from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 
+# The processes a run leaves are the subject: its gateway is spawned as a user's is.
+pytestmark = pytest.mark.spawned_gateway
+
 GONE_S = 5.0
 """The promise: nothing of a run is alive 5 s after its supervisor's SIGKILL, paused or
 not (the measured figure is about 2 s: the members' and the gateway's watchdogs poll

@@ -26,6 +26,7 @@ from horde_tui.supervisor.setup import RunRequest
 
 @pytest.mark.slow
 @pytest.mark.e2e
+@pytest.mark.spawned_gateway  # the pid the run records is the shared gateway's own
 def test_a_run_joins_the_shared_gateway_and_leaves_it_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import GatewayProcess, start_gateway
 from support.member import RUN, call, prepare, run_member
 from support.paths import REPO, TESTS
@@ -202,6 +203,7 @@ def _gone_within(pids: list[int], seconds: float) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+@pytest.mark.spawned_gateway  # the gateway's own watchdog, with its real parent
 def test_watchdog_ends_member_and_gateway_after_parent_sigkill(tmp_path: Path) -> None:
     pids = _orphan(tmp_path, '{"delay_ms": 60000, "content": "late"}', "turn-start")
     assert _gone_within([pids["gateway"], pids["member"]], 5.0) == []
