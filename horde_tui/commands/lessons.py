@@ -21,7 +21,6 @@ from typing import Any
 
 from horde_tui.common.settings import FLAGS, Settings, SettingsError, load_settings
 from horde_tui.store.paths import atomic_write_text, default_horde_dir
-from horde_tui.stubmodel.server import DEMO_KEY
 from horde_tui.supervisor import lessons
 from horde_tui.supervisor.summary import DEMO_MODEL
 
@@ -74,6 +73,8 @@ def cmd_lessons(args: argparse.Namespace) -> int:
         return 0
     demo = None
     if not settings.gateway.model and all(map(_played_by_demo, postmortems)):
+        from horde_tui.stubmodel import DEMO_KEY  # the stub's server (aiohttp): only here
+
         demo = _demo_model()  # the demo's runs: the demo model reads its own post-mortems
         settings = load_settings(
             horde_dir / "config.toml",

@@ -1,5 +1,5 @@
-"""What a process loads when it starts: one list of entry points, the modules each must
-not load, a fresh interpreter each.
+"""What a process loads when it starts: one list of entry points (a module, or
+`module:function` to call too), the modules each must not load, a fresh interpreter each.
 
 The import contracts (`[tool.importlinter]`, `tests/project/test_layers.py`) see every import
 in the source; they cannot tell a deferred import from an eager one, nor see what a
@@ -56,6 +56,12 @@ HYGIENE: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("litellm", "aiohttp"),
     ),
     (
+        "the CLI's parser: every command's flags load, none of the servers or the app "
+        "they start (every command, `--version` too, builds it first)",
+        ("horde_tui.commands.cli:build_parser",),
+        ("aiohttp", "litellm", "textual", "mcp", "jinja2"),
+    ),
+    (
         "the control files and targets: a member's confirm and the CLI's controls load "
         "none of the tool's pydantic models",
         ("horde_tui.protocol.controls", "horde_tui.protocol.targets"),
@@ -75,7 +81,10 @@ def test_an_entry_point_loads_nothing_it_must_not(
     code = (
         "import importlib, json, sys\n"
         f"for name in {list(entries)!r}:\n"
-        "    importlib.import_module(name)\n"
+        "    module, _, call = name.partition(':')\n"
+        "    loaded = importlib.import_module(module)\n"
+        "    if call:\n"
+        "        getattr(loaded, call)()\n"
         f"print(json.dumps([m for m in {list(forbidden)!r} if m in sys.modules]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
