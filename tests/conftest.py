@@ -286,9 +286,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     """A suite started in the background of a script (`cmd &`) inherits SIGINT ignored,
     and so would every process a test starts: a Ctrl-C test (export, eval, stop) would
-    then see it ignored. A terminal's Ctrl-C is what those tests mean: take it back."""
+    then see it ignored. A terminal's Ctrl-C is what those tests mean: take it back.
+
+    The gateway fork server starts here, in each process that runs tests, so that its
+    litellm import overlaps collection."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    runs_tests = os.environ.get("PYTEST_XDIST_WORKER") or not getattr(
+        config.option, "numprocesses", None
+    )
+    if runs_tests and os.environ.get("HORDE_TEST_SPAWN_GATEWAYS") != "1":
+        _FORK_SERVER.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _FORK_SERVER.stop()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -303,38 +315,46 @@ GATEWAY_FORK = Path(__file__).parent / "support" / "gatewayfork"
 GATEWAY_FORK_ENV = "TEST_GATEWAY_FORKSERVER"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def gateway_forkserver() -> Iterator[None]:
+class ForkServer:
     """One fork server per test process: every gateway a test starts, directly or through
     a run, is forked from it with litellm imported (support/gatewayfork/server.py says
     why and what differs). `HORDE_TEST_SPAWN_GATEWAYS=1` turns it off for a whole run;
     the `spawned_gateway` marker for one test."""
-    if os.environ.get("HORDE_TEST_SPAWN_GATEWAYS") == "1":
-        yield
-        return
-    folder = tempfile.mkdtemp(prefix="gwfork-", dir="/tmp")  # a unix socket path is short
-    path = os.path.join(folder, "s")
-    proc = subprocess.Popen(
-        [sys.executable, str(GATEWAY_FORK / "server.py"), path, str(os.getpid())],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    saved = {name: os.environ.get(name) for name in (GATEWAY_FORK_ENV, "PYTHONPATH")}
-    os.environ[GATEWAY_FORK_ENV] = path
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(GATEWAY_FORK), saved["PYTHONPATH"]) if p
-    )
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.folder = ""
+        self.saved: dict[str, str | None] = {}
+
+    def start(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="gwfork-", dir="/tmp")  # a socket path is short
+        path = os.path.join(self.folder, "s")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(GATEWAY_FORK / "server.py"), path, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.saved = {name: os.environ.get(name) for name in (GATEWAY_FORK_ENV, "PYTHONPATH")}
+        os.environ[GATEWAY_FORK_ENV] = path
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(GATEWAY_FORK), self.saved["PYTHONPATH"]) if p
+        )
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        for name, value in self.saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        proc.terminate()
-        proc.wait(10)
-        shutil.rmtree(folder, ignore_errors=True)
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.proc = None
+
+
+_FORK_SERVER = ForkServer()
 
 
 @pytest.fixture(autouse=True)

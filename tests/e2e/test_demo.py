@@ -132,6 +132,7 @@ def call_key(intent: dict[str, Any]) -> str:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # the demo at its default speed: about 20 s
 @pytest.mark.spawned_gateway  # the newcomer's first run, exactly as it starts for them
 def test_demo_runs_end_to_end_headless_without_a_key(tmp_path: Path) -> None:
     """The demo as a newcomer runs it (default speed, no key): no spinning on refused

@@ -33,7 +33,8 @@ from horde_tui.stubmodel import StubThread
 from horde_tui.stubmodel.agent import AgentPolicy
 
 # The processes a run leaves are the subject: its gateway is spawned as a user's is.
-pytestmark = pytest.mark.spawned_gateway
+# Each test is a run killed and watched for seconds: `pytest -m slow`.
+pytestmark = [pytest.mark.spawned_gateway, pytest.mark.slow]
 
 GONE_S = 5.0
 """The promise: nothing of a run is alive 5 s after its supervisor's SIGKILL, paused or

@@ -52,6 +52,7 @@ def fast_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # a whole run, reset or resumed mid-way
 def test_reset_kills_the_session_releases_claims_and_starts_a_fresh_attempt(
     tmp_path: Path,
 ) -> None:
@@ -136,6 +137,7 @@ def test_reset_control_request_is_refused_when_no_run_is_live(tmp_path: Path) ->
 
 
 @pytest.mark.e2e
+@pytest.mark.slow  # a whole run, reset or resumed mid-way
 def test_resume_member_of_a_live_run_carries_its_session_on(tmp_path: Path) -> None:
     """`horde-tui resume RUN --member member-2` from another shell while the run is live:
     its supervisor stops member-2's session and carries the same session on from its

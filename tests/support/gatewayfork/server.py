@@ -21,6 +21,7 @@ parent.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -165,6 +166,8 @@ def serve(path: str, parent: int) -> None:
         _reap(children)
     listener.close()
     os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.dirname(path))  # the folder conftest made for it, when empty
 
 
 def _start(
