@@ -150,8 +150,8 @@ def freeze_import_heap() -> None:
 
     For the same reason the collector is paused while litellm imports (`LiteLLM._import`):
     the full collections the import's allocations trigger find almost nothing to free and
-    cost about a fifth of its CPU (4.2 s against 3.4 s, `python -c "import litellm"`
-    with and without `gc.disable()`, 2026-12-06). What the server allocates meanwhile
+    cost about a fifth of its CPU (4.5-4.8 CPU-s against 3.6-3.8, `python -c "import
+    litellm"` with and without `gc.disable()`, 2026-12-06). What the server allocates meanwhile
     is collected at the `gc.collect()` here.
     """
     gc.collect()
