@@ -158,11 +158,11 @@ def test_the_cli_is_spawned_through_one_helper() -> None:
     assert len(spawned_cli(helper)) == 1
 
 
-def test_a_plain_pytest_runs_on_two_workers_and_one_file_in_one_process() -> None:
-    """The default and the slow run use pytest-xdist's two workers (the CI machine has 2
-    cores), scheduled by `loadgroup` so conftest's `xdist_group` marks hold; a single file
-    (or tests of one file) runs in one process, where two workers' start-up costs more than
-    they save."""
+def test_a_plain_pytest_runs_on_three_workers_and_one_file_in_one_process() -> None:
+    """The default and the slow run use three pytest-xdist workers (on the CI machine's 2
+    cores: conftest's WORKERS says why), scheduled by `loadgroup` so conftest's
+    `xdist_group` marks hold; a single file (or tests of one file) runs in one process,
+    where the workers' start-up costs more than they save."""
     config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())
     addopts = config["tool"]["pytest"]["ini_options"]["addopts"].split()
     assert addopts[addopts.index("-n") + 1] == "auto"
@@ -171,5 +171,5 @@ def test_a_plain_pytest_runs_on_two_workers_and_one_file_in_one_process() -> Non
     assert any(req.startswith("pytest-xdist") for req in test_extra)
 
     one = str(TESTS / "unit" / "common" / "test_fence.py")
-    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "unit" / "commands" / "test_init.py")]) == 2
+    assert workers_for([str(TESTS)]) == workers_for([one, str(TESTS / "unit" / "commands" / "test_init.py")]) == 3
     assert workers_for([one]) == workers_for([f"{one}::test_x", f"{one}::test_y"]) == 0
