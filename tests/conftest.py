@@ -297,7 +297,7 @@ def pytest_configure(config: pytest.Config) -> None:
     runs_tests = os.environ.get("PYTEST_XDIST_WORKER") or not getattr(
         config.option, "numprocesses", None
     )
-    if runs_tests and os.environ.get("HORDE_TEST_SPAWN_GATEWAYS") != "1":
+    if runs_tests and os.environ.get(SPAWN_GATEWAYS_ENV) != "1":
         _FORK_SERVER.start()
 
 
@@ -315,6 +315,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 GATEWAY_FORK = Path(__file__).parent / "support" / "gatewayfork"
 GATEWAY_FORK_ENV = "TEST_GATEWAY_FORKSERVER"
+SPAWN_GATEWAYS_ENV = "HORDE_TEST_SPAWN_GATEWAYS"
+"""Set to 1: no fork server, every gateway of the run starts the ordinary way."""
 
 
 class ForkServer:
@@ -331,15 +333,16 @@ class ForkServer:
     def start(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="gwfork-", dir="/tmp")  # a socket path is short
         path = os.path.join(self.folder, "s")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(GATEWAY_FORK / "server.py"), path, str(os.getpid())],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
         self.saved = {name: os.environ.get(name) for name in (GATEWAY_FORK_ENV, "PYTHONPATH")}
         os.environ[GATEWAY_FORK_ENV] = path
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(GATEWAY_FORK), self.saved["PYTHONPATH"]) if p
+        )
+        # Started after: the server imports the starter's helpers from its sitecustomize.
+        self.proc = subprocess.Popen(
+            [sys.executable, str(GATEWAY_FORK / "server.py"), path, str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     def stop(self) -> None:

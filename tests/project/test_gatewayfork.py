@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import GATEWAY_FORK_ENV, GatewayProcess, start_gateway
+from conftest import GATEWAY_FORK_ENV, SPAWN_GATEWAYS_ENV, GatewayProcess, start_gateway
 from support.gateway import post
 from support.processes import alive, wait_until
 
@@ -20,8 +20,8 @@ from horde_tui.stubmodel import StubThread
 
 
 def _forked(stub: StubThread, run_dir: Path) -> tuple[GatewayProcess, int]:
-    if os.environ.get("HORDE_TEST_SPAWN_GATEWAYS") == "1":
-        pytest.skip("HORDE_TEST_SPAWN_GATEWAYS=1 turned the fork server off")
+    if os.environ.get(SPAWN_GATEWAYS_ENV) == "1":
+        pytest.skip(f"{SPAWN_GATEWAYS_ENV}=1 turned the fork server off")
     assert wait_until(lambda: os.path.exists(os.environ[GATEWAY_FORK_ENV]), 120)
     gw = start_gateway(stub, run_dir)
     pid = json.loads((run_dir / "gateway.json").read_text())["pid"]

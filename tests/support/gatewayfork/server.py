@@ -1,7 +1,7 @@
 """The tests' gateway fork server: litellm imported once, each gateway forked from here.
 
-Every real gateway process imports litellm (about 4 CPU-seconds on the CI machine), and
-the suites start about 200 of them: more than a third of all the CPU they use. Under
+Every real gateway process imports litellm (about 4.6 CPU-seconds on the CI machine), and
+the suites start about 260 of them: more than a third of all the CPU they used. Under
 the tests, `sitecustomize.py` beside this file turns `python -m horde_tui.gateway ARGS`
 (however it is started: by a supervisor, an eval, `start_gateway`) into a request here:
 its argv, environment, working directory and open descriptors go over a unix socket,
@@ -32,6 +32,10 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass
+
+# The one beside this file: conftest puts this folder first on the PYTHONPATH the server
+# starts with, so `site` has already imported it (ahead of any system sitecustomize).
+from sitecustomize import open_fds
 
 _HIGH_FD = 200
 """Received descriptors are moved above this before being put at their numbers."""
@@ -76,7 +80,7 @@ def _child(conn: socket.socket, request: Request, fds: list[int]) -> None:
     watch = _dup_high(conn.fileno(), _WATCH_FD)
     conn.close()
     high = [_dup_high(fd, _HIGH_FD) for fd in fds]
-    for fd in _open_fds():
+    for fd in open_fds():
         if fd != watch and fd not in high:
             os.close(fd)
     for src, dst in zip(high, targets, strict=True):
@@ -121,18 +125,6 @@ def _dup_high(fd: int, floor: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
 
 
-def _open_fds() -> list[int]:
-    out = []
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        try:
-            os.fstat(fd)
-        except OSError:
-            continue
-        out.append(fd)
-    return out
-
-
 def serve(path: str, parent: int) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_LOG", "ERROR")
@@ -160,7 +152,7 @@ def serve(path: str, parent: int) -> None:
         for key, _ in selector.select(timeout=1.0):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
-                _start(conn, children, (listener, wake_r, wake_w))
+                _start(conn, children, listener, (wake_r, wake_w))
             else:
                 os.read(wake_r, 4096)
         _reap(children)
@@ -171,7 +163,10 @@ def serve(path: str, parent: int) -> None:
 
 
 def _start(
-    conn: socket.socket, children: dict[int, socket.socket], mine: tuple[object, ...]
+    conn: socket.socket,
+    children: dict[int, socket.socket],
+    listener: socket.socket,
+    wake: tuple[int, int],
 ) -> None:
     try:
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 64)
@@ -183,11 +178,11 @@ def _start(
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        for other in (*children.values(), *mine):
-            if isinstance(other, socket.socket):
-                other.close()
-            elif isinstance(other, int):
-                os.close(other)
+        # Closed through their objects, so no later close of theirs hits a reused number.
+        for sock in (listener, *children.values()):
+            sock.close()
+        for fd in wake:
+            os.close(fd)
         _child(conn, request, fds)
     for fd in fds:
         os.close(fd)

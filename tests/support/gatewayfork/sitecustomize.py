@@ -14,6 +14,19 @@ import sys
 SOCKET_ENV = "TEST_GATEWAY_FORKSERVER"
 
 
+def open_fds() -> list[int]:
+    """This process's open descriptors (the one `listdir` itself opens is gone again)."""
+    out = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.append(fd)
+    return out
+
+
 def _as_forked_gateway() -> None:
     path = os.environ.get(SOCKET_ENV)
     argv = list(getattr(sys, "orig_argv", ()))
@@ -32,16 +45,7 @@ def _as_forked_gateway() -> None:
     except OSError:
         conn.close()
         return
-    fds = []
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd == conn.fileno():
-            continue
-        try:
-            os.fstat(fd)
-        except OSError:
-            continue
-        fds.append(fd)
+    fds = [fd for fd in open_fds() if fd != conn.fileno()]
     request = {
         "argv": argv[at + 2 :],
         "env": dict(os.environ),
